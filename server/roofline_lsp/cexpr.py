@@ -1,0 +1,283 @@
+"""Evaluate small C/C++ constant expressions (launch dimensions, sizes, trip counts).
+
+``evaluate("(n + BS - 1) / BS", {"n": "1 << 20", "BS": "256"})`` -> 4096. Names are resolved
+through a mapping of name -> expression text (``#define``, ``constexpr``, locals) or numbers,
+recursively with a depth limit. Anything not understood gives ``None``; nothing is executed:
+the text is tokenised and parsed here, never handed to ``eval``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+
+Env = Mapping[str, "str | float | int"]
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
+    r"(?P<suffix>[uUlLfF]*)"
+    r"|(?P<name>[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*(?:\.[xyz])?)"
+    r"|(?P<op><<|>>|<=|>=|==|!=|&&|\|\||[-+*/%()<>?:,&|^~!]))"
+)
+_CASTS = {
+    "int",
+    "long",
+    "unsigned",
+    "size_t",
+    "float",
+    "double",
+    "short",
+    "char",
+    "int64_t",
+    "uint64_t",
+    "int32_t",
+    "uint32_t",
+    "uint",
+    "signed",
+    "const",
+}
+_FUNCS: dict[str, Callable[..., float]] = {
+    "min": min,
+    "max": max,
+    "std::min": min,
+    "std::max": max,
+    "sqrt": math.sqrt,
+    "sqrtf": math.sqrt,
+    "ceil": math.ceil,
+    "floor": math.floor,
+    "log2": math.log2,
+    "abs": abs,
+    "dim3": lambda *a: a[0] if a else 1,
+}
+_BINARY = [
+    ("||",),
+    ("&&",),
+    ("|",),
+    ("^",),
+    ("&",),
+    ("==", "!="),
+    ("<", ">", "<=", ">="),
+    ("<<", ">>"),
+    ("+", "-"),
+    ("*", "/", "%"),
+]
+
+
+class _Fail(Exception):
+    pass
+
+
+def tokenize(text: str) -> list[tuple[str, str]] | None:
+    out: list[tuple[str, str]] = []
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            return None
+        pos = m.end()
+        if m.group("num") is not None:
+            num, suffix = m.group("num"), m.group("suffix")
+            is_float = "." in num or "e" in num.lower() and not num.lower().startswith("0x")
+            out.append(("float" if is_float or "f" in suffix.lower() else "int", num))
+        elif m.group("name") is not None:
+            out.append(("name", m.group("name")))
+        else:
+            out.append(("op", m.group("op")))
+    return out
+
+
+class _Parser:
+    def __init__(self, tokens: list[tuple[str, str]], lookup: Callable[[str], float | None]):
+        self.t = tokens
+        self.i = 0
+        self.lookup = lookup
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.t[self.i] if self.i < len(self.t) else None
+
+    def take(self, value: str | None = None) -> tuple[str, str]:
+        tok = self.peek()
+        if tok is None or (value is not None and tok[1] != value):
+            raise _Fail
+        self.i += 1
+        return tok
+
+    def expr(self) -> float:
+        cond = self.binary(0)
+        tok = self.peek()
+        if tok == ("op", "?"):
+            self.take("?")
+            a = self.expr()
+            self.take(":")
+            b = self.expr()
+            return a if cond else b
+        return cond
+
+    def binary(self, level: int) -> float:
+        if level == len(_BINARY):
+            return self.unary()
+        left = self.binary(level + 1)
+        while (tok := self.peek()) and tok[0] == "op" and tok[1] in _BINARY[level]:
+            op = self.take()[1]
+            right = self.binary(level + 1)
+            left = _apply(op, left, right)
+        return left
+
+    def unary(self) -> float:
+        tok = self.peek()
+        if tok is None:
+            raise _Fail
+        if tok[0] == "op" and tok[1] in "-+!~":
+            self.take()
+            v = self.unary()
+            return {"-": -v, "+": v, "!": float(not v), "~": float(~int(v))}[tok[1]]
+        if tok == ("op", "("):
+            # cast like (int) or (size_t) or (unsigned int)
+            j = self.i + 1
+            while j < len(self.t) and self.t[j][0] == "name" and self.t[j][1] in _CASTS:
+                j += 1
+            if j > self.i + 1 and j < len(self.t) and self.t[j] == ("op", ")"):
+                integer = any(self.t[k][1] not in ("float", "double") for k in range(self.i + 1, j))
+                self.i = j + 1
+                v = self.unary()
+                return float(int(v)) if integer else v
+            self.take("(")
+            v = self.expr()
+            self.take(")")
+            return v
+        return self.primary()
+
+    def primary(self) -> float:
+        kind, value = self.take()
+        if kind == "int":
+            return float(int(value, 16) if value.lower().startswith("0x") else int(value))
+        if kind == "float":
+            return float(value)
+        if kind != "name":
+            raise _Fail
+        if self.peek() == ("op", "("):
+            self.take("(")
+            args: list[float] = []
+            if self.peek() != ("op", ")"):
+                args.append(self.expr())
+                while self.peek() == ("op", ","):
+                    self.take(",")
+                    args.append(self.expr())
+            self.take(")")
+            if value in _CASTS and len(args) == 1:
+                return float(int(args[0])) if value not in ("float", "double") else args[0]
+            fn = _FUNCS.get(value)
+            if fn is None or not args and value != "dim3":
+                raise _Fail
+            try:
+                return float(fn(*args))
+            except (ValueError, TypeError, OverflowError) as e:
+                raise _Fail from e
+        if value in ("true", "false"):
+            return float(value == "true")
+        v = self.lookup(value)
+        if v is None:
+            raise _Fail
+        return v
+
+
+def _apply(op: str, a: float, b: float) -> float:
+    integer = a == int(a) and b == int(b)
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op in ("/", "%"):
+        if b == 0:
+            raise _Fail
+        if op == "%":
+            return float(int(a) % int(b))
+        return float(int(a / b)) if integer else a / b
+    if op in ("<<", ">>"):
+        if not integer or not 0 <= b < 64:
+            raise _Fail
+        return float(int(a) << int(b)) if op == "<<" else float(int(a) >> int(b))
+    if op in ("&", "|", "^"):
+        ia, ib = int(a), int(b)
+        return float(ia & ib if op == "&" else ia | ib if op == "|" else ia ^ ib)
+    comparisons: dict[str, Callable[[float, float], bool]] = {
+        "<": lambda x, y: x < y,
+        ">": lambda x, y: x > y,
+        "<=": lambda x, y: x <= y,
+        ">=": lambda x, y: x >= y,
+        "==": lambda x, y: x == y,
+        "!=": lambda x, y: x != y,
+        "&&": lambda x, y: bool(x) and bool(y),
+        "||": lambda x, y: bool(x) or bool(y),
+    }
+    return float(comparisons[op](a, b))
+
+
+def evaluate(text: str, env: Env | None = None, _depth: int = 0) -> float | None:
+    """The value of ``text`` or None if it cannot be determined."""
+    if _depth > 12 or len(text) > 2000:
+        return None
+    tokens = tokenize(text)
+    if not tokens:
+        return None
+    env = env or {}
+
+    def lookup(name: str) -> float | None:
+        value = env.get(name)
+        if value is None and "::" in name:
+            value = env.get(name.rsplit("::", 1)[1])
+        if value is None:
+            return None
+        if isinstance(value, int | float):
+            return float(value)
+        return evaluate(value, env, _depth + 1)
+
+    parser = _Parser(tokens, lookup)
+    try:
+        result = parser.expr()
+        if parser.i != len(tokens):
+            return None
+    except (_Fail, RecursionError, OverflowError, ValueError):
+        return None
+    if math.isnan(result) or math.isinf(result):
+        return None
+    return result
+
+
+def split_args(text: str) -> list[str]:
+    """Split ``a, f(b, c), d`` at top-level commas (parentheses, brackets, braces, <>)."""
+    parts: list[str] = []
+    depth = 0
+    cur: list[str] = []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    tail = "".join(cur).strip()
+    if tail or parts:
+        parts.append(tail)
+    return parts
+
+
+def evaluate_dim3(text: str, env: Env | None = None) -> tuple[int, int, int] | None:
+    """Evaluate a launch dimension: ``256``, ``dim3(a, b)``, ``{a, b, c}`` -> (x, y, z)."""
+    text = text.strip()
+    m = re.fullmatch(r"(?:dim3\s*)?[({](.*)[)}]", text, re.S)
+    parts = split_args(m.group(1)) if m and (text.startswith(("dim3", "{"))) else [text]
+    if not 1 <= len(parts) <= 3:
+        return None
+    values = [evaluate(p, env) for p in parts]
+    if any(v is None or v < 0 for v in values):
+        return None
+    dims = [int(v) for v in values if v is not None] + [1] * (3 - len(values))
+    return dims[0], dims[1], dims[2]

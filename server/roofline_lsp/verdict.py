@@ -1,0 +1,80 @@
+"""Result types shared by every verdict source (static estimator, LLM, measured profile)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Bound = Literal["compute", "bandwidth", "unknown"]
+VerdictSource = Literal["static", "llm", "profile"]
+# Precisions of the roofline: floating point by width, and integer instructions.
+PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "fp16", "int")
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Work of one thread (CUDA) or one iteration of the offloaded loop nest (OpenMP/OpenACC)."""
+
+    flops: dict[str, float]  # keyed by "fp64", "fp32", "fp16"
+    int_ops: float
+    bytes_loaded: float  # DRAM bytes after the reuse and cache model
+    bytes_stored: float
+    per: Literal["thread", "iteration"] = "thread"
+    threads: float | None = None  # threads or iterations per launch when known
+    counts_from: Literal["source", "ptx"] = "source"
+
+    @property
+    def dram_bytes(self) -> float:
+        return self.bytes_loaded + self.bytes_stored
+
+    def ops(self, precision: str) -> float:
+        return self.int_ops if precision == "int" else self.flops.get(precision, 0.0)
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    line: int  # 1-based, within the kernel
+    message: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kernel: str
+    gpu: str  # canonical GPU profile name
+    bound: Bound
+    source: VerdictSource
+    confidence: float  # 0..1
+    ai: dict[str, float | None]  # arithmetic intensity per precision (ops per DRAM byte)
+    ridge: dict[str, float]  # the GPU's ridge point per precision
+    deciding: str | None  # the precision that decides the verdict
+    explanation: str
+    terms: tuple[str, ...] = ()  # dominant terms, human readable
+    counts: Counts | None = None
+    suggestions: tuple[Suggestion, ...] = ()
+    extra: dict[str, object] = field(default_factory=dict, compare=False)
+
+    @property
+    def margin(self) -> float | None:
+        """How far the deciding AI is from its ridge point (ratio, >1 means above the ridge)."""
+        if self.deciding is None:
+            return None
+        a = self.ai.get(self.deciding)
+        r = self.ridge.get(self.deciding)
+        if a is None or not r:
+            return None
+        return a / r
+
+
+def classify(ai: dict[str, float | None], ridge: dict[str, float]) -> tuple[Bound, str | None]:
+    """The roofline rule: compute-bound iff some precision's AI reaches its ridge point.
+
+    Returns the bound and the deciding precision: the one furthest above its ridge when
+    compute-bound, the one closest to its ridge when bandwidth-bound.
+    """
+    ratios = {
+        p: a / ridge[p] for p, a in ai.items() if a is not None and ridge.get(p) and a > 0
+    }
+    if not ratios:
+        return "bandwidth", None
+    best = max(ratios, key=lambda p: ratios[p])
+    return ("compute" if ratios[best] >= 1.0 else "bandwidth"), best
