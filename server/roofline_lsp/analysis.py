@@ -44,29 +44,31 @@ def analyze_file(
     config: Config | None = None,
     *,
     tree: Tree | None = None,
-    inputs: dict[str, Inputs] | None = None,
+    inputs: Inputs | None = None,
     measured: object | None = None,
 ) -> FileReport:
     """Detect the kernels of ``source`` and estimate each on every GPU of ``gpus``.
 
     ``tree`` is a tree already parsed from ``source`` (the server keeps one per document);
-    ``inputs`` maps a kernel name to launch/argument inputs the caller knows (eval rows).
+    ``inputs`` are launch/argument values the user gave (else ``config.args``); the estimator
+    also reads visible launch sites and ``// roofline: n=...`` hint comments itself.
     ``measured`` is a :class:`roofline_lsp.profile.MeasuredProfile` or None.
     """
     config = config or Config()
+    if inputs is None and config.args:
+        inputs = Inputs(args=config.args)
     if tree is None:
         tree = parse(source, language_for_path(path))
     detection = detect(source, path, tree)
     reports = []
     for k in detection.kernels:
-        kin = (inputs or {}).get(k.name)
         verdicts = []
         for gpu in gpus:
             v = None
             if measured is not None:
                 v = measured.verdict_for(k, gpu)  # type: ignore[attr-defined]
             if v is None:
-                v = estimate(k, detection, gpu, kin, config)
+                v = estimate(k, detection, gpu, inputs, config)
             verdicts.append(v)
         reports.append(KernelReport(k, tuple(verdicts)))
     return FileReport(path, detection, tuple(reports), tree)

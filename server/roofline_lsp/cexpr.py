@@ -132,7 +132,7 @@ class _Parser:
         if tok[0] == "op" and tok[1] in "-+!~":
             self.take()
             v = self.unary()
-            return {"-": -v, "+": v, "!": float(not v), "~": float(~int(v))}[tok[1]]
+            return {"-": -v, "+": v, "!": int(not v), "~": ~int(v)}[tok[1]]
         if tok == ("op", "("):
             # cast like (int) or (size_t) or (unsigned int)
             j = self.i + 1
@@ -142,7 +142,7 @@ class _Parser:
                 integer = any(self.t[k][1] not in ("float", "double") for k in range(self.i + 1, j))
                 self.i = j + 1
                 v = self.unary()
-                return float(int(v)) if integer else v
+                return int(v) if integer else float(v)
             self.take("(")
             v = self.expr()
             self.take(")")
@@ -152,7 +152,7 @@ class _Parser:
     def primary(self) -> float:
         kind, value = self.take()
         if kind == "int":
-            return float(int(value, 16) if value.lower().startswith("0x") else int(value))
+            return int(value, 16) if value.lower().startswith("0x") else int(value)
         if kind == "float":
             return float(value)
         if kind != "name":
@@ -167,16 +167,16 @@ class _Parser:
                     args.append(self.expr())
             self.take(")")
             if value in _CASTS and len(args) == 1:
-                return float(int(args[0])) if value not in ("float", "double") else args[0]
+                return int(args[0]) if value not in ("float", "double") else float(args[0])
             fn = _FUNCS.get(value)
             if fn is None or not args and value != "dim3":
                 raise _Fail
             try:
-                return float(fn(*args))
+                return fn(*args)
             except (ValueError, TypeError, OverflowError) as e:
                 raise _Fail from e
         if value in ("true", "false"):
-            return float(value == "true")
+            return int(value == "true")
         v = self.lookup(value)
         if v is None:
             raise _Fail
@@ -184,7 +184,7 @@ class _Parser:
 
 
 def _apply(op: str, a: float, b: float) -> float:
-    integer = a == int(a) and b == int(b)
+    integer = isinstance(a, int) and isinstance(b, int)
     if op == "+":
         return a + b
     if op == "-":
@@ -196,14 +196,14 @@ def _apply(op: str, a: float, b: float) -> float:
             raise _Fail
         if op == "%":
             return float(int(a) % int(b))
-        return float(int(a / b)) if integer else a / b
+        return int(a / b) if integer else a / b
     if op in ("<<", ">>"):
         if not integer or not 0 <= b < 64:
             raise _Fail
-        return float(int(a) << int(b)) if op == "<<" else float(int(a) >> int(b))
+        return int(a) << int(b) if op == "<<" else int(a) >> int(b)
     if op in ("&", "|", "^"):
         ia, ib = int(a), int(b)
-        return float(ia & ib if op == "&" else ia | ib if op == "|" else ia ^ ib)
+        return ia & ib if op == "&" else ia | ib if op == "|" else ia ^ ib
     comparisons: dict[str, Callable[[float, float], bool]] = {
         "<": lambda x, y: x < y,
         ">": lambda x, y: x > y,
@@ -214,7 +214,7 @@ def _apply(op: str, a: float, b: float) -> float:
         "&&": lambda x, y: bool(x) and bool(y),
         "||": lambda x, y: bool(x) or bool(y),
     }
-    return float(comparisons[op](a, b))
+    return int(comparisons[op](a, b))
 
 
 def evaluate(text: str, env: Env | None = None, _depth: int = 0) -> float | None:
@@ -233,7 +233,7 @@ def evaluate(text: str, env: Env | None = None, _depth: int = 0) -> float | None
         if value is None:
             return None
         if isinstance(value, int | float):
-            return float(value)
+            return value
         return evaluate(value, env, _depth + 1)
 
     parser = _Parser(tokens, lookup)
@@ -243,7 +243,7 @@ def evaluate(text: str, env: Env | None = None, _depth: int = 0) -> float | None
             return None
     except (_Fail, RecursionError, OverflowError, ValueError):
         return None
-    if math.isnan(result) or math.isinf(result):
+    if isinstance(result, float) and (math.isnan(result) or math.isinf(result)):
         return None
     return result
 
@@ -272,6 +272,11 @@ def split_args(text: str) -> list[str]:
 def evaluate_dim3(text: str, env: Env | None = None) -> tuple[int, int, int] | None:
     """Evaluate a launch dimension: ``256``, ``dim3(a, b)``, ``{a, b, c}`` -> (x, y, z)."""
     text = text.strip()
+    for _ in range(4):  # `grid` declared as `dim3 grid(...)`: follow the name
+        alias = (env or {}).get(text) if re.fullmatch(r"[A-Za-z_]\w*", text) else None
+        if not isinstance(alias, str):
+            break
+        text = alias.strip()
     m = re.fullmatch(r"(?:dim3\s*)?[({](.*)[)}]", text, re.S)
     parts = split_args(m.group(1)) if m and (text.startswith(("dim3", "{"))) else [text]
     if not 1 <= len(parts) <= 3:

@@ -180,6 +180,9 @@ _QUALIFIER_MACRO = re.compile(
     r"(\s*(__global__|__device__|__host__|__forceinline__|__noinline__|static|inline|"
     r"extern\s*\"C\"|__launch_bounds__\s*\([^)]*\))\s*)+"
 )
+_NOT_NAMES = frozenset(
+    "void int float double char short long unsigned signed bool auto const static".split()
+)
 MAX_INCLUDE_DEPTH = 4
 MAX_INCLUDE_BYTES = 2_000_000
 
@@ -430,7 +433,7 @@ class _Detector:
         if fdecl is None:
             return
         name = _node_name(fdecl.child_by_field_name("declarator"))
-        if not name:
+        if not name or name in _NOT_NAMES:
             return
         quals = _qualifiers(fn)
         global_row: int | None = next(
@@ -503,7 +506,7 @@ class _Detector:
 
     declare_target_ranges: list[tuple[int, int]] = []
 
-    def recover(self, errors: list[Node]) -> None:
+    def recover(self) -> None:
         """Kernels whose parse a macro broke: re-parse each ``__global__ ... { ... }`` alone,
         in a copy of the file where everything else is blanked (so positions stay valid)."""
         found = {k.span.start_byte for k in self.kernels}
@@ -512,24 +515,25 @@ class _Detector:
             start = m.start()
             if any(a <= start < b for a, b in covered):
                 continue
-            if not any(e.start_byte <= start < e.end_byte for e in errors):
-                continue
             end = _definition_end(self.source, m.end())
             if end is None:
                 continue
-            line_start = self.source.rfind(b"\n", 0, start) + 1
             # keep a `template <...>` header right before the kernel
             tpl = re.search(rb"template\s*<[^;{}]*>\s*$", self.source[max(0, start - 400) : start])
             region_start = max(0, start - 400) + tpl.start() if tpl else start
-            masked = _mask(self.source, region_start, end)
-            tree = parse(masked, language_for_path(self.path))
+            masked = bytearray(_mask(self.source, region_start, end))
+            # blank what stands between the parameter list and the body (attribute macros)
+            brace = self.source.find(b"{", start, end)
+            close = _params_end(self.source, m.end(), brace)
+            if close is not None:
+                masked[close + 1 : brace] = re.sub(rb"[^\n]", b" ", masked[close + 1 : brace])
+            tree = parse(bytes(masked), language_for_path(self.path))
             for node in captures("cuda-kernels", tree.root_node).get("function", []):
                 if node.start_byte in found or not (region_start <= node.start_byte < end):
                     continue
                 if any(c.type == "__global__" for c in node.children):
                     self.function(node, recovered=True)
                     found.add(node.start_byte)
-            del line_start
 
     def recover_macros(self) -> None:
         """Kernels and device functions declared through qualifier macros
@@ -562,8 +566,12 @@ class _Detector:
                 continue
             before = len(self.kernels)
             self.function(node, recovered=True, macro_quals=hits)
-            if len(self.kernels) > before and self.kernels[-1].line in known:
-                self.kernels.pop()
+            if len(self.kernels) > before:
+                k = self.kernels[-1]
+                if k.line in known:
+                    self.kernels.pop()
+                elif k.name in self.functions and self.functions[k.name].file == self.path:
+                    del self.functions[k.name]  # the misparse of the first pass
 
     # -- pragmas ------------------------------------------------------------------------------
     def pragmas(self, nodes: list[Node]) -> None:
@@ -878,6 +886,28 @@ def _statement_end(src: bytes, i: int) -> int | None:
     return None if j < 0 else j + 1
 
 
+def _params_end(src: bytes, i: int, stop: int) -> int | None:
+    """Position of the ``)`` closing a kernel's parameter list, searching from just after
+    ``__global__`` (``__launch_bounds__(...)`` skipped)."""
+    while i < stop:
+        open_ = src.find(b"(", i, stop)
+        if open_ < 0:
+            return None
+        depth, j = 0, open_
+        while j < stop:
+            if src[j] == 0x28:
+                depth += 1
+            elif src[j] == 0x29:
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        if not re.search(rb"__launch_bounds__\s*$", src[i:open_]):
+            return j
+        i = j + 1
+    return None
+
+
 def _skip_to_endif(src: bytes, j: int) -> int:
     """From an ``#else``/``#elif`` line, the position of its matching ``#endif``."""
     level = 0
@@ -968,8 +998,7 @@ def _detect(source: bytes, path: str, tree: Tree | None, depth: int) -> Detectio
         d.function(fn)
     d.recover_macros()
     if root.has_error:
-        errors = [e for e in caps.get("error", []) if e.parent is None or not _inside_error(e)]
-        d.recover(errors)
+        d.recover()
     for call in caps.get("launch", []):
         d.launch(call, "chevron")
     for call in caps.get("call", []):

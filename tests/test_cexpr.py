@@ -1,0 +1,34 @@
+import pytest
+
+from roofline_lsp.cexpr import evaluate, evaluate_dim3, split_args
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "value"),
+    [
+        ("1 << 20", {}, 1048576),
+        ("(n + BS - 1) / BS", {"n": "1000", "BS": "256"}, 4),  # C integer division
+        ("7 / 2.0", {}, 3.5),
+        ("(int)(3.7) * 2", {}, 6),
+        ("N * sizeof_missing", {"N": "4"}, None),
+        ("a > b ? a : b", {"a": "3", "b": 9}, 9),
+        ("0x10 + 1u", {}, 17),
+        ("min(4, n)", {"n": "2"}, 2),
+        ("x", {"x": "x"}, None),  # self-reference terminates
+        ("1 / 0", {}, None),
+        ("__import__('os')", {}, None),
+    ],
+)
+def test_evaluate(text, env, value):
+    assert evaluate(text, env) == value
+
+
+def test_dim3_forms():
+    assert evaluate_dim3("256") == (256, 1, 1)
+    assert evaluate_dim3("dim3(n / 16, 4)", {"n": "64"}) == (4, 4, 1)
+    assert evaluate_dim3("{2, 3, 4}") == (2, 3, 4)
+    assert evaluate_dim3("grid") is None
+
+
+def test_split_args_respects_nesting():
+    assert split_args("a, f(b, c), d[1, 2]") == ["a", "f(b, c)", "d[1, 2]"]

@@ -1,0 +1,183 @@
+"""Kernel detection on hand-written fixtures covering every supported form."""
+
+from pathlib import Path
+
+import pytest
+
+from roofline_lsp.kernels import detect, parse_pragma
+
+FIXTURES = Path(__file__).parent / "fixtures" / "detect"
+
+
+def run(name: str):
+    path = FIXTURES / name
+    return detect(path.read_bytes(), str(path))
+
+
+def by_name(det):
+    return {k.name: k for k in det.kernels}
+
+
+def test_cuda_forms_lines_and_attributes():
+    det = run("cuda_forms.cu")
+    ks = by_name(det)
+    assert set(ks) == {"templated", "c_linkage", "file_static", "split_lines", "via_macro"}
+    # line of the __global__ keyword, 1-based
+    assert ks["templated"].line == 11
+    assert ks["templated"].template_params == ("typename T", "int N")
+    assert ks["templated"].launch_bounds == ("BLOCK", "4")
+    assert ks["templated"].params == (("T *", "out"), ("const T *__restrict__", "in"))
+    assert ks["c_linkage"].line == 16
+    assert ks["file_static"].line == 18 and "static" in ks["file_static"].qualifiers
+    assert (ks["split_lines"].line, ks["split_lines"].end_line) == (20, 24)
+    # a qualifier macro (#define GLOBAL __global__) is seen through
+    assert ks["via_macro"].line == 26 and ks["via_macro"].recovered
+    assert ks["via_macro"].params == (("int", "n"), ("float *", "x"))
+    assert "declared_only" not in ks
+    for k in det.kernels:
+        assert k.language == "cuda"
+        assert k.body.type == "compound_statement"
+        src = det.source[k.body_span.start_byte : k.body_span.end_byte]
+        assert src.startswith(b"{") and src.endswith(b"}")
+        assert det.source[k.name_span.start_byte : k.name_span.end_byte] == k.name.encode()
+
+
+def test_device_functions_followed_into_local_headers():
+    det = run("cuda_forms.cu")
+    assert det.functions["scale"].file.endswith("helpers.cuh")
+    assert det.functions["scale"].qualifiers == ("__device__", "__forceinline__")
+    # c_linkage calls twice (this file), which calls scale (the header): transitive
+    assert by_name(det)["c_linkage"].callees == ("twice", "scale")
+    assert det.constants["HALF"] == "0.5f"  # #define from the header
+    assert det.constants["kGrid"] == "64"  # constexpr
+
+
+def test_kernel_defined_in_header():
+    det = run("helpers.cuh")
+    assert [(k.name, k.line) for k in det.kernels] == [("header_kernel", 7)]
+    assert by_name(det)["header_kernel"].callees == ("scale",)
+
+
+def test_launch_sites_all_forms_evaluated():
+    det = run("cuda_forms.cu")
+    sites = {(s.kernel, s.form): s for s in det.launches}
+    t = sites[("templated", "chevron")]
+    assert t.line == 38
+    # dim3 grid(n / BLOCK, 2) with n = 1 << 20 and BLOCK 128
+    assert t.grid_value == (8192, 2, 1)
+    assert t.block_value == (128, 1, 1)
+    assert t.shmem == "256 * sizeof(float)" and t.stream == "0"
+    assert t.args == ("f", "f")
+    c = sites[("c_linkage", "chevron")]
+    assert (c.grid_value, c.block_value) == ((64, 1, 1), (128, 2, 1))
+    h = sites[("file_static", "hipLaunchKernelGGL")]
+    assert (h.grid_value, h.block_value, h.shmem_value, h.args) == (
+        (4, 1, 1),
+        (128, 1, 1),
+        0,
+        ("i",),
+    )
+    cl = sites[("split_lines", "cudaLaunchKernel")]
+    assert (cl.grid_value, cl.block_value) == ((8, 1, 1), (32, 1, 1))
+    # an unknown name stays unevaluated, its text kept
+    u = sites[("via_macro", "chevron")]
+    assert u.grid == "unknown_blocks" and u.grid_value is None
+    hk = sites[("header_kernel", "chevron")]
+    assert hk.grid_value == ((1 << 20) // 128, 1, 1)
+    assert len(det.launches_of(by_name(det)["templated"])) == 1
+
+
+def test_broken_file_recovers_every_kernel():
+    det = run("broken.cu")
+    ks = by_name(det)
+    assert set(ks) == {"before_error", "after_error", "attributed"}
+    assert ks["attributed"].recovered and ks["attributed"].line == 15
+
+
+def test_openmp_regions_and_clauses():
+    det = run("omp_forms.cpp")
+    regions = [(k.line, k.directive.split(" | ")[0]) for k in det.kernels]
+    assert regions == [
+        (9, "target teams distribute parallel for"),
+        (12, "target teams distribute parallel for simd"),
+        (16, "target parallel for"),
+        (19, "target teams loop"),
+        (22, "target simd"),
+        (31, "target"),
+        (44, "target teams distribute parallel for"),
+    ]
+    first = det.kernels[0]
+    assert first.name == "combined" and first.language == "omp"
+    assert [(c.name, c.modifier, c.items) for c in first.clause("map")] == [
+        ("map", "tofrom", ("a[0:n]",)),
+        ("map", "to", ("b[0:n]",)),
+    ]
+    assert first.clause("num_teams")[0].items == ("64",)
+    assert first.clause("thread_limit")[0].items == ("256",)
+    assert first.callees == ("helper",)  # a declare target function
+    assert det.functions["helper"].qualifiers == ("declare target",)
+    assert det.kernels[1].clause("collapse")[0].items == ("2",)
+    assert det.kernels[1].clause("is_device_ptr")[0].items == ("a",)
+    red = det.kernels[2].clause("reduction")[0]
+    assert (red.modifier, red.items) == ("+", ("s",))
+    for k in det.kernels:
+        assert k.body.type == "for_statement" or k.line == 31
+    # split form: `target` then a nested `teams distribute parallel for`
+    split = det.kernels[5]
+    assert split.name == "split" and split.body.type == "compound_statement"
+    assert split.directive == "target | teams distribute parallel for"
+    # the #ifdef-wrapped pragma with a line continuation applies to the loop after #endif
+    wrapped = det.kernels[6]
+    assert wrapped.clause("map")[0].modifier == "tofrom"
+    assert wrapped.end_line == 47
+
+
+def test_openmp_data_movement_is_not_a_kernel():
+    det = run("omp_forms.cpp")
+    data = [(r.line, r.directive) for r in det.data_regions]
+    assert data == [
+        (28, "target data"),
+        (30, "target enter data"),
+        (36, "target update"),
+        (37, "target exit data"),
+    ]
+    assert det.data_regions[0].clauses[0].modifier == "tofrom"
+
+
+def test_openacc_regions():
+    det = run("acc_forms.c")
+    assert [(k.line, k.language, k.directive) for k in det.kernels] == [
+        (6, "acc", "parallel loop"),
+        (8, "acc", "kernels"),
+    ]
+    assert [c.name for c in det.kernels[0].clauses] == ["gang", "vector"]
+    assert [(r.line, r.directive) for r in det.data_regions] == [(4, "data")]
+
+
+def test_hip_language():
+    src = b'#include <hip/hip_runtime.h>\n__global__ void k(int *a) { a[0] = 1; }\n'
+    assert detect(src, "x.cpp").kernels[0].language == "hip"
+    assert detect(src.split(b"\n", 1)[1], "x.hip").kernels[0].language == "hip"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"\x00\x01\x02\xff\xfe" * 100, b"\xff\xfe__global__ void k(int *a) { a[0] = 1; }"],
+)
+def test_bad_input_never_raises(data):
+    det = detect(data, "bad.cu")
+    assert isinstance(det.kernels, tuple)
+
+
+def test_invalid_utf8_kernel_still_found():
+    src = "__global__ void k(float *a) { a[0] = 1.0f; /* caf\xe9 */ }\n".encode("latin-1")
+    assert [k.name for k in detect(src, "latin1.cu").kernels] == ["k"]
+
+
+def test_parse_pragma_clauses():
+    p = parse_pragma("omp target teams distribute parallel for map(always, to: x[0:n]) nowait")
+    assert p.words == ("target", "teams", "distribute", "parallel", "for")
+    assert [(c.name, c.modifier, c.items) for c in p.clauses] == [
+        ("map", "always, to", ("x[0:n]",)),
+        ("nowait", "", ()),
+    ]
