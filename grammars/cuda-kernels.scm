@@ -14,10 +14,9 @@
   (kernel_call_syntax) @launch.config
   arguments: (argument_list) @launch.args) @launch
 
-; Other calls: hipLaunchKernelGGL(...), cudaLaunchKernel(...), and ordinary calls.
+; Launch APIs: hipLaunchKernelGGL(k, grid, block, shmem, stream, args...),
+; cudaLaunchKernel(k, grid, block, args, shmem, stream).
 (call_expression
-  function: (_) @call.function
-  arguments: (argument_list) @call.args) @call
-
-; Broken parses: __global__ tokens inside ERROR nodes are recovered separately.
-(ERROR) @error
+  function: (identifier) @api.function
+  arguments: (argument_list) @api.args
+  (#any-of? @api.function "hipLaunchKernelGGL" "cudaLaunchKernel" "hipLaunchKernel")) @api

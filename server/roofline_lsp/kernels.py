@@ -955,8 +955,8 @@ def _is_hip(path: str, source: bytes) -> bool:
     return path.lower().endswith(".hip") or b"hip/hip_runtime" in source[:20000]
 
 
-@functools.lru_cache(maxsize=256)
-def _header_cached(path: str, mtime_ns: int, size: int, depth: int) -> Detection | None:
+@functools.lru_cache(maxsize=2048)
+def _header_cached(path: str, mtime_ns: int, size: int) -> Detection | None:
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_INCLUDE_BYTES + 1)
@@ -964,7 +964,7 @@ def _header_cached(path: str, mtime_ns: int, size: int, depth: int) -> Detection
         return None
     if len(data) > MAX_INCLUDE_BYTES or b"\0" in data[:8192]:
         return None
-    return _detect(data, path, None, depth)
+    return _detect(data, path, None, 1)
 
 
 def _header_definitions(path: str, depth: int) -> Detection | None:
@@ -974,7 +974,9 @@ def _header_definitions(path: str, depth: int) -> Detection | None:
         return None
     if not os.path.isfile(path):
         return None
-    return _header_cached(path, st.st_mtime_ns, st.st_size, depth)
+    if depth >= MAX_INCLUDE_DEPTH:
+        return None
+    return _header_cached(path, st.st_mtime_ns, st.st_size)
 
 
 def detect(source: bytes, path: str, tree: Tree | None = None) -> Detection:
@@ -1001,10 +1003,9 @@ def _detect(source: bytes, path: str, tree: Tree | None, depth: int) -> Detectio
         d.recover()
     for call in caps.get("launch", []):
         d.launch(call, "chevron")
-    for call in caps.get("call", []):
+    for call in caps.get("api", []):
         fname = _text(call.child_by_field_name("function"))
-        if fname in ("hipLaunchKernelGGL", "cudaLaunchKernel", "hipLaunchKernel"):
-            d.launch(call, "cudaLaunchKernel" if fname != "hipLaunchKernelGGL" else fname)
+        d.launch(call, "cudaLaunchKernel" if fname != "hipLaunchKernelGGL" else fname)
     kernels = sorted(d.kernels, key=lambda k: k.span.start_byte)
     kernels = [replace(k, callees=_callees(k.body, d.functions, d.macros)) for k in kernels]
     return Detection(
@@ -1050,13 +1051,4 @@ def _callees(body: Node | None, functions: dict[str, Function], macros: dict[str
 
 
 def _calls_in(node: Node) -> list[str]:
-    names: list[str] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type == "call_expression":
-            f = n.child_by_field_name("function")
-            if f is not None:
-                names.append(_text(f))
-        stack.extend(n.named_children)
-    return names
+    return [_text(n) for n in captures("cuda-calls", node).get("callee", [])]
