@@ -18,8 +18,10 @@ from roofline_lsp.kernels import _header_cached, detect
 
 def main() -> int:
     here = os.path.dirname(os.path.abspath(__file__))
-    folder = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        here, "..", "..", "shared", "eval", "dev", "sources"
+    folder = (
+        sys.argv[1]
+        if len(sys.argv) > 1
+        else os.path.join(here, "..", "..", "shared", "eval", "dev", "sources")
     )
     if not os.path.isdir(folder):
         print(f"{folder}: not found (get the eval sources first, see ../shared/eval/README.md)")

@@ -41,8 +41,9 @@ def test_check_text_one_line_per_kernel():
 
 
 def test_check_several_gpus_gives_a_verdict_per_gpu():
-    code, out, _ = run("check", str(EXAMPLES / "saxpy.cu"), "--gpu", "h100,rtx3080", "--format",
-                       "json")
+    code, out, _ = run(
+        "check", str(EXAMPLES / "saxpy.cu"), "--gpu", "h100,rtx3080", "--format", "json"
+    )
     assert code == EXIT_OK
     (k,) = json.loads(out)
     assert [v["gpu"] for v in k["verdicts"]] == ["H100-SXM5-80GB", "RTX-3080"]
@@ -140,14 +141,19 @@ def test_eval_detection_only_on_a_tiny_dataset(tmp_path):
     ]
     (tmp_path / "kernels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out_json = tmp_path / "r.json"
-    code, out, _ = run("eval", "--dataset", str(tmp_path), "--detection-only", "--json",
-                       str(out_json))
+    code, out, _ = run(
+        "eval", "--dataset", str(tmp_path), "--detection-only", "--json", str(out_json)
+    )
     assert code == EXIT_OK
     res = json.loads(out_json.read_text())
     assert res["kernels"] == 2 and res["detected"] == 1 and res["detection_recall"] == 0.5
     assert res["by_language"]["cuda"]["detected"] == 1
-    assert res["predictions"][0] == {"id": "p/saxpy", "found": True, "label": "bandwidth",
-                                     "predicted": None}
+    assert res["predictions"][0] == {
+        "id": "p/saxpy",
+        "found": True,
+        "label": "bandwidth",
+        "predicted": None,
+    }
     assert "seconds" in res
     code, out, _ = run("eval", "--dataset", str(tmp_path))
     res = json.loads(out)

@@ -8,8 +8,12 @@ def test_defaults_from_nothing():
 
 def test_camel_case_and_nested_llm():
     cfg, errors = Config.from_dict(
-        {"gpu": "a100", "compareGpus": ["rtx3080"], "backend": "auto",
-         "llm": {"baseUrl": "http://127.0.0.1:9/v1", "maxConcurrency": 2, "mode": "hinted"}}
+        {
+            "gpu": "a100",
+            "compareGpus": ["rtx3080"],
+            "backend": "auto",
+            "llm": {"baseUrl": "http://127.0.0.1:9/v1", "maxConcurrency": 2, "mode": "hinted"},
+        }
     )
     assert errors == []
     assert cfg.gpus == ("a100", "rtx3080")

@@ -155,7 +155,7 @@ def test_openacc_regions():
 
 
 def test_hip_language():
-    src = b'#include <hip/hip_runtime.h>\n__global__ void k(int *a) { a[0] = 1; }\n'
+    src = b"#include <hip/hip_runtime.h>\n__global__ void k(int *a) { a[0] = 1; }\n"
     assert detect(src, "x.cpp").kernels[0].language == "hip"
     assert detect(src.split(b"\n", 1)[1], "x.hip").kernels[0].language == "hip"
 

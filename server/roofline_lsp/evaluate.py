@@ -50,9 +50,9 @@ class Row:
 
     @property
     def predicted(self) -> str | None:
-        if self.kernel is None:
+        if self.kernel is None or self.verdict is None:
             return None
-        return self.verdict.bound if self.verdict is not None else "unknown"
+        return self.verdict.bound
 
     def inputs(self) -> Inputs:
         def dim(v: Any) -> tuple[int, int, int] | None:

@@ -162,13 +162,53 @@ class Detection:
 # --------------------------------------------------------------------------------------------
 
 _OMP_DIRECTIVE_WORDS = frozenset(
-    "target teams distribute parallel for do simd loop data enter exit update declare end "
-    "begin variant single master masked sections section task taskloop atomic critical "
-    "barrier ordered".split()
+    [
+        "target",
+        "teams",
+        "distribute",
+        "parallel",
+        "for",
+        "do",
+        "simd",
+        "loop",
+        "data",
+        "enter",
+        "exit",
+        "update",
+        "declare",
+        "end",
+        "begin",
+        "variant",
+        "single",
+        "master",
+        "masked",
+        "sections",
+        "section",
+        "task",
+        "taskloop",
+        "atomic",
+        "critical",
+        "barrier",
+        "ordered",
+    ]
 )
 _ACC_DIRECTIVE_WORDS = frozenset(
-    "parallel kernels serial loop data enter exit update host_data declare routine "
-    "atomic wait cache".split()
+    [
+        "parallel",
+        "kernels",
+        "serial",
+        "loop",
+        "data",
+        "enter",
+        "exit",
+        "update",
+        "host_data",
+        "declare",
+        "routine",
+        "atomic",
+        "wait",
+        "cache",
+    ]
 )
 _OMP_DATA = ("data", "enter", "exit", "update")
 _ACC_KERNELS = ("parallel", "kernels", "serial")
@@ -181,7 +221,21 @@ _QUALIFIER_MACRO = re.compile(
     r"extern\s*\"C\"|__launch_bounds__\s*\([^)]*\))\s*)+"
 )
 _NOT_NAMES = frozenset(
-    "void int float double char short long unsigned signed bool auto const static".split()
+    [
+        "void",
+        "int",
+        "float",
+        "double",
+        "char",
+        "short",
+        "long",
+        "unsigned",
+        "signed",
+        "bool",
+        "auto",
+        "const",
+        "static",
+    ]
 )
 MAX_INCLUDE_DEPTH = 4
 MAX_INCLUDE_BYTES = 2_000_000
@@ -299,10 +353,15 @@ def _enclosing_function(node: Node) -> Node | None:
 def _qualifiers(fn: Node) -> tuple[str, ...]:
     quals = []
     for c in fn.children:
-        if c.type.startswith("__") and c.type.endswith("__") or c.type in (
-            "storage_class_specifier",
-            "type_qualifier",
-            "virtual",
+        if (
+            c.type.startswith("__")
+            and c.type.endswith("__")
+            or c.type
+            in (
+                "storage_class_specifier",
+                "type_qualifier",
+                "virtual",
+            )
         ):
             quals.append(_text(c))
         if c.type in ("function_declarator", "compound_statement"):
@@ -392,7 +451,8 @@ class _Detector:
                 _text(c) for c in (params.named_children if params else []) if c.type != "comment"
             )
             self.macros.setdefault(
-                _text(name), Macro(_text(name), pnames, _text(value).strip(), _line(node), self.path)
+                _text(name),
+                Macro(_text(name), pnames, _text(value).strip(), _line(node), self.path),
             )
         for node in caps.get("const", []):
             if _enclosing_function(node) is not None:
@@ -452,8 +512,8 @@ class _Detector:
             if self.in_declare_target(fn):
                 quals = (*quals, "declare target")
             func = Function(_short(name), self.path, _line(fn), Span.of(fn), quals, fn)
-            prev = self.functions.get(func.name)
-            if prev is None or (prev.file != self.path and func.file == self.path):
+            known = self.functions.get(func.name)
+            if known is None or (known.file != self.path and func.file == self.path):
                 self.functions[func.name] = func
             return
         if body is None:
@@ -581,8 +641,10 @@ class _Detector:
         for node, pr in parsed:
             if pr.family == "omp" and pr.words[:2] == ("declare", "target") and not pr.clauses:
                 open_at = node.end_byte
-            elif pr.family == "omp" and pr.words[:1] in (("end",), ("end",)) and "target" in (
-                pr.words
+            elif (
+                pr.family == "omp"
+                and pr.words[:1] in (("end",), ("end",))
+                and "target" in (pr.words)
             ):
                 if open_at is not None:
                     self.declare_target_ranges.append((open_at, node.start_byte))
@@ -597,17 +659,22 @@ class _Detector:
                 continue
             words = pr.words
             is_kernel = (
-                pr.family == "omp" and words[0] == "target" and (words[1:2] or ("",))[0]
-                not in _OMP_DATA
+                pr.family == "omp"
+                and words[0] == "target"
+                and (words[1:2] or ("",))[0] not in _OMP_DATA
             ) or (pr.family == "acc" and words[0] in _ACC_KERNELS)
             is_data = (
-                pr.family == "omp" and words[0] == "target" and words[1:2] != () and words[1]
-                in _OMP_DATA
+                pr.family == "omp"
+                and words[0] == "target"
+                and words[1:2] != ()
+                and words[1] in _OMP_DATA
             ) or (pr.family == "acc" and words[0] in _ACC_DATA)
             if is_data:
+                family: KernelLanguage = "omp" if pr.family == "omp" else "acc"
                 self.data_regions.append(
-                    DataRegion(pr.family, pr.directive, self.path, _line(node), Span.of(node),
-                               pr.clauses)  # type: ignore[arg-type]
+                    DataRegion(
+                        family, pr.directive, self.path, _line(node), Span.of(node), pr.clauses
+                    )
                 )
                 continue
             if not is_kernel:
@@ -630,15 +697,12 @@ class _Detector:
                         directive += " | " + opr.directive
                         clauses.extend(opr.clauses)
             fn = _enclosing_function(node)
-            fname = ""
-            if fn is not None:
-                fdecl = _function_declarator(fn)
-                fname = _node_name(fdecl.child_by_field_name("declarator")) if fdecl else ""
-                fname = fname or ""
+            fdecl = _function_declarator(fn) if fn is not None else None
+            fname = (_node_name(fdecl.child_by_field_name("declarator")) if fdecl else "") or ""
             self.kernels.append(
                 Kernel(
                     name=fname or "<file scope>",
-                    language=pr.family,  # type: ignore[arg-type]
+                    language="omp" if pr.family == "omp" else "acc",
                     file=self.path,
                     line=_line(node),
                     end_line=stmt.end_point.row + 1,

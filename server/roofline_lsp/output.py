@@ -115,9 +115,7 @@ def kernel_json(kr: KernelReport, path: str) -> dict[str, Any]:
 
 
 def to_json(reports: Iterable[FileReport], base: str | None = None) -> list[dict[str, Any]]:
-    return [
-        kernel_json(kr, _display_path(fr.path, base)) for fr in reports for kr in fr.kernels
-    ]
+    return [kernel_json(kr, _display_path(fr.path, base)) for fr in reports for kr in fr.kernels]
 
 
 def to_sarif(reports: Iterable[FileReport], base: str | None = None) -> dict[str, Any]:

@@ -71,9 +71,7 @@ def classify(ai: dict[str, float | None], ridge: dict[str, float]) -> tuple[Boun
     Returns the bound and the deciding precision: the one furthest above its ridge when
     compute-bound, the one closest to its ridge when bandwidth-bound.
     """
-    ratios = {
-        p: a / ridge[p] for p, a in ai.items() if a is not None and ridge.get(p) and a > 0
-    }
+    ratios = {p: a / ridge[p] for p, a in ai.items() if a is not None and ridge.get(p) and a > 0}
     if not ratios:
         return "bandwidth", None
     best = max(ratios, key=lambda p: ratios[p])
