@@ -247,7 +247,10 @@ async def _refine_with_llm(
 
     backend = LlmBackend(config.llm)
     jobs: list[tuple[int, int]] = [
-        (i, j) for i, fr in enumerate(reports) for j in range(len(fr.kernels))
+        (i, j)
+        for i, fr in enumerate(reports)
+        for j, kr in enumerate(fr.kernels)
+        if kr.verdict.source != "profile"  # measured verdicts need no LLM
     ]
     progress = Progress("asking the LLM", err)
     done = 0
@@ -345,13 +348,19 @@ async def _eval_llm(result: Any, config: Config, gpu: Any, err: TextIO) -> Any:
 
     backend = LlmBackend(config.llm)
     progress = Progress("asking the LLM", err)
-    rows = [r for r in result.rows if r.kernel is not None]
+    rows = [
+        r
+        for r in result.rows
+        if r.kernel is not None and (r.verdict is None or r.verdict.source != "profile")
+    ]
     done = 0
 
     async def one(r: Any) -> None:
         nonlocal done
         try:
-            r.verdict = await backend.verdict(r.kernel, r.detection, gpu, static=r.verdict)
+            r.verdict = await backend.verdict(
+                r.kernel, r.detection, gpu, static=r.verdict, inputs=r.inputs()
+            )
         except LlmError as e:
             r.error = f"LLM: {e}"
         done += 1

@@ -1,0 +1,144 @@
+"""export-finetune, few-shot retrieval and the bundled examples (tests/fixtures/llm/dataset)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from contextlib import redirect_stderr
+from pathlib import Path
+
+import pytest
+
+from roofline_lsp.cli import main
+from roofline_lsp.finetune import (
+    DatasetError,
+    bundled_examples,
+    export_finetune,
+    load_example_index,
+)
+from roofline_lsp.gpus import load_registry
+from roofline_lsp.kernels import detect
+from roofline_lsp.llm import PROMPT_VERSION, build_prompt, prompt_text, validate_answer
+
+DATASET = Path(__file__).parent / "fixtures" / "llm" / "dataset"
+
+
+@pytest.fixture(scope="module")
+def rtx():
+    return load_registry().get("rtx3080")
+
+
+def test_export_writes_chat_jsonl(tmp_path, rtx):
+    out = tmp_path / "train.jsonl"
+    stats = export_finetune(str(DATASET), str(out), rtx)
+    assert (stats.written, stats.missing_source, stats.not_detected, stats.unlabelled) == (
+        5,
+        1,
+        1,
+        1,
+    )
+    assert str(stats) == (
+        f"wrote 5 example(s) to {out}; skipped 1 with no source file, 1 whose kernel was not "
+        "found, 1 without a compute/bandwidth label"
+    )
+    docs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(docs) == 5
+    by_kernel = {}
+    for d in docs:
+        system, user, assistant = d["messages"]
+        assert [m["role"] for m in d["messages"]] == ["system", "user", "assistant"]
+        assert system["content"] == prompt_text(f"{PROMPT_VERSION}-system.md")
+        assert rtx.name in user["content"]
+        name = user["content"].split("Kernel to classify: `", 1)[1].split("`", 1)[0]
+        by_kernel[name] = (user["content"], json.loads(assistant["content"]))
+    assert set(by_kernel) == {
+        "add_arrays",
+        "add_arrays_twice",
+        "transcendental",
+        "gather",
+        "accumulate",
+    }
+    user, ans = by_kernel["transcendental"]
+    assert ans["bound"] == "compute" and ans["arithmetic_intensity"] == 310.0
+    assert "reaches the ridge point in sp" in ans["rationale"]
+    assert validate_answer(ans, 1, 100)["bound"] == "compute"  # what the backend accepts
+    assert "sinf(v) * cosf(v)" in user and "block (128, 1, 1)" in user
+    _, gather = by_kernel["gather"]
+    assert gather["bound"] == "bandwidth" and gather["arithmetic_intensity"] == 0.0
+    _, acc = by_kernel["accumulate"]
+    assert acc["arithmetic_intensity"] == pytest.approx(0.042)  # fp64 region: dp_ai
+
+
+def test_export_uses_the_zero_shot_prompt_builder(tmp_path, rtx):
+    out = tmp_path / "train.jsonl"
+    export_finetune(str(DATASET), str(out), rtx)
+    first = json.loads(out.read_text().splitlines()[0])
+    path = DATASET / "sources" / "demo" / "main.cu"
+    det = detect(path.read_bytes(), str(path))
+    from roofline_lsp.roofline import Inputs
+
+    ctx = build_prompt(
+        det.kernels[0],
+        det,
+        rtx,
+        mode="zero-shot",
+        inputs=Inputs(block=(256, 1, 1), grid=(4096, 1, 1), args="1048576"),
+    )
+    assert first["messages"][:2] == list(ctx.messages)
+
+
+def test_export_errors(tmp_path, rtx):
+    with pytest.raises(DatasetError, match="no kernels.jsonl"):
+        export_finetune(str(tmp_path), str(tmp_path / "o.jsonl"), rtx)
+    with pytest.raises(OSError):
+        export_finetune(str(DATASET), str(tmp_path / "no" / "such" / "o.jsonl"), rtx)
+
+
+def test_cli_export_finetune(tmp_path):
+    out = tmp_path / "ft.jsonl"
+    err = io.StringIO()
+    with redirect_stderr(err):
+        rc = main(["export-finetune", "--dataset", str(DATASET), "--out", str(out)])
+    assert rc == 0 and "wrote 5 example(s)" in err.getvalue()
+    assert len(out.read_text().splitlines()) == 5
+    err = io.StringIO()
+    with redirect_stderr(err):
+        rc = main(["export-finetune", "--dataset", str(tmp_path), "--out", str(out)])
+    assert rc == 2 and err.getvalue().count("\n") == 1
+
+
+def test_nearest_examples_never_include_the_kernel_itself():
+    index = load_example_index(str(DATASET))
+    assert len(index.examples) == 5
+    path = DATASET / "sources" / "demo" / "main.cu"
+    det = detect(path.read_bytes(), str(path))
+    k = det.kernels[0]  # add_arrays
+    text = "\n".join(path.read_text().splitlines()[k.line - 1 : k.end_line])
+    got = index.nearest(text, 3, file=str(path), line=k.line)
+    assert [e.name for e in got][0] == "add_arrays_twice"
+    assert "add_arrays" not in [e.name for e in got] and len(got) == 3
+    # the same text elsewhere (another copy of the file) is still the kernel itself
+    got = index.nearest(text, 10, file="/elsewhere/copy.cu", line=1)
+    assert "add_arrays" not in [e.name for e in got] and len(got) == 4
+    assert index.nearest(text, 0) == []
+
+
+def test_index_identity_changes_with_the_dataset(tmp_path):
+    copy = tmp_path / "ds"
+    shutil.copytree(DATASET, copy)
+    first = load_example_index(str(copy)).identity
+    with open(copy / "kernels.jsonl", "a") as f:
+        f.write("\n")
+    assert load_example_index(str(copy)).identity != first
+
+
+def test_bundled_examples_are_labelled_kernels():
+    examples = bundled_examples()
+    assert len(examples) == 6
+    assert {e.label for e in examples} == {"compute", "bandwidth"}
+    assert {e.language for e in examples} == {"cuda", "omp"}
+    for e in examples:
+        assert e.reason and e.source
+        det = detect(e.source.encode(), "example.cu" if e.language == "cuda" else "example.cpp")
+        assert [k.language for k in det.kernels] == [e.language]
