@@ -1,0 +1,44 @@
+"""C type parsing (``datatypes.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline_lsp.datatypes import DOUBLE, FLOAT, INT, parse_type, promote
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "size", "pointer"),
+    [
+        ("float", "f32", 4, 0),
+        ("const double * __restrict__", "f64", 8, 1),
+        ("unsigned char *", "int", 1, 1),
+        ("unsigned long long", "int", 8, 0),
+        ("unsigned", "int", 4, 0),
+        ("short", "int", 2, 0),
+        ("size_t", "int", 8, 0),
+        ("float4 *", "f32", 16, 1),
+        ("double2", "f64", 16, 0),
+        ("__half", "f16", 2, 0),
+        ("std::complex<double>", "f64", 16, 0),
+        ("int **", "int", 4, 2),
+    ],
+)
+def test_parse_type(text: str, kind: str, size: int, pointer: int) -> None:
+    t = parse_type(text)
+    assert (t.kind, t.size, t.pointer) == (kind, size, pointer)
+
+
+def test_aliases_and_unknown_structs() -> None:
+    aliases = {"real": "double", "T": "float", "Vec": "float3"}
+    assert parse_type("real *", aliases).kind == "f64"
+    assert parse_type("const T", aliases) == FLOAT
+    assert parse_type("Vec", aliases).lanes == 3
+    s = parse_type("Particle *")
+    assert s.kind == "unknown" and s.name == "Particle" and s.pointer == 1
+
+
+def test_promotion() -> None:
+    assert promote(FLOAT, DOUBLE) == DOUBLE
+    assert promote(INT, FLOAT) == FLOAT
+    assert promote(INT, parse_type("long")).size == 8

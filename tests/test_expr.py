@@ -1,0 +1,69 @@
+"""Expression folding and loop headers (``expr.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline_lsp.expr import loop_header, trips, value, while_header
+from roofline_lsp.parsing import parse
+
+
+def first(src: str, kind: str):  # type: ignore[no-untyped-def]
+    tree = parse(("void f() { " + src + " }").encode())
+    stack = [tree.root_node]
+    while stack:
+        n = stack.pop()
+        if n.type == kind:
+            return n
+        stack.extend(reversed(n.named_children))
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("(n + 255) / 256", 4),
+        ("1 << 10", 1024),
+        ("n * sizeof(double)", 8000),
+        ("n > 10 ? 2 : 3", 2),
+        ("min(n, 7)", 7),
+        ("0x10 + 010", 24),
+        ("1.5e3f", 1500.0),
+    ],
+)
+def test_value(expr: str, expected: float) -> None:
+    node = first(f"x = {expr};", "assignment_expression").child_by_field_name("right")
+    assert value(node, {"n": 1000.0}.get) == pytest.approx(expected)
+
+
+def test_value_unknown_name() -> None:
+    node = first("x = m + 1;", "assignment_expression").child_by_field_name("right")
+    assert value(node, {}.get) is None
+
+
+@pytest.mark.parametrize(
+    ("loop", "expected"),
+    [
+        ("for (int i = 0; i < 100; i++) ;", 100),
+        ("for (int i = 0; i <= 100; i += 10) ;", 11),
+        ("for (int i = 100; i > 0; i--) ;", 100),
+        ("for (int s = 1; s < 256; s *= 2) ;", 8),
+        ("for (int s = 128; s > 0; s >>= 1) ;", 8),
+        ("for (int s = 128; s >= 32; s /= 2) ;", 3),
+    ],
+)
+def test_trips(loop: str, expected: int) -> None:
+    h = loop_header(first(loop, "for_statement"))
+    assert h is not None
+    start = value(h.start, {}.get)
+    bound = value(h.bound, {}.get) if h.bound is not None else 0.0
+    step = value(h.step, {}.get) if h.step is not None else 1.0
+    assert start is not None and bound is not None and step is not None
+    assert trips(start, bound, h.bound_op, step, h.step_op) == expected
+
+
+def test_while_header() -> None:
+    h = while_header(first("while (i < n) { a[i] = 0; i += 4; }", "while_statement"))
+    assert h is not None
+    assert (h.var, h.bound_op, h.step_op) == ("i", "<", "+")
+    assert while_header(first("while (x) { x = f(x); }", "while_statement")) is None

@@ -1,0 +1,94 @@
+"""The DRAM traffic model (``memory.py``) on hand-built access lists."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline_lsp.counting import Access, ThreadCounts
+from roofline_lsp.memory import CacheModel, estimate_traffic
+
+L2 = 5 * 1024 * 1024
+MODEL = CacheModel(launch_floor=0.0)
+
+
+def counts(threads: float, *accesses: Access) -> ThreadCounts:
+    return ThreadCounts(
+        flops={"fp64": 0.0, "fp32": 0.0, "fp16": 0.0},
+        int_ops=0.0,
+        accesses=accesses,
+        loops=(),
+        lines={},
+        weights={},
+        threads=threads,
+        dims={},
+        followed=(),
+    )
+
+
+def acc(buffer: str, kind: str, weight: float, distinct: float | None, elem: int = 4) -> Access:
+    return Access(buffer, "global", elem, kind, weight, distinct, 1)
+
+
+def test_streaming_kernel_moves_its_footprint() -> None:
+    # 1M threads read a[i] and write b[i]: 4 MiB each way
+    m = estimate_traffic(
+        counts(2**20, acc("a", "load", 1, 2**20), acc("b", "store", 1, 2**20)), {}, L2, MODEL
+    )
+    assert m.bytes_loaded == 4 * 2**20 and m.bytes_stored == 4 * 2**20
+    assert m.footprint == 8 * 2**20 and not m.resident
+
+
+def test_reuse_across_threads_is_counted_once() -> None:
+    # a 3-point stencil: three loads of the same 1M elements are one footprint
+    a = [acc("u", "load", 1, 2**20) for _ in range(3)]
+    m = estimate_traffic(counts(2**20, *a), {}, L2, MODEL)
+    assert m.references == 3 * 4 * 2**20
+    assert m.bytes_loaded == 4 * 2**20
+
+
+def test_broadcast_and_allocation_cap() -> None:
+    # every thread reads the same 64 elements (distinct 64), and a gathered table capped by
+    # its allocation (1000 elements)
+    m = estimate_traffic(
+        counts(2**20, acc("w", "load", 64, 64), acc("t", "load", 8, None)),
+        {"t": 1000.0},
+        L2,
+        MODEL,
+    )
+    assert m.bytes_loaded == pytest.approx(64 * 4 + 1000 * 4)
+    assert m.resident
+
+
+def test_capacity_misses_when_a_reused_buffer_outgrows_l2() -> None:
+    # 64 MiB read 16 times (loop over it): 1x compulsory + 5% of the 15 re-reads x (1 - L2/F)
+    f = 64 * 2**20
+    m = estimate_traffic(counts(2**20, acc("a", "load", 16 * 16, 2**24)), {}, L2, MODEL)
+    expected = f + 15 * f * 0.05 * (1 - L2 / f)
+    assert m.bytes_loaded == pytest.approx(expected)
+    # a small table re-read as often stays in L2: no capacity misses
+    m2 = estimate_traffic(
+        counts(2**20, acc("a", "load", 16, 2**24), acc("t", "load", 256, 4096)), {}, L2, MODEL
+    )
+    assert m2.bytes_loaded == pytest.approx(f + 4096 * 4)
+
+
+def test_fields_of_one_buffer_merge() -> None:
+    # p[i] (16-byte struct) and p[j].x / p[j].y (4-byte fields) are one buffer
+    m = estimate_traffic(
+        counts(
+            1000,
+            acc("p", "load", 1, 1000, elem=16),
+            acc("p.x", "load", 10, 1000),
+            acc("p.y", "load", 10, 1000),
+        ),
+        {},
+        L2,
+        MODEL,
+    )
+    assert [b.buffer for b in m.buffers] == ["p"]
+    assert m.bytes_loaded == pytest.approx(16 * 1000)
+
+
+def test_launch_floor() -> None:
+    m = estimate_traffic(counts(1, acc("a", "store", 1, 1)), {}, L2, CacheModel())
+    assert m.bytes_loaded == CacheModel().launch_floor

@@ -1,0 +1,99 @@
+"""Hover card, inlay/lens labels, explanation and file report built from given verdicts."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from roofline_lsp.advice import Advice
+from roofline_lsp.analysis import KernelReport, analyze_file
+from roofline_lsp.gpus import load_registry
+from roofline_lsp.output import fmt_num
+from roofline_lsp.report import (
+    explain_markdown,
+    file_report_markdown,
+    hover_markdown,
+    inlay_label,
+    lens_title,
+    other_gpus_text,
+)
+from roofline_lsp.verdict import Counts, Verdict
+
+SRC = (Path(__file__).parent / "fixtures" / "lsp" / "fp64_flip.cu").read_bytes()
+REG = load_registry()
+R64 = fmt_num(REG.get("h100").ridge("fp64"))  # the H100 fp64 ridge as displayed
+
+
+def verdict(gpu: str, bound: str, ai64: float, source: str = "static") -> Verdict:
+    g = REG.get(gpu)
+    return Verdict(
+        kernel="horner64",
+        gpu=g.name,
+        bound=bound,  # type: ignore[arg-type]
+        source=source,  # type: ignore[arg-type]
+        confidence=0.7,
+        ai={"fp64": ai64, "fp32": None, "fp16": None, "int": 0.5},
+        ridge=g.ridges(),
+        deciding="fp64",
+        explanation="48 fp64 FLOPs per 16 DRAM bytes.",
+        terms=("loop over k: 24 trips", "x[i] load: 8 B"),
+        counts=Counts(
+            flops={"fp64": 48.0}, int_ops=8.0, bytes_loaded=8.0, bytes_stored=8.0, threads=1e6
+        ),
+        extra={"model": "m1"} if source == "llm" else {},
+    )
+
+
+def kernel_report(*verdicts: Verdict) -> KernelReport:
+    kr = analyze_file(SRC, "fp64_flip.cu", (REG.get("h100"),)).kernels[0]
+    return dataclasses.replace(kr, verdicts=verdicts)
+
+
+def test_inlay_and_lens_labels() -> None:
+    v = verdict("h100", "bandwidth", 3.0)
+    assert inlay_label(v) == f"bandwidth-bound · fp64 AI 3 < {R64} (H100-SXM5-80GB)"
+    assert lens_title(kernel_report(v)) == (
+        "roofline: bandwidth-bound on H100-SXM5-80GB (static) · select GPU"
+    )
+
+
+def test_hover_card_has_verdict_ridges_counts_source_and_other_gpus() -> None:
+    kr = kernel_report(
+        verdict("h100", "bandwidth", 3.0),
+        verdict("rtx-3080", "compute", 3.0),
+        verdict("a100", "bandwidth", 3.0),
+    )
+    card = hover_markdown(kr)
+    head = "**`horner64`** (CUDA kernel): **bandwidth-bound** on **H100-SXM5-80GB**"
+    assert card.startswith(head)
+    assert "static estimate" in card and "confidence 70%" in card
+    assert f"fp64 decides: arithmetic intensity 3 < ridge point {R64}" in card
+    assert f"| fp64 | 3 | {R64} | **decides** |" in card
+    assert "Per thread: 48 fp64 FLOPs, 8 integer ops, 16 DRAM bytes (8 loaded, 8 stored)" in card
+    assert "- loop over k: 24 trips" in card
+    # only the GPU whose verdict differs is listed
+    assert other_gpus_text(kr) == ["compute-bound on RTX-3080: fp64 AI 3 >= ridge 0.52"]
+    assert "A100" not in card
+
+
+def test_llm_source_and_explanation() -> None:
+    kr = kernel_report(verdict("h100", "compute", 12.0, source="llm"))
+    card = hover_markdown(kr)
+    assert "Verdict from the LLM (m1)" in card and "**compute-bound**" in card
+    adv = Advice("RL002", "horner64", 0, 1, "use float")
+    text = explain_markdown(kr, [adv], "note")
+    assert "- RL002 fp64-arithmetic: use float" in text and text.rstrip().endswith("note")
+    assert "No specific change" in explain_markdown(kr, [])
+
+
+def test_file_report_table() -> None:
+    kr = kernel_report(verdict("h100", "bandwidth", 3.0), verdict("rtx-3080", "compute", 3.0))
+    rep = analyze_file(SRC, "fp64_flip.cu", (REG.get("h100"),))
+    rep = dataclasses.replace(rep, kernels=(kr,))
+    md = file_report_markdown(rep, [Advice("RL002", "horner64", 0, 1, "use float")], "f.cu")
+    assert md.startswith("# Roofline report: f.cu\n")
+    assert "| kernel | line | H100-SXM5-80GB | RTX-3080 |" in md
+    assert f"| `horner64` | 6 | bandwidth-bound · fp64 AI 3 < {R64} | compute-bound" in md
+    assert "## `horner64` (line 6)" in md and "RL002 fp64-arithmetic: use float" in md
+    empty = dataclasses.replace(rep, kernels=())
+    assert "No GPU kernel" in file_report_markdown(empty, [], "e.cu")

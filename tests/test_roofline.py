@@ -1,0 +1,304 @@
+"""The static estimator on small hand-written kernels (tests/fixtures/estimator/).
+
+Every expected number below is derived by hand from the cost model documented in
+``costs.py`` / ``counting.py`` / ``memory.py`` / ``roofline.Calibration``:
+
+* FLOP: FADD/FMUL = 1, FMA = 2 (so ``a * x + y`` is 2); library calls per ``costs.py``.
+* integer ops: 1 per ``+ - * & | ^ << >>`` and comparison on integers; ``a * b + c`` and
+  ``a + b + c`` fuse into one (IMAD / IADD3); an add of a constant costs 0.5; one address
+  computation (1) per distinct global access (shared: 0.5) shared by its load and store;
+  the prologue costs 2 (``int_entry``); loop control is the loop's own test and increment,
+  run once per 4 iterations (nvcc's default unrolling) or never when fully unrolled;
+  OpenMP work-shared loops add 15 per iteration (``omp_iteration_ints``) and 30 per GPU
+  thread (``omp_thread_ints``).
+* DRAM bytes: each buffer's distinct footprint once (reads and writes), plus 4096 bytes per
+  launch (``launch_floor``), plus capacity misses when a re-read buffer outgrows L2.
+
+The RTX 3080's ridge points: fp32 32.97, fp64 0.5152, int 16.485 ops/byte; L2 5 MiB.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from roofline_lsp.gpus import load_registry
+from roofline_lsp.kernels import detect
+from roofline_lsp.roofline import Analysis, Inputs, analyze, estimate
+
+FIXTURES = Path(__file__).parent / "fixtures" / "estimator"
+L2 = 5 * 1024 * 1024
+FLOOR = 4096
+
+
+@pytest.fixture(scope="module")
+def gpu():  # type: ignore[no-untyped-def]
+    return load_registry().get("rtx3080")
+
+
+def _kernel(name: str, kernel: str | None = None):  # type: ignore[no-untyped-def]
+    path = FIXTURES / name
+    det = detect(path.read_bytes(), str(path))
+    ks = [k for k in det.kernels if kernel is None or k.name == kernel]
+    assert ks, f"no kernel in {name}"
+    return ks[0], det
+
+
+def _run(gpu, name: str, inputs: Inputs | None = None) -> Analysis:  # type: ignore[no-untyped-def]
+    k, det = _kernel(name)
+    return analyze(k, det, gpu, inputs)
+
+
+def test_saxpy(gpu) -> None:  # type: ignore[no-untyped-def]
+    # n = argv[1] = 2^20; launch (n + 255) / 256 blocks of 256 -> 2^20 threads.
+    # per thread: a * x[i] + y[i] = 2 FP32 FLOP.
+    # int: i = blockIdx.x * blockDim.x + threadIdx.x -> 1 (IMAD); i < n -> 1;
+    #      addresses x[i], y[i] (load and store share one) -> 2; prologue 2 -> 6.
+    # DRAM: x read 4 MiB + y read 4 MiB + floor, y written 4 MiB.
+    a = _run(gpu, "saxpy.cu", Inputs(args="1048576"))
+    assert a.threads == 2**20
+    assert a.counts.flops["fp32"] == pytest.approx(2.0)
+    assert a.counts.int_ops == pytest.approx(6.0)
+    assert a.memory.bytes_loaded == pytest.approx(8 * 2**20 + FLOOR)
+    assert a.memory.bytes_stored == pytest.approx(4 * 2**20)
+    # int AI = 6 * 2^20 / (12 MiB + 4 KiB) ~ 0.5 < 16.5 -> bandwidth
+    assert a.ai["int"] == pytest.approx(6 * 2**20 / (12 * 2**20 + FLOOR))
+    k, det = _kernel("saxpy.cu")
+    v = estimate(k, det, gpu, Inputs(args="1048576"))
+    assert v.bound == "bandwidth"
+    assert v.source == "static"
+    assert v.counts is not None and v.counts.threads == 2**20
+    assert "working set" in v.explanation
+
+
+def test_saxpy_without_arguments_uses_defaults(gpu) -> None:  # type: ignore[no-untyped-def]
+    # n unknown: the launch cannot be evaluated -> default 4096 x 256 threads; the bound
+    # check `i < n` infers n from the thread range; the verdict is the same.
+    k, det = _kernel("saxpy.cu")
+    v = estimate(k, det, gpu)
+    assert v.bound == "bandwidth"
+    assert v.counts is not None and v.counts.threads == 4096 * 256
+
+
+def test_stencil_2d_reuse(gpu) -> None:  # type: ignore[no-untyped-def]
+    # grid (4096/32, 4096/8) x block (32, 8) -> 4096 x 4096 threads.
+    # interior fraction p = (4094/4096)^2: 4 loads summed (3 FADD) and scaled (1 FMUL).
+    # The four neighbour loads of `in` touch the same 16.8M elements: footprint 64 MiB, not
+    # 4 x 64 MiB (reuse across threads); `out` writes 64 MiB x p.
+    a = _run(gpu, "stencil2d.cu")
+    p = (4094 / 4096) ** 2
+    assert a.threads == 4096 * 4096
+    assert a.counts.flops["fp32"] == pytest.approx(4 * p)
+    refs = sum(b.references for b in a.memory.buffers)
+    assert refs == pytest.approx(5 * 4 * 4096 * 4096 * p)
+    # (the footprint is bounded by the p x threads interior threads that read)
+    loaded = next(b.loaded for b in a.memory.buffers if b.buffer == "in")
+    assert loaded == pytest.approx(4 * 4096 * 4096 * p)
+    # int: x, y -> 1 + 1; four comparisons (p ~ 1 each) -> ~4; indices:
+    #   y*NX+x-1 -> 1, y*NX+x+1 -> 1, (y-1)*NX+x -> 1.5, (y+1)*NX+x -> 1.5, y*NX+x -> 1
+    #   plus 5 addresses, all x p; prologue 2 -> 2 + 2 + ~4 + 11 p ~ 19
+    assert a.counts.int_ops == pytest.approx(19.0, abs=0.05)
+    assert estimate(*_kernel("stencil2d.cu"), gpu).bound == "bandwidth"
+
+
+def test_tiled_gemm_shared_memory(gpu) -> None:  # type: ignore[no-untyped-def]
+    # n = 2048 (const in main), TILE 16: 128 outer iterations x 16 unrolled inner FMAs.
+    # FLOP per thread = 128 * 16 * 2 = 4096.
+    # int per thread:
+    #   prologue 2, row 1, col 1, C index 1 + address 1 = 6
+    #   t loop control: (t < n/TILE: 1, t++: 1) x 128 / 4 = 64
+    #   As[ty][tx] = A[row*n + t*TILE + tx]: (t*TILE 1 + A addr 1 + As addr 0.5) x 128 + row*n
+    #     hoisted out of the loop (1) = 321
+    #   Bs[ty][tx] = B[(t*TILE + ty)*n + col]: (1 + 1 + 1 + 0.5) x 128 = 448
+    #   inner: 2 shared addresses x 0.5 x 2048 = 2048; k loop fully unrolled -> 0
+    #   total 6 + 64 + 321 + 448 + 2048 = 2887
+    a = _run(gpu, "gemm_tiled.cu")
+    assert a.threads == 2048 * 2048
+    assert a.counts.flops["fp32"] == pytest.approx(4096.0)
+    assert a.counts.int_ops == pytest.approx(2887.0)
+    shared = [x for x in a.counts.accesses if x.space == "shared"]
+    assert {x.buffer for x in shared} == {"As", "Bs"}
+    # global footprint: A, B read once (16 MiB each), C written once; reuse through the
+    # tiles makes DRAM traffic ~ 200 MB, not the 4.3 GB referenced
+    assert a.memory.footprint == pytest.approx(3 * 16 * 2**20)
+    assert a.memory.dram_bytes < 0.1 * a.memory.references
+    v = estimate(*_kernel("gemm_tiled.cu"), gpu)
+    assert v.bound == "compute"
+    assert v.ai["fp32"] is not None and v.ai["fp32"] > 32.97
+
+
+def test_nbody_device_function_followed(gpu) -> None:  # type: ignore[no-untyped-def]
+    # n = 32768 bodies, 128 x 256 threads; inner loop over all n bodies.
+    # per pair: dx, dy, dz (3 FADD), inv_dist3: dx*dx + dy*dy + dz*dz + eps (3 FMUL + 3 FADD),
+    # rsqrtf (MUFU + 1), r*r*r (2 FMUL); s = m * (...) (1); ax, ay, az += d * s (3 FMA = 6)
+    # -> 19 FP32 FLOP per pair, 19 * 32768 = 622592 per thread.
+    a = _run(gpu, "nbody.cu")
+    assert a.threads == 32768
+    assert a.counts.flops["fp32"] == pytest.approx(19 * 32768)
+    assert "inv_dist3" in a.counts.followed
+    # all bodies (512 KiB) stay in L2: DRAM = bodies once + accelerations written
+    assert a.memory.resident
+    assert a.memory.bytes_loaded == pytest.approx(32768 * 16 + FLOOR)
+    assert a.memory.bytes_stored == pytest.approx(32768 * 12)
+    assert estimate(*_kernel("nbody.cu"), gpu).bound == "compute"
+
+
+def test_tree_reduction(gpu) -> None:  # type: ignore[no-untyped-def]
+    # 2^24 elements, blocks of 256: stride = 128, 64, ..., 1 (8 trips, log2 of blockDim/2
+    # x 2). `tid < stride` holds for stride/256 of the threads: sum(stride)/256 = 255/256
+    # FADD per thread.
+    a = _run(gpu, "reduce.cu")
+    loop = a.counts.loops[0]
+    assert loop.trips == 8 and loop.source == "launch"
+    assert a.counts.flops["fp32"] == pytest.approx(255 / 256)
+    # DRAM: the input once (64 MiB) + one float per block written
+    assert a.memory.bytes_loaded == pytest.approx(4 * 2**24 + FLOOR)
+    assert a.memory.bytes_stored == pytest.approx(4 * 2**24 / 256)
+    assert estimate(*_kernel("reduce.cu"), gpu).bound == "bandwidth"
+
+
+def test_histogram_atomics(gpu) -> None:  # type: ignore[no-untyped-def]
+    # per thread: i (1), i < n (1), data[i] address (1), bins[...] address (1) + the
+    # atomic (1), prologue 2 -> 7 int, no FLOP. Bytes: 1 B read per thread; the 256 bins
+    # (1 KiB) are one footprint however many atomics hit them.
+    a = _run(gpu, "histogram.cu")
+    assert a.counts.int_ops == pytest.approx(7.0)
+    assert sum(a.counts.flops.values()) == 0
+    atomics = [x for x in a.counts.accesses if x.kind == "atomic"]
+    assert len(atomics) == 1 and atomics[0].buffer == "bins"
+    bins = next(b for b in a.memory.buffers if b.buffer == "bins")
+    assert bins.footprint == pytest.approx(1024)  # 256 x 4 B (data-dependent index, capped
+    # by the 256-element allocation)
+    assert a.memory.bytes_loaded == pytest.approx(2**26 + 1024 + FLOOR)
+    assert estimate(*_kernel("histogram.cu"), gpu).bound == "bandwidth"
+
+
+def test_integer_hash_is_int_bound(gpu) -> None:  # type: ignore[no-untyped-def]
+    # 64 rounds (constant, > 32 so unrolled by 4 only): loop control (1 + 1) x 64 / 4 = 32;
+    # body: h >> 16, ^=, *=, h >> 15, ^= -> 5 x 64 = 320 (h is loop-carried: nothing is
+    # hoisted); i 1, i >= n 1, keys[i] 1, out[i] 1, prologue 2 -> 358.
+    # int AI = 358 x 2^24 / (128 MiB + 4 KiB) = 44.7 > 16.5 -> compute-bound by int.
+    a = _run(gpu, "hash.cu")
+    assert a.counts.int_ops == pytest.approx(358.0)
+    assert a.ai["int"] == pytest.approx(358 * 2**24 / (128 * 2**20 + FLOOR))
+    v = estimate(*_kernel("hash.cu"), gpu)
+    assert v.bound == "compute" and v.deciding == "int"
+
+
+def test_fp64_kernel(gpu) -> None:  # type: ignore[no-untyped-def]
+    # exp(double) = 30 FLOP + 8 int (costs.MATH_F64); Horner ((0.5v + 0.25)v + 0.125)v
+    # = 3 FMUL + 2 FADD; the final + = 1 -> 36 FP64 FLOP per element.
+    # dp AI = 36 x 2^20 / (16 MiB + 4 KiB) = 2.25 > 0.515 -> compute-bound by fp64.
+    a = _run(gpu, "fp64.cu", Inputs(args="1048576"))
+    assert a.counts.flops["fp64"] == pytest.approx(36.0)
+    assert a.counts.int_ops == pytest.approx(14.0)  # 6 as saxpy + exp's 8
+    v = estimate(*_kernel("fp64.cu"), gpu, Inputs(args="1048576"))
+    assert v.bound == "compute" and v.deciding == "fp64"
+
+
+def test_working_set_fits_in_l2(gpu) -> None:  # type: ignore[no-untyped-def]
+    # 2^20 threads each read 64 table entries: 256 MiB referenced, but the table is 64 KiB
+    # (data-independent index masked to 16383 -> 16384 distinct elements) and the output
+    # 4 MiB: the 4.06 MiB working set fits in the 5 MiB L2, DRAM moves it once.
+    a = _run(gpu, "l2_resident.cu")
+    assert a.memory.resident
+    assert a.memory.footprint == pytest.approx(16384 * 4 + 4 * 2**20)
+    assert a.memory.references > 60 * a.memory.footprint
+    assert a.memory.dram_bytes == pytest.approx(16384 * 4 + 4 * 2**20 + FLOOR)
+    # 64 iterations: FADD 64; int: ((i + k) 1, & 1, address 1) x 64 + loop control 32 + 5
+    assert a.counts.flops["fp32"] == pytest.approx(64.0)
+    assert a.counts.int_ops == pytest.approx(3 * 64 + 32 + 5)
+    v = estimate(*_kernel("l2_resident.cu"), gpu)
+    assert v.bound == "compute"
+    assert "fits in L2" in v.explanation
+
+
+def test_openmp_target_loop(gpu) -> None:  # type: ignore[no-untyped-def]
+    # per iteration: 2 FP32 FLOP; int: runtime loop control 15 + i < n and ++i (2) +
+    # x[i], y[i] addresses (2) = 19. Iterations n = argv[1] = 2^20 (through saxpy's caller).
+    a = _run(gpu, "omp_saxpy.cpp", Inputs(args="1048576"))
+    assert a.counts.per == "iteration"
+    assert a.threads == 2**20
+    assert a.counts.flops["fp32"] == pytest.approx(2.0)
+    assert a.counts.int_ops == pytest.approx(19.0)
+    assert a.memory.dram_bytes == pytest.approx(12 * 2**20 + FLOOR)
+    v = estimate(*_kernel("omp_saxpy.cpp"), gpu, Inputs(args="1048576"))
+    assert v.bound == "bandwidth"
+    assert v.counts is not None and v.counts.per == "iteration"
+
+
+def test_openmp_collapse_2(gpu) -> None:  # type: ignore[no-untyped-def]
+    # collapse(2): 1024 x 1024 parallel iterations; inner k loop (8, constant, unrolled):
+    # 8 FMA = 16 FP64 FLOP per iteration. a is read once (1024*1024*8 doubles = 64 MiB),
+    # c written once (8 MiB): dp AI = 16 x 2^20 / 72 MiB = 0.22 < 0.515 -> bandwidth.
+    a = _run(gpu, "omp_collapse.cpp")
+    par = [lp for lp in a.counts.loops if lp.parallel]
+    assert [lp.trips for lp in par] == [1024, 1024]
+    assert a.threads == 1024 * 1024
+    assert a.counts.flops["fp64"] == pytest.approx(16.0)
+    assert a.memory.bytes_loaded == pytest.approx(8 * 8 * 2**20 + 64 + FLOOR)
+    assert a.memory.bytes_stored == pytest.approx(8 * 2**20)
+    v = estimate(*_kernel("omp_collapse.cpp"), gpu)
+    assert v.bound == "bandwidth" and v.deciding == "fp64"
+    assert v.ai["fp64"] == pytest.approx(16 * 2**20 / (72 * 2**20 + 64 + FLOOR), rel=1e-6)
+
+
+def test_hint_comment_supplies_values(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    src = (FIXTURES / "saxpy.cu").read_text().replace(
+        "int main", "// roofline: n=1<<24\nint main"
+    )
+    path = tmp_path / "saxpy.cu"
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    k = det.kernels[0]
+    a = analyze(k, det, gpu)
+    assert a.threads == 2**24  # launch (n + 255) / 256 evaluated with the hint
+    assert a.context.get("n") == 2**24
+
+
+def test_inputs_values_override(gpu) -> None:  # type: ignore[no-untyped-def]
+    k, det = _kernel("saxpy.cu")
+    a = analyze(k, det, gpu, Inputs(values=(("n", 4096.0),)))
+    assert a.threads == 4096
+
+
+def test_verdict_frozen_and_complete(gpu) -> None:  # type: ignore[no-untyped-def]
+    k, det = _kernel("hash.cu")
+    v = estimate(k, det, gpu)
+    assert set(v.ai) == {"fp64", "fp32", "fp16", "int"}
+    assert v.ridge == gpu.ridges()
+    assert 0.0 < v.confidence <= 1.0
+    assert v.terms and v.terms[0].startswith("per thread")
+    with pytest.raises(AttributeError):
+        v.bound = "bandwidth"  # type: ignore[misc]
+    assert v.margin is not None and v.margin > 1
+
+
+def test_other_gpu_changes_the_ridge(gpu) -> None:  # type: ignore[no-untyped-def]
+    reg = load_registry()
+    k, det = _kernel("fp64.cu")
+    h100 = reg.get("h100")
+    v3080 = estimate(k, det, gpu, Inputs(args="1048576"))
+    vh100 = estimate(k, det, h100, Inputs(args="1048576"))
+    # the RTX 3080's tiny fp64 peak makes the kernel compute-bound; the H100's is not
+    assert v3080.bound == "compute"
+    assert vh100.ridge["fp64"] > v3080.ridge["fp64"]
+    assert vh100.bound == "bandwidth"
+
+
+def test_broken_source_does_not_crash(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "broken.cu"
+    path.write_text(
+        "__global__ void k(float *a, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  for (int j = 0; j < ; j++) a[i] += UNKNOWN_MACRO(a, i) / (;\n"
+        "  while (a[i] > 0) { a[i] = f(a[i]); }\n"
+        "}\n"
+    )
+    det = detect(path.read_bytes(), str(path))
+    for k in det.kernels:
+        v = estimate(k, det, gpu)
+        assert v.bound in ("compute", "bandwidth")
+        assert all(x is None or not math.isnan(x) for x in v.ai.values())
