@@ -877,13 +877,14 @@ def test_eval_reports_accuracy_tokens_and_cache_hits(chat_server, tmp_path, monk
     assert doc["accuracy"] == round(1 / 7, 4)
     assert doc["balanced_accuracy"] == 0.25
     stats = doc["llm"]
-    assert stats["requests"] == 5 and stats["cache_hits"] == 0
-    assert stats["prompt_tokens"] == 500 and stats["completion_tokens"] == 100
+    # 6 rows found; the unlabelled row repeats `gather` without its launch dimensions, and
+    # the launch is part of the prompt (and so of the cache key): 6 distinct requests
+    assert stats["requests"] == 6 and stats["cache_hits"] == 0
+    assert stats["prompt_tokens"] == 600 and stats["completion_tokens"] == 120
     rc, out, err = run_cli(args)
     stats = json.loads(out)["llm"]
-    # 6 rows found (the unlabelled one repeats `gather`, which shared its request at first)
     assert (stats["requests"], stats["cache_hits"]) == (0, 6)
-    assert len(chat_server.chat_requests()) == 5
+    assert len(chat_server.chat_requests()) == 6
 
 
 @pytest.mark.parametrize(
