@@ -5,7 +5,8 @@
   name: (identifier) @macro.name
   parameters: (preproc_params) @macro.params
   value: (preproc_arg)? @macro.value) @macro
-(declaration
-  declarator: (init_declarator
-    declarator: (identifier) @const.name
-    value: (_) @const.value)) @const
+; file-scope and namespace-scope constants only (locals are read per launch site)
+(translation_unit
+  (declaration declarator: (init_declarator) @const.decl) @const)
+(declaration_list
+  (declaration declarator: (init_declarator) @const.decl) @const)

@@ -432,8 +432,7 @@ class _Detector:
         self.language: KernelLanguage = "hip" if _is_hip(path, source) else "cuda"
 
     # -- definitions ------------------------------------------------------------------------
-    def definitions(self, root: Node) -> None:
-        caps = captures("cuda-definitions", root)
+    def definitions(self, caps: dict[str, list[Node]]) -> None:
         for node in caps.get("define", []):
             name = node.child_by_field_name("name")
             value = node.child_by_field_name("value")
@@ -454,12 +453,7 @@ class _Detector:
                 _text(name),
                 Macro(_text(name), pnames, _text(value).strip(), _line(node), self.path),
             )
-        for node in caps.get("const", []):
-            if _enclosing_function(node) is not None:
-                continue
-            decl = node.child_by_field_name("declarator")
-            if decl is None:
-                continue
+        for decl in caps.get("const.decl", []):
             name = decl.child_by_field_name("declarator")
             value = decl.child_by_field_name("value")
             if name is not None and value is not None and name.type == "identifier":
@@ -1057,9 +1051,9 @@ def _detect(source: bytes, path: str, tree: Tree | None, depth: int) -> Detectio
         tree = parse(source, language_for_path(path))
     d = _Detector(source, path, tree, depth)
     root = tree.root_node
-    caps = captures("cuda-kernels", root)
-    d.definitions(root)
-    d.pragmas(caps.get("pragma", []))
+    caps = captures(("cuda-kernels", "cuda-definitions"), root)
+    d.definitions(caps)
+    d.pragmas([p for p in caps.get("pragma", []) if _is_pragma(p)])
     for fn in caps.get("function", []):
         d.function(fn)
     d.recover_macros()
@@ -1067,7 +1061,7 @@ def _detect(source: bytes, path: str, tree: Tree | None, depth: int) -> Detectio
         d.recover()
     for call in caps.get("launch", []):
         d.launch(call, "chevron")
-    for call in caps.get("api", []):
+    for call in _api_calls(source, root):
         fname = _text(call.child_by_field_name("function"))
         d.launch(call, "cudaLaunchKernel" if fname != "hipLaunchKernelGGL" else fname)
     kernels = sorted(d.kernels, key=lambda k: k.span.start_byte)
@@ -1082,6 +1076,27 @@ def _detect(source: bytes, path: str, tree: Tree | None, depth: int) -> Detectio
         data_regions=tuple(d.data_regions),
         source=source,
     )
+
+
+_LAUNCH_API = re.compile(rb"\b(hipLaunchKernelGGL|cudaLaunchKernel|hipLaunchKernel)\s*\(")
+
+
+def _api_calls(source: bytes, root: Node) -> list[Node]:
+    """``hipLaunchKernelGGL(...)``/``cudaLaunchKernel(...)`` calls, found by their name's
+    text first (a query predicate over every call is far slower)."""
+    calls = []
+    for m in _LAUNCH_API.finditer(source):
+        node = root.descendant_for_byte_range(m.start(1), m.end(1))
+        if node is not None and node.type == "identifier":
+            call = node.parent
+            if call is not None and call.type == "call_expression":
+                calls.append(call)
+    return calls
+
+
+def _is_pragma(node: Node) -> bool:
+    directive = node.child_by_field_name("directive")
+    return directive is not None and _text(directive) == "#pragma"
 
 
 def _inside_error(node: Node) -> bool:

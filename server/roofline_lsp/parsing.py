@@ -11,7 +11,7 @@ import os
 from importlib import resources
 
 import tree_sitter_cuda
-from tree_sitter import Language, Parser, Query, QueryCursor, Tree
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
 SOURCE_EXTENSIONS: tuple[str, ...] = (
     ".cu",
@@ -56,13 +56,20 @@ def parse(source: bytes, language: Language | None = None, old_tree: Tree | None
 
 
 @functools.cache
-def query(name: str) -> Query:
-    """Load ``grammars/<name>.scm`` (shipped inside the package) as a compiled query."""
-    text = resources.files("roofline_lsp").joinpath("grammars", f"{name}.scm").read_text("utf-8")
+def query(*names: str) -> Query:
+    """Load ``grammars/<name>.scm`` files (shipped inside the package) as one compiled query.
+
+    Several files make one query so that the tree is walked once: a query's cost is mostly
+    the walk (~25 ms for a 5,000-line file), whatever its number of patterns.
+    """
+    grammars = resources.files("roofline_lsp").joinpath("grammars")
+    text = "\n".join(grammars.joinpath(f"{n}.scm").read_text("utf-8") for n in names)
     return Query(cuda_language(), text)
 
 
-def captures(name: str, node) -> dict[str, list]:  # type: ignore[no-untyped-def]
-    """Run query ``name`` on ``node``: capture name -> nodes in document order."""
-    result = QueryCursor(query(name)).captures(node)
+def captures(names: str | tuple[str, ...], node: Node) -> dict[str, list[Node]]:
+    """Run the query (or queries) ``names`` on ``node``: capture name -> nodes in document
+    order."""
+    q = query(names) if isinstance(names, str) else query(*names)
+    result = QueryCursor(q).captures(node)
     return {k: sorted(v, key=lambda n: n.start_byte) for k, v in result.items()}

@@ -387,7 +387,9 @@ class RooflineServer(LanguageServer):
                 snap = doc.snapshot()
             measured = st.measured if cfg.profile else None
             loop = asyncio.get_running_loop()
-            work = functools.partial(_analyse_snapshot, snap, gpus, cfg, measured)
+            last = st.analyses.get(uri)
+            previous = last.report if last is not None else None
+            work = functools.partial(_analyse_snapshot, snap, gpus, cfg, measured, previous)
             fut = loop.run_in_executor(self.analysis_pool, work)
             done, _ = await asyncio.wait({fut}, timeout=PROGRESS_AFTER_S)
             if done:
@@ -517,15 +519,16 @@ class RooflineServer(LanguageServer):
         if st.llm is not None:
             self.spawn(_quiet(st.llm.aclose()))
             st.llm = None
+        if cfg.backend == "auto" and not (
+            os.environ.get(cfg.llm.api_key_env) or _is_local(cfg.llm.base_url)
+        ):
+            return None  # auto: the LLM only with a key or a local endpoint
         try:
             from .llm import LlmBackend
 
             backend = LlmBackend(cfg.llm)
         except Exception as e:
             self.show_config_error("llm", f"roofline.llm: {_one_line(e)}")
-            return None
-        if cfg.backend == "auto" and not (backend.has_key or _is_local(cfg.llm.base_url)):
-            self.spawn(_quiet(backend.aclose()))
             return None
         st.llm, st.llm_config = backend, cfg.llm
         return backend
@@ -671,11 +674,18 @@ class RooflineServer(LanguageServer):
 
 
 def _analyse_snapshot(
-    snap: Any, gpus: tuple[GpuProfile, ...], cfg: Config, measured: Any
+    snap: Any,
+    gpus: tuple[GpuProfile, ...],
+    cfg: Config,
+    measured: Any,
+    previous: FileReport | None = None,
 ) -> Analysis:
-    """Runs in the analysis thread: detection, verdicts, advice and feature offsets."""
+    """Runs in the analysis thread: detection, verdicts (reusing those of kernels whose
+    context did not change since ``previous``), advice and feature offsets."""
     t0 = time.perf_counter()
-    report = analyze_file(snap.source, snap.path, gpus, cfg, tree=snap.tree, measured=measured)
+    report = analyze_file(
+        snap.source, snap.path, gpus, cfg, tree=snap.tree, measured=measured, previous=previous
+    )
     advice = advise(report, gpus[0])
     places = tuple(_place(snap.source, kr) for kr in report.kernels)
     elapsed = (time.perf_counter() - t0) * 1000
@@ -1208,10 +1218,15 @@ def create_server() -> RooflineServer:
 def main_serve(tcp: str | None = None) -> int:
     """Run the server on stdio, or on ``HOST:PORT`` with ``tcp``; returns the exit code."""
     logging.basicConfig(
-        level=os.environ.get("ROOFLINE_LOG_LEVEL", "WARNING").upper(),
+        level=logging.WARNING,
         stream=sys.stderr,
         format="roofline-lsp %(levelname)s %(name)s: %(message)s",
     )
+    # ROOFLINE_LOG_LEVEL=INFO logs each analysis (pygls' own logs stay at WARNING: at INFO
+    # it would log every message body, whole documents included)
+    level = os.environ.get("ROOFLINE_LOG_LEVEL", "WARNING").upper()
+    known = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+    logging.getLogger("roofline_lsp").setLevel(level if level in known else "WARNING")
     # A short switch interval keeps request handling responsive while the analysis thread runs.
     sys.setswitchinterval(0.001)
     server = create_server()
