@@ -98,7 +98,7 @@ def analyze_file(
                 v = estimate(k, detection, gpu, inputs, config, compiled=cc)
             verdicts.append(v)
         reuse[key] = (k.line, tuple(verdicts))
-        reports.append(KernelReport(k, tuple(verdicts)))
+        reports.append(KernelReport(k, reuse[key][1]))
     return FileReport(path, detection, tuple(reports), tree, reuse)
 
 
