@@ -181,3 +181,15 @@ def test_parse_pragma_clauses():
         ("map", "always, to", ("x[0:n]",)),
         ("nowait", "", ()),
     ]
+
+
+def test_circular_includes_terminate():
+    det = run("cycle_a.h")
+    assert {"from_a", "from_b"} <= set(det.functions)
+
+
+def test_offload_region_whose_parse_breaks_on_statement_macros():
+    det = run("macro_statements.cpp")
+    assert [(k.line, k.language) for k in det.kernels] == [(8, "omp")]
+    assert det.kernels[0].body.type == "for_statement"
+    assert det.kernels[0].clause("thread_limit")[0].items == ("256",)

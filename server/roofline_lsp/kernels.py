@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -739,7 +740,8 @@ class _Detector:
         tree = parse(bytes(masked), language_for_path(self.path))
         node = tree.root_node.descendant_for_byte_range(start, max(start, end - 1))
         best = None
-        while node is not None and node.start_byte >= start and node.end_byte <= end:
+        # error recovery may stretch the statement over the dummy function's closing brace
+        while node is not None and node.start_byte >= start and node.end_byte <= end + 1:
             if node.start_byte == start and _is_statement(node):
                 best = node
             node = node.parent
@@ -1013,6 +1015,9 @@ def _is_hip(path: str, source: bytes) -> bool:
     return path.lower().endswith(".hip") or b"hip/hip_runtime" in source[:20000]
 
 
+_including = threading.local()  # headers being read on this thread (include cycles)
+
+
 @functools.lru_cache(maxsize=2048)
 def _header_cached(path: str, mtime_ns: int, size: int) -> Detection | None:
     try:
@@ -1032,9 +1037,14 @@ def _header_definitions(path: str, depth: int) -> Detection | None:
         return None
     if not os.path.isfile(path):
         return None
-    if depth >= MAX_INCLUDE_DEPTH:
+    busy: set[str] = _including.__dict__.setdefault("paths", set())
+    if depth >= MAX_INCLUDE_DEPTH or path in busy:
         return None
-    return _header_cached(path, st.st_mtime_ns, st.st_size)
+    busy.add(path)
+    try:
+        return _header_cached(path, st.st_mtime_ns, st.st_size)
+    finally:
+        busy.discard(path)
 
 
 def detect(source: bytes, path: str, tree: Tree | None = None) -> Detection:
