@@ -75,7 +75,7 @@ def test_loop_trip_counts(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyp
         "  for (int b = 0; b <= m; b++) s += x[b];\n"  # m + 1 from the launch argument
         "  for (int c = 1; c < 1024; c *= 2) s += x[c];\n"  # 10 (1, 2, ..., 512)
         "  for (int d = i; d < 1 << 20; d += blockDim.x * gridDim.x) s += x[d];\n"
-        "  for (int e = 0; e < *x; e++) s += 1.0f;\n"  # data-dependent: default 32
+        "  for (int e = 0; e < *x; e++) s += 1.0f;\n"  # data-dependent: default 16
         "  x[i] = s;\n"
         "}\n"
         "int main() { float *x; k<<<1024, 256>>>(x, 9); }\n"
@@ -87,7 +87,7 @@ def test_loop_trip_counts(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyp
     assert trips["c"] == (10, "constant")
     # grid-stride over 2^20 elements with 2^18 threads: 4 per thread on average
     assert trips["d"] == (pytest.approx(4.0), "grid-stride")
-    assert trips["e"] == (32, "default")
+    assert trips["e"] == (16, "default")
 
 
 def test_nested_unknown_loops_are_damped(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -101,9 +101,9 @@ def test_nested_unknown_loops_are_damped(gpu, tmp_path: Path) -> None:  # type: 
         "}\n",
         **LAUNCH,
     )
-    # 32 outer trips, 32 / 4 inner ones (nested_default): 256 FADD, not 1024
-    assert [lp.trips for lp in a.counts.loops] == [32, 8]
-    assert a.counts.flops["fp32"] == pytest.approx(256)
+    # 16 outer trips (default_trips), 16 / 4 inner ones (nested_default): 64 FADD, not 256
+    assert [lp.trips for lp in a.counts.loops] == [16, 4]
+    assert a.counts.flops["fp32"] == pytest.approx(64)
 
 
 def test_branch_probabilities(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -140,7 +140,7 @@ def test_early_return_scales_the_rest(gpu, tmp_path: Path) -> None:  # type: ign
 
 def test_bound_check_infers_problem_size(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # n is unknown, but `if (i >= n) return` says the launch covers n: the j loop runs
-    # over 1024 x 256 elements (not the 32-trip default)
+    # over 1024 x 256 elements (not the 16-trip default)
     a = count(
         gpu,
         tmp_path,

@@ -60,10 +60,11 @@ def test_broadcast_and_allocation_cap() -> None:
 
 
 def test_capacity_misses_when_a_reused_buffer_outgrows_l2() -> None:
-    # 64 MiB read 16 times (loop over it): 1x compulsory + 5% of the 15 re-reads x (1 - L2/F)
+    # 64 MiB read 16 times (loop over it): 1x compulsory + capacity_miss (2%) of the 15
+    # re-reads x (1 - L2/F)
     f = 64 * 2**20
     m = estimate_traffic(counts(2**20, acc("a", "load", 16 * 16, 2**24)), {}, L2, MODEL)
-    expected = f + 15 * f * 0.05 * (1 - L2 / f)
+    expected = f + 15 * f * 0.02 * (1 - L2 / f)
     assert m.bytes_loaded == pytest.approx(expected)
     # a small table re-read as often stays in L2: no capacity misses
     m2 = estimate_traffic(
@@ -87,6 +88,16 @@ def test_fields_of_one_buffer_merge() -> None:
     )
     assert [b.buffer for b in m.buffers] == ["p"]
     assert m.bytes_loaded == pytest.approx(16 * 1000)
+
+
+def test_resident_writes_stay_in_l2() -> None:
+    # a 1 MiB working set (fits the 5 MiB L2): reads reach DRAM, half the writes do
+    m = estimate_traffic(
+        counts(2**18, acc("a", "load", 1, 2**18), acc("b", "store", 1, 2**18)), {}, L2, MODEL
+    )
+    assert m.resident
+    assert m.bytes_loaded == 2**20
+    assert m.bytes_stored == 0.5 * 2**20
 
 
 def test_launch_floor() -> None:

@@ -12,7 +12,8 @@ Every expected number below is derived by hand from the cost model documented in
   OpenMP work-shared loops add 15 per iteration (``omp_iteration_ints``) and 30 per GPU
   thread (``omp_thread_ints``).
 * DRAM bytes: each buffer's distinct footprint once (reads and writes), plus 4096 bytes per
-  launch (``launch_floor``), plus capacity misses when a re-read buffer outgrows L2.
+  launch (``launch_floor``), plus capacity misses (2% of the re-reads) when a re-read buffer
+  outgrows L2; when the whole working set fits in L2, half its writes stay in L2.
 
 The RTX 3080's ridge points: fp32 32.97, fp64 0.5152, int 16.485 ops/byte; L2 5 MiB.
 """
@@ -138,10 +139,10 @@ def test_nbody_device_function_followed(gpu) -> None:  # type: ignore[no-untyped
     assert a.threads == 32768
     assert a.counts.flops["fp32"] == pytest.approx(19 * 32768)
     assert "inv_dist3" in a.counts.followed
-    # all bodies (512 KiB) stay in L2: DRAM = bodies once + accelerations written
+    # all bodies (512 KiB) stay in L2: DRAM = bodies once + half the accelerations written
     assert a.memory.resident
     assert a.memory.bytes_loaded == pytest.approx(32768 * 16 + FLOOR)
-    assert a.memory.bytes_stored == pytest.approx(32768 * 12)
+    assert a.memory.bytes_stored == pytest.approx(0.5 * 32768 * 12)
     assert estimate(*_kernel("nbody.cu"), gpu).bound == "compute"
 
 
@@ -201,12 +202,13 @@ def test_fp64_kernel(gpu) -> None:  # type: ignore[no-untyped-def]
 def test_working_set_fits_in_l2(gpu) -> None:  # type: ignore[no-untyped-def]
     # 2^20 threads each read 64 table entries: 256 MiB referenced, but the table is 64 KiB
     # (data-independent index masked to 16383 -> 16384 distinct elements) and the output
-    # 4 MiB: the 4.06 MiB working set fits in the 5 MiB L2, DRAM moves it once.
+    # 4 MiB: the 4.06 MiB working set fits in the 5 MiB L2: DRAM reads the table once, half
+    # the output's writes are still in L2 when the kernel ends.
     a = _run(gpu, "l2_resident.cu")
     assert a.memory.resident
     assert a.memory.footprint == pytest.approx(16384 * 4 + 4 * 2**20)
     assert a.memory.references > 60 * a.memory.footprint
-    assert a.memory.dram_bytes == pytest.approx(16384 * 4 + 4 * 2**20 + FLOOR)
+    assert a.memory.dram_bytes == pytest.approx(16384 * 4 + 0.5 * 4 * 2**20 + FLOOR)
     # 64 iterations: FADD 64; int: ((i + k) 1, & 1, address 1) x 64 + loop control 32 + 5
     assert a.counts.flops["fp32"] == pytest.approx(64.0)
     assert a.counts.int_ops == pytest.approx(3 * 64 + 32 + 5)
@@ -246,9 +248,7 @@ def test_openmp_collapse_2(gpu) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_hint_comment_supplies_values(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    src = (FIXTURES / "saxpy.cu").read_text().replace(
-        "int main", "// roofline: n=1<<24\nint main"
-    )
+    src = (FIXTURES / "saxpy.cu").read_text().replace("int main", "// roofline: n=1<<24\nint main")
     path = tmp_path / "saxpy.cu"
     path.write_text(src)
     det = detect(path.read_bytes(), str(path))

@@ -359,6 +359,47 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
                     _assign(ctx, name, rt, argv)
                 elif op.type in ("*=", "+=", "-=", "/=", "<<=", ">>=") and name in ctx.texts:
                     _assign(ctx, name, f"({name}) {op.type[:-1]} ({rt})", argv)
+    _options(text(fn), ctx, argv)
+
+
+_CONVERT = (
+    r"(?:\(\s*\w+\s*\)\s*)?(?:std\s*::\s*)?(?:atoi|atol|atoll|atof|stoi|stol|stoll|stoul|"
+    r"stof|stod|strtol|strtoul|strtoll|strtoull|strtod|strtof)\s*\(\s*"
+)
+_GETOPT = re.compile(r"case\s*'(\w)'\s*:\s*\{?\s*([A-Za-z_]\w*)\s*=\s*" + _CONVERT + r"optarg")
+_STRCMP_OPT = re.compile(
+    r'"(-{1,2}[A-Za-z][\w-]*)"[^";]{0,160}?[;{)]\s*([A-Za-z_]\w*)\s*=\s*' + _CONVERT + r"argv\s*\["
+)
+
+
+def option_values(argv: list[str]) -> dict[str, str]:
+    """``-n 20000 --iters 5 --size=8`` -> {"n": "20000", "iters": "5", "size": "8"}."""
+    out: dict[str, str] = {}
+    for i, tok in enumerate(argv):
+        if not tok.startswith("-") or _numeric(tok):
+            continue
+        key, eq, val = tok.lstrip("-").partition("=")
+        if eq:
+            out[key] = val
+        elif i + 1 < len(argv) and _numeric(argv[i + 1]):
+            out[key] = argv[i + 1]
+    return out
+
+
+def _options(fn_text: str, ctx: HostContext, argv: list[str]) -> None:
+    """Values of variables set by command-line option parsing (``getopt``'s
+    ``case 'n': n = atoi(optarg)`` or ``if (!strcmp(argv[i], "-n")) n = atoi(argv[++i])``)."""
+    if not argv or ("optarg" not in fn_text and '"-' not in fn_text):
+        return
+    opts = option_values(argv)
+    if not opts:
+        return
+    found = [(m.group(1), m.group(2)) for m in _GETOPT.finditer(fn_text)]
+    found += [(m.group(1).lstrip("-"), m.group(2)) for m in _STRCMP_OPT.finditer(fn_text)]
+    for opt, var in found:
+        if opt in opts and _numeric(opts[opt]):
+            ctx.texts[var] = opts[opt]
+    ctx._cache.clear()
 
 
 def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:
@@ -594,21 +635,29 @@ def host_context(
         if fn is not None and site.file == unit.detection.file:
             _host_scope(ctx, unit.detection, fn, site.span.start_byte, argv)
         src = unit.detection.source.decode("utf-8", "replace")
-        for (_ptype, pname), a in zip(kernel.params, site.args, strict=False):
-            if not pname:
-                continue
-            v = ctx.eval_text(substitute_host(a, argv, ctx.types))
-            if v is not None and pname not in ctx.fixed:
-                ctx.fixed[pname] = v
-                ctx.origin.setdefault(pname, "launch")
-            base = re.sub(r"^\(.*?\)|[&()\s]", "", a).split("+")[0].split("[")[0].split(".")[-1]
-            if base in ctx.extents:
-                ctx.extents[pname] = ctx.extents[base]
-                ctx.aliases[pname] = base
         if block is None:
             block = site.block_value or _dim(ctx, site.block, argv)
         if grid is None:
             grid = site.grid_value or _dim(ctx, site.grid, argv)
+        # launch arguments are evaluated in the host's scope first, then become the
+        # kernel's parameter values (a parameter may share a host variable's name)
+        bound: dict[str, float] = {}
+        extents: dict[str, float] = {}
+        for (_ptype, pname), a in zip(kernel.params, site.args, strict=False):
+            if not pname:
+                continue
+            pv = ctx.eval_text(substitute_host(a, argv, ctx.types))
+            if pv is not None and pname not in ctx.fixed:
+                bound[pname] = pv
+            base = re.sub(r"^\(.*?\)|[&()\s]", "", a).split("+")[0].split("[")[0].split(".")[-1]
+            if base in ctx.extents:
+                extents[pname] = ctx.extents[base]
+                ctx.aliases[pname] = base
+        for pname, pval in bound.items():
+            ctx.fixed[pname] = pval
+            ctx.origin.setdefault(pname, "launch")
+        ctx.extents.update(extents)
+        ctx._cache.clear()
         m = re.search(
             re.escape(kernel.name) + r"\s*<(.*?)>\s*(<<<|\()",
             src[site.span.start_byte : site.span.end_byte],
@@ -651,7 +700,7 @@ def _host_scope(
     _scan_function(fn, stop, ctx, argv)
     _allocations(text(fn), ctx, argv)
     _SCOPES[key] = (detection.source, dict(ctx.texts), dict(ctx.types), dict(ctx.extents))
-    if len(_SCOPES) > 256:
+    if len(_SCOPES) > 2048:
         _SCOPES.popitem(last=False)
 
 

@@ -226,27 +226,130 @@ INT_INTRINSICS: dict[str, float] = {
 }
 # calls that cost nothing countable (synchronisation, shuffles, conversions, timers, prints)
 FREE_CALLS = frozenset(
-    "__syncthreads __syncthreads_count __syncthreads_and __syncthreads_or __threadfence "
-    "__threadfence_block __threadfence_system __shfl __shfl_sync __shfl_up __shfl_up_sync "
-    "__shfl_down __shfl_down_sync __shfl_xor __shfl_xor_sync __nanosleep clock clock64 "
-    "printf assert __assert_fail __trap __brkpt __prof_trigger __float2int_rn __float2int_rz "
-    "__float2uint_rn __float2uint_rz __int2float_rn __uint2float_rn __float2half "
-    "__half2float __float2half_rn __double2float_rn __float2ll_rn __ll2float_rn "
-    "__double2int_rn __double2int_rz __int2double_rn __float22half2_rn __half22float2 "
-    "__floats2half2_rn __low2half __high2half __low2float __high2float __halves2half2 "
-    "__float2bfloat16 __bfloat162float make_float2 make_float3 make_float4 make_double2 "
-    "make_double3 make_double4 make_int2 make_int3 make_int4 make_uint2 make_uint3 make_uint4 "
-    "make_uchar4 make_char4 make_short2 make_ushort2 make_cuComplex make_cuDoubleComplex "
-    "make_cuFloatComplex __ldg __ldcg __ldca __ldcs __ldlu __ldcv __stcg __stcs __stwb __stwt "
-    "cg::this_thread_block cooperative_groups::this_thread_block this_thread_block sync "
-    "static_cast reinterpret_cast const_cast bit_cast float double int unsigned half "
-    "sizeof omp_get_wtime __builtin_expect __builtin_assume __assume memcpy memset "
-    "cudaDeviceSynchronize".split()
+    [
+        "__syncthreads",
+        "__syncthreads_count",
+        "__syncthreads_and",
+        "__syncthreads_or",
+        "__threadfence",
+        "__threadfence_block",
+        "__threadfence_system",
+        "__shfl",
+        "__shfl_sync",
+        "__shfl_up",
+        "__shfl_up_sync",
+        "__shfl_down",
+        "__shfl_down_sync",
+        "__shfl_xor",
+        "__shfl_xor_sync",
+        "__nanosleep",
+        "clock",
+        "clock64",
+        "printf",
+        "assert",
+        "__assert_fail",
+        "__trap",
+        "__brkpt",
+        "__prof_trigger",
+        "__float2int_rn",
+        "__float2int_rz",
+        "__float2uint_rn",
+        "__float2uint_rz",
+        "__int2float_rn",
+        "__uint2float_rn",
+        "__float2half",
+        "__half2float",
+        "__float2half_rn",
+        "__double2float_rn",
+        "__float2ll_rn",
+        "__ll2float_rn",
+        "__double2int_rn",
+        "__double2int_rz",
+        "__int2double_rn",
+        "__float22half2_rn",
+        "__half22float2",
+        "__floats2half2_rn",
+        "__low2half",
+        "__high2half",
+        "__low2float",
+        "__high2float",
+        "__halves2half2",
+        "__float2bfloat16",
+        "__bfloat162float",
+        "make_float2",
+        "make_float3",
+        "make_float4",
+        "make_double2",
+        "make_double3",
+        "make_double4",
+        "make_int2",
+        "make_int3",
+        "make_int4",
+        "make_uint2",
+        "make_uint3",
+        "make_uint4",
+        "make_uchar4",
+        "make_char4",
+        "make_short2",
+        "make_ushort2",
+        "make_cuComplex",
+        "make_cuDoubleComplex",
+        "make_cuFloatComplex",
+        "__ldg",
+        "__ldcg",
+        "__ldca",
+        "__ldcs",
+        "__ldlu",
+        "__ldcv",
+        "__stcg",
+        "__stcs",
+        "__stwb",
+        "__stwt",
+        "cg::this_thread_block",
+        "cooperative_groups::this_thread_block",
+        "this_thread_block",
+        "sync",
+        "static_cast",
+        "reinterpret_cast",
+        "const_cast",
+        "bit_cast",
+        "float",
+        "double",
+        "int",
+        "unsigned",
+        "half",
+        "sizeof",
+        "omp_get_wtime",
+        "__builtin_expect",
+        "__builtin_assume",
+        "__assume",
+        "memcpy",
+        "memset",
+        "cudaDeviceSynchronize",
+    ]
 )
 ATOMICS = frozenset(
-    "atomicAdd atomicSub atomicExch atomicMin atomicMax atomicInc atomicDec atomicCAS "
-    "atomicAnd atomicOr atomicXor atomicAdd_block atomicAdd_system atomicMax_block "
-    "atomicMin_block atomicCAS_block atomicExch_block unsafeAtomicAdd safeAtomicAdd".split()
+    [
+        "atomicAdd",
+        "atomicSub",
+        "atomicExch",
+        "atomicMin",
+        "atomicMax",
+        "atomicInc",
+        "atomicDec",
+        "atomicCAS",
+        "atomicAnd",
+        "atomicOr",
+        "atomicXor",
+        "atomicAdd_block",
+        "atomicAdd_system",
+        "atomicMax_block",
+        "atomicMin_block",
+        "atomicCAS_block",
+        "atomicExch_block",
+        "unsafeAtomicAdd",
+        "safeAtomicAdd",
+    ]
 )
 # ops of integer arithmetic (SASS instructions per source operator)
 INT_OP = 1.0  # + - * & | ^ << >> comparisons: IADD3 / IMAD / LOP3 / SHF / ISETP

@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Protocol
-from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
@@ -44,6 +44,7 @@ from .datatypes import (
 )
 from .expr import is_float_literal, literal, loop_header, text, trips, while_header
 from .parsing import parse
+
 
 class FunctionLookup(Protocol):
     def get(self, name: str) -> Node | None: ...
@@ -77,6 +78,7 @@ class Loop:
     weight: float  # executions of the loop statement per thread
     parallel: bool = False  # an OpenMP/OpenACC work-shared loop (a thread dimension)
     unrolled: bool = False
+    end_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class ThreadCounts:
     dims: dict[str, float]  # extents of thread dimensions
     followed: tuple[str, ...]  # device functions and macros followed
     per: str = "thread"
+    local_bytes: dict[str, float] = field(default_factory=dict)  # per-thread arrays in memory
 
 
 class Var:
@@ -148,8 +151,14 @@ _BITS = frozenset({"&", "|", "^", "<<", ">>"})
 _MATH_NAMES = set(costs.MATH_F32) | set(costs.MATH_F64)
 _THREAD_SET = frozenset(THREAD_DIMS)
 _OMP_IDS = frozenset(
-    "omp_get_thread_num omp_get_team_num omp_get_num_threads omp_get_num_teams "
-    "omp_get_max_threads omp_get_team_size".split()
+    [
+        "omp_get_thread_num",
+        "omp_get_team_num",
+        "omp_get_num_threads",
+        "omp_get_num_teams",
+        "omp_get_max_threads",
+        "omp_get_team_size",
+    ]
 )
 
 
@@ -157,7 +166,7 @@ _OMP_IDS = frozenset(
 class Settings:
     """Knobs of the counter (defaults documented in ``roofline.py``)."""
 
-    default_trips: float = 32.0  # a loop whose trip count cannot be determined
+    default_trips: float = 16.0  # a loop whose trip count cannot be determined
     default_while: float = 16.0  # a while/do loop or range-for
     nested_default: float = 4.0  # each enclosing unknown-trip loop divides the default by this
     default_branch: float = 0.5  # a branch whose condition cannot be evaluated
@@ -197,6 +206,10 @@ class Counter:
     ) -> None:
         self.functions = functions
         self.constants = constants
+        self.type_cache: dict[str, DataType] = {}
+        self.local_sizes: dict[str, float] = {}  # per-thread arrays: bytes
+        self.unrolled_dims: set[str] = set()
+        self.team_level = False  # inside an OpenMP teams region, outside parallel regions
         self.macros = macros
         self.lookup_host = lookup
         self.aliases = aliases
@@ -311,7 +324,10 @@ class Counter:
 
     # -- types ------------------------------------------------------------------------------
     def type_of(self, type_text: str) -> DataType:
-        return parse_type(type_text, self.aliases)
+        t = self.type_cache.get(type_text)
+        if t is None:
+            t = self.type_cache[type_text] = parse_type(type_text, self.aliases)
+        return t
 
     # -- statements -------------------------------------------------------------------------
     def run(self, body: Node) -> float:
@@ -392,6 +408,8 @@ class Counter:
         """An OpenMP ``parallel`` (every thread of the team runs it), ``teams`` (every team)
         or ``single``/``master`` (one thread) construct."""
         saved_w, saved_pp, saved_tm = self.w, self.parallel_product, self.team_mult
+        saved_level = self.team_level
+        self.team_level = kind == "teams"
         if kind == "parallel":
             f = self.team_threads
         elif kind == "teams":
@@ -407,6 +425,7 @@ class Counter:
             return self.stmt(node)
         finally:
             self.w, self.parallel_product, self.team_mult = saved_w, saved_pp, saved_tm
+            self.team_level = saved_level
 
     def block_stmts(self, stmts: list[Node], scoped: bool) -> float:
         if scoped:
@@ -542,7 +561,14 @@ class Counter:
                         n = max(n, 1.0)
         dim = self.new_loop_dim(n)
         self.loop_records.append(
-            Loop(node.start_point.row + 1, var_name, n, source, self.w)
+            Loop(
+                node.start_point.row + 1,
+                var_name,
+                n,
+                source,
+                self.w,
+                end_line=node.end_point.row + 1,
+            )
         )
         if var_name:
             v = self.var(var_name)
@@ -626,8 +652,19 @@ class Counter:
         elif source == "constant" and n <= self.s.unroll_full_max and not parallel:
             unrolled = True
         self.loop_records.append(
-            Loop(node.start_point.row + 1, var_name, n, source, self.w, parallel, unrolled)
+            Loop(
+                node.start_point.row + 1,
+                var_name,
+                n,
+                source,
+                self.w,
+                parallel,
+                unrolled,
+                node.end_point.row + 1,
+            )
         )
+        if unrolled:
+            self.unrolled_dims.add(dim)
         # the loop variable: depends on the loop dimension; mean value over the iterations
         if var_name:
             v = self.var(var_name)
@@ -659,7 +696,10 @@ class Counter:
                     rng = (min(start_val, end), max(start_val, end))
                     sv = self.var(var_name)
                     if sv is not None and sv.rng is not None and base_deps:
-                        rng = (rng[0] + sv.rng[0] - (sv.val or 0), rng[1] + sv.rng[1] - (sv.val or 0))
+                        rng = (
+                            rng[0] + sv.rng[0] - (sv.val or 0),
+                            rng[1] + sv.rng[1] - (sv.val or 0),
+                        )
             if geo is not None and not base_deps:
                 rng = geo
             self.declare(var_name, Var(vt, base_deps | {dim}, mean, rng=rng))
@@ -667,7 +707,9 @@ class Counter:
         saved_product, saved_tm = self.parallel_product, self.team_mult
         self.loops.append((dim, n, parallel))
         self.w = saved * n
+        saved_level = self.team_level
         if parallel:
+            self.team_level = False
             self.parallel_dims.append(dim)
             if distribute and self.team_mult > 1:
                 # iterations are shared among the teams that all reached this loop
@@ -718,6 +760,7 @@ class Counter:
         self.loops.pop()
         self.w = saved
         self.parallel_product, self.team_mult = saved_product, saved_tm
+        self.team_level = saved_level
         self.scopes.pop()
 
     def step_value(self, hdr) -> float | None:  # type: ignore[no-untyped-def]
@@ -789,7 +832,9 @@ class Counter:
         type_node = node.child_by_field_name("type")
         base_text = text(type_node)
         head = text(node)[: (type_node.start_byte - node.start_byte) if type_node else 0]
-        shared = "__shared__" in head or "__shared__" in base_text
+        # OpenMP: variables declared in a teams region outside its parallel regions are
+        # shared by the team (in shared memory)
+        shared = "__shared__" in head or "__shared__" in base_text or self.team_level
         const = "const" in head or "constexpr" in head
         for d in node.children_by_field_name("declarator"):
             name = _declared_name(d)
@@ -801,6 +846,8 @@ class Counter:
             arrdims = stars.count("[]")
             if base_text == "auto" or base_text.endswith(" auto"):
                 vt = UNKNOWN
+            if arrdims and not shared:
+                self.local_array_size(name, d, vt)
             if value_node is not None and arrdims:
                 for c in value_node.named_children:
                     self.expr(c)
@@ -814,7 +861,11 @@ class Counter:
                     for c in value_node.named_children:
                         last = self.expr(c)
                         deps = deps | last.deps
-                    val = last.val if last is not None and len(value_node.named_children) == 1 else None
+                    val = (
+                        last.val
+                        if last is not None and len(value_node.named_children) == 1
+                        else None
+                    )
                     self.declare(name, Var(vt, deps, val, const=const))
                     continue
                 v = self.expr(value_node)
@@ -837,6 +888,21 @@ class Counter:
                 self.declare(name, Var(vt, NOTHING, None, "shared", name))
             else:
                 self.declare(name, Var(vt, NOTHING, None))
+
+    def local_array_size(self, name: str, decl: Node, vt: DataType) -> None:
+        """Bytes of a per-thread array (``float acc[64]``), for local-memory traffic."""
+        n = 1.0
+        d: Node | None = (
+            decl.child_by_field_name("declarator") if decl.type == "init_declarator" else decl
+        )
+        while d is not None and d.type == "array_declarator":
+            size = d.child_by_field_name("size")
+            v = self.expr_quiet(size).val if size is not None else None
+            if v is None or v <= 0:
+                return
+            n *= v
+            d = d.child_by_field_name("declarator")
+        self.local_sizes[name] = n * (vt.size if not vt.pointer or vt.pointer > 1 else vt.size)
 
     # -- expressions ------------------------------------------------------------------------
     def expr(self, node: Node) -> Val:
@@ -892,7 +958,7 @@ class Counter:
             return self.deref(arg, "load")
         if t == "conditional_expression":
             cond = node.child_by_field_name("condition")
-            c = self.expr(cond) if cond is not None else Val(BOOL)
+            cv = self.expr(cond) if cond is not None else Val(BOOL)
             p = self.probability(cond) if cond is not None else 0.5
             saved = self.w
             self.w = saved * (p if p > 0 else 0.0)
@@ -901,10 +967,11 @@ class Counter:
             b = self.expr(node.child_by_field_name("alternative") or node)
             self.w = saved
             ty = promote(a.type, b.type)
-            val = a.val if c.val is not None and c.val and not c.deps else None
-            if c.val is not None and not c.val and not c.deps:
+            val = a.val if cv.val is not None and cv.val and not cv.deps else None
+            if cv.val is not None and not cv.val and not cv.deps:
                 val = b.val
-            return Val(ty, a.deps | b.deps | c.deps, val, a.buffer or b.buffer, a.space or b.space)
+            deps = a.deps | b.deps | cv.deps
+            return Val(ty, deps, val, a.buffer or b.buffer, a.space or b.space)
         if t == "cast_expression":
             ty = self.type_of(text(node.child_by_field_name("type")))
             v = self.expr(node.child_by_field_name("value") or node)
@@ -946,16 +1013,16 @@ class Counter:
         if t in ("new_expression", "delete_expression", "lambda_expression", "this"):
             return Val(UNKNOWN)
         if t == "compound_literal_expression":
-            v = node.child_by_field_name("value")
-            if v is not None:
-                self.expr(v)
+            vn = node.child_by_field_name("value")
+            if vn is not None:
+                self.expr(vn)
             return Val(self.type_of(text(node.child_by_field_name("type"))))
         if t == "gnu_asm_expression":
             self.add_int(2.0)
             return Val(INT)
         if t == "condition_clause":
-            v = node.child_by_field_name("value")
-            return self.expr(v) if v is not None else Val(BOOL)
+            vn = node.child_by_field_name("value")
+            return self.expr(vn) if vn is not None else Val(BOOL)
         last = Val(UNKNOWN)
         for c in node.named_children:
             last = self.expr(c)
@@ -1090,11 +1157,14 @@ class Counter:
         if base.type == "identifier":
             bname = text(base)
             var = self.var(bname)
+            buffer: str | None
+            space: str | None
             if var is None:
                 bv = self.identifier(bname, base)
                 bt, space, buffer, arrdims = bv.type, bv.space or "global", bv.buffer, 0
             else:
-                bt, space, buffer, arrdims = var.type, var.space, var.buffer, var.arrdims
+                bt, space, arrdims = var.type, var.space, var.arrdims
+                buffer = var.buffer or bname
                 deps = deps | (var.deps if var.buffer else NOTHING)
                 if space is None:
                     space = "global" if bt.pointer else "local"
@@ -1115,13 +1185,12 @@ class Counter:
             space = space if space in ("shared", "local", "constant") else "local"
         if kind == "address":
             return Val(elem_t.pointer_to(), deps, None, buffer, space)
-        if elem_t.pointer and levels:
+        if elem_t.pointer and levels and arrdims >= levels:
             # partial subscript of a multi-dimensional array: an address, not a load
-            if arrdims >= levels + 0 and arrdims > 0 and elem_t.pointer:
-                return Val(elem_t, deps, None, buffer, space)
+            return Val(elem_t, deps, None, buffer, space)
         # pointer tables (float **p; p[i][j]) load the row pointer too
         if levels >= 2 and bt.pointer - arrdims >= 2 and space == "global":
-            self.record(buffer + "[]", "global", 8, "load", deps, "|".join(key_parts[:1]))
+            self.record((buffer or "?") + "[]", "global", 8, "load", deps, "|".join(key_parts[:1]))
         elem = elem_t.size if not elem_t.pointer else 8
         if elem_t.kind == "unknown" and elem_t.name in self.structs:
             elem = _struct_size(self.structs[elem_t.name], self.aliases)
@@ -1130,9 +1199,7 @@ class Counter:
             # the index alone spans [lo, hi] (the base pointer does not move with threads)
             lo, hi = idx_vals[0].rng
             span = hi - lo + 1
-        self.record(
-            buffer or "?", space or "global", elem, kind, deps, "|".join(key_parts), span
-        )
+        self.record(buffer or "?", space or "global", elem, kind, deps, "|".join(key_parts), span)
         loaded_deps = deps | {DATA}
         return Val(elem_t, loaded_deps, None, buffer if elem_t.pointer else None, space)
 
@@ -1147,8 +1214,14 @@ class Counter:
         span: float | None = None,
     ) -> None:
         """Book one access (merged with an identical one in the same loop body)."""
-        if space == "local" and kind != "atomic":
-            return
+        if space == "local":
+            # a per-thread array indexed dynamically (by a rolled loop or by data) cannot
+            # live in registers: it is in local memory (cached in L1/L2, backed by DRAM)
+            if buffer not in self.local_sizes or not any(
+                d == DATA or (d.startswith("L") and d not in self.unrolled_dims) for d in deps
+            ):
+                return
+            buffer, space = "local:" + buffer, "localmem"
         ck = (buffer, key, kind)
         seen = self.seen[-1]
         # loop-invariant loads are hoisted, except from shared memory (written by other
@@ -1177,7 +1250,9 @@ class Counter:
         buffer = v.buffer or text(arg)
         space = v.space or ("global" if v.type.pointer else "local")
         if kind != "address":
-            self.record(buffer, space, t.size if not t.pointer else 8, kind, v.deps, "*" + text(arg))
+            self.record(
+                buffer, space, t.size if not t.pointer else 8, kind, v.deps, "*" + text(arg)
+            )
         return Val(t, v.deps | {DATA}, None, buffer if t.pointer else None, space)
 
     def field(self, node: Node, kind: str) -> Val:
@@ -1206,7 +1281,9 @@ class Counter:
                     base.deps,
                     "->",
                 )
-            return Val(ft, base.deps | {DATA}, None, base.buffer if ft.pointer else None, base.space)
+            return Val(
+                ft, base.deps | {DATA}, None, base.buffer if ft.pointer else None, base.space
+            )
         if arg.type == "subscript_expression":
             # a[i].x: an access to the element's field
             inner = self.memory(arg, "address")
@@ -1221,7 +1298,9 @@ class Counter:
                     inner.deps,
                     text(arg) + "." + fname,
                 )
-            return Val(ft, inner.deps | {DATA}, None, inner.buffer if ft.pointer else None, inner.space)
+            return Val(
+                ft, inner.deps | {DATA}, None, inner.buffer if ft.pointer else None, inner.space
+            )
         base = self.expr(arg)
         ft = self.field_type(base.type, fname)
         if base.type.pointer and not ft.pointer:
@@ -1287,7 +1366,11 @@ class Counter:
                 return r
             if compound:
                 self.arith_assign(op, var.type, r)
-                new_val = _fold(op[:-1], var.val, r.val, var.deps | r.deps) if var.val is not None else None
+                new_val = (
+                    _fold(op[:-1], var.val, r.val, var.deps | r.deps)
+                    if var.val is not None
+                    else None
+                )
                 deps = var.deps | r.deps
             else:
                 new_val = r.val
@@ -1401,10 +1484,15 @@ class Counter:
             self.record(text(args[0]) if args else "tex", "global", 4, "load", deps, "tex")
             return Val(FLOAT, deps | {DATA})
         if short in ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv") and args:
-            return self.deref(args[0], "load") if args[0].type != "pointer_expression" else (
-                self.expr(args[0])
+            return (
+                self.deref(args[0], "load")
+                if args[0].type != "pointer_expression"
+                else (self.expr(args[0]))
             )
-        if short in ("static_cast", "reinterpret_cast", "const_cast", "bit_cast") and fn is not None:
+        if (
+            short in ("static_cast", "reinterpret_cast", "const_cast", "bit_cast")
+            and fn is not None
+        ):
             targs = fn.child_by_field_name("arguments")
             ty = self.type_of(text(targs).strip("<>")) if targs is not None else UNKNOWN
             v = self.expr(args[0]) if args else Val(ty)
@@ -1412,11 +1500,15 @@ class Counter:
         if short in ("float", "double", "int", "unsigned", "long", "half", "size_t") and args:
             v = self.expr(args[0])
             ty = self.type_of(short)
-            return Val(ty, v.deps, v.val if ty.kind != "int" or v.val is None else float(int(v.val)))
+            return Val(
+                ty, v.deps, v.val if ty.kind != "int" or v.val is None else float(int(v.val))
+            )
         # user functions first (they may shadow library names)
         fnode = self.functions.get(short)
-        if fnode is not None and short not in self.call_stack and (
-            len(self.call_stack) < self.s.max_inline_depth
+        if (
+            fnode is not None
+            and short not in self.call_stack
+            and (len(self.call_stack) < self.s.max_inline_depth)
         ):
             return self.inline(short, fnode, args)
         m = self.macros.get(short)
@@ -1492,13 +1584,27 @@ class Counter:
                     lv = self.field(inner, "atomic")
                 else:
                     lv = self.expr(inner)
-                    self.record(lv.buffer or text(inner), lv.space or "global", lv.type.size, "atomic", lv.deps, text(inner))
+                    self.record(
+                        lv.buffer or text(inner),
+                        lv.space or "global",
+                        lv.type.size,
+                        "atomic",
+                        lv.deps,
+                        text(inner),
+                    )
             else:
                 lv = self.deref(target, "atomic")
         else:
             pv = self.expr(target)
             t = pv.type.deref() if pv.type.pointer else pv.type
-            self.record(pv.buffer or text(target), pv.space or "global", t.size, "atomic", pv.deps, "*" + text(target))
+            self.record(
+                pv.buffer or text(target),
+                pv.space or "global",
+                t.size,
+                "atomic",
+                pv.deps,
+                "*" + text(target),
+            )
             lv = Val(t, pv.deps)
         t = lv.type if lv.type.kind != "unknown" else (vals[0].type if vals else INT)
         if short.startswith("atomicAdd") and t.is_float:
@@ -1650,23 +1756,23 @@ class Counter:
                 return 1.0 - self.probability(cond.child_by_field_name("argument"))
         if t == "binary_expression":
             op_node = cond.child_by_field_name("operator")
-            op = op_node.type if op_node is not None else ""
+            bop = op_node.type if op_node is not None else ""
             left = cond.child_by_field_name("left")
             right = cond.child_by_field_name("right")
-            if op == "&&":
+            if bop == "&&":
                 return self.probability(left) * self.probability(right)
-            if op == "||":
-                a, b = self.probability(left), self.probability(right)
-                return 1 - (1 - a) * (1 - b)
-            if op in _CMP and left is not None and right is not None:
-                if op in ("<", "<=", ">", ">="):
+            if bop == "||":
+                pa, pb = self.probability(left), self.probability(right)
+                return 1 - (1 - pa) * (1 - pb)
+            if bop in _CMP and left is not None and right is not None:
+                if bop in ("<", "<=", ">", ">="):
                     self.infer_size(left, right)
-                a = self.expr_quiet(left)
-                b = self.expr_quiet(right)
-                return self.compare_probability(op, a, b)
-        v = self.expr_quiet(cond)
-        if v.val is not None and not v.deps:
-            return 1.0 if v.val else 0.0
+                va = self.expr_quiet(left)
+                vb = self.expr_quiet(right)
+                return self.compare_probability(bop, va, vb)
+        cv = self.expr_quiet(cond)
+        if cv.val is not None and not cv.deps:
+            return 1.0 if cv.val else 0.0
         return self.s.default_branch
 
     def infer_size(self, left: Node, right: Node) -> None:
@@ -1745,13 +1851,16 @@ class Counter:
             flops={"fp64": self.ops[0] * inv, "fp32": self.ops[1] * inv, "fp16": self.ops[2] * inv},
             int_ops=self.ops[3] * inv,
             accesses=accesses,
-            loops=tuple(self.loop_records),
+            loops=tuple(replace(lp, weight=lp.weight * inv) for lp in self.loop_records),
             lines=lines,
             weights={ln: w * inv for ln, w in self.weights.items()},
             threads=threads,
-            dims={d: e for d, e in self.dims.items() if d in THREAD_DIMS or d in self.parallel_dims},
+            dims={
+                d: e for d, e in self.dims.items() if d in THREAD_DIMS or d in self.parallel_dims
+            },
             followed=tuple(self.followed),
             per="iteration" if self.offload else "thread",
+            local_bytes={"local:" + k: v for k, v in self.local_sizes.items()},
         )
 
 
@@ -1876,8 +1985,8 @@ def _range(op: str, a: Val, b: Val) -> tuple[float, float] | None:
             c = (a0 * b0, a0 * b1, a1 * b0, a1 * b1)
             return (min(c), max(c))
         if op == "/" and b0 == b1 and b0 != 0:
-            c = (math.trunc(a0 / b0), math.trunc(a1 / b0))
-            return (float(min(c)), float(max(c)))
+            q = (math.trunc(a0 / b0), math.trunc(a1 / b0))
+            return (float(min(q)), float(max(q)))
         if op == "%" and b0 == b1 and b0 > 0:
             if a0 >= 0 and a1 - a0 < b0 and math.fmod(a0, b0) <= math.fmod(a1, b0):
                 return (math.fmod(a0, b0), math.fmod(a1, b0))

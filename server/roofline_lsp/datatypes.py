@@ -120,9 +120,33 @@ _SCALAR_OF_VECTOR = {
     "double": DOUBLE,
 }
 _IGNORED_WORDS = frozenset(
-    "const volatile static extern inline register restrict __restrict__ __restrict "
-    "__shared__ __device__ __constant__ __managed__ __global__ __host__ __forceinline__ "
-    "struct class typename enum constexpr mutable __align__ auto thread_local".split()
+    [
+        "const",
+        "volatile",
+        "static",
+        "extern",
+        "inline",
+        "register",
+        "restrict",
+        "__restrict__",
+        "__restrict",
+        "__shared__",
+        "__device__",
+        "__constant__",
+        "__managed__",
+        "__global__",
+        "__host__",
+        "__forceinline__",
+        "struct",
+        "class",
+        "typename",
+        "enum",
+        "constexpr",
+        "mutable",
+        "__align__",
+        "auto",
+        "thread_local",
+    ]
 )
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*|\*|&|\[|<|>|,")
 

@@ -128,7 +128,7 @@ def _struct(node: Node, d: Declarations, name: str) -> None:
         ty = text(f.child_by_field_name("type"))
         for decl in f.children_by_field_name("declarator"):
             count = 1.0
-            dn = decl
+            dn: Node | None = decl
             stars = ""
             while dn is not None and dn.type in ("array_declarator", "pointer_declarator"):
                 if dn.type == "array_declarator":

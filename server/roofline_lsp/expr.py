@@ -138,9 +138,9 @@ def value(node: Node | None, lookup: Lookup, depth: int = 0) -> float | None:
                 return float(math.trunc(v))
             return v
         if t == "sizeof_expression":
-            ty = node.child_by_field_name("type")
-            if ty is not None:
-                return float(parse_type(text(ty)).size if "*" not in text(ty) else 8)
+            tn = node.child_by_field_name("type")
+            if tn is not None:
+                return float(parse_type(text(tn)).size if "*" not in text(tn) else 8)
             return None
         if t == "field_expression":
             arg = text(node.child_by_field_name("argument"))
@@ -152,7 +152,9 @@ def value(node: Node | None, lookup: Lookup, depth: int = 0) -> float | None:
             fn = text(node.child_by_field_name("function"))
             fn = fn.rsplit("::", 1)[-1]
             args_node = node.child_by_field_name("arguments")
-            args = [value(a, lookup, depth + 1) for a in (args_node.named_children if args_node else [])]
+            args = [
+                value(a, lookup, depth + 1) for a in (args_node.named_children if args_node else [])
+            ]
             if any(a is None for a in args):
                 return None
             vals = [a for a in args if a is not None]
@@ -199,10 +201,7 @@ def _binop(op: str, a: float, b: float, node: Node) -> float | None:
 
 
 def _has_float(node: Node) -> bool:
-    for c in node.named_children:
-        if c.type == "number_literal" and is_float_literal(c):
-            return True
-    return False
+    return any(c.type == "number_literal" and is_float_literal(c) for c in node.named_children)
 
 
 @dataclass(frozen=True)

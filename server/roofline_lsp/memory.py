@@ -30,10 +30,11 @@ SECTOR = 32  # bytes of a DRAM/L2 sector
 class CacheModel:
     """Constants of the cache model (documented and fitted in ``scripts/calibration.py``)."""
 
-    resident_fraction: float = 1.0  # DRAM share of a working set that fits in L2
+    resident_fraction: float = 1.0  # DRAM share of the reads of a working set fitting L2
+    resident_write_fraction: float = 0.5  # ... and of its writes (write-back L2)
     launch_floor: float = 4096.0  # bytes every launch moves (code, parameters, runtime state)
     fit_threshold: float = 1.0  # working set / L2 below which it counts as resident
-    capacity_miss: float = 0.05  # share of re-references missing L2 once it overflows
+    capacity_miss: float = 0.02  # share of re-references missing L2 once it overflows
     gather_sector: bool = False  # data-dependent (gather) accesses move whole sectors
     gather_per_thread: float = 1.0  # distinct elements per thread of a gathered buffer of
     # unknown size (indirectly indexed data is about the size of the problem)
@@ -69,10 +70,13 @@ def estimate_traffic(
     extents: Mapping[str, float],
     l2_bytes: float,
     model: CacheModel | None = None,
+    resident_threads: float | None = None,
 ) -> MemoryEstimate:
-    """DRAM bytes moved by one launch of ``counts.threads`` threads."""
+    """DRAM bytes moved by one launch of ``counts.threads`` threads (``resident_threads``:
+    how many run at once on the GPU, for per-thread local-memory arrays)."""
     model = model or CacheModel()
     threads = max(counts.threads, 1.0)
+    local_l, local_s = _local_memory(counts, threads, l2_bytes, resident_threads)
     by_buffer: dict[str, list[Access]] = {}
     for a in counts.accesses:
         if a.space != "global":
@@ -108,7 +112,9 @@ def estimate_traffic(
             if a.kind in ("store", "atomic"):
                 refs_s += refs
                 foot_s = max(foot_s, foot)
-        buffers.append(BufferTraffic(name, elem, refs_l + refs_s, max(foot_l, foot_s), foot_l, foot_s))
+        buffers.append(
+            BufferTraffic(name, elem, refs_l + refs_s, max(foot_l, foot_s), foot_l, foot_s)
+        )
     buffers = _merge_fields(buffers)
     footprint = sum(b.footprint for b in buffers)
     references = sum(b.references for b in buffers)
@@ -117,7 +123,7 @@ def estimate_traffic(
     stored = sum(b.stored for b in buffers)
     if resident:
         loaded *= model.resident_fraction
-        stored *= model.resident_fraction
+        stored *= model.resident_write_fraction
     else:
         # re-references of a buffer miss once the buffer itself outgrows L2 (a small hot
         # table stays resident while larger buffers stream through)
@@ -125,7 +131,8 @@ def estimate_traffic(
             if b.loaded > 0 and b.footprint > l2_bytes:
                 reread = max(b.references - b.footprint, 0.0)
                 loaded += reread * model.capacity_miss * (1.0 - l2_bytes / b.footprint)
-    loaded += model.launch_floor
+    loaded += model.launch_floor + local_l
+    stored += local_s
     return MemoryEstimate(
         bytes_loaded=loaded,
         bytes_stored=stored,
@@ -135,6 +142,31 @@ def estimate_traffic(
         resident=resident,
         buffers=tuple(buffers),
     )
+
+
+def _local_memory(
+    counts: ThreadCounts, threads: float, l2_bytes: float, resident: float | None
+) -> tuple[float, float]:
+    """Local-memory arrays: the threads resident at once each hold a copy; once those
+    copies outgrow L2, that share of the references goes to DRAM."""
+    loads = stores = 0.0
+    live = min(threads, resident) if resident else threads
+    for a in counts.accesses:
+        if a.space != "localmem":
+            continue
+        size = counts.local_bytes.get(a.buffer)
+        if not size:
+            continue
+        footprint = size * live
+        if footprint <= l2_bytes:
+            continue
+        miss = 1.0 - l2_bytes / footprint
+        refs = a.weight * threads * a.elem * miss
+        if a.kind == "load":
+            loads += refs
+        else:
+            stores += refs
+    return loads, stores
 
 
 def _merge_fields(buffers: list[BufferTraffic]) -> list[BufferTraffic]:
@@ -150,20 +182,18 @@ def _merge_fields(buffers: list[BufferTraffic]) -> list[BufferTraffic]:
             continue
         whole = [b for b in group if b.buffer == base]
         fields = [b for b in group if b.buffer != base]
-
-        def pick(attr: str) -> float:
-            w = sum(getattr(b, attr) for b in whole)
-            f = sum(getattr(b, attr) for b in fields)
-            return max(w, f)
-
+        picked = [
+            max(sum(getattr(b, a) for b in whole), sum(getattr(b, a) for b in fields))
+            for a in ("footprint", "loaded", "stored")
+        ]
         out.append(
             BufferTraffic(
                 base,
                 max(b.elem for b in group),
                 sum(b.references for b in group),
-                pick("footprint"),
-                pick("loaded"),
-                pick("stored"),
+                picked[0],
+                picked[1],
+                picked[2],
             )
         )
     return out
