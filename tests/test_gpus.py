@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+
 from roofline_lsp.gpus import (
     MIB,
     NUMBER_FIELDS,
