@@ -193,3 +193,24 @@ def test_model_suggestions_become_advice_on_their_line() -> None:
     rep = dataclasses.replace(rep, kernels=(dataclasses.replace(kr, verdicts=(v,)),))
     found = where(src, advise(rep, RTX), "RL100")
     assert found == [("horner64", "v = v * a + b;")]
+
+
+def test_advice_cache_reuses_unchanged_kernels_and_moves_their_advice():
+    from roofline_lsp.advice import advise
+    from roofline_lsp.analysis import analyze_file
+    from roofline_lsp.gpus import load_registry
+
+    gpu = load_registry().get("rtx3080")
+    src = (
+        b"__global__ void a(float *x, float *y) { y[threadIdx.x] = x[threadIdx.x] * 1.5; }\n"
+        b"__global__ void b(float *x, float *y) { y[threadIdx.x] = x[threadIdx.x] * 2.5; }\n"
+    )
+    cache: dict = {}
+    first = analyze_file(src, "k.cu", (gpu,))
+    advise(first, gpu, cache)
+    edited = b"// moved down by a comment\n" + src
+    second = analyze_file(edited, "k.cu", (gpu,), previous=first)
+    reused = advise(second, gpu, cache)
+    fresh = advise(analyze_file(edited, "k.cu", (gpu,)), gpu)
+    assert reused == fresh and any(a.code == "RL001" for a in reused)
+    assert len(cache) == 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from tree_sitter import Node
@@ -970,6 +970,16 @@ def _line_starts(source: bytes) -> list[int]:
     return starts
 
 
+def _moved(a: Advice, delta: int) -> Advice:
+    fix = a.fix
+    if fix is not None:
+        fix = replace(
+            fix,
+            edits=tuple(replace(e, start=e.start + delta, end=e.end + delta) for e in fix.edits),
+        )
+    return replace(a, start=a.start + delta, end=a.end + delta, fix=fix)
+
+
 def _small_launches(report: FileReport, gpu: GpuProfile) -> list[Advice]:
     out: list[Advice] = []
     for site in report.detection.launches:
@@ -1024,15 +1034,39 @@ def _small_launches(report: FileReport, gpu: GpuProfile) -> list[Advice]:
     return out
 
 
-def advise(report: FileReport, gpu: GpuProfile) -> tuple[Advice, ...]:
+AdviceCache = dict[tuple[str, str, str], tuple[int, tuple["Advice", ...]]]
+
+
+def advise(
+    report: FileReport, gpu: GpuProfile, cache: AdviceCache | None = None
+) -> tuple[Advice, ...]:
     """Every piece of advice for the kernels of ``report`` on ``gpu`` (the target GPU, whose
-    verdict is each KernelReport's first), sorted by position."""
+    verdict is each KernelReport's first), sorted by position.
+
+    ``cache`` (kept by the caller between analyses of one document, filled here) maps a
+    kernel's context key, GPU and verdict to the advice found last time, so an edit re-runs
+    the rules only for the kernels it changed; advice is moved with its kernel.
+    """
     source = report.detection.source
     out: list[Advice] = []
+    fresh: AdviceCache = {}
     for kr in report.kernels:
         if not kr.verdicts:
             continue
-        out.extend(_KernelAdvisor(kr, report.detection, source, gpu).run())
+        span = kr.kernel.span
+        ckey = (kr.key, gpu.name, repr(kr.verdicts[0]))
+        hit = cache.get(ckey) if cache is not None and kr.key else None
+        if hit is not None:
+            delta = span.start_byte - hit[0]
+            items = tuple(_moved(a, delta) for a in hit[1]) if delta else hit[1]
+        else:
+            items = tuple(_KernelAdvisor(kr, report.detection, source, gpu).run())
+        if kr.key and all(span.start_byte <= a.start and a.end <= span.end_byte for a in items):
+            fresh[ckey] = (span.start_byte, items)
+        out.extend(items)
+    if cache is not None:
+        cache.clear()
+        cache.update(fresh)
     out.extend(_small_launches(report, gpu))
     seen: set[tuple[str, int, int]] = set()
     unique = []

@@ -27,6 +27,7 @@ from .verdict import Verdict
 class KernelReport:
     kernel: Kernel
     verdicts: tuple[Verdict, ...]  # one per GPU, target GPU first
+    key: str = field(default="", compare=False)  # context key (see _context_key)
 
     @property
     def verdict(self) -> Verdict:
@@ -86,7 +87,7 @@ def analyze_file(
             old_line, old_verdicts = hit
             moved = _shift_lines(old_verdicts, old_line, k.line) if old_line != k.line else hit[1]
             reuse[key] = (k.line, moved)
-            reports.append(KernelReport(k, moved))
+            reports.append(KernelReport(k, moved, key))
             continue
         verdicts = []
         for gpu in gpus:
@@ -98,7 +99,7 @@ def analyze_file(
                 v = estimate(k, detection, gpu, inputs, config, compiled=cc)
             verdicts.append(v)
         reuse[key] = (k.line, tuple(verdicts))
-        reports.append(KernelReport(k, reuse[key][1]))
+        reports.append(KernelReport(k, reuse[key][1], key))
     return FileReport(path, detection, tuple(reports), tree, reuse)
 
 

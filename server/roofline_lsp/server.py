@@ -36,7 +36,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from . import __version__
-from .advice import Advice, advise
+from .advice import Advice, AdviceCache, advise
 from .analysis import FileReport, KernelReport, analyze_file
 from .config import Config
 from .documents import Change, Document, uri_to_path
@@ -108,6 +108,8 @@ class ServerState:
 
     documents: dict[str, Document] = field(default_factory=dict)
     analyses: dict[str, Analysis] = field(default_factory=dict)
+    # per document: advice of unchanged kernels, reused by the next analysis (advice.advise)
+    advice_caches: dict[str, AdviceCache] = field(default_factory=dict)
     pending: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # debounced analyses
     running: set[asyncio.Task[Any]] = field(default_factory=set)
     llm_tasks: dict[tuple[str, str, str], tuple[str, asyncio.Task[None]]] = field(
@@ -389,7 +391,15 @@ class RooflineServer(LanguageServer):
             loop = asyncio.get_running_loop()
             last = st.analyses.get(uri)
             previous = last.report if last is not None else None
-            work = functools.partial(_analyse_snapshot, snap, gpus, cfg, measured, previous)
+            work = functools.partial(
+                _analyse_snapshot,
+                snap,
+                gpus,
+                cfg,
+                measured,
+                previous,
+                st.advice_caches.setdefault(uri, {}),
+            )
             fut = loop.run_in_executor(self.analysis_pool, work)
             done, _ = await asyncio.wait({fut}, timeout=PROGRESS_AFTER_S)
             if done:
@@ -632,6 +642,7 @@ class RooflineServer(LanguageServer):
         for key in [k for k in st.llm_verdicts if k[0] == uri]:
             del st.llm_verdicts[key]
         st.analyses.pop(uri, None)
+        st.advice_caches.pop(uri, None)
         st.documents.pop(uri, None)
         st.declined_shown.discard(uri)
         st.dirty.discard(uri)
@@ -679,6 +690,7 @@ def _analyse_snapshot(
     cfg: Config,
     measured: Any,
     previous: FileReport | None = None,
+    advice_cache: AdviceCache | None = None,
 ) -> Analysis:
     """Runs in the analysis thread: detection, verdicts (reusing those of kernels whose
     context did not change since ``previous``), advice and feature offsets."""
@@ -686,7 +698,7 @@ def _analyse_snapshot(
     report = analyze_file(
         snap.source, snap.path, gpus, cfg, tree=snap.tree, measured=measured, previous=previous
     )
-    advice = advise(report, gpus[0])
+    advice = advise(report, gpus[0], advice_cache)
     places = tuple(_place(snap.source, kr) for kr in report.kernels)
     elapsed = (time.perf_counter() - t0) * 1000
     return Analysis(
