@@ -201,13 +201,22 @@ def cmd_check(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     progress = Progress("analysing", err)
     inputs = _inputs_from_args(config)
     reports: list[FileReport] = []
+    compiled = _compile_check_files(files, config, gpus[0], err)
     for i, path in enumerate(files, 1):
         source, problem = read_source(path, config.max_file_bytes)
         if source is None:
             err.write(f"{path}: {problem}\n")
         else:
             fconfig = config.for_file(path)
-            report = analyze_file(source, path, gpus, fconfig, measured=measured, inputs=inputs)
+            report = analyze_file(
+                source,
+                path,
+                gpus,
+                fconfig,
+                measured=measured,
+                inputs=inputs,
+                compiled=compiled.get(path),
+            )
             reports.append(report)
         progress(i, len(files))
     if config.backend != "static":
@@ -305,13 +314,31 @@ def cmd_eval(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     gpu = gpus[0]
     measured = _load_measured(config)
 
+    use_compiler = config.counts != "source" and not ns.detection_only
+    compiled_files: dict[Any, Any] = {}
+    compile_seconds = 0.0
+    if use_compiler:
+        try:
+            compiled_files, compile_seconds = _compile_eval_files(ns.dataset, config, gpu, err)
+        except DatasetError as e:
+            raise UsageError(str(e)) from None
+    counts_from: dict[int, str] = {}
+
     def classify(row: Row) -> Any:
         assert row.kernel is not None and row.detection is not None
         if measured is not None:
             v = measured.verdict_for(row.kernel, gpu)
             if v is not None:
                 return v
-        return estimate(row.kernel, row.detection, gpu, row.inputs(), config)
+        cc = None
+        if use_compiler:
+            from .compiled import compiler_language, counts_for
+
+            lang = compiler_language(row.kernel.language)
+            path = os.path.join(ns.dataset, "sources", str(row.data["file"]))
+            cc = counts_for(compiled_files.get((path, lang)), row.kernel, config.counts)
+            counts_from[id(row)] = "ptx" if cc.ok else "source"
+        return estimate(row.kernel, row.detection, gpu, row.inputs(), config, compiled=cc)
 
     try:
         result = run_eval(
@@ -325,6 +352,21 @@ def cmd_eval(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         result = asyncio.run(_eval_llm(result, config, gpu, err))
     summary = result.summary()
     summary = {"gpu": gpu.name, **summary}
+    if not ns.detection_only:
+        # where each verdict's FLOP/integer counts came from (PTX or the source analysis)
+        froms = [counts_from.get(id(r), "source") for r in result.rows]
+        for pred, r, src in zip(summary["predictions"], result.rows, froms, strict=True):
+            if r.kernel is not None:
+                pred["counts_from"] = src
+        found = [f for f, r in zip(froms, result.rows, strict=True) if r.kernel is not None]
+        summary["counts"] = {
+            "mode": config.counts,
+            "ptx": found.count("ptx"),
+            "source": found.count("source"),
+        }
+        if use_compiler:
+            summary["compile_seconds"] = round(compile_seconds, 2)
+            summary["seconds"] = round(summary["seconds"] + compile_seconds, 2)
     printable = {k: v for k, v in summary.items() if k != "predictions"}
     out.write(json.dumps(printable, indent=2) + "\n")
     if ns.errors and not ns.detection_only:
@@ -341,6 +383,92 @@ def cmd_eval(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except OSError as e:
             raise UsageError(f"--json {ns.json}: {e.strerror or e}") from None
     return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# compiler counts (--counts compiler|auto)
+# --------------------------------------------------------------------------------------------
+
+
+def _compile_check_files(
+    files: Sequence[str], config: Config, gpu: Any, err: TextIO
+) -> dict[str, dict[int, Any]]:
+    """Compile the files of ``check`` (2 at a time, cached) and give each kernel its compiler
+    counts, by path then kernel line; {} with ``--counts source``. A file that does not
+    compile keeps source counts and its verdicts say why."""
+    from .compiled import (
+        CompileRequest,
+        compile_files_sync,
+        compiler_language,
+        counts_for,
+        default_cache,
+        want_for,
+    )
+    from .kernels import detect
+
+    detections: dict[str, Any] = {}
+    requests = []
+    for path in files:
+        fconfig = config.for_file(path)
+        if fconfig.counts == "source":
+            continue
+        source, _ = read_source(path, config.max_file_bytes)
+        if source is None:
+            continue
+        try:
+            det = detect(source, path)
+        except Exception:  # analyze_file reports the file's problem
+            continue
+        detections[path] = det
+        for lang, want in want_for(det.kernels, fconfig.counts).items():
+            requests.append(CompileRequest(path, lang, want))
+    if not requests:
+        return {}
+    compiled = compile_files_sync(
+        requests, gpu, config, cache=default_cache(config), progress=Progress("compiling", err)
+    )
+    out: dict[str, dict[int, Any]] = {}
+    for path, det in detections.items():
+        mode = config.for_file(path).counts
+        out[path] = {
+            k.line: counts_for(compiled.get((path, lang)) if lang else None, k, mode)
+            for k in det.kernels
+            for lang in [compiler_language(k.language)]
+        }
+    return out
+
+
+def _compile_eval_files(
+    dataset: str, config: Config, gpu: Any, err: TextIO
+) -> tuple[dict[Any, Any], float]:
+    """Compile every file of the dataset's rows before classifying (2 at a time, cached):
+    CUDA files with nvcc for the rows' kernel names, OpenMP files with clang for their target
+    lines. Returns the outcomes by (path, language) and the seconds spent."""
+    import time
+
+    from .compiled import CompileRequest, compile_files_sync, compiled_languages, default_cache
+    from .evaluate import load_rows
+
+    start = time.perf_counter()
+    enabled = compiled_languages(config.counts)
+    wants: dict[tuple[str, str], list[str]] = {}
+    for row in load_rows(dataset):
+        lang = "omp" if row.language == "omp" else "cuda"
+        if lang not in enabled:
+            continue
+        path = os.path.join(dataset, "sources", str(row.data["file"]))
+        w = f"@{row.data['line']}" if lang == "omp" else str(row.data.get("kernel", ""))
+        lst = wants.setdefault((path, lang), [])
+        if w and w not in lst:
+            lst.append(w)
+    requests = [
+        CompileRequest(path, lang, tuple(w))  # type: ignore[arg-type]
+        for (path, lang), w in wants.items()
+    ]
+    compiled = compile_files_sync(
+        requests, gpu, config, cache=default_cache(config), progress=Progress("compiling", err)
+    )
+    return compiled, time.perf_counter() - start
 
 
 async def _eval_llm(result: Any, config: Config, gpu: Any, err: TextIO) -> Any:

@@ -618,6 +618,11 @@ def nvcc_command(
     return cmd
 
 
+# fixed command-line choices that changed over time, in the cache key so that old results
+# are not reused
+_KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": ("-fno-unroll-loops",)}
+
+
 def clang_omp_command(
     clang: str,
     src: str,
@@ -629,7 +634,9 @@ def clang_omp_command(
     lang: str = "c++",
 ) -> list[str]:
     cmd = [clang, "-fopenmp", "-fopenmp-targets=nvptx64-nvidia-cuda", f"--offload-arch={arch}"]
-    cmd += ["--offload-device-only", "-S", "-O2", "-gline-tables-only", "-w"]
+    # -fno-unroll-loops: each source line's instructions once per execution, as in nvcc's
+    # counting mode (per-line counts are multiplied by trip counts)
+    cmd += ["--offload-device-only", "-S", "-O2", "-fno-unroll-loops", "-gline-tables-only", "-w"]
     cmd += ["-Wno-unknown-cuda-version"]
     if cuda_path:
         cmd.append(f"--cuda-path={cuda_path}")
@@ -731,7 +738,8 @@ def _prepare(
     includes = local_includes(path, source, inc_dirs)
     version = nvcc_version(exe) if compiler == "nvcc" else _clang_version(exe)
     lang = "c" if path.endswith(".c") else "c++"
-    key = cache_key(path, source, includes, [compiler, mode, lang, *flags], arch, version)
+    tags = _KEY_TAGS.get(compiler, ())
+    key = cache_key(path, source, includes, [compiler, mode, lang, *tags, *flags], arch, version)
     return _Job(
         path,
         source,
@@ -1550,11 +1558,21 @@ def _parse_body(lines: list[str], start: int) -> tuple[list[_Instr], dict[str, i
     depth = 1
     i = start
     n = len(lines)
-    while i < n:
-        s = _strip_comment(lines[i]).strip()
-        i += 1
+    pending: list[str] = []  # the rest of a line holding several statements
+    while i < n or pending:
+        if pending:
+            s = pending.pop()
+        else:
+            s = _strip_comment(lines[i]).strip()
+            i += 1
         if not s:
             continue
+        # inline-asm scopes on one line: "{ .reg .f32 r0; shfl.sync...; mov.f32 %f1, r0;}"
+        # (braces inside operands, "{%f1, %f2}", sit before the statement's ";")
+        head, sep, tail = s.partition(";")
+        if sep and tail.strip():
+            pending.append(tail.strip())
+            s = head + ";"
         if s.startswith("{"):
             depth += 1
             s = s[1:].strip()
