@@ -22,7 +22,7 @@ from tree_sitter import Node
 
 from .cexpr import evaluate, evaluate_dim3, split_args
 from .datatypes import parse_type
-from .expr import text
+from .expr import declarator_stars, declared_name, text
 from .kernels import Detection, Kernel, LaunchSite
 from .program import Unit, units_mentioning
 
@@ -217,47 +217,12 @@ def function_params(fn: Node) -> list[tuple[str, str]]:
         if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
             continue
         decl = p.child_by_field_name("declarator")
-        name = _declared_name(decl)
+        name = declared_name(decl)
         full = text(p)
         tyt = full[: full.rfind(name)] if name else full
         if decl is not None:
-            tyt = text(p.child_by_field_name("type")) + " " + _stars(decl)
+            tyt = text(p.child_by_field_name("type")) + " " + declarator_stars(decl)
         out.append((tyt.strip(), name))
-    return out
-
-
-def _declared_name(decl: Node | None) -> str:
-    while decl is not None:
-        if decl.type in ("identifier", "field_identifier"):
-            return text(decl)
-        if decl.type == "qualified_identifier":
-            return text(decl).rsplit("::", 1)[-1]
-        nxt = decl.child_by_field_name("declarator")
-        if nxt is None:
-            for c in decl.named_children:
-                if c.type == "identifier":
-                    return text(c)
-            return ""
-        decl = nxt
-    return ""
-
-
-def _stars(decl: Node | None) -> str:
-    """Pointer and array levels of a declarator as ``*``/``[]`` text."""
-    out = ""
-    while decl is not None:
-        if decl.type == "pointer_declarator":
-            out += "*"
-        elif decl.type == "array_declarator":
-            out += "[]"
-        elif decl.type == "reference_declarator":
-            pass
-        elif decl.type in ("identifier", "field_identifier"):
-            break
-        nxt = decl.child_by_field_name("declarator")
-        if nxt is None:
-            nxt = next((c for c in decl.named_children if "declarator" in c.type), None)
-        decl = nxt
     return out
 
 
@@ -318,10 +283,10 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
         if node.type == "declaration":
             ty = text(node.child_by_field_name("type"))
             for d in node.children_by_field_name("declarator"):
-                name = _declared_name(d)
+                name = declared_name(d)
                 if not name:
                     continue
-                ctx.types[name] = ty + " " + _stars(d)
+                ctx.types[name] = ty + " " + declarator_stars(d)
                 if d.type == "init_declarator":
                     v = d.child_by_field_name("value")
                     if v is None:

@@ -42,7 +42,16 @@ from .datatypes import (
     parse_type,
     promote,
 )
-from .expr import is_float_literal, literal, loop_header, text, trips, while_header
+from .expr import (
+    declarator_stars,
+    declared_name,
+    is_float_literal,
+    literal,
+    loop_header,
+    text,
+    trips,
+    while_header,
+)
 from .parsing import parse
 
 
@@ -583,7 +592,7 @@ class Counter:
             left = node.child_by_field_name("declarator")
             if left is not None:
                 self.declare(
-                    _declared_name(left), Var(FLOAT, frozenset({dim, DATA}))
+                    declared_name(left), Var(FLOAT, frozenset({dim, DATA}))
                 )  # element type unknown
         if cond is not None:
             self.expr(cond)  # the test runs every iteration (while loops are not unrolled)
@@ -837,10 +846,10 @@ class Counter:
         shared = "__shared__" in head or "__shared__" in base_text or self.team_level
         const = "const" in head or "constexpr" in head
         for d in node.children_by_field_name("declarator"):
-            name = _declared_name(d)
+            name = declared_name(d)
             if not name:
                 continue
-            stars = _stars(d)
+            stars = declarator_stars(d)
             vt = self.type_of(base_text + " " + stars.replace("[]", "*"))
             value_node = d.child_by_field_name("value") if d.type == "init_declarator" else None
             arrdims = stars.count("[]")
@@ -2091,36 +2100,6 @@ def _return_type(fn: Node) -> str:
             (c for c in d.named_children if "declarator" in c.type), None
         )
     return text(t) + stars
-
-
-def _declared_name(decl: Node | None) -> str:
-    while decl is not None:
-        if decl.type in ("identifier", "field_identifier"):
-            return text(decl)
-        nxt = decl.child_by_field_name("declarator")
-        if nxt is None:
-            for c in decl.named_children:
-                if c.type == "identifier":
-                    return text(c)
-            return ""
-        decl = nxt
-    return ""
-
-
-def _stars(decl: Node | None) -> str:
-    out = ""
-    while decl is not None:
-        if decl.type == "pointer_declarator":
-            out += "*"
-        elif decl.type == "array_declarator":
-            out += "[]"
-        elif decl.type in ("identifier", "field_identifier"):
-            break
-        nxt = decl.child_by_field_name("declarator")
-        if nxt is None:
-            nxt = next((c for c in decl.named_children if "declarator" in c.type), None)
-        decl = nxt
-    return out
 
 
 def _substitute(body: str, params: tuple[str, ...], args: list[str]) -> str:

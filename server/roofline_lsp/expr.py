@@ -404,3 +404,37 @@ def trips(
         r = math.log(start / bound) / lf
         return float(math.floor(r + 1e-9) + 1) if bound_op == ">=" else math.ceil(r - 1e-9)
     return None
+
+
+def declared_name(decl: Node | None) -> str:
+    """The name a declarator declares (``*p``, ``a[4]``, ``A::x`` -> ``p``, ``a``, ``x``)."""
+    while decl is not None:
+        if decl.type in ("identifier", "field_identifier"):
+            return text(decl)
+        if decl.type == "qualified_identifier":
+            return text(decl).rsplit("::", 1)[-1]
+        nxt = decl.child_by_field_name("declarator")
+        if nxt is None:
+            for c in decl.named_children:
+                if c.type == "identifier":
+                    return text(c)
+            return ""
+        decl = nxt
+    return ""
+
+
+def declarator_stars(decl: Node | None) -> str:
+    """Pointer and array levels of a declarator as ``*``/``[]`` text."""
+    out = ""
+    while decl is not None:
+        if decl.type == "pointer_declarator":
+            out += "*"
+        elif decl.type == "array_declarator":
+            out += "[]"
+        elif decl.type in ("identifier", "field_identifier"):
+            break
+        nxt = decl.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in decl.named_children if "declarator" in c.type), None)
+        decl = nxt
+    return out
