@@ -1,10 +1,13 @@
 """Kernel detection on hand-written fixtures covering every supported form."""
 
+import random
 from pathlib import Path
 
 import pytest
+from edits import SNIPPETS, edited
 
 from roofline_lsp.kernels import detect, parse_pragma
+from roofline_lsp.parsing import parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "detect"
 
@@ -193,3 +196,22 @@ def test_offload_region_whose_parse_breaks_on_statement_macros():
     assert [(k.line, k.language) for k in det.kernels] == [(8, "omp")]
     assert det.kernels[0].body.type == "for_statement"
     assert det.kernels[0].clause("thread_limit")[0].items == ("256",)
+
+
+@pytest.mark.parametrize(
+    "name", ["cuda_forms.cu", "omp_forms.cpp", "acc_forms.c", "broken.cu", "macro_statements.cpp"]
+)
+def test_detection_from_a_previous_version_equals_a_fresh_one(name):
+    path = FIXTURES / name
+    rng = random.Random(name)
+    source = path.read_bytes()
+    tree = parse(source)
+    previous = detect(source, str(path), tree.copy())
+    for _ in range(12):
+        at = rng.randrange(len(source) + 1)
+        source, tree = edited(source, tree, at, at, rng.choice(SNIPPETS).encode())
+        again = detect(source, str(path), tree.copy(), previous)
+        fresh = detect(source, str(path), tree.copy())
+        assert again == fresh
+        assert again.callers == fresh.callers
+        previous = again

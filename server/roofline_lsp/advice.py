@@ -16,7 +16,7 @@ from typing import Literal
 
 from tree_sitter import Node
 
-from .analysis import FileReport, KernelReport
+from .analysis import FileReport, KernelReport, shift_line_refs
 from .gpus import GpuProfile
 from .kernels import Detection, Kernel
 
@@ -970,14 +970,26 @@ def _line_starts(source: bytes) -> list[int]:
     return starts
 
 
-def _moved(a: Advice, delta: int) -> Advice:
+def _advice_relevant(kr: KernelReport) -> str:
+    """What of a kernel's target verdict its advice depends on, unchanged when the kernel
+    only moved (its explanation's line references and suggestion lines move with it)."""
+    v = kr.verdicts[0]
+    moved = tuple((s.line - kr.kernel.line, s.message) for s in v.suggestions)
+    return repr((replace(v, explanation="", terms=(), suggestions=()), moved))
+
+
+def _moved(a: Advice, delta: int, lines: int) -> Advice:
+    """``a`` of a kernel that moved by ``delta`` bytes and ``lines`` lines. Its message's line
+    references (the host loop of RL012) are in the kernel or its enclosing function, which
+    the kernel's context key covers, so they moved with it."""
     fix = a.fix
     if fix is not None:
         fix = replace(
             fix,
             edits=tuple(replace(e, start=e.start + delta, end=e.end + delta) for e in fix.edits),
         )
-    return replace(a, start=a.start + delta, end=a.end + delta, fix=fix)
+    message = shift_line_refs(a.message, lines)
+    return replace(a, start=a.start + delta, end=a.end + delta, message=message, fix=fix)
 
 
 def _small_launches(report: FileReport, gpu: GpuProfile) -> list[Advice]:
@@ -1034,7 +1046,8 @@ def _small_launches(report: FileReport, gpu: GpuProfile) -> list[Advice]:
     return out
 
 
-AdviceCache = dict[tuple[str, str, str], tuple[int, tuple["Advice", ...]]]
+# (context key, GPU, verdict) -> (kernel start byte, kernel line, its advice)
+AdviceCache = dict[tuple[str, str, str], tuple[int, int, tuple["Advice", ...]]]
 
 
 def advise(
@@ -1054,15 +1067,15 @@ def advise(
         if not kr.verdicts:
             continue
         span = kr.kernel.span
-        ckey = (kr.key, gpu.name, repr(kr.verdicts[0]))
+        ckey = (kr.key, gpu.name, _advice_relevant(kr))
         hit = cache.get(ckey) if cache is not None and kr.key else None
         if hit is not None:
-            delta = span.start_byte - hit[0]
-            items = tuple(_moved(a, delta) for a in hit[1]) if delta else hit[1]
+            delta, lines = span.start_byte - hit[0], kr.kernel.line - hit[1]
+            items = tuple(_moved(a, delta, lines) for a in hit[2]) if delta else hit[2]
         else:
             items = tuple(_KernelAdvisor(kr, report.detection, source, gpu).run())
         if kr.key and all(span.start_byte <= a.start and a.end <= span.end_byte for a in items):
-            fresh[ckey] = (span.start_byte, items)
+            fresh[ckey] = (span.start_byte, kr.kernel.line, items)
         out.extend(items)
     if cache is not None:
         cache.clear()

@@ -12,12 +12,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from tree_sitter import Tree
+from tree_sitter import Node, Tree
 
 from .compiled import CompiledCounts
 from .config import Config
 from .gpus import GpuProfile
-from .kernels import Detection, Kernel, LaunchSite, detect
+from .kernels import Detection, Function, Kernel, detect
 from .parsing import language_for_path, parse
 from .roofline import Inputs, estimate
 from .verdict import Verdict
@@ -76,18 +76,19 @@ def analyze_file(
         inputs = Inputs(args=config.args)
     if tree is None:
         tree = parse(source, language_for_path(path))
-    detection = detect(source, path, tree)
-    file_context = _file_context(detection, gpus, inputs, config, measured)
+    detection = detect(source, path, tree, previous.detection if previous is not None else None)
+    file_context = _file_context(detection, tree.root_node, gpus, inputs, config, measured)
     reuse: dict[str, tuple[int, tuple[Verdict, ...]]] = {}
     reports = []
     for k in detection.kernels:
         key = _context_key(k, detection, file_context)
         hit = previous.reuse.get(key) if previous is not None and compiled is None else None
+        if hit is not None and hit[0] != k.line:
+            moved = _moved(hit[1], k, hit[0], detection)
+            hit = None if moved is None else (k.line, moved)
         if hit is not None:
-            old_line, old_verdicts = hit
-            moved = _shift_lines(old_verdicts, old_line, k.line) if old_line != k.line else hit[1]
-            reuse[key] = (k.line, moved)
-            reports.append(KernelReport(k, moved, key))
+            reuse[key] = hit
+            reports.append(KernelReport(k, hit[1], key))
             continue
         verdicts = []
         for gpu in gpus:
@@ -108,6 +109,7 @@ _HINT = re.compile(rb"//\s*roofline:[^\n]*")
 
 def _file_context(
     detection: Detection,
+    root: Node,
     gpus: tuple[GpuProfile, ...],
     inputs: Inputs | None,
     config: Config,
@@ -126,10 +128,45 @@ def _file_context(
         h.update(part.encode("utf-8", "replace"))
     for m in _HINT.finditer(detection.source):
         h.update(m.group(0))
+    for node in _file_scope(root):  # types, structs, globals (``declarations.py``)
+        if node.text is not None:
+            h.update(node.text)
     return h.digest()
 
 
+_SCOPES = frozenset(
+    {
+        "declaration_list",
+        "linkage_specification",
+        "namespace_definition",
+        "preproc_if",
+        "preproc_ifdef",
+        "preproc_else",
+        "preproc_elif",
+        "preproc_elifdef",
+        "template_declaration",
+    }
+)
+
+
+def _file_scope(root: Node) -> list[Node]:
+    """The file-scope nodes other than function definitions and comments, looking inside
+    namespaces, ``extern "C"`` blocks, templates and preprocessor conditionals."""
+    out: list[Node] = []
+    stack = list(reversed(root.named_children))
+    while stack:
+        node = stack.pop()
+        if node.type in _SCOPES:
+            stack.extend(reversed(node.named_children))
+        elif node.type not in ("function_definition", "comment"):
+            out.append(node)
+    return out
+
+
 def _context_key(kernel: Kernel, detection: Detection, file_context: bytes) -> str:
+    """What the kernel's verdicts depend on: its text, its callees (and where they are), the
+    host functions that launch it or hold its region, and their callers (the estimator binds
+    sizes through up to two levels of calls, ``bindings.host_context``)."""
     src = detection.source
     h = hashlib.sha256(file_context)
     h.update(f"{kernel.language}:{kernel.name}".encode())
@@ -137,51 +174,83 @@ def _context_key(kernel: Kernel, detection: Detection, file_context: bytes) -> s
     for name in kernel.callees:
         fn = detection.functions.get(name)
         if fn is not None and fn.node is not None and fn.node.text is not None:
-            # a callee's own line references do not move with the kernel: key on its place
-            h.update(f"{fn.file}:{fn.line}".encode())
+            # in the same file: the distance, so that a kernel moved with its callees is
+            # reused with its line references moved (see _moved)
+            where = fn.line - kernel.line if fn.file == detection.file else fn.line
+            h.update(f"{fn.file}:{where}".encode())
             h.update(fn.node.text)
+    hosts: list[Function | None] = []
     for site in detection.launches_of(kernel):
-        host = _enclosing(site, detection)
-        h.update(host)
+        host = _function_at(site.span.start_byte, detection)
+        if host is None:  # a launch outside any function
+            h.update(src[site.span.start_byte : site.span.end_byte])
+        hosts.append(host)
+    if kernel.is_offload:
+        host = _function_at(kernel.span.start_byte, detection)
+        if host is None:  # a region outside any function (a broken parse): all of it
+            h.update(src)
+        hosts.append(host)
+    seen: set[str] = set()
+    for _ in range(3):  # the host functions, their callers and theirs
+        level = [f for f in hosts if f is not None and f.name not in seen]
+        for f in level:
+            seen.add(f.name)
+            h.update(src[f.span.start_byte : f.span.end_byte])
+        hosts = [
+            detection.functions.get(c) for f in level for c in detection.callers.get(f.name, ())
+        ]
     return h.hexdigest()
+
+
+def _function_at(offset: int, detection: Detection) -> Function | None:
+    """The function of this file holding byte ``offset``."""
+    return next(
+        (
+            f
+            for f in detection.functions.values()
+            if f.file == detection.file and f.span.start_byte <= offset < f.span.end_byte
+        ),
+        None,
+    )
 
 
 _LINE_REF = re.compile(r"\bline (\d+)")
 
 
-def _shift_lines(verdicts: tuple[Verdict, ...], old: int, new: int) -> tuple[Verdict, ...]:
-    """The verdicts of a kernel that moved from line ``old`` to ``new`` unchanged: references
-    to lines of its own body (``loop over i (line 12)``) move with it."""
-    delta = new - old
+def shift_line_refs(text: str, delta: int) -> str:
+    """``text`` with its ``line N`` references moved by ``delta`` lines."""
+    if not delta:
+        return text
+    return _LINE_REF.sub(lambda m: f"line {int(m.group(1)) + delta}", text)
 
-    def fix(text: str) -> str:
-        def sub(m: re.Match[str]) -> str:
-            n = int(m.group(1))
-            return f"line {n + delta}" if n >= old else m.group(0)
 
-        return _LINE_REF.sub(sub, text)
-
+def _moved(
+    verdicts: tuple[Verdict, ...], kernel: Kernel, old: int, detection: Detection
+) -> tuple[Verdict, ...] | None:
+    """The verdicts of ``kernel``, unchanged (same context key) but moved from line ``old``
+    to ``kernel.line``, with their line references moved with it; None when a reference is
+    not to a line of the kernel or of a callee in the same file (the context key holds their
+    distance to the kernel, so these moved together): a loop of a header's function, say,
+    stays where it is, and a bare ``line N`` does not say which file it is in."""
+    delta = kernel.line - old
+    spans = [(old, old + kernel.end_line - kernel.line)]
+    for name in kernel.callees:
+        fn = detection.functions.get(name)
+        if fn is not None and fn.file == detection.file:
+            first = fn.line - delta
+            spans.append((first, first + fn.span.end_point[0] - fn.span.start_point[0]))
+    for v in verdicts:
+        for text in (v.explanation, *v.terms):
+            for m in _LINE_REF.finditer(text):
+                n = int(m.group(1))
+                if not any(a <= n <= b for a, b in spans):
+                    return None
     return tuple(
         replace(
             v,
-            explanation=fix(v.explanation),
-            terms=tuple(fix(t) for t in v.terms),
+            explanation=shift_line_refs(v.explanation, delta),
+            terms=tuple(shift_line_refs(t, delta) for t in v.terms),
             suggestions=tuple(replace(s, line=s.line + delta) for s in v.suggestions),
         )
         for v in verdicts
     )
-
-
-def _enclosing(site: LaunchSite, detection: Detection) -> bytes:
-    """The text of the function holding a launch site (its sizes and allocations)."""
-    fn = next(
-        (
-            f
-            for f in detection.functions.values()
-            if f.file == site.file and f.span.start_byte <= site.span.start_byte < f.span.end_byte
-        ),
-        None,
-    )
-    if fn is None:
-        return detection.source[site.span.start_byte : site.span.end_byte]
-    return detection.source[fn.span.start_byte : fn.span.end_byte]

@@ -11,13 +11,14 @@ import functools
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, TypeVar
 
 from tree_sitter import Node, Tree
 
 from .cexpr import evaluate, evaluate_dim3, split_args
-from .parsing import captures, language_for_path, parse
+from .parsing import CaptureMemo, captures, language_for_path, parse, top_level_captures
 
 KernelLanguage = Literal["cuda", "hip", "omp", "acc"]
 
@@ -141,6 +142,38 @@ class Kernel:
         return tuple(c for c in self.clauses if c.name == name)
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _reuse(old: dict[K, V], new: dict[K, V], key: K, compute: Callable[[], V]) -> V:
+    """``old[key]`` (or ``new[key]``), else ``compute()``; recorded in ``new`` either way."""
+    value = old.get(key)
+    if value is None:
+        value = new.get(key)
+    if value is None:
+        value = compute()
+    new[key] = value
+    return value
+
+
+_Dim3 = tuple[int, int, int] | None
+_LaunchValues = tuple[_Dim3, _Dim3, float | None]
+
+
+@dataclass
+class DetectMemo:
+    """What detecting one version of a document found, by text, for detecting the next one
+    (``detect``'s ``previous``): an edit then costs a walk of what it touched."""
+
+    captures: CaptureMemo = field(default_factory=dict)  # per top-level node
+    calls: dict[bytes, tuple[str, ...]] = field(default_factory=dict)  # body text -> called
+    # (function body text, offset in it) -> values of the local declarations before it
+    locals: dict[tuple[bytes, int], dict[str, str]] = field(default_factory=dict)
+    # (launch configuration texts, their environment) -> evaluated grid, block, shmem
+    launches: dict[tuple[object, ...], _LaunchValues] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Detection:
     """Everything detection found in one translation unit."""
@@ -153,6 +186,9 @@ class Detection:
     launches: tuple[LaunchSite, ...]
     data_regions: tuple[DataRegion, ...]
     source: bytes = field(repr=False, default=b"")
+    # function name -> the functions of this file that call it
+    callers: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
+    memo: DetectMemo = field(default_factory=lambda: DetectMemo(), compare=False, repr=False)
 
     def launches_of(self, kernel: Kernel) -> tuple[LaunchSite, ...]:
         return tuple(s for s in self.launches if s.kernel == kernel.name)
@@ -344,7 +380,7 @@ def _short(name: str) -> str:
     return name.rsplit("::", 1)[-1]
 
 
-def _enclosing_function(node: Node) -> Node | None:
+def enclosing_function(node: Node) -> Node | None:
     p = node.parent
     while p is not None and p.type != "function_definition":
         p = p.parent
@@ -419,7 +455,16 @@ def _pragma_text(node: Node) -> str:
 
 
 class _Detector:
-    def __init__(self, source: bytes, path: str, tree: Tree, include_depth: int = 0) -> None:
+    def __init__(
+        self,
+        source: bytes,
+        path: str,
+        tree: Tree,
+        include_depth: int = 0,
+        old: DetectMemo | None = None,
+    ) -> None:
+        self.old = old or DetectMemo()  # the previous version's memo (read only)
+        self.memo = DetectMemo()  # this version's: what it used, for the next
         self.source = source
         self.path = path
         self.tree = tree
@@ -691,7 +736,7 @@ class _Detector:
                     if stacked or opr.words[0] in ("teams", "distribute", "parallel", "loop"):
                         directive += " | " + opr.directive
                         clauses.extend(opr.clauses)
-            fn = _enclosing_function(node)
+            fn = enclosing_function(node)
             fdecl = _function_declarator(fn) if fn is not None else None
             fname = (_node_name(fdecl.child_by_field_name("declarator")) if fdecl else "") or ""
             self.kernels.append(
@@ -773,10 +818,17 @@ class _Detector:
         if not name or len(parts) < 2:
             return
         env = self.environment(call)
-        grid_v = evaluate_dim3(parts[0], env)
-        block_v = evaluate_dim3(parts[1], env)
         shmem = parts[2] if len(parts) > 2 else None
-        shmem_v = evaluate(shmem, env) if shmem else None
+        grid_v, block_v, shmem_v = _reuse(
+            self.old.launches,
+            self.memo.launches,
+            (parts[0], parts[1], shmem, *env.items()),
+            lambda: (
+                evaluate_dim3(parts[0], env),
+                evaluate_dim3(parts[1], env),
+                evaluate(shmem, env) if shmem else None,
+            ),
+        )
         self.launches.append(
             LaunchSite(
                 kernel=name,
@@ -795,32 +847,67 @@ class _Detector:
             )
         )
 
+    def callees(self, body: Node | None) -> tuple[str, ...]:
+        """Names of functions called from ``body``, transitively, in first-call order."""
+        out: list[str] = []
+        seen: set[str] = set()
+        stack = [body] if body is not None else []
+        while stack and len(out) < 200:
+            node = stack.pop()
+            for name in self.calls_in(node):
+                if name in seen:
+                    continue
+                seen.add(name)
+                fn = self.functions.get(name)
+                if fn is not None:
+                    out.append(name)
+                    body2 = fn.node.child_by_field_name("body")
+                    if body2 is not None:
+                        stack.append(body2)
+        return tuple(out)
+
+    def calls_in(self, node: Node) -> tuple[str, ...]:
+        """The names of the functions called in ``node`` (from the memo by its text)."""
+        text = node.text
+        if text is None:
+            return _calls_in(node)
+        return _reuse(self.old.calls, self.memo.calls, text, lambda: _calls_in(node))
+
     def environment(self, at: Node) -> dict[str, str]:
         """Names usable to evaluate an expression at ``at``: globals, then the enclosing
         function's earlier local declarations (``int n = 1 << 20; dim3 grid(n / 256);``)."""
         env: dict[str, str] = dict(self.constants)
-        fn = _enclosing_function(at)
-        if fn is None:
+        fn = enclosing_function(at)
+        body = fn.child_by_field_name("body") if fn is not None else None
+        if body is None or body.text is None:
             return env
-        body = fn.child_by_field_name("body")
-        if body is None:
-            return env
-        for decl in _descendants(body, "declaration", stop=at.start_byte):
-            for d in decl.children_by_field_name("declarator"):
-                if d.type == "init_declarator":
-                    name = d.child_by_field_name("declarator")
-                    value = d.child_by_field_name("value")
-                    if name is not None and name.type == "identifier" and value is not None:
-                        v = _text(value)
-                        if value.type in ("argument_list", "initializer_list"):
-                            v = "dim3(" + v.strip("(){}") + ")"
-                        env[_text(name)] = v
-                elif d.type == "function_declarator":  # `dim3 grid(n / 256)` (vexing parse)
-                    name = d.child_by_field_name("declarator")
-                    params = d.child_by_field_name("parameters")
-                    if name is not None and params is not None:
-                        env[_text(name)] = "dim3(" + _text(params).strip("()") + ")"
+        key = (body.text, at.start_byte - body.start_byte)
+        local: dict[str, str] = _reuse(
+            self.old.locals, self.memo.locals, key, lambda: _locals(body, at.start_byte)
+        )
+        env.update(local)
         return env
+
+
+def _locals(body: Node, stop: int) -> dict[str, str]:
+    """The values of the local declarations in ``body`` before byte ``stop``."""
+    env: dict[str, str] = {}
+    for decl in _descendants(body, "declaration", stop=stop):
+        for d in decl.children_by_field_name("declarator"):
+            if d.type == "init_declarator":
+                name = d.child_by_field_name("declarator")
+                value = d.child_by_field_name("value")
+                if name is not None and name.type == "identifier" and value is not None:
+                    v = _text(value)
+                    if value.type in ("argument_list", "initializer_list"):
+                        v = "dim3(" + v.strip("(){}") + ")"
+                    env[_text(name)] = v
+            elif d.type == "function_declarator":  # `dim3 grid(n / 256)` (vexing parse)
+                name = d.child_by_field_name("declarator")
+                params = d.child_by_field_name("parameters")
+                if name is not None and params is not None:
+                    env[_text(name)] = "dim3(" + _text(params).strip("()") + ")"
+    return env
 
 
 def _descendants(node: Node, type_: str, stop: int) -> list[Node]:
@@ -1047,21 +1134,29 @@ def _header_definitions(path: str, depth: int) -> Detection | None:
         busy.discard(path)
 
 
-def detect(source: bytes, path: str, tree: Tree | None = None) -> Detection:
+def detect(
+    source: bytes, path: str, tree: Tree | None = None, previous: Detection | None = None
+) -> Detection:
     """Every kernel, launch site, data region and callable function of one file.
 
     ``tree`` is a tree already parsed from ``source`` (the server keeps one per document);
     local headers (``#include "x.h"``) are read from disk relative to ``path``.
+    ``previous`` is the detection of an earlier version of the same document: what did not
+    change is found again from its memo instead of re-walked (the same result, faster).
     """
-    return _detect(source, path, tree, 0)
+    return _detect(source, path, tree, 0, previous.memo if previous is not None else None)
 
 
-def _detect(source: bytes, path: str, tree: Tree | None, depth: int) -> Detection:
+def _detect(
+    source: bytes, path: str, tree: Tree | None, depth: int, old: DetectMemo | None = None
+) -> Detection:
     if tree is None:
         tree = parse(source, language_for_path(path))
-    d = _Detector(source, path, tree, depth)
+    d = _Detector(source, path, tree, depth, old)
     root = tree.root_node
-    caps = captures(("cuda-kernels", "cuda-definitions"), root)
+    caps, d.memo.captures = top_level_captures(
+        ("cuda-kernels", "cuda-definitions"), root, source, old.captures if old else None
+    )
     d.definitions(caps)
     d.pragmas([p for p in caps.get("pragma", []) if _is_pragma(p)])
     for fn in caps.get("function", []):
@@ -1075,7 +1170,12 @@ def _detect(source: bytes, path: str, tree: Tree | None, depth: int) -> Detectio
         fname = _text(call.child_by_field_name("function"))
         d.launch(call, "cudaLaunchKernel" if fname != "hipLaunchKernelGGL" else fname)
     kernels = sorted(d.kernels, key=lambda k: k.span.start_byte)
-    kernels = [replace(k, callees=_callees(k.body, d.functions, d.macros)) for k in kernels]
+    kernels = [replace(k, callees=d.callees(k.body)) for k in kernels]
+    callers: dict[str, list[str]] = {}
+    for func in d.functions.values():
+        body = func.node.child_by_field_name("body") if func.file == path else None
+        for name in set(d.calls_in(body)) if body is not None else ():
+            callers.setdefault(name, []).append(func.name)
     return Detection(
         file=path,
         kernels=tuple(kernels),
@@ -1085,6 +1185,8 @@ def _detect(source: bytes, path: str, tree: Tree | None, depth: int) -> Detectio
         launches=tuple(d.launches),
         data_regions=tuple(d.data_regions),
         source=source,
+        callers={k: tuple(v) for k, v in callers.items()},
+        memo=d.memo,
     )
 
 
@@ -1094,7 +1196,9 @@ _LAUNCH_API = re.compile(rb"\b(hipLaunchKernelGGL|cudaLaunchKernel|hipLaunchKern
 def _api_calls(source: bytes, root: Node) -> list[Node]:
     """``hipLaunchKernelGGL(...)``/``cudaLaunchKernel(...)`` calls, found by their name's
     text first (a query predicate over every call is far slower)."""
-    calls = []
+    calls: list[Node] = []
+    if b"LaunchKernel" not in source:
+        return calls
     for m in _LAUNCH_API.finditer(source):
         node = root.descendant_for_byte_range(m.start(1), m.end(1))
         if node is not None and node.type == "identifier":
@@ -1118,26 +1222,7 @@ def _inside_error(node: Node) -> bool:
     return False
 
 
-def _callees(body: Node | None, functions: dict[str, Function], macros: dict[str, Macro]):
-    """Names of functions called from ``body``, transitively, in first-call order."""
-    out: list[str] = []
-    seen: set[str] = set()
-    stack = [body] if body is not None else []
-    while stack and len(out) < 200:
-        node = stack.pop()
-        for call in _calls_in(node):
-            name = _short(_kernel_ref(call))
-            if name in seen:
-                continue
-            seen.add(name)
-            fn = functions.get(name)
-            if fn is not None:
-                out.append(name)
-                body2 = fn.node.child_by_field_name("body")
-                if body2 is not None:
-                    stack.append(body2)
-    return tuple(out)
-
-
-def _calls_in(node: Node) -> list[str]:
-    return [_text(n) for n in captures("cuda-calls", node).get("callee", [])]
+def _calls_in(node: Node) -> tuple[str, ...]:
+    return tuple(
+        _short(_kernel_ref(_text(n))) for n in captures("cuda-calls", node).get("callee", [])
+    )
