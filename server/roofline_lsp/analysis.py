@@ -69,7 +69,7 @@ def analyze_file(
     file's macros and hint comments) is unchanged keep their verdicts, line references moved
     with the kernel, so an edit re-estimates only the kernels it touches.
     ``compiled`` maps a kernel's line to its compiler (PTX) counts (``compiled.py``); kernels
-    given compiled counts are always re-estimated.
+    given PTX counts are always re-estimated, the others may be reused.
     """
     config = config or Config()
     if inputs is None and config.args:
@@ -82,7 +82,9 @@ def analyze_file(
     reports = []
     for k in detection.kernels:
         key = _context_key(k, detection, file_context)
-        hit = previous.reuse.get(key) if previous is not None and compiled is None else None
+        cc = compiled.get(k.line) if compiled is not None else None
+        ptx = cc is not None and cc.ok
+        hit = previous.reuse.get(key) if previous is not None and not ptx else None
         if hit is not None and hit[0] != k.line:
             moved = _moved(hit[1], k, hit[0], detection)
             hit = None if moved is None else (k.line, moved)
@@ -96,7 +98,6 @@ def analyze_file(
             if measured is not None:
                 v = measured.verdict_for(k, gpu)  # type: ignore[attr-defined]
             if v is None:
-                cc = compiled.get(k.line) if compiled is not None else None
                 v = estimate(k, detection, gpu, inputs, config, compiled=cc)
             verdicts.append(v)
         reuse[key] = (k.line, tuple(verdicts))

@@ -83,7 +83,7 @@ def _counts_line(v: Verdict) -> str | None:
     if c.threads:
         text += f"; {fmt_num(c.threads)} {per}s per launch"
     if c.counts_from == "ptx":
-        text += " (counted from the compiler's PTX)"
+        text += " (counts: PTX, from the compiler)"
     return text
 
 

@@ -24,7 +24,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
@@ -38,6 +38,8 @@ from pygls.protocol.language_server import lsp_method
 from . import __version__
 from .advice import Advice, AdviceCache, advise
 from .analysis import FileReport, KernelReport, analyze_file
+from .compiled import DEFAULT_JOBS as COMPILE_JOBS
+from .compiled import CompiledCounts, compiled_counts_for_file, default_cache, want_for
 from .config import Config
 from .documents import Change, Document, uri_to_path
 from .gpus import GpuProfile, GpuRegistry, UnknownGpuError, load_registry, to_json
@@ -62,6 +64,7 @@ CMD_REPORT = "roofline.report"
 CMD_EXPLAIN = "roofline.explainKernel"
 COMMANDS = (CMD_LIST_GPUS, CMD_SELECT_GPU, CMD_REANALYZE, CMD_REPORT, CMD_EXPLAIN)
 PROGRESS_AFTER_S = 0.5  # an analysis running longer than this reports $/progress
+COMPILE_AFTER_S = 0.3  # quiet time after an analysis before compiling it to PTX
 SEVERITY = {"information": lsp.DiagnosticSeverity.Information, "hint": lsp.DiagnosticSeverity.Hint}
 
 T = TypeVar("T")
@@ -100,6 +103,7 @@ class Analysis:
     gpus: tuple[GpuProfile, ...] = ()
     declined: str | None = None  # why the document was not analysed
     elapsed_ms: float = 0.0
+    ptx: bool = False  # verdicts refined with the compiler's PTX counts (compiled.py)
 
 
 @dataclass
@@ -132,6 +136,12 @@ class ServerState:
     config_ready: asyncio.Event = field(default_factory=asyncio.Event)
     analysing: set[str] = field(default_factory=set)  # uris with a debounced analysis running
     dirty: set[str] = field(default_factory=set)  # changed while being analysed
+    compiles: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # PTX refinements
+    compile_slots: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(COMPILE_JOBS)
+    )
+    ptx_cache: Any = None  # ResultCache of compiles (compiled.default_cache)
+    compile_failed: dict[str, str] = field(default_factory=dict)  # uri -> reason logged
 
 
 # --------------------------------------------------------------------------------------------
@@ -437,6 +447,8 @@ class RooflineServer(LanguageServer):
         doc.forget_edits_before(result.seq)
         if result.seq == doc.seq:
             self.publish(result)
+            if not result.ptx:
+                self.start_compile(result)
         self.start_llm(result)
 
     def publish(self, a: Analysis) -> None:
@@ -463,6 +475,78 @@ class RooflineServer(LanguageServer):
             source="roofline",
             data={"rule": rule.slug, "kernel": adv.kernel, "fix": adv.fix is not None},
         )
+
+    # -- compiler (PTX) counts: refine the source-level verdicts in the background --------------
+    def start_compile(self, a: Analysis) -> None:
+        """Compile the analysed text to PTX after a quiet moment and re-estimate its kernels
+        with the compiler's counts (``compiled.py``); replaces a compile of an older text."""
+        st = self.state
+        old = st.compiles.pop(a.uri, None)
+        if old is not None:
+            old.cancel()
+        if a.report is None or not a.report.kernels:
+            return
+        cfg, gpus = self.file_config(uri_to_path(a.uri))
+        if not want_for([kr.kernel for kr in a.report.kernels], cfg.counts):
+            return
+        st.compiles[a.uri] = self.spawn(self._refine_with_ptx(a, cfg, gpus))
+
+    def cancel_compile(self, uri: str) -> None:
+        task = self.state.compiles.pop(uri, None)
+        if task is not None:
+            task.cancel()
+
+    async def _refine_with_ptx(
+        self, a: Analysis, cfg: Config, gpus: tuple[GpuProfile, ...]
+    ) -> None:
+        st = self.state
+        await asyncio.sleep(COMPILE_AFTER_S)
+        if st.ptx_cache is None:
+            st.ptx_cache = default_cache(cfg)
+        assert a.report is not None
+        t0 = time.perf_counter()
+        counts = await compiled_counts_for_file(
+            uri_to_path(a.uri),
+            a.source,
+            a.report.detection,
+            gpus[0],
+            cfg,
+            cache=st.ptx_cache,
+            semaphore=st.compile_slots,
+        )
+        doc = st.documents.get(a.uri)
+        if isinstance(counts, str) or doc is None or doc.seq != a.seq:
+            return
+        if not any(c.ok for c in counts.values()):
+            reason = next((c.reason for c in counts.values() if c.reason), "no PTX")
+            if st.compile_failed.get(a.uri) != reason:  # once per reason, not per keystroke
+                st.compile_failed[a.uri] = reason
+                self.logmsg(f"roofline: source counts for {_basename(a.uri)}: {reason}")
+            return
+        st.compile_failed.pop(a.uri, None)
+        snap = doc.snapshot()
+        measured = st.measured if cfg.profile else None
+        work = functools.partial(
+            _analyse_snapshot,
+            snap,
+            a.gpus,
+            cfg,
+            measured,
+            a.report,
+            st.advice_caches.setdefault(a.uri, {}),
+            counts,
+        )
+        result = await asyncio.get_running_loop().run_in_executor(self.analysis_pool, work)
+        if doc.seq != a.seq or st.analyses.get(a.uri) is None:
+            return
+        log.info(
+            "PTX counts for %s v%d after %.0f ms",
+            _basename(doc.path),
+            result.version,
+            (time.perf_counter() - t0) * 1000,
+        )
+        self.install(result)
+        self.refresh_views()
 
     def reanalyse_all(self, title: str) -> None:
         uris = list(self.state.documents)
@@ -637,6 +721,8 @@ class RooflineServer(LanguageServer):
         task = st.pending.pop(uri, None)
         if task is not None:
             task.cancel()
+        self.cancel_compile(uri)
+        st.compile_failed.pop(uri, None)
         for key in [k for k in st.llm_tasks if k[0] == uri]:
             st.llm_tasks.pop(key)[1].cancel()
         for key in [k for k in st.llm_verdicts if k[0] == uri]:
@@ -691,12 +777,21 @@ def _analyse_snapshot(
     measured: Any,
     previous: FileReport | None = None,
     advice_cache: AdviceCache | None = None,
+    compiled: Mapping[int, CompiledCounts] | None = None,
 ) -> Analysis:
     """Runs in the analysis thread: detection, verdicts (reusing those of kernels whose
-    context did not change since ``previous``), advice and feature offsets."""
+    context did not change since ``previous``; with ``compiled``, the PTX counts of the
+    kernels given them), advice and feature offsets."""
     t0 = time.perf_counter()
     report = analyze_file(
-        snap.source, snap.path, gpus, cfg, tree=snap.tree, measured=measured, previous=previous
+        snap.source,
+        snap.path,
+        gpus,
+        cfg,
+        tree=snap.tree,
+        measured=measured,
+        previous=previous,
+        compiled=compiled,
     )
     advice = advise(report, gpus[0], advice_cache)
     places = tuple(_place(snap.source, kr) for kr in report.kernels)
@@ -712,6 +807,7 @@ def _analyse_snapshot(
         places,
         gpus,
         elapsed_ms=elapsed,
+        ptx=compiled is not None,
     )
 
 
@@ -914,7 +1010,11 @@ def create_server() -> RooflineServer:
     @_guard(lambda: None)
     async def shutdown(ls: RooflineServer, params: Any) -> None:
         st = ls.state
-        for t in [*st.pending.values(), *[t for _h, t in st.llm_tasks.values()]]:
+        for t in [
+            *st.pending.values(),
+            *st.compiles.values(),
+            *[t for _h, t in st.llm_tasks.values()],
+        ]:
             t.cancel()
         if st.llm is not None:
             await _quiet(st.llm.aclose())
@@ -946,6 +1046,7 @@ def create_server() -> RooflineServer:
             else:
                 changes.append(Change(c.text, (_pos(rng.start), _pos(rng.end))))
         doc.apply(changes, params.text_document.version, ls.encoding)
+        ls.cancel_compile(doc.uri)  # its text is out of date: kills the compiler process
         ls.schedule(doc.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
