@@ -64,10 +64,12 @@ def analyze_file(
     ``inputs`` are launch/argument values the user gave (else ``config.args``); the estimator
     also reads visible launch sites and ``// roofline: n=...`` hint comments itself.
     ``measured`` is a :class:`roofline_lsp.profile.MeasuredProfile` or None.
-    ``previous`` is the last report of the same document: kernels whose context (their text,
-    the functions they call and where these are, their launch sites' host functions, the
-    file's macros and hint comments) is unchanged keep their verdicts, line references moved
-    with the kernel, so an edit re-estimates only the kernels it touches.
+    ``previous`` is the last report of the same document: detection re-walks only what
+    changed, and kernels whose context (``_context_key``: their text, their callees and
+    where these are, the host functions that launch them or hold their region and those
+    functions' callers, the file's macros, types, globals and hint comments) is unchanged
+    keep their verdicts, line references moved with the kernel, so an edit re-estimates
+    only the kernels it touches.
     ``compiled`` maps a kernel's line to its compiler (PTX) counts (``compiled.py``); kernels
     given PTX counts are always re-estimated, the others may be reused.
     """

@@ -480,35 +480,34 @@ class RooflineServer(LanguageServer):
     def start_compile(self, a: Analysis) -> None:
         """Compile the analysed text to PTX after a quiet moment and re-estimate its kernels
         with the compiler's counts (``compiled.py``); replaces a compile of an older text."""
-        st = self.state
-        old = st.compiles.pop(a.uri, None)
-        if old is not None:
-            old.cancel()
-        if a.report is None or not a.report.kernels:
+        self.cancel_compile(a.uri)
+        report = a.report
+        if report is None or not report.kernels:
             return
         cfg, gpus = self.file_config(uri_to_path(a.uri))
-        if not want_for([kr.kernel for kr in a.report.kernels], cfg.counts):
+        if not want_for([kr.kernel for kr in report.kernels], cfg.counts):
             return
-        st.compiles[a.uri] = self.spawn(self._refine_with_ptx(a, cfg, gpus))
+        self.state.compiles[a.uri] = self.spawn(self._refine_with_ptx(a, report, cfg, gpus))
 
     def cancel_compile(self, uri: str) -> None:
+        """Drop the PTX refinement of ``uri`` (its text changed, or a newer analysis of it
+        was installed): a running compiler process is killed."""
         task = self.state.compiles.pop(uri, None)
         if task is not None:
             task.cancel()
 
     async def _refine_with_ptx(
-        self, a: Analysis, cfg: Config, gpus: tuple[GpuProfile, ...]
+        self, a: Analysis, report: FileReport, cfg: Config, gpus: tuple[GpuProfile, ...]
     ) -> None:
         st = self.state
         await asyncio.sleep(COMPILE_AFTER_S)
         if st.ptx_cache is None:
             st.ptx_cache = default_cache(cfg)
-        assert a.report is not None
         t0 = time.perf_counter()
         counts = await compiled_counts_for_file(
             uri_to_path(a.uri),
             a.source,
-            a.report.detection,
+            report.detection,
             gpus[0],
             cfg,
             cache=st.ptx_cache,
@@ -532,7 +531,7 @@ class RooflineServer(LanguageServer):
             a.gpus,
             cfg,
             measured,
-            a.report,
+            report,
             st.advice_caches.setdefault(a.uri, {}),
             counts,
         )

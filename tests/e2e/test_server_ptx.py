@@ -44,20 +44,31 @@ async def wait_for_hover(
         await asyncio.sleep(0.1)
 
 
-def copy_fixture(tmp_path: Path, name: str) -> tuple[str, str]:
+async def open_copy(
+    client: RecordingClient, tmp_path: Path, name: str, **settings: str
+) -> tuple[str, str]:
+    """Initialize for the RTX 3080, open a copy of a PTX fixture, wait for its diagnostics."""
+    await initialize(client, {"gpu": "rtx3080", **settings})
     path = tmp_path / name
     shutil.copy(PTX_FIXTURES / name, path)
-    return path.as_uri(), path.read_text("utf-8")
+    uri, text = path.as_uri(), path.read_text("utf-8")
+    open_text(client, uri, text)
+    await diagnostics_for(client, uri, 1)
+    return uri, text
+
+
+async def wait_for_log(client: RecordingClient, needle: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(needle in m.message for m in client.log_messages):
+        assert time.monotonic() < deadline, [m.message for m in client.log_messages]
+        await asyncio.sleep(0.1)
 
 
 @needs_nvcc
 async def test_source_verdict_first_then_ptx_counts_and_again_after_an_edit(
     client: RecordingClient, tmp_path: Path
 ):
-    await initialize(client, {"gpu": "rtx3080"})
-    uri, text = copy_fixture(tmp_path, "int_hash.cu")
-    open_text(client, uri, text)
-    await diagnostics_for(client, uri, 1)
+    uri, text = await open_copy(client, tmp_path, "int_hash.cu")
     name = position_of(text, "hash_keys")
     card = await wait_for_hover(client, uri, name, "counts: PTX")
     assert "counts: PTX" in card, card
@@ -77,14 +88,8 @@ async def test_source_verdict_first_then_ptx_counts_and_again_after_an_edit(
 async def test_a_file_that_does_not_compile_keeps_source_counts_and_says_why(
     client: RecordingClient, tmp_path: Path
 ):
-    await initialize(client, {"gpu": "rtx3080"})
-    uri, text = copy_fixture(tmp_path, "broken.cu")
-    open_text(client, uri, text)
-    await diagnostics_for(client, uri, 1)
-    deadline = time.monotonic() + 60
-    while not any("source counts for broken.cu" in m.message for m in client.log_messages):
-        assert time.monotonic() < deadline, [m.message for m in client.log_messages]
-        await asyncio.sleep(0.1)
+    uri, text = await open_copy(client, tmp_path, "broken.cu")
+    await wait_for_log(client, "source counts for broken.cu")
     kernel = next(ln for ln in text.splitlines() if "__global__" in ln)
     name = kernel.split("void", 1)[1].split("(")[0].strip()
     assert "counts: PTX" not in await hover_at(client, uri, position_of(text, name))
@@ -93,13 +98,7 @@ async def test_a_file_that_does_not_compile_keeps_source_counts_and_says_why(
 async def test_without_nvcc_the_editor_keeps_source_counts_and_says_why(
     client: RecordingClient, tmp_path: Path
 ):
-    await initialize(client, {"gpu": "rtx3080", "nvcc": str(tmp_path / "no-nvcc")})
-    uri, text = copy_fixture(tmp_path, "saxpy.cu")
-    open_text(client, uri, text)
-    await diagnostics_for(client, uri, 1)
-    deadline = time.monotonic() + 30
-    while not any("source counts for saxpy.cu" in m.message for m in client.log_messages):
-        assert time.monotonic() < deadline, [m.message for m in client.log_messages]
-        await asyncio.sleep(0.1)
+    uri, text = await open_copy(client, tmp_path, "saxpy.cu", nvcc=str(tmp_path / "no-nvcc"))
+    await wait_for_log(client, "source counts for saxpy.cu")
     assert any("nvcc" in m.message for m in client.log_messages)
     assert "counts: PTX" not in await hover_at(client, uri, position_of(text, "saxpy"))
