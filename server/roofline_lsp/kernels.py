@@ -924,9 +924,14 @@ def _descendants(node: Node, type_: str, stop: int) -> list[Node]:
     return out
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
 def _kernel_ref(text: str) -> str:
     """`(void*)k`, `k<T, 4>`, `HIP_KERNEL_NAME(k<T>)`, `&k`, `ns::k` -> `k`."""
     text = text.strip()
+    if _IDENTIFIER.fullmatch(text):  # the common case, cheaply
+        return text
     m = re.match(r"\s*HIP_KERNEL_NAME\s*\((.*)\)\s*$", text, re.S)
     if m:
         text = m.group(1)
