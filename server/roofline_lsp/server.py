@@ -136,6 +136,7 @@ class ServerState:
     config_ready: asyncio.Event = field(default_factory=asyncio.Event)
     analysing: set[str] = field(default_factory=set)  # uris with a debounced analysis running
     dirty: set[str] = field(default_factory=set)  # changed while being analysed
+    last_edit: dict[str, float] = field(default_factory=dict)  # uri -> time.monotonic()
     compiles: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # PTX refinements
     compile_slots: asyncio.Semaphore = field(
         default_factory=lambda: asyncio.Semaphore(COMPILE_JOBS)
@@ -330,13 +331,21 @@ class RooflineServer(LanguageServer):
 
     # -- analysis -------------------------------------------------------------------------------
     def schedule(self, uri: str, delay_ms: int | None = None) -> None:
-        """(Re-)analyse ``uri`` after the debounce delay, replacing a pending request."""
+        """(Re-)analyse ``uri`` after ``delay_ms``, replacing a pending request. By default
+        (an edit): at once when the document had no edit for the debounce time (the first
+        keystroke after a pause), else after the debounce time (a burst of keystrokes is
+        analysed once more after it ends)."""
         st = self.state
         old = st.pending.pop(uri, None)
         if old is not None:
             old.cancel()
-        delay = st.config.debounce_ms if delay_ms is None else delay_ms
-        st.pending[uri] = self.spawn(self._analyse_later(uri, delay / 1000))
+        if delay_ms is None:
+            now = time.monotonic()
+            last = st.last_edit.get(uri)
+            st.last_edit[uri] = now
+            quiet = last is None or (now - last) * 1000 >= st.config.debounce_ms
+            delay_ms = 0 if quiet else st.config.debounce_ms
+        st.pending[uri] = self.spawn(self._analyse_later(uri, delay_ms / 1000))
 
     async def _analyse_later(self, uri: str, delay: float) -> None:
         if delay > 0:
@@ -731,6 +740,7 @@ class RooflineServer(LanguageServer):
         st.documents.pop(uri, None)
         st.declined_shown.discard(uri)
         st.dirty.discard(uri)
+        st.last_edit.pop(uri, None)
 
     # -- lookups for the features ---------------------------------------------------------------
     def current(self, uri: str) -> tuple[Document, Analysis] | None:

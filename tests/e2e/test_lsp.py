@@ -285,9 +285,10 @@ async def test_hover_between_edit_and_analysis_maps_through_the_edit(
     await initialize(client, {"debounceMs": 2000})
     uri, text = open_fixture(client, "kernels.cu")
     await diagnostics_for(client, uri, 1)
+    change(client, uri, 2, (0, 0), (0, 0), "// first\n")  # analysed at once (after a pause)
     added = "// a new line pushes every kernel down\n" * 3
-    change(client, uri, 2, (0, 0), (0, 0), added)
-    text = added + text
+    change(client, uri, 3, (0, 0), (0, 0), added)  # debounced: 2 s
+    text = added + "// first\n" + text
     card = hover_text(await hover(client, uri, position_of(text, "square_all(")))
     assert "`square_all`" in card
     hints = await inlay_hints(client, uri)
@@ -295,6 +296,21 @@ async def test_hover_between_edit_and_analysis_maps_through_the_edit(
         position_of(text, "scale_add(").line,
         position_of(text, "square_all(").line,
     ]
+
+
+async def test_the_first_edit_after_a_pause_is_analysed_at_once_a_burst_after_it(
+    client: RecordingClient,
+) -> None:
+    await initialize(client, {"debounceMs": 3000})
+    uri, _ = open_fixture(client, "kernels.cu")
+    await diagnostics_for(client, uri, 1)
+    since = len(client.published)
+    change(client, uri, 2, (0, 0), (0, 0), "// one\n")
+    await diagnostics_for(client, uri, 2, timeout=2, since=since)  # not after 3 s
+    change(client, uri, 3, (0, 0), (0, 0), "// two\n")  # within the debounce time
+    await asyncio.sleep(1)
+    assert not any(p.version == 3 for p in client.published[since:])
+    await diagnostics_for(client, uri, 3, timeout=10, since=since)
 
 
 # --------------------------------------------------------------------------------------------
