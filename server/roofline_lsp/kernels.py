@@ -380,7 +380,7 @@ def _short(name: str) -> str:
     return name.rsplit("::", 1)[-1]
 
 
-def enclosing_function(node: Node) -> Node | None:
+def _enclosing_function(node: Node) -> Node | None:
     p = node.parent
     while p is not None and p.type != "function_definition":
         p = p.parent
@@ -736,7 +736,7 @@ class _Detector:
                     if stacked or opr.words[0] in ("teams", "distribute", "parallel", "loop"):
                         directive += " | " + opr.directive
                         clauses.extend(opr.clauses)
-            fn = enclosing_function(node)
+            fn = _enclosing_function(node)
             fdecl = _function_declarator(fn) if fn is not None else None
             fname = (_node_name(fdecl.child_by_field_name("declarator")) if fdecl else "") or ""
             self.kernels.append(
@@ -877,7 +877,7 @@ class _Detector:
         """Names usable to evaluate an expression at ``at``: globals, then the enclosing
         function's earlier local declarations (``int n = 1 << 20; dim3 grid(n / 256);``)."""
         env: dict[str, str] = dict(self.constants)
-        fn = enclosing_function(at)
+        fn = _enclosing_function(at)
         body = fn.child_by_field_name("body") if fn is not None else None
         if body is None or body.text is None:
             return env
