@@ -88,7 +88,7 @@ def analyze_file(
         ptx = cc is not None and cc.ok
         hit = previous.reuse.get(key) if previous is not None and not ptx else None
         if hit is not None and hit[0] != k.line:
-            moved = _moved(hit[1], k, hit[0], detection)
+            moved = _moved_verdicts(hit[1], k, hit[0], detection)
             hit = None if moved is None else (k.line, moved)
         if hit is not None:
             reuse[key] = hit
@@ -178,7 +178,7 @@ def _context_key(kernel: Kernel, detection: Detection, file_context: bytes) -> s
         fn = detection.functions.get(name)
         if fn is not None and fn.node is not None and fn.node.text is not None:
             # in the same file: the distance, so that a kernel moved with its callees is
-            # reused with its line references moved (see _moved)
+            # reused with its line references moved (see _moved_verdicts)
             where = fn.line - kernel.line if fn.file == detection.file else fn.line
             h.update(f"{fn.file}:{where}".encode())
             h.update(fn.node.text)
@@ -227,7 +227,7 @@ def shift_line_refs(text: str, delta: int) -> str:
     return _LINE_REF.sub(lambda m: f"line {int(m.group(1)) + delta}", text)
 
 
-def _moved(
+def _moved_verdicts(
     verdicts: tuple[Verdict, ...], kernel: Kernel, old: int, detection: Detection
 ) -> tuple[Verdict, ...] | None:
     """The verdicts of ``kernel``, unchanged (same context key) but moved from line ``old``

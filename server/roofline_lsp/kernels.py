@@ -1024,18 +1024,25 @@ def _statement_end(src: bytes, i: int) -> int | None:
         return None
     m = re.match(rb"(for|while|if)\s*\(", src[i : i + 16])
     if m:
-        depth, j = 0, i + m.end() - 1
-        while j < n:
-            if src[j] == 0x28:
-                depth += 1
-            elif src[j] == 0x29:
-                depth -= 1
-                if depth == 0:
-                    break
-            j += 1
+        j = _close_paren(src, i + m.end() - 1, n)
         return _statement_end(src, _skip_blank(src, j + 1))
     j = src.find(b";", i)
     return None if j < 0 else j + 1
+
+
+def _close_paren(src: bytes, open_: int, stop: int) -> int:
+    """Position of the ``)`` matching the ``(`` at ``open_``, or ``stop`` when it is not
+    closed before ``stop``."""
+    depth, j = 0, open_
+    while j < stop:
+        if src[j] == 0x28:
+            depth += 1
+        elif src[j] == 0x29:
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return stop
 
 
 def _params_end(src: bytes, i: int, stop: int) -> int | None:
@@ -1045,15 +1052,7 @@ def _params_end(src: bytes, i: int, stop: int) -> int | None:
         open_ = src.find(b"(", i, stop)
         if open_ < 0:
             return None
-        depth, j = 0, open_
-        while j < stop:
-            if src[j] == 0x28:
-                depth += 1
-            elif src[j] == 0x29:
-                depth -= 1
-                if depth == 0:
-                    break
-            j += 1
+        j = _close_paren(src, open_, stop)
         if not re.search(rb"__launch_bounds__\s*$", src[i:open_]):
             return j
         i = j + 1

@@ -853,6 +853,11 @@ def _range(lines: LineIndex, start: int, end: int, enc: Encoding) -> lsp.Range:
     return lsp.Range(lsp.Position(*s), lsp.Position(*e))
 
 
+def _offsets(doc: Document, rng: lsp.Range, enc: Encoding) -> tuple[int, int]:
+    """The byte offsets of an LSP range in ``doc`` (the inverse of :func:`_range`)."""
+    return doc.offset_at(_pos(rng.start), enc), doc.offset_at(_pos(rng.end), enc)
+
+
 def _restore(new: Config, old: Config, key: str) -> Config:
     """``new`` with the setting ``key`` (camelCase, ``llm.x`` for LLM settings) from ``old``."""
     top, _, sub = key.partition(".")
@@ -1099,8 +1104,7 @@ def create_server() -> RooflineServer:
         if found is None:
             return []
         doc, a = found
-        lo = doc.offset_at(_pos(params.range.start), ls.encoding)
-        hi = doc.offset_at(_pos(params.range.end), ls.encoding)
+        lo, hi = _offsets(doc, params.range, ls.encoding)
         out = []
         for p in a.places:
             at = ls.now(doc, a, p.hint_at)
@@ -1156,8 +1160,7 @@ def create_server() -> RooflineServer:
         if found is None:
             return []
         doc, a = found
-        lo = doc.offset_at(_pos(params.range.start), ls.encoding)
-        hi = doc.offset_at(_pos(params.range.end), ls.encoding)
+        lo, hi = _offsets(doc, params.range, ls.encoding)
         only = params.context.only
         out: list[lsp.CodeAction] = []
         if not only or lsp.CodeActionKind.QuickFix in only:
