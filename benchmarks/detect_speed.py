@@ -12,8 +12,8 @@ import os
 import sys
 import time
 
-from roofline_lsp.files import collect_files, read_source
-from roofline_lsp.kernels import _header_cached, detect
+from roofline_lsp.detect.kernels import _header_cached, detect
+from roofline_lsp.engine.files import collect_files, read_source
 
 
 def main() -> int:

@@ -17,9 +17,9 @@ import statistics
 import sys
 import time
 
-from roofline_lsp.gpus import load_registry
-from roofline_lsp.kernels import detect
-from roofline_lsp.roofline import Inputs, estimate
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.roofline import Inputs, estimate
+from roofline_lsp.model.gpus import load_registry
 
 
 def _dim(v: object) -> tuple[int, int, int] | None:

@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 
-from roofline_lsp import ptx  # noqa: E402
-from roofline_lsp.cache import ResultCache  # noqa: E402
+from roofline_lsp.compiler import ptx  # noqa: E402
+from roofline_lsp.store.cache import ResultCache  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATASET = ROOT.parent / "shared" / "eval" / "dev" / "kernels.jsonl"

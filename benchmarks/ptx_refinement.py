@@ -38,7 +38,7 @@ from lsp_session import (  # noqa: E402
 )
 from lsprotocol import types as lsp  # noqa: E402
 
-from roofline_lsp import ptx  # noqa: E402
+from roofline_lsp.compiler import ptx  # noqa: E402
 
 
 def generated(groups: int) -> str:

@@ -29,10 +29,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from roofline_lsp.gpus import load_registry
-from roofline_lsp.kernels import detect
-from roofline_lsp.roofline import CALIBRATION, Analysis, Calibration, Inputs, analyze
-from roofline_lsp.verdict import classify
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.roofline import CALIBRATION, Analysis, Calibration, Inputs, analyze
+from roofline_lsp.model.gpus import load_registry
+from roofline_lsp.model.verdict import classify
 
 # constant -> (values tried, measured quantity it is fitted to)
 SWEEPS: dict[str, tuple[tuple[float, ...], str]] = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tree_sitter import Tree
 
-from roofline_lsp.parsing import parse
-from roofline_lsp.text import ts_point
+from roofline_lsp.syntax.parsing import parse
+from roofline_lsp.syntax.positions import ts_point
 
 # what random edits insert: text, line breaks, unbalanced braces, declarations, launches
 SNIPPETS = ["\n", "x", "}", "{", "int q = 3;\n", "#define FOO 4\n", "/*", "k<<<1, 32>>>(p);\n"]

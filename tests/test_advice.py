@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lsp.advice import RULES, Advice, advise
-from roofline_lsp.analysis import FileReport, analyze_file
-from roofline_lsp.gpus import load_registry
-from roofline_lsp.parsing import parse
+from roofline_lsp.advice.rules import RULES, Advice, advise
+from roofline_lsp.engine.analysis import FileReport, analyze_file
+from roofline_lsp.model.gpus import load_registry
+from roofline_lsp.syntax.parsing import parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lsp"
 REG = load_registry()
@@ -181,7 +181,7 @@ def test_acc_copy_on_read_only_data() -> None:
 
 
 def test_model_suggestions_become_advice_on_their_line() -> None:
-    from roofline_lsp.verdict import Suggestion
+    from roofline_lsp.model.verdict import Suggestion
 
     src = (FIXTURES / "fp64_flip.cu").read_bytes()
     rep = analyze_file(src, "fp64_flip.cu", (RTX,))
@@ -196,9 +196,9 @@ def test_model_suggestions_become_advice_on_their_line() -> None:
 
 
 def test_advice_cache_reuses_unchanged_kernels_and_moves_their_advice():
-    from roofline_lsp.advice import advise
-    from roofline_lsp.analysis import analyze_file
-    from roofline_lsp.gpus import load_registry
+    from roofline_lsp.advice.rules import advise
+    from roofline_lsp.engine.analysis import analyze_file
+    from roofline_lsp.model.gpus import load_registry
 
     gpu = load_registry().get("rtx3080")
     src = (
@@ -217,9 +217,9 @@ def test_advice_cache_reuses_unchanged_kernels_and_moves_their_advice():
 
 
 def test_reused_advice_moves_its_line_references_with_the_kernel():
-    from roofline_lsp.advice import advise
-    from roofline_lsp.analysis import analyze_file
-    from roofline_lsp.gpus import load_registry
+    from roofline_lsp.advice.rules import advise
+    from roofline_lsp.engine.analysis import analyze_file
+    from roofline_lsp.model.gpus import load_registry
 
     gpu = load_registry().get("rtx3080")
     src = (

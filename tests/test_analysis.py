@@ -2,8 +2,8 @@
 
 import pytest
 
-from roofline_lsp.analysis import analyze_file
-from roofline_lsp.gpus import load_registry
+from roofline_lsp.engine.analysis import analyze_file
+from roofline_lsp.model.gpus import load_registry
 
 SRC = b"""#define N 1024
 __global__ void first(float *a, int n)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from roofline_lsp.bindings import (
+from roofline_lsp.detect.bindings import (
     argv_of,
     host_context,
     option_values,
@@ -12,7 +12,7 @@ from roofline_lsp.bindings import (
     parse_hints,
     substitute_host,
 )
-from roofline_lsp.kernels import detect
+from roofline_lsp.detect.kernels import detect
 
 
 def ctx_for(tmp_path: Path, files: dict[str, str], kernel_file: str, **kw):  # type: ignore[no-untyped-def]

@@ -6,8 +6,8 @@ import logging
 
 import diskcache
 
-from roofline_lsp import cache as cache_module
-from roofline_lsp.cache import ResultCache, default_cache_dir
+from roofline_lsp.store import cache as cache_module
+from roofline_lsp.store.cache import ResultCache, default_cache_dir
 
 
 def test_round_trip_and_namespaces(tmp_path):

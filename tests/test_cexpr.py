@@ -1,6 +1,6 @@
 import pytest
 
-from roofline_lsp.cexpr import evaluate, evaluate_dim3, split_args
+from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3, split_args
 
 
 @pytest.mark.parametrize(

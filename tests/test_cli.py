@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lsp.cli import EXIT_NOTHING, EXIT_OK, EXIT_USAGE, main
+from roofline_lsp.cli.main import EXIT_NOTHING, EXIT_OK, EXIT_USAGE, main
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

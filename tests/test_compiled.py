@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lsp import ptx
-from roofline_lsp.cli import EXIT_OK, main
-from roofline_lsp.compiled import (
+from roofline_lsp.cli.main import EXIT_OK, main
+from roofline_lsp.compiler import ptx
+from roofline_lsp.compiler.compiled import (
     CompiledCounts,
     compiled_counts_for_file,
     counts_for,
     kernel_ptx,
 )
-from roofline_lsp.config import Config
-from roofline_lsp.gpus import load_registry
-from roofline_lsp.kernels import detect
-from roofline_lsp.roofline import Inputs, analyze, estimate
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
+from roofline_lsp.model.config import Config
+from roofline_lsp.model.gpus import load_registry
 
 FIX = Path(__file__).parent / "fixtures" / "ptx"
 GPU = load_registry().get("rtx3080")

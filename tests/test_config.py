@@ -1,4 +1,4 @@
-from roofline_lsp.config import Config
+from roofline_lsp.model.config import Config
 
 
 def test_defaults_from_nothing():

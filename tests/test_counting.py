@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lsp.gpus import load_registry
-from roofline_lsp.kernels import detect
-from roofline_lsp.roofline import Analysis, Inputs, analyze
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.roofline import Analysis, Inputs, analyze
+from roofline_lsp.model.gpus import load_registry
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from roofline_lsp.datatypes import DOUBLE, FLOAT, INT, parse_type, promote
+from roofline_lsp.syntax.datatypes import DOUBLE, FLOAT, INT, parse_type, promote
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
-from roofline_lsp.documents import Change, Document, uri_to_path
-from roofline_lsp.parsing import parse
-from roofline_lsp.text import encode
+from roofline_lsp.engine.documents import Change, Document, uri_to_path
+from roofline_lsp.syntax.parsing import parse
+from roofline_lsp.syntax.positions import encode
 
 SRC = """// café ☕ kernels
 __global__ void scale(float *x, int n) {

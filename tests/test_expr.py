@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from roofline_lsp.expr import loop_header, trips, value, while_header
-from roofline_lsp.parsing import parse
+from roofline_lsp.syntax.expr import loop_header, trips, value, while_header
+from roofline_lsp.syntax.parsing import parse
 
 
 def first(src: str, kind: str):  # type: ignore[no-untyped-def]

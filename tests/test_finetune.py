@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lsp.cli import main
-from roofline_lsp.finetune import (
+from roofline_lsp.cli.main import main
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.llm.backend import PROMPT_VERSION, build_prompt, prompt_text, validate_answer
+from roofline_lsp.llm.finetune import (
     DatasetError,
     bundled_examples,
     export_finetune,
     load_example_index,
 )
-from roofline_lsp.gpus import load_registry
-from roofline_lsp.kernels import detect
-from roofline_lsp.llm import PROMPT_VERSION, build_prompt, prompt_text, validate_answer
+from roofline_lsp.model.gpus import load_registry
 
 DATASET = Path(__file__).parent / "fixtures" / "llm" / "dataset"
 
@@ -76,7 +76,7 @@ def test_export_uses_the_zero_shot_prompt_builder(tmp_path, rtx):
     first = json.loads(out.read_text().splitlines()[0])
     path = DATASET / "sources" / "demo" / "main.cu"
     det = detect(path.read_bytes(), str(path))
-    from roofline_lsp.roofline import Inputs
+    from roofline_lsp.estimate.roofline import Inputs
 
     ctx = build_prompt(
         det.kernels[0],

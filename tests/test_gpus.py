@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lsp.gpus import (
+from roofline_lsp.model.gpus import (
     MIB,
     NUMBER_FIELDS,
     REQUIRED_FIELDS,
@@ -24,7 +24,7 @@ from roofline_lsp.gpus import (
     normalize_name,
     to_json,
 )
-from roofline_lsp.verdict import PRECISIONS
+from roofline_lsp.model.verdict import PRECISIONS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpus"
 
@@ -48,7 +48,7 @@ EXPECTED_GPUS = (
 
 
 def bundled_toml() -> dict:
-    text = resources.files("roofline_lsp").joinpath("data", "gpus.toml").read_text("utf-8")
+    text = resources.files("roofline_lsp.model").joinpath("data", "gpus.toml").read_text("utf-8")
     return tomllib.loads(text)
 
 

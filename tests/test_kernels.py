@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from edits import SNIPPETS, edited
 
-from roofline_lsp.kernels import detect, parse_pragma
-from roofline_lsp.parsing import parse
+from roofline_lsp.detect.kernels import detect, parse_pragma
+from roofline_lsp.syntax.parsing import parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "detect"
 

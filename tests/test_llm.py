@@ -13,11 +13,9 @@ from pathlib import Path
 import pytest
 from chat_server import ChatServer, Reply, answer, await_requests
 
-from roofline_lsp import llm
-from roofline_lsp.config import LlmConfig
-from roofline_lsp.gpus import load_registry
-from roofline_lsp.kernels import Detection, Kernel, detect
-from roofline_lsp.llm import (
+from roofline_lsp.detect.kernels import Detection, Kernel, detect
+from roofline_lsp.llm import backend as llm
+from roofline_lsp.llm.backend import (
     AnswerError,
     LlmBackend,
     LlmError,
@@ -28,7 +26,9 @@ from roofline_lsp.llm import (
     parse_answer,
     validate_answer,
 )
-from roofline_lsp.verdict import Counts, Verdict
+from roofline_lsp.model.config import LlmConfig
+from roofline_lsp.model.gpus import load_registry
+from roofline_lsp.model.verdict import Counts, Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures" / "llm"
 KEY_ENV = "ROOFLINE_TEST_LLM_KEY"
@@ -765,7 +765,7 @@ def run_cli(args: list[str]) -> tuple[int, str, str]:
     import io
     from contextlib import redirect_stderr
 
-    from roofline_lsp.cli import main
+    from roofline_lsp.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with redirect_stderr(err):
@@ -906,7 +906,7 @@ async def test_a_bad_base_url_is_reported_by_verdict(tmp_path, gpu, url, message
 
 
 async def test_hinted_mode_cache_survives_a_comment_only_edit(chat_server, tmp_path, gpu):
-    from roofline_lsp.roofline import estimate
+    from roofline_lsp.estimate.roofline import estimate
 
     src = (
         b"__global__ void sweep(const float *a, float *b, int n)\n{\n"

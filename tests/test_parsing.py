@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from edits import SNIPPETS, edited
 
-from roofline_lsp.parsing import captures, parse, top_level_captures
+from roofline_lsp.syntax.parsing import captures, parse, top_level_captures
 
 FIXTURES = sorted(
     p

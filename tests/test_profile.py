@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lsp.cli import main
-from roofline_lsp.gpus import load_registry
-from roofline_lsp.kernels import detect
-from roofline_lsp.profile import ProfileError, base_name, demangle_base, load_profile
+from roofline_lsp.cli.main import main
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.measured.ncu import ProfileError, base_name, demangle_base, load_profile
+from roofline_lsp.model.gpus import load_registry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
 RAW = FIXTURES / "profile_raw.csv"

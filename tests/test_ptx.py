@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from roofline_lsp import ptx
-from roofline_lsp.cache import ResultCache
+from roofline_lsp.compiler import ptx
+from roofline_lsp.store.cache import ResultCache
 
 FIX = Path(__file__).parent / "fixtures" / "ptx"
 NVCC = ptx.find_nvcc()
@@ -476,7 +476,7 @@ def test_nvcc_version_and_archs_from_a_stand_in(tmp_path: Path) -> None:
 
 
 def test_arch_for_registry_gpus() -> None:
-    from roofline_lsp.gpus import load_registry
+    from roofline_lsp.model.gpus import load_registry
 
     reg = load_registry()
     want = {
@@ -809,7 +809,7 @@ async def test_compile_file_through_includers_and_wanted_kernels(tmp_path: Path)
     (proj / "k.cuh").write_text("// kernels\n")
     (proj / "main.cu").write_text('#include "k.cuh"\n')
     (proj / "other.cu").write_text('#include "k.cuh"\n')
-    from roofline_lsp.gpus import load_registry
+    from roofline_lsp.model.gpus import load_registry
 
     gpu = load_registry().get("rtx3080")
     res = await ptx.compile_file(str(proj / "k.cuh"), b"// unsaved", gpu=gpu, nvcc_setting=str(nv))
@@ -849,7 +849,7 @@ async def test_compile_file_without_a_compiler_gives_a_reason(tmp_path: Path) ->
 async def test_compile_file_real_nvcc_with_unsaved_buffer(tmp_path: Path) -> None:
     src = tmp_path / "saxpy.cu"
     src.write_text("#error the saved file is stale\n")
-    from roofline_lsp.gpus import load_registry
+    from roofline_lsp.model.gpus import load_registry
 
     res = await ptx.compile_file(
         str(src), (FIX / "saxpy.cu").read_bytes(), gpu=load_registry().get("h100"),

@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from roofline_lsp.advice import Advice
-from roofline_lsp.analysis import KernelReport, analyze_file
-from roofline_lsp.gpus import load_registry
-from roofline_lsp.output import fmt_num
-from roofline_lsp.report import (
+from roofline_lsp.advice.rules import Advice
+from roofline_lsp.engine.analysis import KernelReport, analyze_file
+from roofline_lsp.model.gpus import load_registry
+from roofline_lsp.model.verdict import Counts, Verdict
+from roofline_lsp.present.formats import fmt_num
+from roofline_lsp.present.markdown import (
     explain_markdown,
     file_report_markdown,
     hover_markdown,
@@ -17,7 +18,6 @@ from roofline_lsp.report import (
     lens_title,
     other_gpus_text,
 )
-from roofline_lsp.verdict import Counts, Verdict
 
 SRC = (Path(__file__).parent / "fixtures" / "lsp" / "fp64_flip.cu").read_bytes()
 REG = load_registry()

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lsp.gpus import load_registry
-from roofline_lsp.kernels import detect
-from roofline_lsp.roofline import Analysis, Inputs, analyze, estimate
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.roofline import Analysis, Inputs, analyze, estimate
+from roofline_lsp.model.gpus import load_registry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "estimator"
 L2 = 5 * 1024 * 1024

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from roofline_lsp.text import (
+from roofline_lsp.syntax.positions import (
     LineIndex,
     byte_column,
     character_column,

@@ -1,3 +1,3 @@
-from .cli import main
+from roofline_lsp.cli.main import main
 
 raise SystemExit(main())

@@ -20,7 +20,7 @@ from lsp_session import (
 )
 from lsprotocol import types as lsp
 
-from roofline_lsp import ptx
+from roofline_lsp.compiler import ptx
 
 PTX_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ptx"
 needs_nvcc = pytest.mark.skipif(ptx.find_nvcc() is None, reason="no nvcc on this machine")

@@ -1,0 +1,717 @@
+"""What the host side says about a kernel: values of its parameters and of the host variables
+an offload region reads, allocation sizes of its buffers and the launch dimensions.
+
+Sources, in order of precedence: values the user gave (``Inputs.values``, ``// roofline: n=1<<20``
+hint comments), the program arguments (``atoi(argv[1])`` with ``Inputs.args``), the host code
+before the launch (declarations and assignments of the launching function, and of its callers
+for its parameters), ``#define``/``constexpr`` constants. Allocation sizes come from
+``cudaMalloc``/``malloc``/``new T[n]``/``std::vector<T> v(n)`` and OpenMP ``map(a[0:n])``.
+Pure text and tree analysis; nothing is executed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from roofline_lsp.detect.kernels import Detection, Kernel, LaunchSite
+from roofline_lsp.detect.program import Unit, units_mentioning
+from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3, split_args
+from roofline_lsp.syntax.datatypes import parse_type
+from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
+
+Dim3 = tuple[int, int, int]
+
+_ARGV_CALL = re.compile(
+    r"\b(?:std\s*::\s*)?(atoi|atol|atoll|atof|stoi|stol|stoll|stoul|stoull|stof|stod|strtol|"
+    r"strtoul|strtoll|strtoull|strtof|strtod)\s*\(\s*argv\s*\[\s*(\d+)\s*\][^()]*(?:\([^()]*\))?"
+    r"[^()]*\)"
+)
+_ARGV_BARE = re.compile(r"\bargv\s*\[\s*(\d+)\s*\]")
+_SIZEOF = re.compile(r"\bsizeof\s*\(\s*([^()]*(?:\([^()]*\))?[^()]*)\)")
+_HINT = re.compile(r"//\s*roofline\s*:\s*(.*)$|/\*\s*roofline\s*:\s*(.*?)\*/", re.M)
+_ALLOC_API = re.compile(
+    r"\b(cudaMalloc|hipMalloc|cudaMallocManaged|hipMallocManaged|cudaMallocHost|hipHostMalloc|"
+    r"cudaHostAlloc|hipMallocHost|cudaMallocAsync|hipMallocAsync|posix_memalign)\s*\("
+)
+_ALLOC_ASSIGN = re.compile(
+    r"\b([A-Za-z_]\w*)\s*=\s*(?:\([^()]*\)\s*|static_cast\s*<[^<>]*>\s*|reinterpret_cast\s*<"
+    r"[^<>]*>\s*)?\(?\s*(malloc|calloc|aligned_alloc|omp_target_alloc|_mm_malloc|"
+    r"sycl::malloc_device|sycl::malloc_shared|malloc_device|malloc_shared|new\s+[\w:<>, ]+?\[)\s*"
+)
+_VECTOR_DECL = re.compile(r"\bstd::vector\s*<\s*([\w:]+)\s*>\s+([A-Za-z_]\w*)\s*\(")
+
+
+@dataclass
+class HostContext:
+    """Values, types and buffer sizes visible to one kernel (mutable while being built)."""
+
+    texts: dict[str, str] = field(default_factory=dict)  # name -> expression text
+    types: dict[str, str] = field(default_factory=dict)  # host variable -> declared type text
+    extents: dict[str, float] = field(default_factory=dict)  # buffer -> elements allocated
+    aliases: dict[str, str] = field(default_factory=dict)  # kernel param -> host buffer name
+    fixed: dict[str, float] = field(default_factory=dict)  # user-given values (win over all)
+    origin: dict[str, str] = field(default_factory=dict)  # name -> "hint" | "argument" | ...
+    block: Dim3 | None = None
+    grid: Dim3 | None = None
+    template_args: tuple[str, ...] = ()
+    launch: LaunchSite | None = None
+    _cache: dict[str, float | None] = field(default_factory=dict)
+
+    def get(self, name: str) -> float | None:
+        """The numeric value of ``name`` if the host side determines it."""
+        if name in self.fixed:
+            return self.fixed[name]
+        if name in self._cache:
+            return self._cache[name]
+        self._cache[name] = None  # cycle guard
+        t = self.texts.get(name)
+        v = evaluate(t, _Env(self)) if t is not None else None
+        if v is not None and (math.isnan(v) or math.isinf(v)):
+            v = None
+        self._cache[name] = float(v) if v is not None else None
+        return self._cache[name]
+
+    def eval_text(self, expr: str) -> float | None:
+        v = evaluate(expr, _Env(self))
+        return float(v) if v is not None else None
+
+
+class _Env(Mapping[str, "str | float | int"]):
+    """cexpr environment view over a HostContext (numbers first, then texts)."""
+
+    def __init__(self, ctx: HostContext) -> None:
+        self.ctx = ctx
+
+    def __getitem__(self, key: str) -> str | float | int:
+        v = self.ctx.get(key)
+        if v is None:
+            raise KeyError(key)
+        return v
+
+    def get(self, key: str, default=None):  # type: ignore[no-untyped-def, override]
+        v = self.ctx.get(key)
+        return default if v is None else v
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ctx.texts)
+
+    def __len__(self) -> int:
+        return len(self.ctx.texts)
+
+
+def parse_hints(source: bytes | str) -> dict[str, str]:
+    """``// roofline: n=1<<20, m = 64`` comments -> {"n": "1<<20", "m": "64"}."""
+    s = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+    if "roofline" not in s:
+        return {}
+    out: dict[str, str] = {}
+    for m in _HINT.finditer(s):
+        body = (m.group(1) or m.group(2) or "").strip()
+        for part in split_args(body.replace(";", ",")):
+            name, eq, val = part.partition("=")
+            name = name.strip()
+            if eq and re.fullmatch(r"[A-Za-z_][\w.]*", name) and val.strip():
+                out[name] = val.strip()
+    return out
+
+
+def parse_assignments(text_: str) -> dict[str, str]:
+    """``"n=1<<20 m=64"`` or ``"n=1<<20, m=64"`` -> {"n": ..., "m": ...}; other words ignored."""
+    out: dict[str, str] = {}
+    for part in re.split(r"[,;\s]+(?=[A-Za-z_][\w.]*\s*=)", text_.strip()):
+        name, eq, val = part.partition("=")
+        if eq and re.fullmatch(r"[A-Za-z_][\w.]*", name.strip()) and val.strip():
+            out[name.strip()] = val.strip().rstrip(",;")
+    return out
+
+
+def argv_of(args: str | None) -> list[str]:
+    if not args:
+        return []
+    try:
+        return shlex.split(args)
+    except ValueError:
+        return args.split()
+
+
+def substitute_host(expr: str, argv: list[str], types: Mapping[str, str]) -> str:
+    """Replace ``atoi(argv[k])`` by the program argument and ``sizeof(T)`` by its size."""
+    if "argv" in expr:
+
+        def arg(m: re.Match[str]) -> str:
+            k = int(m.group(2))
+            if 1 <= k <= len(argv):
+                v = argv[k - 1]
+                return v if _numeric(v) else m.group(0)
+            return m.group(0)
+
+        expr = _ARGV_CALL.sub(arg, expr)
+
+        def bare(m: re.Match[str]) -> str:
+            k = int(m.group(1))
+            return argv[k - 1] if 1 <= k <= len(argv) and _numeric(argv[k - 1]) else m.group(0)
+
+        expr = _ARGV_BARE.sub(bare, expr)
+    if "sizeof" in expr:
+        expr = _SIZEOF.sub(lambda m: str(sizeof(m.group(1), types)), expr)
+    return expr
+
+
+def sizeof(inner: str, types: Mapping[str, str]) -> int:
+    inner = inner.strip()
+    name = re.sub(r"[\s*()]|\[.*?\]", "", inner)
+    if name in types and not re.fullmatch(r"[\w:\s<>]*\*+\s*", inner):
+        t = parse_type(types[name])
+        deref = inner.count("*") + inner.count("[")
+        if t.pointer > deref:
+            return 8
+        return t.size
+    if inner.endswith("*"):
+        return 8
+    return parse_type(inner).size
+
+
+def _numeric(v: str) -> bool:
+    return re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", v) is not None
+
+
+# --------------------------------------------------------------------------------------------
+# host functions
+# --------------------------------------------------------------------------------------------
+
+
+def enclosing_function(node: Node | None) -> Node | None:
+    p = node.parent if node is not None else None
+    while p is not None and p.type != "function_definition":
+        p = p.parent
+    return p
+
+
+def function_name(fn: Node) -> str:
+    d = fn.child_by_field_name("declarator")
+    while d is not None and d.type not in ("function_declarator",):
+        d = d.child_by_field_name("declarator")
+    if d is None:
+        return ""
+    name = d.child_by_field_name("declarator")
+    return text(name).rsplit("::", 1)[-1]
+
+
+def function_params(fn: Node) -> list[tuple[str, str]]:
+    """(type text, name) of each parameter of a function definition."""
+    d = fn.child_by_field_name("declarator")
+    while d is not None and d.type != "function_declarator":
+        d = d.child_by_field_name("declarator")
+    if d is None:
+        return []
+    plist = d.child_by_field_name("parameters")
+    out = []
+    for p in plist.named_children if plist else []:
+        if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            continue
+        decl = p.child_by_field_name("declarator")
+        name = declared_name(decl)
+        full = text(p)
+        tyt = full[: full.rfind(name)] if name else full
+        if decl is not None:
+            tyt = text(p.child_by_field_name("type")) + " " + declarator_stars(decl)
+        out.append((tyt.strip(), name))
+    return out
+
+
+_STMT_CONTAINERS = frozenset(
+    {
+        "compound_statement",
+        "if_statement",
+        "else_clause",
+        "for_statement",
+        "while_statement",
+        "do_statement",
+        "switch_statement",
+        "case_statement",
+        "labeled_statement",
+        "preproc_if",
+        "preproc_ifdef",
+        "preproc_else",
+        "preproc_elif",
+        "try_statement",
+        "catch_clause",
+        "for_range_loop",
+        "attributed_statement",
+    }
+)
+
+
+def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
+    """Declarations and expression statements of a function body before byte ``stop``, in
+    order, with their loop depth (statement level only: expressions are not descended)."""
+    out: list[tuple[Node, int]] = []
+    body = fn.child_by_field_name("body")
+    if body is None:
+        return out
+    stack: list[tuple[Node, int]] = [(body, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if node.start_byte >= stop:
+            continue
+        t = node.type
+        if t in ("declaration", "expression_statement"):
+            out.append((node, depth))
+            continue
+        if t in _STMT_CONTAINERS:
+            d = depth + (1 if t in ("for_statement", "while_statement", "do_statement") else 0)
+            kids = node.named_children
+            for c in reversed(kids):
+                stack.append((c, d))
+    out.sort(key=lambda x: x[0].start_byte)
+    return out
+
+
+def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> None:
+    """Record the host declarations/assignments of ``fn`` before ``stop`` into ``ctx``."""
+    for ptype, pname in function_params(fn):
+        if pname:
+            ctx.types.setdefault(pname, ptype)
+    for node, _depth in host_statements(fn, stop):
+        if node.type == "declaration":
+            ty = text(node.child_by_field_name("type"))
+            for d in node.children_by_field_name("declarator"):
+                name = declared_name(d)
+                if not name:
+                    continue
+                ctx.types[name] = ty + " " + declarator_stars(d)
+                if d.type == "init_declarator":
+                    v = d.child_by_field_name("value")
+                    if v is None:
+                        continue
+                    vt = text(v)
+                    if v.type in ("argument_list", "initializer_list"):
+                        inner = v.named_children
+                        if len(inner) == 1:
+                            vt = text(inner[0])
+                        elif "dim3" in ty:
+                            vt = "dim3(" + vt.strip("(){}") + ")"
+                        else:
+                            if "vector" in ty and inner:
+                                ctx.extents[name] = _maybe(ctx, text(inner[0]), argv)
+                            continue
+                    _assign(ctx, name, vt, argv)
+                elif d.type == "function_declarator" and "dim3" in ty:
+                    params = d.child_by_field_name("parameters")
+                    _assign(ctx, name, "dim3(" + text(params).strip("()") + ")", argv)
+                elif d.type == "array_declarator":
+                    size = d.child_by_field_name("size")
+                    if size is not None:
+                        ctx.extents[name] = _maybe(ctx, text(size), argv)
+        else:
+            e = node.named_children[0] if node.named_children else None
+            if e is not None and e.type == "assignment_expression":
+                left = e.child_by_field_name("left")
+                op = e.child_by_field_name("operator")
+                right = e.child_by_field_name("right")
+                if left is None or right is None or left.type != "identifier" or op is None:
+                    continue
+                name = text(left)
+                rt = text(right)
+                if op.type == "=":
+                    _assign(ctx, name, rt, argv)
+                elif op.type in ("*=", "+=", "-=", "/=", "<<=", ">>=") and name in ctx.texts:
+                    _assign(ctx, name, f"({name}) {op.type[:-1]} ({rt})", argv)
+    _options(text(fn), ctx, argv)
+
+
+_CONVERT = (
+    r"(?:\(\s*\w+\s*\)\s*)?(?:std\s*::\s*)?(?:atoi|atol|atoll|atof|stoi|stol|stoll|stoul|"
+    r"stof|stod|strtol|strtoul|strtoll|strtoull|strtod|strtof)\s*\(\s*"
+)
+_GETOPT = re.compile(r"case\s*'(\w)'\s*:\s*\{?\s*([A-Za-z_]\w*)\s*=\s*" + _CONVERT + r"optarg")
+_STRCMP_OPT = re.compile(
+    r'"(-{1,2}[A-Za-z][\w-]*)"[^";]{0,160}?[;{)]\s*([A-Za-z_]\w*)\s*=\s*' + _CONVERT + r"argv\s*\["
+)
+
+
+def option_values(argv: list[str]) -> dict[str, str]:
+    """``-n 20000 --iters 5 --size=8`` -> {"n": "20000", "iters": "5", "size": "8"}."""
+    out: dict[str, str] = {}
+    for i, tok in enumerate(argv):
+        if not tok.startswith("-") or _numeric(tok):
+            continue
+        key, eq, val = tok.lstrip("-").partition("=")
+        if eq:
+            out[key] = val
+        elif i + 1 < len(argv) and _numeric(argv[i + 1]):
+            out[key] = argv[i + 1]
+    return out
+
+
+def _options(fn_text: str, ctx: HostContext, argv: list[str]) -> None:
+    """Values of variables set by command-line option parsing (``getopt``'s
+    ``case 'n': n = atoi(optarg)`` or ``if (!strcmp(argv[i], "-n")) n = atoi(argv[++i])``)."""
+    if not argv or ("optarg" not in fn_text and '"-' not in fn_text):
+        return
+    opts = option_values(argv)
+    if not opts:
+        return
+    found = [(m.group(1), m.group(2)) for m in _GETOPT.finditer(fn_text)]
+    found += [(m.group(1).lstrip("-"), m.group(2)) for m in _STRCMP_OPT.finditer(fn_text)]
+    for opt, var in found:
+        if opt in opts and _numeric(opts[opt]):
+            ctx.texts[var] = opts[opt]
+    ctx._cache.clear()
+
+
+def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:
+    v = ctx.eval_text(substitute_host(expr, argv, ctx.types))
+    return v if v is not None else math.nan
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _assign(ctx: HostContext, name: str, expr: str, argv: list[str]) -> None:
+    expr = substitute_host(expr, argv, ctx.types)
+    if name in expr and name in _IDENT.findall(expr):
+        prev = ctx.texts.get(name)
+        if prev is None:
+            return
+        expr = _IDENT.sub(lambda m: f"({prev})" if m.group(0) == name else m.group(0), expr)
+    if len(expr) > 400:
+        return
+    ctx.texts[name] = expr
+    ctx._cache.clear()
+
+
+def _allocations(src: str, ctx: HostContext, argv: list[str]) -> None:
+    """Buffer sizes (in elements) from allocation calls in ``src``."""
+    for m in _ALLOC_API.finditer(src):
+        args = _call_args(src, m.end() - 1)
+        if args is None or len(args) < 2:
+            continue
+        target = re.sub(r"^\(\s*void\s*\*\*\s*\)|[&()\s]", "", args[0])
+        target = target.rsplit(".", 1)[-1].rsplit("->", 1)[-1]
+        size_arg = args[2] if m.group(1) == "posix_memalign" and len(args) > 2 else args[1]
+        _record_alloc(ctx, target, size_arg, argv, bytes_=True)
+    for m in _ALLOC_ASSIGN.finditer(src):
+        name, kind = m.group(1), m.group(2)
+        if kind.startswith("new"):
+            close = _bracket_end(src, m.end())
+            if close is None:
+                continue
+            _record_alloc(ctx, name, src[m.end() : close], argv, bytes_=False)
+            continue
+        args = _call_args(src, src.find("(", m.end() - 1))
+        if not args:
+            continue
+        if kind == "calloc" and len(args) >= 2:
+            _record_alloc(ctx, name, f"({args[0]}) * ({args[1]})", argv, bytes_=True)
+        elif kind == "aligned_alloc" and len(args) >= 2:
+            _record_alloc(ctx, name, args[1], argv, bytes_=True)
+        elif kind.endswith(("malloc_device", "malloc_shared")):
+            _record_alloc(ctx, name, args[0], argv, bytes_=False)
+        else:
+            _record_alloc(ctx, name, args[0], argv, bytes_=True)
+    for m in _VECTOR_DECL.finditer(src):
+        args = _call_args(src, m.end() - 1)
+        if args:
+            _record_alloc(ctx, m.group(2), args[0], argv, bytes_=False)
+
+
+def _record_alloc(ctx: HostContext, name: str, size: str, argv: list[str], bytes_: bool) -> None:
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return
+    v = ctx.eval_text(substitute_host(size, argv, ctx.types))
+    if v is None or v <= 0:
+        if name not in ctx.extents:
+            ctx.extents[name] = math.nan
+        return
+    if bytes_:
+        t = ctx.types.get(name)
+        elem = parse_type(t).size if t else 4
+        v = v / max(elem, 1)
+    ctx.extents[name] = v
+
+
+def _call_args(src: str, open_paren: int) -> list[str] | None:
+    if open_paren < 0 or open_paren >= len(src) or src[open_paren] != "(":
+        return None
+    depth = 0
+    for j in range(open_paren, min(len(src), open_paren + 2000)):
+        c = src[j]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return split_args(src[open_paren + 1 : j])
+    return None
+
+
+def _bracket_end(src: str, start: int) -> int | None:
+    depth = 1
+    for j in range(start, min(len(src), start + 500)):
+        if src[j] == "[":
+            depth += 1
+        elif src[j] == "]":
+            depth -= 1
+            if depth == 0:
+                return j
+    return None
+
+
+def _call_sites(detection: Detection, root: Node, name: str) -> list[Node]:
+    """Calls of function ``name`` in the file (found textually, confirmed on the tree)."""
+    src = detection.source
+    out = []
+    for m in re.finditer(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(", src):
+        node = root.descendant_for_byte_range(m.start(), m.start() + len(name))
+        while node is not None and node.type not in ("call_expression", "function_declarator"):
+            if node.type in ("compound_statement", "translation_unit", "declaration"):
+                node = None
+                break
+            node = node.parent
+        if node is not None and node.type == "call_expression":
+            out.append(node)
+        if len(out) >= 8:
+            break
+    return out
+
+
+def _root(node: Node) -> Node:
+    while node.parent is not None:
+        node = node.parent
+    return node
+
+
+def _bind_callers(
+    fn: Node, detection: Detection, ctx: HostContext, argv: list[str], depth: int
+) -> None:
+    """Give the parameters of host function ``fn`` the values of a call site's arguments
+    (in this file, else in the other files of its folder)."""
+    name = function_name(fn)
+    if not name or name == "main" or depth > 2:
+        return
+    params = function_params(fn)
+    if not params:
+        return
+    units = [Unit(detection.file, detection, _root(fn))]
+    calls = _call_sites(detection, units[0].root, name)
+    calls = [c for c in calls if enclosing_function(c) not in (None, fn)]
+    if not calls:
+        pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(")
+        for u in units_mentioning(detection.file, pat):
+            calls = [c for c in _call_sites(u.detection, u.root, name) if enclosing_function(c)]
+            if calls:
+                detection = u.detection
+                break
+    for call in calls:
+        caller = enclosing_function(call)
+        if caller is None or caller == fn:
+            continue
+        args_node = call.child_by_field_name("arguments")
+        args = [text(a) for a in (args_node.named_children if args_node else [])]
+        if len(args) > len(params):
+            continue
+        sub = HostContext(fixed=ctx.fixed)
+        sub.texts.update(detection.constants)
+        _bind_callers(caller, detection, sub, argv, depth + 1)
+        _scan_function(caller, call.start_byte, sub, argv)
+        for (_ptype, pname), a in zip(params, args, strict=False):
+            if not pname:
+                continue
+            v = sub.eval_text(a)
+            if v is not None:
+                ctx.texts[pname] = repr(v)
+            base = re.sub(r"[&()\s]", "", a).split("+")[0].split("[")[0]
+            ext = sub.extents.get(base)
+            if ext is not None and not math.isnan(ext):
+                ctx.extents[pname] = ext
+            if base in sub.types and pname not in ctx.types:
+                ctx.types[pname] = sub.types[base]
+        ctx._cache.clear()
+        return
+
+
+# --------------------------------------------------------------------------------------------
+# entry point
+# --------------------------------------------------------------------------------------------
+
+
+def host_context(
+    kernel: Kernel,
+    detection: Detection,
+    block: Dim3 | None = None,
+    grid: Dim3 | None = None,
+    args: str | None = None,
+    values: Mapping[str, str | float] | None = None,
+) -> HostContext:
+    """Everything the host side says about ``kernel`` (see the module docstring)."""
+    argv = argv_of(args)
+    ctx = HostContext()
+    ctx.texts.update(detection.constants)
+    hints: dict[str, str | float] = dict(parse_hints(detection.source))
+    if values:
+        hints.update(values)
+    values = hints
+    ctx.texts["argc"] = str(len(argv) + 1) if args is not None else ctx.texts.get("argc", "")
+    if not ctx.texts["argc"]:
+        del ctx.texts["argc"]
+    if values:
+        for k, v in values.items():
+            if isinstance(v, int | float):
+                ctx.fixed[k] = float(v)
+            else:
+                val = evaluate(v, ctx.texts)
+                if val is not None:
+                    ctx.fixed[k] = float(val)
+            ctx.origin[k] = "hint"
+    src = detection.source.decode("utf-8", "replace")
+    if kernel.is_offload:
+        anchor = kernel.node if kernel.node is not None else kernel.body
+        fn = enclosing_function(anchor)
+        if fn is not None:
+            _host_scope(ctx, detection, fn, anchor.start_byte, argv)
+            _map_extents(kernel, detection, ctx)
+        ctx.block, ctx.grid = block, grid
+        return ctx
+    unit: Unit | None = None
+    sites = detection.launches_of(kernel)
+    if sites and kernel.body is not None:
+        unit = Unit(detection.file, detection, _root(kernel.body))
+    else:
+        pat = re.compile(re.escape(kernel.name.encode()) + rb"\s*(?:<[^;{}]*>)?\s*(?:<<<|\))")
+        for u in units_mentioning(detection.file, pat):
+            sites = u.detection.launches_of(kernel)
+            if sites:
+                unit = u
+                break
+    site = _pick_launch(sites, block, grid)
+    ctx.launch = site
+    if site is not None and unit is not None:
+        root = unit.root
+        call = root.descendant_for_byte_range(site.span.start_byte, site.span.end_byte)
+        fn = enclosing_function(call) if call is not None else None
+        if fn is not None and site.file == unit.detection.file:
+            _host_scope(ctx, unit.detection, fn, site.span.start_byte, argv)
+        src = unit.detection.source.decode("utf-8", "replace")
+        if block is None:
+            block = site.block_value or _dim(ctx, site.block, argv)
+        if grid is None:
+            grid = site.grid_value or _dim(ctx, site.grid, argv)
+        # launch arguments are evaluated in the host's scope first, then become the
+        # kernel's parameter values (a parameter may share a host variable's name)
+        bound: dict[str, float] = {}
+        extents: dict[str, float] = {}
+        for (_ptype, pname), a in zip(kernel.params, site.args, strict=False):
+            if not pname:
+                continue
+            pv = ctx.eval_text(substitute_host(a, argv, ctx.types))
+            if pv is not None and pname not in ctx.fixed:
+                bound[pname] = pv
+            base = re.sub(r"^\(.*?\)|[&()\s]", "", a).split("+")[0].split("[")[0].split(".")[-1]
+            if base in ctx.extents:
+                extents[pname] = ctx.extents[base]
+                ctx.aliases[pname] = base
+        for pname, pval in bound.items():
+            ctx.fixed[pname] = pval
+            ctx.origin.setdefault(pname, "launch")
+        ctx.extents.update(extents)
+        ctx._cache.clear()
+        m = re.search(
+            re.escape(kernel.name) + r"\s*<(.*?)>\s*(<<<|\()",
+            src[site.span.start_byte : site.span.end_byte],
+        )
+        if m and "<<" not in m.group(1):
+            ctx.template_args = tuple(split_args(m.group(1)))
+    else:
+        _allocations(src, ctx, argv)
+    ctx.block, ctx.grid = block, grid
+    return ctx
+
+
+_Scope = tuple[bytes, dict[str, str], dict[str, str], dict[str, float]]
+_SCOPES: OrderedDict[tuple[object, ...], _Scope] = OrderedDict()
+
+
+def _host_scope(
+    ctx: HostContext, detection: Detection, fn: Node, stop: int, argv: list[str]
+) -> None:
+    """Host values, types and allocations visible at byte ``stop`` of host function ``fn``
+    (its callers' arguments, its declarations, its allocations), cached: several kernels
+    are usually launched from the same function."""
+    key = (
+        detection.file,
+        id(detection.source),
+        fn.start_byte,
+        fn.end_byte,
+        stop,
+        tuple(argv),
+        tuple(sorted(ctx.fixed.items())),
+    )
+    hit = _SCOPES.get(key)
+    if hit is not None and hit[0] is detection.source:
+        ctx.texts.update(hit[1])
+        ctx.types.update(hit[2])
+        ctx.extents.update(hit[3])
+        ctx._cache.clear()
+        return
+    _bind_callers(fn, detection, ctx, argv, 0)
+    _scan_function(fn, stop, ctx, argv)
+    _allocations(text(fn), ctx, argv)
+    _SCOPES[key] = (detection.source, dict(ctx.texts), dict(ctx.types), dict(ctx.extents))
+    if len(_SCOPES) > 2048:
+        _SCOPES.popitem(last=False)
+
+
+def _dim(ctx: HostContext, expr: str, argv: list[str]) -> Dim3 | None:
+    return evaluate_dim3(substitute_host(expr, argv, ctx.types), _Env(ctx))
+
+
+def _pick_launch(
+    sites: tuple[LaunchSite, ...], block: Dim3 | None, grid: Dim3 | None
+) -> LaunchSite | None:
+    if not sites:
+        return None
+    for s in sites:
+        if block is not None and s.block_value == block and (grid is None or s.grid_value == grid):
+            return s
+    for s in sites:
+        if block is not None and s.block_value == block:
+            return s
+    return sites[0]
+
+
+def _map_extents(kernel: Kernel, detection: Detection, ctx: HostContext) -> None:
+    """OpenMP/OpenACC ``map(to: a[0:n])`` sections (of the region and enclosing data
+    regions) -> buffer extents."""
+    clauses = list(kernel.clauses)
+    for region in detection.data_regions:
+        clauses.extend(region.clauses)
+    for c in clauses:
+        if c.name not in ("map", "copy", "copyin", "copyout", "create", "present", "to", "from"):
+            continue
+        for item in c.items:
+            m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\[([^\]]*)\](.*)", item)
+            if not m:
+                continue
+            name = m.group(1)
+            lo, colon, length = m.group(2).partition(":")
+            if not colon:
+                continue
+            n = ctx.eval_text(length.strip()) if length.strip() else None
+            if n is None or n <= 0:
+                continue
+            # a[0:n][0:m]: more sections multiply
+            for extra in re.findall(r"\[[^\]:]*:([^\]]*)\]", m.group(3)):
+                k = ctx.eval_text(extra)
+                if k:
+                    n *= k
+            old = ctx.extents.get(name)
+            if old is None or math.isnan(old) or n > old:
+                ctx.extents[name] = n

@@ -1,0 +1,535 @@
+"""Static roofline estimator: from a kernel's source (and its launch, when known), the
+arithmetic intensity per precision on a GPU and whether it is compute- or bandwidth-bound.
+
+Pipeline (each step its own module):
+
+1. ``bindings``: what the host side says: parameter values at the launch site, program
+   arguments (``atoi(argv[1])``), hint comments (``// roofline: n=1<<20``), buffer sizes.
+2. ``counting``: per-thread (OpenMP: per parallel iteration) FLOPs by precision, integer
+   instructions and memory references, following device functions and macros, with loop trip
+   counts and branch probabilities.
+3. ``memory``: DRAM bytes of the whole launch from the references: reuse across threads,
+   footprint against the GPU's L2.
+4. here: totals = per-thread counts x threads, AI = ops / DRAM bytes per precision, compared
+   with the GPU's ridge points (``verdict.classify``).
+
+The few constants that are not instruction costs are in :class:`Calibration`; each is
+justified below and its fit on the dev set is shown by ``scripts/calibration.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+
+from tree_sitter import Node
+
+from roofline_lsp.compiler.compiled import CompiledCounts, substitute
+from roofline_lsp.detect.bindings import (
+    HostContext,
+    function_params,
+    host_context,
+    parse_assignments,
+)
+from roofline_lsp.detect.kernels import Detection, Kernel
+from roofline_lsp.detect.program import FunctionTable
+from roofline_lsp.estimate.counting import Counter, Loop, Settings, ThreadCounts, Var, loop_macro
+from roofline_lsp.estimate.memory import CacheModel, MemoryEstimate, estimate_traffic
+from roofline_lsp.model.config import Config
+from roofline_lsp.model.gpus import GpuProfile
+from roofline_lsp.model.verdict import Counts, Verdict, classify
+from roofline_lsp.syntax.datatypes import parse_type
+from roofline_lsp.syntax.declarations import declarations
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the user knows about a launch: dimensions and program arguments / hint values."""
+
+    block: tuple[int, int, int] | None = None
+    grid: tuple[int, int, int] | None = None
+    args: str | None = None  # program command line, e.g. "8192 10000"
+    values: tuple[tuple[str, float], ...] = ()  # named values, e.g. (("n", 1048576.0),)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The estimator's few fitted constants (``scripts/calibration.py`` shows their fit; each
+    was chosen on the even-hashed half of the dev programs and checked on the odd half).
+
+    * ``default_trips``: trips of a ``for`` loop whose bound cannot be evaluated. Unknown
+      bounds are problem sizes or per-element neighbour counts; 16 (fitted among 8-64, the
+      range such loops have in HeCBench-like codes; 1 would make every loop free).
+    * ``default_while``: trips of a ``while``/``do`` loop (convergence, search loops).
+    * ``nested_default``: an unknown loop inside another unknown loop gets
+      ``default / nested_default`` trips: a thread's work is bounded, 32^3 is not typical.
+    * ``resident_fraction`` / ``resident_write_fraction``: share of the reads / writes of a
+      working set that fits in L2 which reaches DRAM during the kernel (L2 is write-back:
+      written lines stay dirty in L2 after the kernel ends).
+    * ``capacity_miss``: share of a buffer's re-references that miss once it outgrows L2.
+    * ``launch_floor``: DRAM bytes every launch moves (code, parameters, runtime state); the
+      smallest launches of the dev set move 3-5 kB.
+    * ``omp_thread_ints``: integer instructions the OpenMP device runtime executes per GPU
+      thread (team/thread state initialisation, static loop-chunk computation).
+    * ``omp_iteration_ints``: integer instructions per iteration of a work-shared loop
+      (the runtime's 64-bit induction variable, chunk bounds and the loop test).
+    * ``default_block`` / ``default_grid``: launch assumed when nothing gives it.
+    """
+
+    default_trips: float = 16.0
+    default_while: float = 16.0
+    nested_default: float = 4.0
+    resident_fraction: float = 1.0
+    resident_write_fraction: float = 0.5
+    capacity_miss: float = 0.02
+    launch_floor: float = 4096.0
+    omp_thread_ints: float = 30.0
+    omp_iteration_ints: float = 15.0
+    default_block: tuple[int, int, int] = (256, 1, 1)
+    default_grid: tuple[int, int, int] = (4096, 1, 1)
+    threads_per_sm: int = 1536  # resident threads per SM (Ampere GA10x), for local memory
+
+
+CALIBRATION = Calibration()
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything behind a verdict (the counts per thread and the launch totals)."""
+
+    counts: ThreadCounts
+    memory: MemoryEstimate
+    threads: float
+    gpu_threads: float
+    totals: dict[str, float]  # fp64, fp32, fp16, int over the launch
+    ai: dict[str, float | None]
+    context: HostContext = field(repr=False)
+
+
+def analyze(
+    kernel: Kernel,
+    detection: Detection,
+    gpu: GpuProfile,
+    inputs: Inputs | None = None,
+    config: Config | None = None,
+    calibration: Calibration | None = None,
+    compiled: CompiledCounts | None = None,
+) -> Analysis:
+    """Count one kernel and estimate its launch's DRAM traffic on ``gpu``. ``compiled``: PTX
+    per-line counts (``compiled.py``) that replace the source FLOP/integer counts."""
+    cal = calibration or CALIBRATION
+    inputs = inputs or Inputs()
+    values: dict[str, str | float] = {}
+    if config is not None and config.args:
+        values.update(parse_assignments(config.args))
+    args = inputs.args
+    if args and "=" in args and re.search(r"[A-Za-z_]\w*\s*=", args):
+        values.update(parse_assignments(args))
+    values.update(dict(inputs.values))
+    ctx = host_context(kernel, detection, inputs.block, inputs.grid, args, values)
+    root = _root(kernel.node if kernel.node is not None else kernel.body)
+    decls = declarations(root, detection.macros)
+    aliases = dict(decls.aliases)
+    offload = kernel.is_offload
+    block = ctx.block or cal.default_block
+    grid = ctx.grid or cal.default_grid
+    if offload:
+        block, grid = _team_shape(kernel, ctx, block, grid)
+    if not offload:
+        _template_bindings(kernel, ctx, aliases)
+    else:
+        _enclosing_template(kernel, aliases)
+    settings = Settings(
+        default_trips=cal.default_trips,
+        default_while=cal.default_while,
+        nested_default=cal.nested_default,
+        omp_iteration_ints=cal.omp_iteration_ints,
+    )
+    dims = {
+        "tx": float(block[0]),
+        "ty": float(block[1]),
+        "tz": float(block[2]),
+        "bx": float(grid[0]),
+        "by": float(grid[1]),
+        "bz": float(grid[2]),
+    }
+    globals_: dict[str, Var] = {}
+    for g in decls.globals.values():
+        t = parse_type(g.type_text.replace("[]", "*"), aliases)
+        space = {"constant": "constant", "shared": "shared"}.get(g.space, "global")
+        if g.space == "texture":
+            continue
+        globals_[g.name] = Var(t, buffer=g.name, space=space, arrdims=g.type_text.count("[]"))
+        if g.elements:
+            ctx.extents.setdefault(g.name, g.elements)
+    # the file's functions, then separately compiled device code in sibling files (-rdc)
+    functions = FunctionTable(detection, exclude=kernel.name)
+    macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
+    counter = Counter(
+        functions=functions,
+        macros=macros,
+        lookup=ctx.get,
+        aliases=aliases,
+        structs=decls.structs,
+        globals_=globals_,
+        settings=settings,
+        dims=dims,
+        block=block,
+        grid=grid,
+        offload=offload,
+        constants=frozenset(detection.constants),
+    )
+    body = kernel.body
+    if offload:
+        for name, tyt in ctx.types.items():
+            t = parse_type(tyt, aliases)
+            if t.pointer:
+                globals_.setdefault(
+                    name, Var(t, buffer=name, space="global", arrdims=tyt.count("[]"))
+                )
+            else:
+                globals_[name] = Var(t, val=ctx.get(name), const=True)
+        if ctx.block and ctx.grid:
+            counter.parallel_default = float(math.prod(ctx.block) * math.prod(ctx.grid))
+        if body is not None and body.type == "expression_statement":
+            nxt = body.next_named_sibling
+            loop = loop_macro(body, nxt, macros) if nxt is not None else None
+            if loop is not None:
+                body = loop
+        region = _offload_region(kernel, body, counter)
+        if body is not None:
+            if region is not None:
+                counter.region(region, body)
+            else:
+                counter.run(body)
+        units = counter.max_parallel
+        gpu_threads = (
+            float(math.prod(block) * math.prod(grid))
+            if ctx.block and ctx.grid
+            else max(min(units, 65536.0 * 4), 1.0)
+        )
+        counts = counter.result(units, scale=units)
+        threads = units
+    else:
+        scope = counter.scopes[0]
+        for ptype, pname in function_params(kernel.node) if kernel.node is not None else []:
+            if not pname:
+                continue
+            t = parse_type(ptype, aliases)
+            if t.pointer:
+                scope[pname] = Var(t, buffer=pname, space="global", arrdims=ptype.count("[]"))
+            else:
+                scope[pname] = Var(t, val=ctx.get(pname), const=True)
+        if body is not None:
+            counter.run(body)
+        threads = float(math.prod(block) * math.prod(grid))
+        gpu_threads = threads
+        counter.line, counter.w = kernel.line, 1.0  # the prologue, booked on the kernel line
+        counter.add_int(settings.int_entry)
+        counts = counter.result(threads)
+    if compiled is not None and compiled.ptx is not None:
+        counts = substitute(counts, kernel, compiled.ptx, settings.unroll_default)
+    mem = estimate_traffic(
+        counts,
+        ctx.extents,
+        float(gpu.l2_bytes),
+        CacheModel(
+            resident_fraction=cal.resident_fraction,
+            resident_write_fraction=cal.resident_write_fraction,
+            capacity_miss=cal.capacity_miss,
+            launch_floor=cal.launch_floor,
+        ),
+        resident_threads=float(gpu.sm_count * cal.threads_per_sm),
+    )
+    totals = {p: counts.flops.get(p, 0.0) * threads for p in ("fp64", "fp32", "fp16")}
+    totals["int"] = counts.int_ops * threads
+    if offload:
+        totals["int"] += cal.omp_thread_ints * gpu_threads
+    dram = mem.dram_bytes
+    ai: dict[str, float | None] = {}
+    for p in ("fp64", "fp32", "fp16", "int"):
+        ops = totals[p]
+        ai[p] = ops / dram if dram > 0 else (math.inf if ops > 0 else 0.0)
+    return Analysis(counts, mem, threads, gpu_threads, totals, ai, ctx)
+
+
+def estimate(
+    kernel: Kernel,
+    detection: Detection,
+    gpu: GpuProfile,
+    inputs: Inputs | None = None,
+    config: Config | None = None,
+    compiled: CompiledCounts | None = None,
+) -> Verdict:
+    """``compiled``: compiler (PTX) counts for this kernel, or the reason there are none; the
+    explanation then says where the counts came from."""
+    ridge = gpu.ridges()
+    try:
+        a = analyze(kernel, detection, gpu, inputs, config, compiled=compiled)
+    except RecursionError:
+        return Verdict(
+            kernel=kernel.name,
+            gpu=gpu.name,
+            bound="unknown",
+            source="static",
+            confidence=0.0,
+            ai={p: None for p in ridge},
+            ridge=ridge,
+            deciding=None,
+            explanation="kernel too deeply nested to analyse",
+        )
+    ai = {p: (None if v is None else min(v, 1e9)) for p, v in a.ai.items()}
+    bound, deciding = classify(ai, ridge)
+    terms = _terms(a)
+    if compiled is not None:
+        terms = (*terms, compiled.note)
+    return Verdict(
+        kernel=kernel.name,
+        gpu=gpu.name,
+        bound=bound,
+        source="static",
+        confidence=_confidence(a, ai, ridge, deciding),
+        ai=ai,
+        ridge=ridge,
+        deciding=deciding,
+        explanation=_explain(a, ai, ridge, bound, deciding, terms),
+        terms=terms,
+        counts=Counts(
+            flops=dict(a.counts.flops),
+            int_ops=a.counts.int_ops,
+            bytes_loaded=a.memory.bytes_loaded / a.threads if a.threads else 0.0,
+            bytes_stored=a.memory.bytes_stored / a.threads if a.threads else 0.0,
+            per="iteration" if kernel.is_offload else "thread",
+            threads=a.threads,
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _root(node: Node) -> Node:
+    while node.parent is not None:
+        node = node.parent
+    return node
+
+
+def _template_bindings(kernel: Kernel, ctx: HostContext, aliases: dict[str, str]) -> None:
+    """``template <typename T, int BS>``: T from the launch's template arguments, else
+    ``float``; BS from them when numeric, else from a default argument."""
+    for i, tp in enumerate(kernel.template_params):
+        tp = tp.strip()
+        arg = ctx.template_args[i].strip() if i < len(ctx.template_args) else None
+        default = None
+        if "=" in tp:
+            tp, _, default = tp.partition("=")
+            tp, default = tp.strip(), default.strip()
+        parts = tp.split()
+        if not parts:
+            continue
+        name = parts[-1].lstrip("*&.")
+        if parts[0] in ("typename", "class"):
+            aliases[name] = arg or default or "float"
+        else:
+            src = arg or default
+            if src is not None and name not in ctx.fixed:
+                v = ctx.eval_text(src)
+                if v is not None:
+                    ctx.fixed[name] = v
+
+
+def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> None:
+    """An offload region inside ``template <typename T> void f(...)``: T is ``float``
+    unless a type is given as a default."""
+    node = kernel.node if kernel.node is not None else kernel.body
+    p = node.parent if node is not None else None
+    while p is not None and p.type != "function_definition":
+        p = p.parent
+    if p is None or p.parent is None or p.parent.type != "template_declaration":
+        return
+    params = p.parent.child_by_field_name("parameters")
+    for tp in params.named_children if params is not None else []:
+        if tp.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
+            name_node = tp.child_by_field_name("name") or next(
+                (c for c in tp.named_children if c.type == "type_identifier"), None
+            )
+            default = tp.child_by_field_name("default_type")
+            if name_node is not None and name_node.text:
+                aliases.setdefault(
+                    name_node.text.decode(),
+                    default.text.decode() if default is not None and default.text else "float",
+                )
+
+
+def _team_shape(
+    kernel: Kernel,
+    ctx: HostContext,
+    block: tuple[int, int, int],
+    grid: tuple[int, int, int],
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Threads per team and teams of an offload region: the launch when known, else the
+    ``thread_limit``/``num_threads`` and ``num_teams`` clauses."""
+    if ctx.block and ctx.grid:
+        return block, grid
+    threads = teams = None
+    for c in kernel.clauses:
+        if c.name in ("thread_limit", "num_threads", "vector_length") and c.items:
+            threads = ctx.eval_text(c.items[0])
+        elif c.name in ("num_teams", "num_gangs") and c.items:
+            teams = ctx.eval_text(c.items[0])
+    b = (int(threads), 1, 1) if threads and threads > 0 else block
+    g = (int(teams), 1, 1) if teams and teams > 0 else grid
+    return b, g
+
+
+_WORKSHARE = frozenset({"for", "distribute", "loop"})
+
+
+def _offload_region(kernel: Kernel, body: Node | None, counter: Counter) -> str | None:
+    """How the region's statement runs: a work-shared loop (``for``/``distribute``/``loop``
+    with ``collapse(n)``, marked on the counter; returns None), once per team (``"teams"``)
+    or once per thread of a ``parallel`` region (``"parallel"``). A stacked combined
+    pragma just before the statement counts too."""
+    # detection appends nested constructs after "|" ("target teams | parallel"): the
+    # counter meets those pragmas itself
+    words = set(kernel.directive.split("|", 1)[0].split())
+    collapse = 1
+    for c in kernel.clause("collapse"):
+        m = re.search(r"\d+", c.text)
+        if m:
+            collapse = int(m.group(0))
+    workshare = bool(words & _WORKSHARE) or (
+        kernel.language == "acc" and bool(words & {"loop", "kernels"})
+    )
+    prev = kernel.body.prev_named_sibling if kernel.body is not None else None
+    while (
+        prev is not None
+        and prev.type == "preproc_call"
+        and prev.start_byte > kernel.span.start_byte
+    ):
+        arg = prev.child_by_field_name("argument")
+        t = arg.text.decode("utf-8", "replace") if arg is not None and arg.text else ""
+        words |= set(t.split())
+        if _WORKSHARE & set(t.split()):
+            workshare = True
+            m = re.search(r"collapse\s*\(\s*(\d+)\s*\)", t)
+            if m:
+                collapse = max(collapse, int(m.group(1)))
+        prev = prev.prev_named_sibling
+    if workshare and body is not None and body.type in ("for_statement", "while_statement"):
+        counter.pending_parallel = collapse
+        counter.pending_distribute = bool(words & {"distribute", "gang", "loop"})
+        if "teams" in words and not (words & {"distribute", "loop"}):
+            return "teams"
+        return None
+    if "teams" in words:
+        if "parallel" in words:
+            counter.pending_region = "parallel"
+        return "teams"
+    if "parallel" in words or kernel.language == "acc":
+        return "parallel"
+    return None
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= size:
+            return f"{b / size:.3g} {unit}"
+    return f"{b:.3g} B"
+
+
+def _fmt(x: float) -> str:
+    if x >= 1e6:
+        return f"{x:.3g}"
+    if x >= 100:
+        return f"{x:.0f}"
+    return f"{x:.3g}"
+
+
+def _terms(a: Analysis) -> tuple[str, ...]:
+    out = []
+    c = a.counts
+    per = "iteration" if c.per == "iteration" else "thread"
+    ops = [f"{_fmt(v)} {p.upper()} FLOP" for p, v in c.flops.items() if v >= 0.5]
+    ops.append(f"{_fmt(c.int_ops)} integer ops")
+    out.append(f"per {per}: " + ", ".join(ops))
+    loops = sorted((lp for lp in c.loops if not lp.parallel), key=lambda lp: -lp.weight * lp.trips)
+    for lp in loops[:2]:
+        out.append(_loop_term(c, lp))
+    m = a.memory
+    fit = "fits in" if m.resident else "exceeds"
+    out.append(
+        f"working set {_fmt_bytes(m.footprint)} {fit} L2 ({_fmt_bytes(m.l2_bytes)}); "
+        f"DRAM {_fmt_bytes(m.dram_bytes)} of {_fmt_bytes(m.references)} referenced"
+    )
+    return tuple(out)
+
+
+def _loop_term(c: ThreadCounts, lp: Loop) -> str:
+    """``inner loop over j (line 17, 32768 trips from argument): 19 FP32 FLOP, 4 int ops
+    and 16 B referenced per iteration``."""
+    what = f"loop over {lp.var}" if lp.var else "loop"
+    head = f"{what} (line {lp.line}, {_fmt(lp.trips)} trips, {lp.source})"
+    iters = lp.weight * lp.trips
+    end = lp.end_line or lp.line
+    if iters <= 0 or end <= lp.line:
+        return head
+    ops = [0.0, 0.0, 0.0, 0.0]
+    for ln, row in c.lines.items():
+        if lp.line <= ln <= end:
+            for i in range(4):
+                ops[i] += row[i]
+    refs = sum(
+        a.weight * a.elem
+        for a in c.accesses
+        if lp.line <= a.line <= end and a.space in ("global", "localmem")
+    )
+    parts = [
+        f"{_fmt(ops[i] / iters)} {name} FLOP"
+        for i, name in enumerate(("FP64", "FP32", "FP16"))
+        if ops[i] / iters >= 0.05
+    ]
+    parts.append(f"{_fmt(ops[3] / iters)} int ops")
+    return f"{head}: {', '.join(parts)} and {_fmt(refs / iters)} B referenced per iteration"
+
+
+def _explain(
+    a: Analysis,
+    ai: dict[str, float | None],
+    ridge: dict[str, float],
+    bound: str,
+    deciding: str | None,
+    terms: tuple[str, ...],
+) -> str:
+    if deciding is None:
+        head = f"{bound}-bound: no arithmetic found"
+    else:
+        v = ai.get(deciding) or 0.0
+        r = ridge[deciding]
+        factor = max(v, 1e-9) / r if v >= r else r / max(v, 1e-9)
+        side = "above" if v >= r else "below"
+        head = (
+            f"{bound}-bound: {deciding} AI {_fmt(v)} vs ridge {_fmt(r)} ({side} by {factor:.2g}x)"
+        )
+    return head + "; " + "; ".join(terms)
+
+
+def _confidence(
+    a: Analysis, ai: dict[str, float | None], ridge: dict[str, float], deciding: str | None
+) -> float:
+    if deciding is None:
+        return 0.6
+    v = ai.get(deciding) or 0.0
+    r = ridge[deciding]
+    dist = abs(math.log10(max(v, 1e-9) / r))
+    conf = 0.5 + 0.45 * math.tanh(dist / 0.6)
+    defaulted = sum(1 for lp in a.counts.loops if lp.source == "default")
+    conf -= 0.05 * min(defaulted, 3)
+    return round(max(0.05, min(conf, 0.95)), 3)
+
+
+def with_calibration(cal: Calibration, **changes: float) -> Calibration:
+    return replace(cal, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,183 @@
+"""Translation-unit declarations the counter needs: type aliases (``typedef``, ``using``,
+``#define REAL double``), struct layouts and global variables (``__constant__``,
+``__device__`` arrays, textures), read once per parsed tree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from roofline_lsp.detect.kernels import Macro
+from roofline_lsp.syntax.datatypes import parse_type
+from roofline_lsp.syntax.expr import text, value
+
+_TYPE_WORD = re.compile(
+    r"(?:(?:const|unsigned|signed|long|short|struct)\s+)*"
+    r"(float|double|half|__half|int|long|short|char|bool|size_t|int64_t|uint64_t|int32_t|"
+    r"uint32_t|uint8_t|int8_t|uint16_t|int16_t|unsigned|float[234]|double[234]|int[234]|"
+    r"uint[234]|__nv_bfloat16)(?:\s+(?:int|long))?\s*\**"
+)
+
+
+@dataclass
+class GlobalVar:
+    name: str
+    type_text: str
+    space: str  # "global" | "constant" | "shared" | "texture"
+    elements: float | None
+
+
+@dataclass
+class Declarations:
+    aliases: dict[str, str] = field(default_factory=dict)
+    structs: dict[str, dict[str, str]] = field(default_factory=dict)
+    struct_sizes: dict[str, int] = field(default_factory=dict)
+    globals: dict[str, GlobalVar] = field(default_factory=dict)
+
+
+_CACHE: OrderedDict[int, tuple[Node, Declarations]] = OrderedDict()
+
+
+def declarations(root: Node, macros: dict[str, Macro] | None = None) -> Declarations:
+    """Declarations of the tree whose root is ``root`` (cached per tree)."""
+    key = id(root)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] == root:
+        _CACHE.move_to_end(key)
+        return hit[1]
+    d = Declarations()
+    if macros:
+        for m in macros.values():
+            if m.params is None and m.body and _TYPE_WORD.fullmatch(m.body.strip()):
+                d.aliases[m.name] = m.body.strip()
+    _scan(root, d, 0)
+    _CACHE[key] = (root, d)
+    if len(_CACHE) > 64:
+        _CACHE.popitem(last=False)
+    return d
+
+
+def _scan(node: Node, d: Declarations, depth: int) -> None:
+    if depth > 6:
+        return
+    for c in node.named_children:
+        t = c.type
+        if t == "type_definition":
+            ty = c.child_by_field_name("type")
+            for decl in c.children_by_field_name("declarator"):
+                name = text(decl).lstrip("*& ")
+                if ty is not None and ty.type in ("struct_specifier", "class_specifier"):
+                    _struct(ty, d, name)
+                elif ty is not None and decl.type == "type_identifier":
+                    d.aliases[name] = text(ty)
+                elif ty is not None and decl.type == "pointer_declarator":
+                    d.aliases[_last_ident(decl)] = text(ty) + " *"
+        elif t == "alias_declaration":
+            name = text(c.child_by_field_name("name"))
+            ty = c.child_by_field_name("type")
+            if name and ty is not None:
+                d.aliases[name] = text(ty)
+        elif t in ("struct_specifier", "class_specifier"):
+            name = text(c.child_by_field_name("name"))
+            if name:
+                _struct(c, d, name)
+        elif t == "declaration":
+            ty = c.child_by_field_name("type")
+            if ty is not None and ty.type in ("struct_specifier", "class_specifier"):
+                name = text(ty.child_by_field_name("name"))
+                if name:
+                    _struct(ty, d, name)
+            _global(c, d)
+        elif t in (
+            "namespace_definition",
+            "linkage_specification",
+            "preproc_if",
+            "preproc_ifdef",
+            "preproc_else",
+            "declaration_list",
+            "template_declaration",
+        ):
+            body = c.child_by_field_name("body")
+            _scan(body if body is not None else c, d, depth + 1)
+
+
+def _last_ident(decl: Node) -> str:
+    found = ""
+    stack = [decl]
+    while stack:
+        n = stack.pop()
+        if n.type in ("type_identifier", "identifier"):
+            found = text(n)
+        stack.extend(n.named_children)
+    return found
+
+
+def _struct(node: Node, d: Declarations, name: str) -> None:
+    body = node.child_by_field_name("body")
+    if body is None:
+        return
+    fields: dict[str, str] = {}
+    size = 0
+    for f in body.named_children:
+        if f.type != "field_declaration":
+            continue
+        ty = text(f.child_by_field_name("type"))
+        for decl in f.children_by_field_name("declarator"):
+            count = 1.0
+            dn: Node | None = decl
+            stars = ""
+            while dn is not None and dn.type in ("array_declarator", "pointer_declarator"):
+                if dn.type == "array_declarator":
+                    v = value(dn.child_by_field_name("size"), lambda _n: None)
+                    count *= v if v else 1
+                else:
+                    stars += "*"
+                dn = dn.child_by_field_name("declarator")
+            fname = text(dn)
+            if not fname:
+                continue
+            fields[fname] = ty + " " + stars
+            dt = parse_type(ty + stars, d.aliases)
+            size += int((8 if dt.pointer else dt.size) * count)
+    if fields:
+        d.structs[name] = fields
+        d.struct_sizes[name] = max(size, 1)
+        d.aliases[name] = name  # a known struct: keep its name
+
+
+def _global(node: Node, d: Declarations) -> None:
+    ty = node.child_by_field_name("type")
+    tyt = text(ty)
+    head = text(node)[: (ty.start_byte - node.start_byte) if ty is not None else 0]
+    if "__constant__" in head:
+        space = "constant"
+    elif "__shared__" in head:
+        space = "shared"
+    elif tyt.startswith("texture") or "texture<" in tyt:
+        space = "texture"
+    else:
+        space = "global"
+    for decl in node.children_by_field_name("declarator"):
+        dn = decl.child_by_field_name("declarator") if decl.type == "init_declarator" else decl
+        elements: float | None = 1.0
+        stars = ""
+        while dn is not None and dn.type in ("array_declarator", "pointer_declarator"):
+            if dn.type == "array_declarator":
+                v = value(dn.child_by_field_name("size"), lambda _n: None)
+                elements = elements * v if elements is not None and v else None
+                stars += "[]"
+            else:
+                stars += "*"
+            dn = dn.child_by_field_name("declarator")
+        if dn is None or dn.type != "identifier":
+            continue
+        name = text(dn)
+        if space == "global" and "__device__" not in head and "__managed__" not in head:
+            if not stars:
+                continue  # host scalars and constants are handled as values
+            space = "host"
+        d.globals[name] = GlobalVar(name, tyt + " " + stars, space, elements)

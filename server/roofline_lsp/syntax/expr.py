@@ -1,0 +1,440 @@
+"""Numeric evaluation of C/C++ expressions on the tree-sitter AST, and loop trip counts.
+
+``value(node, lookup)`` folds an expression to a number when every name in it is known
+(``lookup(name) -> float | None``); ``trip_count`` reads a ``for`` header
+(``for (int i = a; i < b; i += s)``, ``s >>= 1``, ``s *= 2``...). Nothing is executed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from roofline_lsp.syntax.datatypes import parse_type
+
+Lookup = Callable[[str], "float | None"]
+
+_SUFFIX = "uUlLfF"
+_BUILTIN_FIELDS = ("blockDim", "gridDim")
+
+
+def text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", "replace")
+
+
+def literal(node: Node) -> float | None:
+    """The value of a ``number_literal`` (``1e-3f``, ``0x10``, ``1'000``, ``256u``)."""
+    raw = text(node).replace("'", "")
+    low = raw.lower()
+    try:
+        if low.startswith("0x"):
+            return float(int(low.rstrip("ul"), 16))
+        if low.startswith("0b"):
+            return float(int(low[2:].rstrip("ul"), 2))
+        body = raw.rstrip(_SUFFIX)
+        if len(body) > 1 and body.startswith("0") and body.isdigit():
+            return float(int(body, 8))
+        return float(body)
+    except ValueError:
+        return None
+
+
+def is_float_literal(node: Node) -> str | None:
+    """``"f32"``/``"f64"`` for a floating literal, None for an integer one."""
+    raw = text(node).lower()
+    if raw.startswith("0x"):
+        return None
+    if "." in raw or "e" in raw:
+        return "f32" if raw.endswith("f") else "f64"
+    if raw.endswith("f"):
+        return "f32"
+    return None
+
+
+_BINOPS: dict[str, Callable[[float, float], float]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "<": lambda a, b: float(a < b),
+    ">": lambda a, b: float(a > b),
+    "<=": lambda a, b: float(a <= b),
+    ">=": lambda a, b: float(a >= b),
+    "==": lambda a, b: float(a == b),
+    "!=": lambda a, b: float(a != b),
+    "&&": lambda a, b: float(bool(a) and bool(b)),
+    "||": lambda a, b: float(bool(a) or bool(b)),
+}
+_FUNCS: dict[str, Callable[..., float]] = {
+    "min": min,
+    "max": max,
+    "fmin": min,
+    "fmax": max,
+    "fminf": min,
+    "fmaxf": max,
+    "sqrt": math.sqrt,
+    "sqrtf": math.sqrt,
+    "ceil": math.ceil,
+    "floor": math.floor,
+    "log2": math.log2,
+    "abs": abs,
+    "fabs": abs,
+    "pow": pow,
+    "powf": pow,
+}
+
+
+def value(node: Node | None, lookup: Lookup, depth: int = 0) -> float | None:
+    """The number an expression folds to, or None."""
+    if node is None or depth > 40:
+        return None
+    t = node.type
+    try:
+        if t == "number_literal":
+            return literal(node)
+        if t == "identifier":
+            return lookup(text(node))
+        if t == "parenthesized_expression":
+            inner = node.named_children
+            return value(inner[-1], lookup, depth + 1) if inner else None
+        if t == "binary_expression":
+            op = node.child_by_field_name("operator")
+            a = value(node.child_by_field_name("left"), lookup, depth + 1)
+            if a is None:
+                return None
+            b = value(node.child_by_field_name("right"), lookup, depth + 1)
+            if b is None:
+                return None
+            o = op.type if op is not None else ""
+            return _binop(o, a, b, node)
+        if t == "unary_expression":
+            op = node.child_by_field_name("operator")
+            a = value(node.child_by_field_name("argument"), lookup, depth + 1)
+            if a is None or op is None:
+                return None
+            if op.type == "-":
+                return -a
+            if op.type == "+":
+                return a
+            if op.type == "!":
+                return float(not a)
+            if op.type == "~":
+                return float(~int(a))
+            return None
+        if t == "conditional_expression":
+            c = value(node.child_by_field_name("condition"), lookup, depth + 1)
+            if c is None:
+                return None
+            branch = node.child_by_field_name("consequence" if c else "alternative")
+            return value(branch, lookup, depth + 1)
+        if t == "cast_expression":
+            v = value(node.child_by_field_name("value"), lookup, depth + 1)
+            ty = parse_type(text(node.child_by_field_name("type")))
+            if v is not None and ty.kind == "int":
+                return float(math.trunc(v))
+            return v
+        if t == "sizeof_expression":
+            tn = node.child_by_field_name("type")
+            if tn is not None:
+                return float(parse_type(text(tn)).size if "*" not in text(tn) else 8)
+            return None
+        if t == "field_expression":
+            arg = text(node.child_by_field_name("argument"))
+            field = text(node.child_by_field_name("field"))
+            return lookup(f"{arg}.{field}")
+        if t == "qualified_identifier":
+            return lookup(text(node).rsplit("::", 1)[-1])
+        if t == "call_expression":
+            fn = text(node.child_by_field_name("function"))
+            fn = fn.rsplit("::", 1)[-1]
+            args_node = node.child_by_field_name("arguments")
+            args = [
+                value(a, lookup, depth + 1) for a in (args_node.named_children if args_node else [])
+            ]
+            if any(a is None for a in args):
+                return None
+            vals = [a for a in args if a is not None]
+            if fn in ("int", "unsigned", "size_t", "long") and len(vals) == 1:
+                return float(math.trunc(vals[0]))
+            if fn in ("float", "double") and len(vals) == 1:
+                return vals[0]
+            f = _FUNCS.get(fn)
+            if f is None or not vals:
+                return None
+            return float(f(*vals))
+        if t in ("true", "false"):
+            return float(t == "true")
+    except (ValueError, OverflowError, ZeroDivisionError, TypeError):
+        return None
+    return None
+
+
+def _binop(op: str, a: float, b: float, node: Node) -> float | None:
+    f = _BINOPS.get(op)
+    if f is not None:
+        return f(a, b)
+    if op == "/":
+        if b == 0:
+            return None
+        if a == int(a) and b == int(b) and not _has_float(node):
+            return float(math.trunc(a / b))
+        return a / b
+    if op == "%":
+        if b == 0:
+            return None
+        return float(math.fmod(int(a), int(b)))
+    if op in ("<<", ">>"):
+        if not 0 <= b < 63:
+            return None
+        return float(int(a) << int(b)) if op == "<<" else float(int(a) >> int(b))
+    if op == "&":
+        return float(int(a) & int(b))
+    if op == "|":
+        return float(int(a) | int(b))
+    if op == "^":
+        return float(int(a) ^ int(b))
+    return None
+
+
+def _has_float(node: Node) -> bool:
+    return any(c.type == "number_literal" and is_float_literal(c) for c in node.named_children)
+
+
+@dataclass(frozen=True)
+class LoopHeader:
+    """What a ``for`` header says: the loop variable, its start, bound and step."""
+
+    var: str | None
+    start: Node | None
+    bound: Node | None
+    bound_op: str  # "<", "<=", ">", ">=", "!="
+    step: Node | None  # None: +/-1
+    step_op: str  # "+", "-", "*", "/", "<<", ">>"
+
+
+def while_header(node: Node) -> LoopHeader | None:
+    """``while (i < n) { ...; i += s; }``: a counted ``while``/``do`` loop (the variable
+    updated by a top-level statement of the body); the start is the variable's value."""
+    cond = node.child_by_field_name("condition")
+    body = node.child_by_field_name("body")
+    if cond is None or body is None:
+        return None
+    c = cond.child_by_field_name("value") if cond.type == "condition_clause" else cond
+    while c is not None and c.type == "parenthesized_expression" and c.named_children:
+        c = c.named_children[0]
+    if c is None or c.type != "binary_expression":
+        return None
+    op = c.child_by_field_name("operator")
+    o = op.type if op is not None else ""
+    if o not in ("<", "<=", ">", ">=", "!="):
+        return None
+    left = c.child_by_field_name("left")
+    right = c.child_by_field_name("right")
+    if left is None or right is None:
+        return None
+    if left.type == "identifier":
+        var, bound, bound_op = text(left), right, o
+    elif right.type == "identifier":
+        var, bound = text(right), left
+        bound_op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[o]
+    else:
+        return None
+    stmts = body.named_children if body.type == "compound_statement" else [body]
+    for st in stmts:
+        if st.type != "expression_statement" or not st.named_children:
+            continue
+        e = st.named_children[0]
+        h = _update(e, var)
+        if h is not None:
+            step, step_op = h
+            return LoopHeader(var, None, bound, bound_op, step, step_op)
+    return None
+
+
+def _update(u: Node, var: str) -> tuple[Node | None, str] | None:
+    if u.type == "update_expression":
+        if text(u.child_by_field_name("argument")) != var:
+            return None
+        op = u.child_by_field_name("operator")
+        return None, "-" if op is not None and op.type == "--" else "+"
+    if u.type != "assignment_expression" or text(u.child_by_field_name("left")) != var:
+        return None
+    op = u.child_by_field_name("operator")
+    o = op.type if op is not None else "="
+    right = u.child_by_field_name("right")
+    if o == "=":
+        if right is None or right.type != "binary_expression":
+            return None
+        if text(right.child_by_field_name("left")) != var:
+            return None
+        rop = right.child_by_field_name("operator")
+        o2 = rop.type if rop is not None else ""
+        if o2 not in ("+", "-", "*", "/", "<<", ">>"):
+            return None
+        return right.child_by_field_name("right"), o2
+    if o[:-1] in ("+", "-", "*", "/", "<<", ">>"):
+        return right, o[:-1]
+    return None
+
+
+def loop_header(node: Node) -> LoopHeader | None:
+    """Read ``for (init; cond; update)``; None when it is not a counted loop."""
+    init = node.child_by_field_name("initializer")
+    cond = node.child_by_field_name("condition")
+    update = node.child_by_field_name("update")
+    var: str | None = None
+    start: Node | None = None
+    if init is not None:
+        if init.type == "declaration":
+            for d in init.children_by_field_name("declarator"):
+                if d.type == "init_declarator":
+                    var = text(d.child_by_field_name("declarator"))
+                    start = d.child_by_field_name("value")
+                    break
+        elif init.type == "assignment_expression":
+            var = text(init.child_by_field_name("left"))
+            start = init.child_by_field_name("right")
+        elif init.type == "comma_expression":
+            left = init.child_by_field_name("left")
+            if left is not None and left.type == "assignment_expression":
+                var = text(left.child_by_field_name("left"))
+                start = left.child_by_field_name("right")
+    if update is None:
+        return None
+    step: Node | None = None
+    step_op = "+"
+    u = update
+    if u.type == "comma_expression":
+        u = u.child_by_field_name("left") or u
+    if u.type == "update_expression":
+        uvar = text(u.child_by_field_name("argument"))
+        op = u.child_by_field_name("operator")
+        step_op = "-" if op is not None and op.type == "--" else "+"
+    elif u.type == "assignment_expression":
+        uvar = text(u.child_by_field_name("left"))
+        op = u.child_by_field_name("operator")
+        o = op.type if op is not None else "="
+        right = u.child_by_field_name("right")
+        if o == "=":
+            # i = i + s, i = i * 2, i = i >> 1, i = i / 2
+            if right is None or right.type != "binary_expression":
+                return None
+            rl = right.child_by_field_name("left")
+            rop = right.child_by_field_name("operator")
+            if text(rl) != uvar or rop is None:
+                return None
+            step_op = rop.type
+            step = right.child_by_field_name("right")
+        else:
+            step_op = o[:-1]
+            step = right
+        if step_op not in ("+", "-", "*", "/", "<<", ">>"):
+            return None
+    else:
+        return None
+    if var is None:
+        var = uvar
+    elif var != uvar:
+        return None
+    bound: Node | None = None
+    bound_op = "<"
+    c = cond
+    while c is not None and c.type == "binary_expression":
+        op = c.child_by_field_name("operator")
+        o = op.type if op is not None else ""
+        if o == "&&":
+            left = c.child_by_field_name("left")
+            c = left if var in text(left) else c.child_by_field_name("right")
+            continue
+        left = c.child_by_field_name("left")
+        right = c.child_by_field_name("right")
+        if o in ("<", "<=", ">", ">=", "!="):
+            if text(left) == var:
+                bound, bound_op = right, o
+            elif text(right) == var:
+                bound = left
+                bound_op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[o]
+        break
+    if c is not None and c.type == "identifier" and text(c) == var:
+        bound_op = "!="  # for (i = n; i; i >>= 1)
+        bound = None
+        if step_op in (">>", "/"):
+            return LoopHeader(var, start, None, ">", step, step_op)
+    return LoopHeader(var, start, bound, bound_op, step, step_op)
+
+
+def trips(
+    start: float, bound: float, bound_op: str, step: float, step_op: str, exact: bool = True
+) -> float | None:
+    """The trip count of a counted loop from numeric start, bound and step. With
+    ``exact=False`` the start is a mean over threads and the count is the mean count."""
+    if step_op in ("+", "-"):
+        s = step if step_op == "+" else -step
+        if s == 0:
+            return None
+        span = bound - start
+        if bound_op in ("<=", ">="):
+            span += 1 if s > 0 else -1
+        n = span / s
+        if exact:
+            n = math.ceil(n - 1e-9)
+        return max(0.0, n)
+    if step_op in ("*", "<<", "/", ">>"):
+        factor = step if step_op in ("*", "/") else 2.0**step
+        if factor <= 1:
+            return None
+        lf = math.log(factor)
+        if step_op in ("*", "<<"):
+            if start <= 0:
+                return None
+            if bound <= start:
+                return 0.0 if bound_op in ("<", "!=") or bound < start else 1.0
+            r = math.log(bound / start) / lf
+            return float(math.floor(r + 1e-9) + 1) if bound_op == "<=" else math.ceil(r - 1e-9)
+        if start <= 0:
+            return 0.0
+        if bound <= 0 or bound_op == "!=":
+            return float(math.floor(math.log(start) / lf + 1e-9) + 1) if start >= 1 else 0.0
+        if start < bound:
+            return 0.0
+        r = math.log(start / bound) / lf
+        return float(math.floor(r + 1e-9) + 1) if bound_op == ">=" else math.ceil(r - 1e-9)
+    return None
+
+
+def declared_name(decl: Node | None) -> str:
+    """The name a declarator declares (``*p``, ``a[4]``, ``A::x`` -> ``p``, ``a``, ``x``)."""
+    while decl is not None:
+        if decl.type in ("identifier", "field_identifier"):
+            return text(decl)
+        if decl.type == "qualified_identifier":
+            return text(decl).rsplit("::", 1)[-1]
+        nxt = decl.child_by_field_name("declarator")
+        if nxt is None:
+            for c in decl.named_children:
+                if c.type == "identifier":
+                    return text(c)
+            return ""
+        decl = nxt
+    return ""
+
+
+def declarator_stars(decl: Node | None) -> str:
+    """Pointer and array levels of a declarator as ``*``/``[]`` text."""
+    out = ""
+    while decl is not None:
+        if decl.type == "pointer_declarator":
+            out += "*"
+        elif decl.type == "array_declarator":
+            out += "[]"
+        elif decl.type in ("identifier", "field_identifier"):
+            break
+        nxt = decl.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in decl.named_children if "declarator" in c.type), None)
+        decl = nxt
+    return out
