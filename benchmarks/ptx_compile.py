@@ -26,7 +26,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 
-from roofline_lsp.compiler import ptx  # noqa: E402
+from roofline_lsp.compiler.compile_jobs import (  # noqa: E402
+    CACHE_NAMESPACE,
+    PtxFailure,
+    PtxResult,
+    compile_omp_ptx_async,
+    compile_ptx_async,
+)
+from roofline_lsp.compiler.compile_units import translation_unit_for  # noqa: E402
+from roofline_lsp.compiler.demangle import omp_region  # noqa: E402
+from roofline_lsp.compiler.ptx_kernels import find_kernels  # noqa: E402
+from roofline_lsp.compiler.ptx_parser import parse_ptx  # noqa: E402
+from roofline_lsp.compiler.toolchain import find_nvcc, find_offload_clang, nvcc_version  # noqa: E402
 from roofline_lsp.store.cache import ResultCache  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +62,7 @@ def _targets(
         if r["language"] not in langs:
             continue
         path = str(sources / r["file"])
-        tu = ptx.translation_unit_for(path) or path
+        tu = translation_unit_for(path) or path
         if tu not in expected:
             tus.append(tu)
             kinds[tu] = r["language"]
@@ -68,15 +79,15 @@ async def _run(
     arch: str,
     cache: ResultCache,
     jobs: int,
-) -> tuple[list[tuple[str, ptx.PtxResult | ptx.PtxFailure, float]], float]:
+) -> tuple[list[tuple[str, PtxResult | PtxFailure, float]], float]:
     sem = asyncio.Semaphore(jobs)
 
-    async def one(tu: str) -> tuple[str, ptx.PtxResult | ptx.PtxFailure, float]:
+    async def one(tu: str) -> tuple[str, PtxResult | PtxFailure, float]:
         t0 = time.perf_counter()
         if kinds.get(tu) != "omp" or clang is None:
-            res = await ptx.compile_ptx_async(tu, None, nvcc, arch, cache=cache, semaphore=sem)
+            res = await compile_ptx_async(tu, None, nvcc, arch, cache=cache, semaphore=sem)
         else:
-            res = await ptx.compile_omp_ptx_async(
+            res = await compile_omp_ptx_async(
                 tu, None, clang, arch, nvcc=nvcc, cache=cache, semaphore=sem
             )
         return tu, res, time.perf_counter() - t0
@@ -86,17 +97,17 @@ async def _run(
     return list(out), time.perf_counter() - t0
 
 
-def _found(res: ptx.PtxResult, names: list[str]) -> tuple[int, int]:
-    module = ptx.parse_ptx(res.ptx)
+def _found(res: PtxResult, names: list[str]) -> tuple[int, int]:
+    module = parse_ptx(res.ptx)
     hit = 0
     for name in names:
         if name.startswith("@"):
             line = int(name[1:])
             hit += any(
-                (r := ptx.omp_region(k.name)) is not None and r[1] == line for k in module.kernels
+                (r := omp_region(k.name)) is not None and r[1] == line for k in module.kernels
             )
         else:
-            hit += bool(ptx.find_kernels(module, name))
+            hit += bool(find_kernels(module, name))
     return hit, len(names)
 
 
@@ -116,12 +127,12 @@ def main() -> int:
     ap.add_argument("--failures", type=int, default=8, help="failure reasons to show")
     args = ap.parse_args()
 
-    nvcc = ptx.find_nvcc()
+    nvcc = find_nvcc()
     if nvcc is None:
         print("nvcc not found: nothing to measure")
         return 1
     want_omp = args.lang != "cuda"
-    clang = ptx.find_offload_clang() if want_omp else None
+    clang = find_offload_clang() if want_omp else None
     if want_omp and clang is None:
         print("no clang with the OpenMP NVPTX runtime: OpenMP files skipped")
     if not args.folder and not Path(args.dataset).is_file():
@@ -132,16 +143,16 @@ def main() -> int:
         tus = [t for t in tus if kinds.get(t) != "omp"]
     if args.limit:
         tus = tus[: args.limit]
-    print(f"nvcc {ptx.nvcc_version(nvcc)} ({nvcc}), arch {args.arch}, pool {args.jobs}")
+    print(f"nvcc {nvcc_version(nvcc)} ({nvcc}), arch {args.arch}, pool {args.jobs}")
     if clang:
         print(f"clang for OpenMP: {clang}")
     print(f"translation units: {len(tus)}")
 
     with tempfile.TemporaryDirectory(prefix="ptx-bench-cache-") as cache_dir:
-        cache = ResultCache(cache_dir, namespace=ptx.CACHE_NAMESPACE, size_limit_mb=2048)
+        cache = ResultCache(cache_dir, namespace=CACHE_NAMESPACE, size_limit_mb=2048)
         for label in ("cold", "warm"):
             results, wall = asyncio.run(_run(tus, kinds, nvcc, clang, args.arch, cache, args.jobs))
-            ok = [r for r in results if isinstance(r[1], ptx.PtxResult)]
+            ok = [r for r in results if isinstance(r[1], PtxResult)]
             times = [r[1].seconds for r in ok if not r[1].cached] or [r[2] for r in results]
             print(
                 f"{label}: {len(ok)}/{len(results)} compiled "
@@ -153,7 +164,7 @@ def main() -> int:
                 reasons = Counter(
                     r[1].reason.split(": ", 1)[-1][:110]
                     for r in results
-                    if isinstance(r[1], ptx.PtxFailure)
+                    if isinstance(r[1], PtxFailure)
                 )
                 for reason, count in reasons.most_common(args.failures):
                     print(f"  failure x{count}: {reason}")
@@ -162,7 +173,7 @@ def main() -> int:
                     hit = total = 0
                     for tu, res, _ in results:
                         names = expected.get(tu, [])
-                        if isinstance(res, ptx.PtxResult):
+                        if isinstance(res, PtxResult):
                             h, t = _found(res, names)
                             hit, total = hit + h, total + t
                         else:

@@ -38,7 +38,7 @@ from lsp_session import (  # noqa: E402
 )
 from lsprotocol import types as lsp  # noqa: E402
 
-from roofline_lsp.compiler import ptx  # noqa: E402
+from roofline_lsp.compiler.toolchain import find_nvcc  # noqa: E402
 
 
 def generated(groups: int) -> str:
@@ -86,7 +86,7 @@ async def measure(client: RecordingClient, path: Path, text: str, kernel: str, e
 
 
 async def main(edits: int, extra: list[tuple[Path, str]]) -> int:
-    if ptx.find_nvcc() is None:
+    if find_nvcc() is None:
         print("no nvcc found: nothing to measure")
         return 1
     saxpy = (BENCH.parent / "examples" / "saxpy.cu").read_text()

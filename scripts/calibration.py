@@ -30,9 +30,10 @@ from dataclasses import replace
 from typing import Any
 
 from roofline_lsp.detect.kernels import detect
-from roofline_lsp.estimate.roofline import CALIBRATION, Analysis, Calibration, Inputs, analyze
+from roofline_lsp.estimate.kernel_estimate import KernelEstimate
+from roofline_lsp.estimate.roofline import CALIBRATION, Calibration, Inputs, analyze
 from roofline_lsp.model.gpus import load_registry
-from roofline_lsp.model.verdict import classify
+from roofline_lsp.model.verdict import classify_bound
 
 # constant -> (values tried, measured quantity it is fitted to)
 SWEEPS: dict[str, tuple[tuple[float, ...], str]] = {
@@ -82,7 +83,7 @@ def balanced_accuracy(pairs: list[tuple[str, str]]) -> float:
     return sum(recalls) / len(recalls) if recalls else float("nan")
 
 
-QUANTITY: dict[str, tuple[Callable[[Analysis], float], str, str | None]] = {
+QUANTITY: dict[str, tuple[Callable[[KernelEstimate], float], str, str | None]] = {
     "int": (lambda a: a.totals["int"], "int_ops", None),
     "int_omp": (lambda a: a.totals["int"], "int_ops", "omp"),
     "bytes": (lambda a: a.memory.dram_bytes, "traffic_bytes", None),
@@ -100,7 +101,7 @@ def evaluate(
         a = analyze(k, det, gpu, inputs, None, cal)
         ai = {p: (None if v is None else min(v, 1e9)) for p, v in a.ai.items()}
         pairs, errs = per_bucket[bucket(r)]
-        pairs.append((r["label"], classify(ai, ridge)[0]))
+        pairs.append((r["label"], classify_bound(ai, ridge)[0]))
         m = (r.get("measured") or {}).get(measured_key) or 0.0
         x = est(a)
         if m > 0 and x > 0 and (language is None or r["language"] == language):

@@ -20,6 +20,7 @@ client hung up while the reply was delayed).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import select
@@ -310,8 +311,6 @@ class ChatServer:
 
 async def await_requests(server: ChatServer, n: int, timeout: float = 5.0) -> bool:
     """``wait_for_requests`` for async tests: polls without blocking the event loop."""
-    import asyncio
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if len(server.requests) >= n:

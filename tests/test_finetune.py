@@ -1,10 +1,9 @@
-"""export-finetune, few-shot retrieval and the bundled examples (tests/fixtures/llm/dataset)."""
+"""export-finetune (tests/fixtures/llm/dataset)."""
 
 from __future__ import annotations
 
 import io
 import json
-import shutil
 from contextlib import redirect_stderr
 from pathlib import Path
 
@@ -12,13 +11,11 @@ import pytest
 
 from roofline_lsp.cli.main import main
 from roofline_lsp.detect.kernels import detect
-from roofline_lsp.llm.backend import PROMPT_VERSION, build_prompt, prompt_text, validate_answer
-from roofline_lsp.llm.finetune import (
-    DatasetError,
-    bundled_examples,
-    export_finetune,
-    load_example_index,
-)
+from roofline_lsp.evaluation.dataset import DatasetError
+from roofline_lsp.llm.answers import validate_answer
+from roofline_lsp.llm.finetune import export_finetune
+from roofline_lsp.llm.prompting import build_prompt
+from roofline_lsp.llm.templates import PROMPT_VERSION, prompt_text
 from roofline_lsp.model.gpus import load_registry
 
 DATASET = Path(__file__).parent / "fixtures" / "llm" / "dataset"
@@ -106,39 +103,3 @@ def test_cli_export_finetune(tmp_path):
     with redirect_stderr(err):
         rc = main(["export-finetune", "--dataset", str(tmp_path), "--out", str(out)])
     assert rc == 2 and err.getvalue().count("\n") == 1
-
-
-def test_nearest_examples_never_include_the_kernel_itself():
-    index = load_example_index(str(DATASET))
-    assert len(index.examples) == 5
-    path = DATASET / "sources" / "demo" / "main.cu"
-    det = detect(path.read_bytes(), str(path))
-    k = det.kernels[0]  # add_arrays
-    text = "\n".join(path.read_text().splitlines()[k.line - 1 : k.end_line])
-    got = index.nearest(text, 3, file=str(path), line=k.line)
-    assert [e.name for e in got][0] == "add_arrays_twice"
-    assert "add_arrays" not in [e.name for e in got] and len(got) == 3
-    # the same text elsewhere (another copy of the file) is still the kernel itself
-    got = index.nearest(text, 10, file="/elsewhere/copy.cu", line=1)
-    assert "add_arrays" not in [e.name for e in got] and len(got) == 4
-    assert index.nearest(text, 0) == []
-
-
-def test_index_identity_changes_with_the_dataset(tmp_path):
-    copy = tmp_path / "ds"
-    shutil.copytree(DATASET, copy)
-    first = load_example_index(str(copy)).identity
-    with open(copy / "kernels.jsonl", "a") as f:
-        f.write("\n")
-    assert load_example_index(str(copy)).identity != first
-
-
-def test_bundled_examples_are_labelled_kernels():
-    examples = bundled_examples()
-    assert len(examples) == 6
-    assert {e.label for e in examples} == {"compute", "bandwidth"}
-    assert {e.language for e in examples} == {"cuda", "omp"}
-    for e in examples:
-        assert e.reason and e.source
-        det = detect(e.source.encode(), "example.cu" if e.language == "cuda" else "example.cpp")
-        assert [k.language for k in det.kernels] == [e.language]

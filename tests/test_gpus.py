@@ -20,9 +20,9 @@ from roofline_lsp.model.gpus import (
     GpuProfileError,
     UnknownGpuError,
     format_table,
+    gpu_json,
     load_registry,
     normalize_name,
-    to_json,
 )
 from roofline_lsp.model.verdict import PRECISIONS
 
@@ -439,7 +439,7 @@ def test_format_table_has_one_aligned_row_per_gpu() -> None:
 
 def test_to_json_describes_a_profile() -> None:
     gpu = load_registry().get("h100")
-    data = to_json(gpu)
+    data = gpu_json(gpu)
     assert json.loads(json.dumps(data)) == data
     assert data["name"] == "H100-SXM5-80GB" and data["vendor"] == "NVIDIA"
     assert "h100" in data["aliases"]
@@ -449,4 +449,4 @@ def test_to_json_describes_a_profile() -> None:
     assert data["peaks"]["fp16_tensor"] == pytest.approx(989.5e12)
     assert data["bandwidth"] == pytest.approx(3.35e12)
     assert data["l2"] == 50 * MIB
-    assert to_json(load_registry().get("v100"))["peaks"]["bf16"] is None
+    assert gpu_json(load_registry().get("v100"))["peaks"]["bf16"] is None

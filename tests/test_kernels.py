@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from edits import SNIPPETS, edited
 
-from roofline_lsp.detect.kernels import detect, parse_pragma
+from roofline_lsp.detect.kernels import detect
 from roofline_lsp.syntax.parsing import parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "detect"
@@ -175,15 +175,6 @@ def test_bad_input_never_raises(data):
 def test_invalid_utf8_kernel_still_found():
     src = "__global__ void k(float *a) { a[0] = 1.0f; /* caf\xe9 */ }\n".encode("latin-1")
     assert [k.name for k in detect(src, "latin1.cu").kernels] == ["k"]
-
-
-def test_parse_pragma_clauses():
-    p = parse_pragma("omp target teams distribute parallel for map(always, to: x[0:n]) nowait")
-    assert p.words == ("target", "teams", "distribute", "parallel", "for")
-    assert [(c.name, c.modifier, c.items) for c in p.clauses] == [
-        ("map", "always, to", ("x[0:n]",)),
-        ("nowait", "", ()),
-    ]
 
 
 def test_circular_includes_terminate():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from roofline_lsp.estimate.counting import Access, ThreadCounts
 from roofline_lsp.estimate.memory import CacheModel, estimate_traffic
+from roofline_lsp.estimate.thread_counts import Access, ThreadCounts
 
 L2 = 5 * 1024 * 1024
 MODEL = CacheModel(launch_floor=0.0)

@@ -26,8 +26,10 @@ from pathlib import Path
 import pytest
 
 from roofline_lsp.detect.kernels import detect
-from roofline_lsp.estimate.roofline import Analysis, Inputs, analyze, estimate
+from roofline_lsp.estimate.kernel_estimate import KernelEstimate
+from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
 from roofline_lsp.model.gpus import load_registry
+from roofline_lsp.present.explanations import explanation, term_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "estimator"
 L2 = 5 * 1024 * 1024
@@ -47,7 +49,7 @@ def _kernel(name: str, kernel: str | None = None):  # type: ignore[no-untyped-de
     return ks[0], det
 
 
-def _run(gpu, name: str, inputs: Inputs | None = None) -> Analysis:  # type: ignore[no-untyped-def]
+def _run(gpu, name: str, inputs: Inputs | None = None) -> KernelEstimate:  # type: ignore[no-untyped-def]
     k, det = _kernel(name)
     return analyze(k, det, gpu, inputs)
 
@@ -71,7 +73,7 @@ def test_saxpy(gpu) -> None:  # type: ignore[no-untyped-def]
     assert v.bound == "bandwidth"
     assert v.source == "static"
     assert v.counts is not None and v.counts.threads == 2**20
-    assert "working set" in v.explanation
+    assert "working set" in explanation(v)
 
 
 def test_saxpy_without_arguments_uses_defaults(gpu) -> None:  # type: ignore[no-untyped-def]
@@ -214,7 +216,7 @@ def test_working_set_fits_in_l2(gpu) -> None:  # type: ignore[no-untyped-def]
     assert a.counts.int_ops == pytest.approx(3 * 64 + 32 + 5)
     v = estimate(*_kernel("l2_resident.cu"), gpu)
     assert v.bound == "compute"
-    assert "fits in L2" in v.explanation
+    assert "fits in L2" in explanation(v)
 
 
 def test_openmp_target_loop(gpu) -> None:  # type: ignore[no-untyped-def]
@@ -270,7 +272,7 @@ def test_verdict_frozen_and_complete(gpu) -> None:  # type: ignore[no-untyped-de
     assert set(v.ai) == {"fp64", "fp32", "fp16", "int"}
     assert v.ridge == gpu.ridges()
     assert 0.0 < v.confidence <= 1.0
-    assert v.terms and v.terms[0].startswith("per thread")
+    assert v.terms and term_text(v.terms[0]).startswith("per thread")
     with pytest.raises(AttributeError):
         v.bound = "bandwidth"  # type: ignore[misc]
     assert v.margin is not None and v.margin > 1

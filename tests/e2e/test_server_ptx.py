@@ -20,10 +20,10 @@ from lsp_session import (
 )
 from lsprotocol import types as lsp
 
-from roofline_lsp.compiler import ptx
+from roofline_lsp.compiler.toolchain import find_nvcc
 
 PTX_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ptx"
-needs_nvcc = pytest.mark.skipif(ptx.find_nvcc() is None, reason="no nvcc on this machine")
+needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="no nvcc on this machine")
 
 
 async def hover_at(client: RecordingClient, uri: str, pos: lsp.Position) -> str:

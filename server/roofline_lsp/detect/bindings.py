@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from roofline_lsp.detect.kernels import Detection, Kernel, LaunchSite
 from roofline_lsp.detect.program import Unit, units_mentioning
+from roofline_lsp.detect.treewalk import enclosing_function
+from roofline_lsp.model.kernel import Detection, Kernel, LaunchSite
 from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3, split_args
 from roofline_lsp.syntax.datatypes import parse_type
 from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
@@ -95,7 +96,9 @@ class _Env(Mapping[str, "str | float | int"]):
             raise KeyError(key)
         return v
 
-    def get(self, key: str, default=None):  # type: ignore[no-untyped-def, override]
+    def get(  # type: ignore[override]
+        self, key: str, default: str | float | int | None = None
+    ) -> str | float | int | None:
         v = self.ctx.get(key)
         return default if v is None else v
 
@@ -185,13 +188,6 @@ def _numeric(v: str) -> bool:
 # --------------------------------------------------------------------------------------------
 # host functions
 # --------------------------------------------------------------------------------------------
-
-
-def enclosing_function(node: Node | None) -> Node | None:
-    p = node.parent if node is not None else None
-    while p is not None and p.type != "function_definition":
-        p = p.parent
-    return p
 
 
 def function_name(fn: Node) -> str:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from roofline_lsp.detect.kernels import Detection, Function, detect
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.model.kernel import Detection, Function
 from roofline_lsp.syntax.parsing import SOURCE_EXTENSIONS, parse
 
 MAX_SIBLINGS = 24

@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from roofline_lsp.estimate.counting import Access, ThreadCounts
+from roofline_lsp.estimate.thread_counts import Access, ThreadCounts
 
 SECTOR = 32  # bytes of a DRAM/L2 sector
 

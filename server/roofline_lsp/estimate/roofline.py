@@ -11,7 +11,7 @@ Pipeline (each step its own module):
 3. ``memory``: DRAM bytes of the whole launch from the references: reuse across threads,
    footprint against the GPU's L2.
 4. here: totals = per-thread counts x threads, AI = ops / DRAM bytes per precision, compared
-   with the GPU's ridge points (``verdict.classify``).
+   with the GPU's ridge points (``verdict.classify_bound``); ``explanation`` words the verdict.
 
 The few constants that are not instruction costs are in :class:`Calibration`; each is
 justified below and its fit on the dev set is shown by ``scripts/calibration.py``.
@@ -21,24 +21,31 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
-from roofline_lsp.compiler.compiled import CompiledCounts, substitute
+from roofline_lsp.compiler.kernel_ptx import CompiledCounts
 from roofline_lsp.detect.bindings import (
     HostContext,
     function_params,
     host_context,
     parse_assignments,
 )
-from roofline_lsp.detect.kernels import Detection, Kernel
 from roofline_lsp.detect.program import FunctionTable
-from roofline_lsp.estimate.counting import Counter, Loop, Settings, ThreadCounts, Var, loop_macro
-from roofline_lsp.estimate.memory import CacheModel, MemoryEstimate, estimate_traffic
+from roofline_lsp.estimate.counting import ThreadCounter
+from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
+from roofline_lsp.estimate.kernel_estimate import KernelEstimate
+from roofline_lsp.estimate.macro_expansion import loop_macro
+from roofline_lsp.estimate.memory import CacheModel, estimate_traffic
+from roofline_lsp.estimate.ptx_substitution import substitute
+from roofline_lsp.estimate.thread_counts import Settings
+from roofline_lsp.estimate.value_domain import Var
 from roofline_lsp.model.config import Config
 from roofline_lsp.model.gpus import GpuProfile
-from roofline_lsp.model.verdict import Counts, Verdict, classify
+from roofline_lsp.model.kernel import Detection, Kernel
+from roofline_lsp.model.terms import NoteTerm
+from roofline_lsp.model.verdict import Counts, Verdict, classify_bound
 from roofline_lsp.syntax.datatypes import parse_type
 from roofline_lsp.syntax.declarations import declarations
 
@@ -94,19 +101,6 @@ class Calibration:
 CALIBRATION = Calibration()
 
 
-@dataclass(frozen=True)
-class Analysis:
-    """Everything behind a verdict (the counts per thread and the launch totals)."""
-
-    counts: ThreadCounts
-    memory: MemoryEstimate
-    threads: float
-    gpu_threads: float
-    totals: dict[str, float]  # fp64, fp32, fp16, int over the launch
-    ai: dict[str, float | None]
-    context: HostContext = field(repr=False)
-
-
 def analyze(
     kernel: Kernel,
     detection: Detection,
@@ -115,7 +109,7 @@ def analyze(
     config: Config | None = None,
     calibration: Calibration | None = None,
     compiled: CompiledCounts | None = None,
-) -> Analysis:
+) -> KernelEstimate:
     """Count one kernel and estimate its launch's DRAM traffic on ``gpu``. ``compiled``: PTX
     per-line counts (``compiled.py``) that replace the source FLOP/integer counts."""
     cal = calibration or CALIBRATION
@@ -166,7 +160,7 @@ def analyze(
     # the file's functions, then separately compiled device code in sibling files (-rdc)
     functions = FunctionTable(detection, exclude=kernel.name)
     macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
-    counter = Counter(
+    counter = ThreadCounter(
         functions=functions,
         macros=macros,
         lookup=ctx.get,
@@ -191,7 +185,7 @@ def analyze(
             else:
                 globals_[name] = Var(t, val=ctx.get(name), const=True)
         if ctx.block and ctx.grid:
-            counter.parallel_default = float(math.prod(ctx.block) * math.prod(ctx.grid))
+            counter.par.parallel_default = float(math.prod(ctx.block) * math.prod(ctx.grid))
         if body is not None and body.type == "expression_statement":
             nxt = body.next_named_sibling
             loop = loop_macro(body, nxt, macros) if nxt is not None else None
@@ -203,7 +197,7 @@ def analyze(
                 counter.region(region, body)
             else:
                 counter.run(body)
-        units = counter.max_parallel
+        units = counter.par.max_parallel
         gpu_threads = (
             float(math.prod(block) * math.prod(grid))
             if ctx.block and ctx.grid
@@ -212,7 +206,7 @@ def analyze(
         counts = counter.result(units, scale=units)
         threads = units
     else:
-        scope = counter.scopes[0]
+        scope = counter.cursor.scopes[0]
         for ptype, pname in function_params(kernel.node) if kernel.node is not None else []:
             if not pname:
                 continue
@@ -225,7 +219,10 @@ def analyze(
             counter.run(body)
         threads = float(math.prod(block) * math.prod(grid))
         gpu_threads = threads
-        counter.line, counter.w = kernel.line, 1.0  # the prologue, booked on the kernel line
+        counter.cursor.line, counter.cursor.w = (
+            kernel.line,
+            1.0,
+        )  # the prologue, booked on the kernel line
         counter.add_int(settings.int_entry)
         counts = counter.result(threads)
     if compiled is not None and compiled.ptx is not None:
@@ -251,7 +248,7 @@ def analyze(
     for p in ("fp64", "fp32", "fp16", "int"):
         ops = totals[p]
         ai[p] = ops / dram if dram > 0 else (math.inf if ops > 0 else 0.0)
-    return Analysis(counts, mem, threads, gpu_threads, totals, ai, ctx)
+    return KernelEstimate(counts, mem, threads, gpu_threads, totals, ai, ctx)
 
 
 def estimate(
@@ -277,23 +274,22 @@ def estimate(
             ai={p: None for p in ridge},
             ridge=ridge,
             deciding=None,
-            explanation="kernel too deeply nested to analyse",
+            rationale="kernel too deeply nested to analyse",
         )
     ai = {p: (None if v is None else min(v, 1e9)) for p, v in a.ai.items()}
-    bound, deciding = classify(ai, ridge)
-    terms = _terms(a)
+    bound, deciding = classify_bound(ai, ridge)
+    terms = verdict_terms(a)
     if compiled is not None:
-        terms = (*terms, compiled.note)
+        terms = (*terms, NoteTerm(compiled.note))
     return Verdict(
         kernel=kernel.name,
         gpu=gpu.name,
         bound=bound,
         source="static",
-        confidence=_confidence(a, ai, ridge, deciding),
+        confidence=static_confidence(a, ai, ridge, deciding),
         ai=ai,
         ridge=ridge,
         deciding=deciding,
-        explanation=_explain(a, ai, ridge, bound, deciding, terms),
         terms=terms,
         counts=Counts(
             flops=dict(a.counts.flops),
@@ -388,7 +384,7 @@ def _team_shape(
 _WORKSHARE = frozenset({"for", "distribute", "loop"})
 
 
-def _offload_region(kernel: Kernel, body: Node | None, counter: Counter) -> str | None:
+def _offload_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -> str | None:
     """How the region's statement runs: a work-shared loop (``for``/``distribute``/``loop``
     with ``collapse(n)``, marked on the counter; returns None), once per team (``"teams"``)
     or once per thread of a ``parallel`` region (``"parallel"``). A stacked combined
@@ -420,115 +416,18 @@ def _offload_region(kernel: Kernel, body: Node | None, counter: Counter) -> str 
                 collapse = max(collapse, int(m.group(1)))
         prev = prev.prev_named_sibling
     if workshare and body is not None and body.type in ("for_statement", "while_statement"):
-        counter.pending_parallel = collapse
-        counter.pending_distribute = bool(words & {"distribute", "gang", "loop"})
+        counter.par.pending_parallel = collapse
+        counter.par.pending_distribute = bool(words & {"distribute", "gang", "loop"})
         if "teams" in words and not (words & {"distribute", "loop"}):
             return "teams"
         return None
     if "teams" in words:
         if "parallel" in words:
-            counter.pending_region = "parallel"
+            counter.par.pending_region = "parallel"
         return "teams"
     if "parallel" in words or kernel.language == "acc":
         return "parallel"
     return None
-
-
-def _fmt_bytes(b: float) -> str:
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if b >= size:
-            return f"{b / size:.3g} {unit}"
-    return f"{b:.3g} B"
-
-
-def _fmt(x: float) -> str:
-    if x >= 1e6:
-        return f"{x:.3g}"
-    if x >= 100:
-        return f"{x:.0f}"
-    return f"{x:.3g}"
-
-
-def _terms(a: Analysis) -> tuple[str, ...]:
-    out = []
-    c = a.counts
-    per = "iteration" if c.per == "iteration" else "thread"
-    ops = [f"{_fmt(v)} {p.upper()} FLOP" for p, v in c.flops.items() if v >= 0.5]
-    ops.append(f"{_fmt(c.int_ops)} integer ops")
-    out.append(f"per {per}: " + ", ".join(ops))
-    loops = sorted((lp for lp in c.loops if not lp.parallel), key=lambda lp: -lp.weight * lp.trips)
-    for lp in loops[:2]:
-        out.append(_loop_term(c, lp))
-    m = a.memory
-    fit = "fits in" if m.resident else "exceeds"
-    out.append(
-        f"working set {_fmt_bytes(m.footprint)} {fit} L2 ({_fmt_bytes(m.l2_bytes)}); "
-        f"DRAM {_fmt_bytes(m.dram_bytes)} of {_fmt_bytes(m.references)} referenced"
-    )
-    return tuple(out)
-
-
-def _loop_term(c: ThreadCounts, lp: Loop) -> str:
-    """``inner loop over j (line 17, 32768 trips from argument): 19 FP32 FLOP, 4 int ops
-    and 16 B referenced per iteration``."""
-    what = f"loop over {lp.var}" if lp.var else "loop"
-    head = f"{what} (line {lp.line}, {_fmt(lp.trips)} trips, {lp.source})"
-    iters = lp.weight * lp.trips
-    end = lp.end_line or lp.line
-    if iters <= 0 or end <= lp.line:
-        return head
-    ops = [0.0, 0.0, 0.0, 0.0]
-    for ln, row in c.lines.items():
-        if lp.line <= ln <= end:
-            for i in range(4):
-                ops[i] += row[i]
-    refs = sum(
-        a.weight * a.elem
-        for a in c.accesses
-        if lp.line <= a.line <= end and a.space in ("global", "localmem")
-    )
-    parts = [
-        f"{_fmt(ops[i] / iters)} {name} FLOP"
-        for i, name in enumerate(("FP64", "FP32", "FP16"))
-        if ops[i] / iters >= 0.05
-    ]
-    parts.append(f"{_fmt(ops[3] / iters)} int ops")
-    return f"{head}: {', '.join(parts)} and {_fmt(refs / iters)} B referenced per iteration"
-
-
-def _explain(
-    a: Analysis,
-    ai: dict[str, float | None],
-    ridge: dict[str, float],
-    bound: str,
-    deciding: str | None,
-    terms: tuple[str, ...],
-) -> str:
-    if deciding is None:
-        head = f"{bound}-bound: no arithmetic found"
-    else:
-        v = ai.get(deciding) or 0.0
-        r = ridge[deciding]
-        factor = max(v, 1e-9) / r if v >= r else r / max(v, 1e-9)
-        side = "above" if v >= r else "below"
-        head = (
-            f"{bound}-bound: {deciding} AI {_fmt(v)} vs ridge {_fmt(r)} ({side} by {factor:.2g}x)"
-        )
-    return head + "; " + "; ".join(terms)
-
-
-def _confidence(
-    a: Analysis, ai: dict[str, float | None], ridge: dict[str, float], deciding: str | None
-) -> float:
-    if deciding is None:
-        return 0.6
-    v = ai.get(deciding) or 0.0
-    r = ridge[deciding]
-    dist = abs(math.log10(max(v, 1e-9) / r))
-    conf = 0.5 + 0.45 * math.tanh(dist / 0.6)
-    defaulted = sum(1 for lp in a.counts.loops if lp.source == "default")
-    conf -= 0.05 * min(defaulted, 3)
-    return round(max(0.05, min(conf, 0.95)), 3)
 
 
 def with_calibration(cal: Calibration, **changes: float) -> Calibration:

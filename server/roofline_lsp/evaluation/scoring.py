@@ -7,64 +7,17 @@ Only a row's ``file``, ``line``, ``block``, ``grid`` and ``exe_args`` reach the 
 
 from __future__ import annotations
 
-import json
-import os
-import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline_lsp.detect.kernels import Detection, Kernel, detect
-from roofline_lsp.estimate.roofline import Inputs
-from roofline_lsp.model.verdict import Verdict
+from roofline_lsp.evaluation.dataset import Row
+from roofline_lsp.present.explanations import explanation
 
 LABELS = ("compute", "bandwidth")
 MEASURED_AI = {"sp": "sp_ai", "dp": "dp_ai", "int": "int_ai"}
 ESTIMATED_AI = {"sp": "fp32", "dp": "fp64", "int": "int"}
-
-
-class DatasetError(ValueError):
-    pass
-
-
-@dataclass
-class Row:
-    data: dict[str, Any]
-    kernel: Kernel | None = None
-    detection: Detection | None = None
-    verdict: Verdict | None = None
-    error: str | None = None
-
-    @property
-    def id(self) -> str:
-        return str(self.data.get("id"))
-
-    @property
-    def label(self) -> str | None:
-        return self.data.get("label")
-
-    @property
-    def language(self) -> str:
-        return str(self.data.get("language", "cuda"))
-
-    @property
-    def predicted(self) -> str | None:
-        if self.kernel is None or self.verdict is None:
-            return None
-        return self.verdict.bound
-
-    def inputs(self) -> Inputs:
-        def dim(v: Any) -> tuple[int, int, int] | None:
-            if isinstance(v, list) and len(v) == 3 and all(isinstance(x, int) for x in v):
-                return (v[0], v[1], v[2])
-            return None
-
-        return Inputs(
-            block=dim(self.data.get("block")),
-            grid=dim(self.data.get("grid")),
-            args=self.data.get("exe_args") or None,
-        )
 
 
 @dataclass
@@ -93,77 +46,12 @@ class EvalResult:
                 "found": r.kernel is not None,
                 "label": r.label,
                 "predicted": r.predicted,
-                **({"explanation": r.verdict.explanation} if r.verdict else {}),
+                **({"explanation": explanation(r.verdict)} if r.verdict else {}),
                 **({"error": r.error} if r.error else {}),
             }
             for r in self.rows
         ]
         return out
-
-
-def load_rows(dataset: str) -> list[Row]:
-    path = os.path.join(dataset, "kernels.jsonl")
-    if not os.path.isfile(path):
-        raise DatasetError(f"{dataset}: no kernels.jsonl (expected a folder like shared/eval/dev)")
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{path}:{n}: invalid JSON ({e.msg})") from None
-            if not isinstance(data, dict) or "file" not in data or "line" not in data:
-                raise DatasetError(f"{path}:{n}: a row needs 'file' and 'line'")
-            rows.append(Row(data))
-    if not rows:
-        raise DatasetError(f"{path}: no rows")
-    sources = os.path.join(dataset, "sources")
-    if not os.path.isdir(sources):
-        raise DatasetError(
-            f"{sources}: missing; get the sources first (see the dataset's README.md)"
-        )
-    return rows
-
-
-def run_eval(
-    dataset: str,
-    classify: Callable[[Row], Verdict | None] | None,
-    *,
-    progress: Callable[[int, int], None] | None = None,
-) -> EvalResult:
-    """Detect every row's kernel (a detected kernel of its file starting at its ``line``) and,
-    unless ``classify`` is None (detection only), attach a verdict."""
-    rows = load_rows(dataset)
-    start = time.perf_counter()
-    by_file: dict[str, list[Row]] = defaultdict(list)
-    for r in rows:
-        by_file[str(r.data["file"])].append(r)
-    done = 0
-    for rel, file_rows in by_file.items():
-        path = os.path.join(dataset, "sources", rel)
-        try:
-            with open(path, "rb") as f:
-                source = f.read()
-            det = detect(source, path)
-        except OSError as e:
-            for r in file_rows:
-                r.error = f"cannot read {rel}: {e.strerror}"
-            det = None
-        for r in file_rows:
-            if det is not None:
-                r.detection = det
-                r.kernel = next((k for k in det.kernels if k.line == r.data["line"]), None)
-            if r.kernel is not None and classify is not None:
-                try:
-                    r.verdict = classify(r)
-                except Exception as e:  # a failing kernel is scored wrong, never fatal
-                    r.error = f"{type(e).__name__}: {e}"
-            done += 1
-            if progress:
-                progress(done, len(rows))
-    return EvalResult(rows, time.perf_counter() - start, classify is None)
 
 
 def _scores(rows: list[Row], detection_only: bool) -> dict[str, Any]:
@@ -217,7 +105,8 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
     vy = sum((b - my) ** 2 for b in ry)
     if vx == 0 or vy == 0:
         return None
-    return cov / (vx * vy) ** 0.5
+    root: float = (vx * vy) ** 0.5
+    return cov / root
 
 
 def ai_spearman(rows: Iterable[Row]) -> dict[str, float | None]:

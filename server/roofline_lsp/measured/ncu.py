@@ -17,13 +17,10 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from roofline_lsp.detect.kernels import Kernel
-from roofline_lsp.model.verdict import PRECISIONS, Verdict, classify
-
-if TYPE_CHECKING:
-    from roofline_lsp.model.gpus import GpuProfile
+from roofline_lsp.model.gpus import GpuProfile
+from roofline_lsp.model.kernel import Kernel
+from roofline_lsp.model.verdict import PRECISIONS, Verdict, classify_bound
 
 MAX_PROFILE_BYTES = 256 * 1024 * 1024
 
@@ -106,7 +103,7 @@ class MeasuredProfile:
         launch = min(timed, key=lambda x: x.time_ns or 0.0) if timed else launches[0]
         ridge = gpu.ridges()
         ai = launch.ai()
-        bound, deciding = classify(ai, ridge)
+        bound, deciding = classify_bound(ai, ridge)
         return Verdict(
             kernel=kernel.name,
             gpu=gpu.name,
@@ -116,7 +113,7 @@ class MeasuredProfile:
             ai={p: ai.get(p) for p in ridge},
             ridge=ridge,
             deciding=deciding,
-            explanation=_explain(launch, len(launches), ai, ridge, deciding),
+            rationale=_explain(launch, len(launches), ai, ridge, deciding),
             extra={
                 "measured": {
                     "launch_id": launch.id,
@@ -223,7 +220,7 @@ def _skip_template_args(s: str, i: int) -> int:
     return i
 
 
-def demangle_base(mangled: str) -> str | None:
+def ncu_base_name(mangled: str) -> str | None:
     """The unqualified function name of an Itanium-mangled symbol (``_Z5saxpyifPfS_`` ->
     ``saxpy``, ``_ZN2ns4kernIfEEvPT_`` -> ``kern``); None if it is not one."""
     if not mangled.startswith("_Z"):
@@ -270,9 +267,9 @@ def base_name(name: str) -> tuple[str, int | None]:
         m = pattern.match(name)
         if m:
             func = m.group(1)
-            func = demangle_base(func) or func
+            func = ncu_base_name(func) or func
             return _short(func), int(m.group(2))
-    mangled = demangle_base(name)
+    mangled = ncu_base_name(name)
     if mangled:
         return mangled, None
     text = name.replace("(anonymous namespace)", "anonymous_namespace")

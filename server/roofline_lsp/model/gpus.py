@@ -58,9 +58,9 @@ __all__ = [
     "GpuRegistry",
     "UnknownGpuError",
     "format_table",
+    "gpu_json",
     "load_registry",
     "normalize_name",
-    "to_json",
 ]
 
 MIB = 1 << 20
@@ -583,7 +583,7 @@ def format_table(registry: GpuRegistry) -> str:
     return "\n".join(lines)
 
 
-def to_json(profile: GpuProfile) -> dict[str, Any]:
+def gpu_json(profile: GpuProfile) -> dict[str, Any]:
     """A JSON-ready description (``roofline.listGpus``, ``roofline-lsp gpus --json``)."""
     return {
         "name": profile.name,

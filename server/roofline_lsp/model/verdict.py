@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from roofline_lsp.model.terms import Term
+
 Bound = Literal["compute", "bandwidth", "unknown"]
 VerdictSource = Literal["static", "llm", "profile"]
 # Precisions of the roofline: floating point by width, and integer instructions.
@@ -47,8 +49,11 @@ class Verdict:
     ai: dict[str, float | None]  # arithmetic intensity per precision (ops per DRAM byte)
     ridge: dict[str, float]  # the GPU's ridge point per precision
     deciding: str | None  # the precision that decides the verdict
-    explanation: str
-    terms: tuple[str, ...] = ()  # dominant terms, human readable
+    # words that came with the verdict from outside the estimator: the LLM's rationale, the
+    # measured profile's summary, why the estimator gave up; "" for an estimate, whose
+    # explanation is made from its terms (``present.explanations``)
+    rationale: str = ""
+    terms: tuple[Term, ...] = ()  # what the verdict rests on, as data
     counts: Counts | None = None
     suggestions: tuple[Suggestion, ...] = ()
     extra: dict[str, object] = field(default_factory=dict, compare=False)
@@ -65,7 +70,9 @@ class Verdict:
         return a / r
 
 
-def classify(ai: dict[str, float | None], ridge: dict[str, float]) -> tuple[Bound, str | None]:
+def classify_bound(
+    ai: dict[str, float | None], ridge: dict[str, float]
+) -> tuple[Bound, str | None]:
     """The roofline rule: compute-bound iff some precision's AI reaches its ridge point.
 
     Returns the bound and the deciding precision: the one furthest above its ridge when

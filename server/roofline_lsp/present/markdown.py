@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from roofline_lsp.advice.rules import Advice
-from roofline_lsp.engine.analysis import FileReport, KernelReport
+from roofline_lsp.advice.catalogue import Advice
+from roofline_lsp.model.numbers import fmt_num
+from roofline_lsp.model.report import FileReport, KernelReport
 from roofline_lsp.model.verdict import PRECISIONS, Verdict
-from roofline_lsp.present.formats import fmt_num, verdict_summary
+from roofline_lsp.present.explanations import explanation, term_texts
+from roofline_lsp.present.text_output import verdict_summary
 
 SOURCE_LABELS = {
     "static": "static estimate from the source",
@@ -131,10 +133,11 @@ def hover_markdown(kr: KernelReport, advice: Sequence[Advice] = ()) -> str:
     counts = _counts_line(v)
     if counts:
         lines += [counts, ""]
-    if v.explanation:
-        lines += [v.explanation.strip(), ""]
+    text = explanation(v)
+    if text:
+        lines += [text.strip(), ""]
     if v.terms:
-        lines += ["Dominant terms:", *[f"- {t}" for t in v.terms[:5]], ""]
+        lines += ["Dominant terms:", *[f"- {t}" for t in term_texts(v)[:5]], ""]
     others = other_gpus_text(kr)
     if others:
         lines += ["Differs on other GPUs:", *[f"- {t}" for t in others], ""]

@@ -16,6 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import diskcache
+
 log = logging.getLogger(__name__)
 
 DEFAULT_SIZE_MB = 256
@@ -68,8 +70,6 @@ class ResultCache:
         with self._lock:
             if self._cache is None and not self._disabled:
                 try:
-                    import diskcache
-
                     os.makedirs(self.directory, exist_ok=True)
                     self._cache = diskcache.Cache(
                         self.directory,

@@ -12,6 +12,15 @@ import math
 import re
 from collections.abc import Callable, Mapping
 
+from roofline_lsp.syntax.carith import (
+    MATH_FUNCTIONS,
+    TEXT_DIALECT,
+    binary,
+    cast,
+    parse_literal,
+    unary,
+)
+
 Env = Mapping[str, "str | float | int"]
 
 _TOKEN = re.compile(
@@ -38,16 +47,9 @@ _CASTS = {
     "const",
 }
 _FUNCS: dict[str, Callable[..., float]] = {
-    "min": min,
-    "max": max,
+    **MATH_FUNCTIONS,
     "std::min": min,
     "std::max": max,
-    "sqrt": math.sqrt,
-    "sqrtf": math.sqrt,
-    "ceil": math.ceil,
-    "floor": math.floor,
-    "log2": math.log2,
-    "abs": abs,
     "dim3": lambda *a: a[0] if a else 1,
 }
 _BINARY = [
@@ -132,7 +134,11 @@ class _Parser:
         if tok[0] == "op" and tok[1] in "-+!~":
             self.take()
             v = self.unary()
-            return {"-": -v, "+": v, "!": int(not v), "~": ~int(v)}[tok[1]]
+            int(v)  # an operand that is not a finite number fails, whatever the operator
+            r = unary(tok[1], v)
+            if r is None:
+                raise _Fail
+            return r
         if tok == ("op", "("):
             # cast like (int) or (size_t) or (unsigned int)
             j = self.i + 1
@@ -142,7 +148,7 @@ class _Parser:
                 integer = any(self.t[k][1] not in ("float", "double") for k in range(self.i + 1, j))
                 self.i = j + 1
                 v = self.unary()
-                return int(v) if integer else float(v)
+                return cast(v, integer)
             self.take("(")
             v = self.expr()
             self.take(")")
@@ -151,10 +157,11 @@ class _Parser:
 
     def primary(self) -> float:
         kind, value = self.take()
-        if kind == "int":
-            return int(value, 16) if value.lower().startswith("0x") else int(value)
-        if kind == "float":
-            return float(value)
+        if kind in ("int", "float"):
+            number = parse_literal(value, TEXT_DIALECT, floating=kind == "float")
+            if number is None:
+                raise _Fail
+            return number
         if kind != "name":
             raise _Fail
         if self.peek() == ("op", "("):
@@ -167,7 +174,7 @@ class _Parser:
                     args.append(self.expr())
             self.take(")")
             if value in _CASTS and len(args) == 1:
-                return int(args[0]) if value not in ("float", "double") else float(args[0])
+                return cast(args[0], value not in ("float", "double"))
             fn = _FUNCS.get(value)
             if fn is None or not args and value != "dim3":
                 raise _Fail
@@ -185,36 +192,10 @@ class _Parser:
 
 def _apply(op: str, a: float, b: float) -> float:
     integer = isinstance(a, int) and isinstance(b, int)
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    if op in ("/", "%"):
-        if b == 0:
-            raise _Fail
-        if op == "%":
-            return float(int(a) % int(b))
-        return int(a / b) if integer else a / b
-    if op in ("<<", ">>"):
-        if not integer or not 0 <= b < 64:
-            raise _Fail
-        return int(a) << int(b) if op == "<<" else int(a) >> int(b)
-    if op in ("&", "|", "^"):
-        ia, ib = int(a), int(b)
-        return ia & ib if op == "&" else ia | ib if op == "|" else ia ^ ib
-    comparisons: dict[str, Callable[[float, float], bool]] = {
-        "<": lambda x, y: x < y,
-        ">": lambda x, y: x > y,
-        "<=": lambda x, y: x <= y,
-        ">=": lambda x, y: x >= y,
-        "==": lambda x, y: x == y,
-        "!=": lambda x, y: x != y,
-        "&&": lambda x, y: bool(x) and bool(y),
-        "||": lambda x, y: bool(x) or bool(y),
-    }
-    return int(comparisons[op](a, b))
+    r = binary(op, a, b, integer, TEXT_DIALECT)
+    if r is None:
+        raise _Fail
+    return r
 
 
 def evaluate(text: str, env: Env | None = None, _depth: int = 0) -> float | None:

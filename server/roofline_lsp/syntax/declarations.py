@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from roofline_lsp.detect.kernels import Macro
+from roofline_lsp.model.kernel import Macro
 from roofline_lsp.syntax.datatypes import parse_type
 from roofline_lsp.syntax.expr import text, value
 

@@ -13,11 +13,18 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from roofline_lsp.syntax.carith import (
+    MATH_FUNCTIONS,
+    TREE_DIALECT,
+    binary,
+    cast,
+    parse_literal,
+    unary,
+)
 from roofline_lsp.syntax.datatypes import parse_type
 
 Lookup = Callable[[str], "float | None"]
 
-_SUFFIX = "uUlLfF"
 _BUILTIN_FIELDS = ("blockDim", "gridDim")
 
 
@@ -29,19 +36,8 @@ def text(node: Node | None) -> str:
 
 def literal(node: Node) -> float | None:
     """The value of a ``number_literal`` (``1e-3f``, ``0x10``, ``1'000``, ``256u``)."""
-    raw = text(node).replace("'", "")
-    low = raw.lower()
-    try:
-        if low.startswith("0x"):
-            return float(int(low.rstrip("ul"), 16))
-        if low.startswith("0b"):
-            return float(int(low[2:].rstrip("ul"), 2))
-        body = raw.rstrip(_SUFFIX)
-        if len(body) > 1 and body.startswith("0") and body.isdigit():
-            return float(int(body, 8))
-        return float(body)
-    except ValueError:
-        return None
+    v = parse_literal(text(node), TREE_DIALECT, floating=True)
+    return float(v) if v is not None else None
 
 
 def is_float_literal(node: Node) -> str | None:
@@ -56,32 +52,12 @@ def is_float_literal(node: Node) -> str | None:
     return None
 
 
-_BINOPS: dict[str, Callable[[float, float], float]] = {
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
-    "<": lambda a, b: float(a < b),
-    ">": lambda a, b: float(a > b),
-    "<=": lambda a, b: float(a <= b),
-    ">=": lambda a, b: float(a >= b),
-    "==": lambda a, b: float(a == b),
-    "!=": lambda a, b: float(a != b),
-    "&&": lambda a, b: float(bool(a) and bool(b)),
-    "||": lambda a, b: float(bool(a) or bool(b)),
-}
 _FUNCS: dict[str, Callable[..., float]] = {
-    "min": min,
-    "max": max,
+    **MATH_FUNCTIONS,
     "fmin": min,
     "fmax": max,
     "fminf": min,
     "fmaxf": max,
-    "sqrt": math.sqrt,
-    "sqrtf": math.sqrt,
-    "ceil": math.ceil,
-    "floor": math.floor,
-    "log2": math.log2,
-    "abs": abs,
     "fabs": abs,
     "pow": pow,
     "powf": pow,
@@ -116,15 +92,8 @@ def value(node: Node | None, lookup: Lookup, depth: int = 0) -> float | None:
             a = value(node.child_by_field_name("argument"), lookup, depth + 1)
             if a is None or op is None:
                 return None
-            if op.type == "-":
-                return -a
-            if op.type == "+":
-                return a
-            if op.type == "!":
-                return float(not a)
-            if op.type == "~":
-                return float(~int(a))
-            return None
+            r = unary(op.type, a)
+            return r if r is None or op.type in ("-", "+") else float(r)
         if t == "conditional_expression":
             c = value(node.child_by_field_name("condition"), lookup, depth + 1)
             if c is None:
@@ -135,7 +104,7 @@ def value(node: Node | None, lookup: Lookup, depth: int = 0) -> float | None:
             v = value(node.child_by_field_name("value"), lookup, depth + 1)
             ty = parse_type(text(node.child_by_field_name("type")))
             if v is not None and ty.kind == "int":
-                return float(math.trunc(v))
+                return float(cast(v, integer=True))
             return v
         if t == "sizeof_expression":
             tn = node.child_by_field_name("type")
@@ -159,7 +128,7 @@ def value(node: Node | None, lookup: Lookup, depth: int = 0) -> float | None:
                 return None
             vals = [a for a in args if a is not None]
             if fn in ("int", "unsigned", "size_t", "long") and len(vals) == 1:
-                return float(math.trunc(vals[0]))
+                return float(cast(vals[0], integer=True))
             if fn in ("float", "double") and len(vals) == 1:
                 return vals[0]
             f = _FUNCS.get(fn)
@@ -174,30 +143,10 @@ def value(node: Node | None, lookup: Lookup, depth: int = 0) -> float | None:
 
 
 def _binop(op: str, a: float, b: float, node: Node) -> float | None:
-    f = _BINOPS.get(op)
-    if f is not None:
-        return f(a, b)
-    if op == "/":
-        if b == 0:
-            return None
-        if a == int(a) and b == int(b) and not _has_float(node):
-            return float(math.trunc(a / b))
-        return a / b
-    if op == "%":
-        if b == 0:
-            return None
-        return float(math.fmod(int(a), int(b)))
-    if op in ("<<", ">>"):
-        if not 0 <= b < 63:
-            return None
-        return float(int(a) << int(b)) if op == "<<" else float(int(a) >> int(b))
-    if op == "&":
-        return float(int(a) & int(b))
-    if op == "|":
-        return float(int(a) | int(b))
-    if op == "^":
-        return float(int(a) ^ int(b))
-    return None
+    # integer division when both operands are whole and neither is a floating literal
+    integer = op == "/" and a == int(a) and b == int(b) and not _has_float(node)
+    r = binary(op, a, b, integer, TREE_DIALECT)
+    return r if r is None or op in ("+", "-", "*") else float(r)
 
 
 def _has_float(node: Node) -> bool:

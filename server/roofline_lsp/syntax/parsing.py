@@ -14,6 +14,8 @@ from importlib import resources
 import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
+from roofline_lsp.model.kernel import CaptureMemo
+
 SOURCE_EXTENSIONS: tuple[str, ...] = (
     ".cu",
     ".cuh",
@@ -74,13 +76,6 @@ def captures(names: str | tuple[str, ...], node: Node) -> dict[str, list[Node]]:
     q = query(names) if isinstance(names, str) else query(*names)
     result = QueryCursor(q).captures(node)
     return {k: sorted(v, key=lambda n: n.start_byte) for k, v in result.items()}
-
-
-# What one top-level node of a file captured: (capture, start, end, node type), offsets
-# relative to the node's start. Keyed by the root's type (a broken file's root may be an
-# ERROR node, which changes what patterns anchored at the root match), the node's type and
-# its text.
-CaptureMemo = dict[tuple[str, str, bytes], tuple[tuple[str, int, int, str], ...]]
 
 
 def top_level_captures(

@@ -38,7 +38,7 @@ def _encode_error(exc: UnicodeError) -> tuple[bytes, int]:
     return bytes(out), exc.end
 
 
-codecs.register_error("roofline-text", _encode_error)  # type: ignore[arg-type]
+codecs.register_error("roofline-text", _encode_error)
 
 
 def decode(data: bytes) -> str:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from roofline_lsp.advice.rules import Advice
-from roofline_lsp.engine.analysis import KernelReport, analyze_file
+from roofline_lsp.advice.catalogue import Advice
+from roofline_lsp.engine.analysis import analyze_file
 from roofline_lsp.model.gpus import load_registry
+from roofline_lsp.model.numbers import fmt_num
+from roofline_lsp.model.report import KernelReport
+from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, Verdict
-from roofline_lsp.present.formats import fmt_num
 from roofline_lsp.present.markdown import (
     explain_markdown,
     file_report_markdown,
@@ -35,8 +37,8 @@ def verdict(gpu: str, bound: str, ai64: float, source: str = "static") -> Verdic
         ai={"fp64": ai64, "fp32": None, "fp16": None, "int": 0.5},
         ridge=g.ridges(),
         deciding="fp64",
-        explanation="48 fp64 FLOPs per 16 DRAM bytes.",
-        terms=("loop over k: 24 trips", "x[i] load: 8 B"),
+        rationale="48 fp64 FLOPs per 16 DRAM bytes.",
+        terms=(NoteTerm("loop over k: 24 trips"), NoteTerm("x[i] load: 8 B")),
         counts=Counts(
             flops={"fp64": 48.0}, int_ops=8.0, bytes_loaded=8.0, bytes_stored=8.0, threads=1e6
         ),

@@ -10,7 +10,7 @@ import pytest
 
 from roofline_lsp.cli.main import main
 from roofline_lsp.detect.kernels import detect
-from roofline_lsp.measured.ncu import ProfileError, base_name, demangle_base, load_profile
+from roofline_lsp.measured.ncu import ProfileError, base_name, load_profile, ncu_base_name
 from roofline_lsp.model.gpus import load_registry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
@@ -64,7 +64,7 @@ def test_verdicts_from_the_fastest_launch(registry):
     assert v.ai["int"] == pytest.approx(150_994_944 / 201_326_592)
     assert v.ai["fp16"] is None
     assert v.ridge == rtx.ridges()
-    assert "fastest of 2 launches" in v.explanation and "Nsight Compute" in v.explanation
+    assert "fastest of 2 launches" in v.rationale and "Nsight Compute" in v.rationale
 
     poly = p.verdict_for(ks["poly_eval"], rtx)  # `void poly_eval<float>(const T1 *, ...)`
     assert poly is not None and poly.bound == "compute" and poly.deciding == "fp32"
@@ -145,8 +145,8 @@ def test_kernel_names(name, expected):
 
 
 def test_demangle_base_rejects_non_mangled():
-    assert demangle_base("saxpy") is None
-    assert demangle_base("_Z") is None
+    assert ncu_base_name("saxpy") is None
+    assert ncu_base_name("_Z") is None
 
 
 @pytest.mark.parametrize(

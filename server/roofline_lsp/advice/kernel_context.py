@@ -1,0 +1,51 @@
+"""The state every per-kernel advice check works on, and how a check reports advice."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from roofline_lsp.advice.catalogue import Advice, Fix, Severity
+from roofline_lsp.advice.nodes import first_line_span, walk
+from roofline_lsp.advice.thread_vars import thread_vars
+from roofline_lsp.model.gpus import GpuProfile
+from roofline_lsp.model.kernel import Detection
+from roofline_lsp.model.report import KernelReport
+
+
+class KernelContext:
+    """One kernel under advice: its report, verdict on the target GPU, thread variables and
+    body nodes, and the advice found so far (:meth:`add`). The rule families are mixins of
+    this class, combined in :class:`~roofline_lsp.advice.advisor.KernelAdvisor`."""
+
+    def __init__(
+        self, kr: KernelReport, detection: Detection, source: bytes, gpu: GpuProfile
+    ) -> None:
+        self.kr = kr
+        self.k = kr.kernel
+        self.detection = detection
+        self.source = source
+        self.gpu = gpu
+        self.verdict = kr.verdict
+        self.bound = self.verdict.bound
+        self.vars = thread_vars(self.k)
+        self.out: list[Advice] = []
+        self.nodes = list(walk(self.k.body)) if self.k.body is not None else []
+
+    def add(
+        self,
+        code: str,
+        node_or_span: Node | tuple[int, int],
+        message: str,
+        severity: Severity = "information",
+        fix: Fix | None = None,
+        lines: tuple[int, ...] = (),
+    ) -> None:
+        """Report advice; with ``lines``, ``message`` is a template (see ``Advice``)."""
+        if isinstance(node_or_span, tuple):
+            start, end = node_or_span
+        else:
+            start, end = first_line_span(self.source, node_or_span)
+        self.out.append(Advice(code, self.k.name, start, end, message, severity, fix, lines))
+
+    def on(self) -> str:
+        return f"on {self.gpu.name}"

@@ -1,0 +1,205 @@
+"""Arithmetic and precision checks: fp64 literals in fp32 kernels (RL001), fp64 arithmetic on
+GPUs with a low fp64 rate (RL002), ``pow(x, 2)`` (RL003) and division or special functions in
+the hot loops of compute-bound kernels (RL004).
+"""
+
+from __future__ import annotations
+
+import re
+
+from roofline_lsp.advice.catalogue import Fix, Severity, TextEdit
+from roofline_lsp.advice.kernel_context import KernelContext
+from roofline_lsp.advice.nodes import (
+    SPECIAL_FUNCTIONS,
+    call_args,
+    call_name,
+    enclosing_loop,
+    is_pure,
+    operator_text,
+    parents,
+    walk,
+)
+from roofline_lsp.model.gpus import GpuProfile
+from roofline_lsp.model.kernel import Kernel
+from roofline_lsp.syntax.expr import text
+
+_FLOAT_LITERAL = re.compile(r"^(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?$|^\d+[eE][+-]?\d+$")
+_TWO = frozenset({"2", "2.0", "2.", "2.0f", "2.f", "2.0F", "2.F"})
+LOW_FP64_RATE = 1 / 8  # fp64 peak / fp32 peak at or below this is a "low fp64 rate"
+_NO_PARENS_NEEDED = frozenset(
+    {
+        "argument_list",
+        "init_declarator",
+        "return_statement",
+        "parenthesized_expression",
+        "expression_statement",
+        "assignment_expression",
+        "subscript_argument_list",
+        "initializer_list",
+        "condition_clause",
+    }
+)
+
+
+def _is_fp32_kernel(kernel: Kernel) -> bool:
+    """Uses float and never names double (params or body)."""
+    types = set()
+    for n in walk(kernel.node if kernel.node is not None else kernel.body):
+        if n.type == "primitive_type":
+            types.add(text(n))
+    if kernel.is_offload:
+        types |= {text(n) for n in walk(kernel.body) if n.type == "primitive_type"}
+        for _t, _name in kernel.params:
+            types.add(_t)
+    return "double" not in types and any("float" in t for t in types)
+
+
+def _fp64_rate(gpu: GpuProfile) -> float:
+    return gpu.peak("fp64") / gpu.peak("fp32")
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "?"
+    if x >= 100:
+        return f"{x:.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    if x >= 1:
+        return f"{x:.2f}".rstrip("0").rstrip(".")
+    return f"{x:.2g}"
+
+
+class PrecisionChecks(KernelContext):
+    """RL001-RL004: the kernel computes in a slower precision or with slower instructions than
+    it needs."""
+
+    # RL001 ---------------------------------------------------------------------------------
+    def fp64_literals(self) -> None:
+        if not _is_fp32_kernel(self.k):
+            return
+        low = _fp64_rate(self.gpu) <= LOW_FP64_RATE
+        severity: Severity = "information" if low or self.bound == "compute" else "hint"
+        rate = f"1/{round(1 / _fp64_rate(self.gpu))}" if _fp64_rate(self.gpu) < 1 else "full"
+        for n in self.nodes:
+            if n.type != "number_literal" or not _FLOAT_LITERAL.match(text(n)):
+                continue
+            if any(p.type in ("subscript_argument_list", "case_statement") for p in parents(n)):
+                continue
+            lit = text(n)
+            self.add(
+                "RL001",
+                n,
+                f"`{lit}` is a double literal: the expression it is in is computed in fp64 "
+                f"(fp64 runs at {rate} of the fp32 rate {self.on()}) and converted back. "
+                f"Write `{lit}f` to keep this fp32 kernel in fp32.",
+                severity,
+                Fix(f"Use the float literal `{lit}f`", (TextEdit(n.end_byte, n.end_byte, "f"),)),
+            )
+
+    # RL002 ---------------------------------------------------------------------------------
+    def fp64_arithmetic(self) -> None:
+        v = self.verdict
+        if _fp64_rate(self.gpu) > LOW_FP64_RATE or v.bound != "compute" or v.deciding != "fp64":
+            return
+        decls = [
+            n
+            for n in walk(self.k.node if self.k.node is not None else self.k.body)
+            if n.type == "primitive_type" and text(n) == "double"
+        ]
+        ai, ridge = v.ai.get("fp64"), v.ridge.get("fp64")
+        seen: set[int] = set()
+        for n in decls:
+            line = n.start_point.row
+            if line in seen:
+                continue
+            seen.add(line)
+            self.add(
+                "RL002",
+                n.parent if n.parent is not None and n.parent.type != "function_definition" else n,
+                f"fp64 arithmetic decides this kernel: fp64 AI {_fmt(ai)} is above the fp64 "
+                f"ridge {_fmt(ridge)} {self.on()}, whose fp64 rate is "
+                f"1/{round(1 / _fp64_rate(self.gpu))} of fp32, so it is compute-bound. If the "
+                "accuracy allows, compute in float (keep double only for accumulators).",
+            )
+            if len(seen) >= 3:
+                break
+
+    # RL003 ---------------------------------------------------------------------------------
+    def pow_square(self) -> None:
+        severity: Severity = "information" if self.bound == "compute" else "hint"
+        for n in self.nodes:
+            if n.type != "call_expression" or call_name(n) not in ("pow", "powf"):
+                continue
+            args = call_args(n)
+            if len(args) != 2 or text(args[1]).replace(" ", "") not in _TWO:
+                continue
+            base = args[0]
+            if not is_pure(base):
+                self.add(
+                    "RL003",
+                    n,
+                    "pow(x, 2) runs the general power function (exp/log, tens of "
+                    "instructions); store x in a variable and multiply it by itself.",
+                    severity,
+                )
+                continue
+            x = text(base)
+            simple = base.type in (
+                "identifier",
+                "field_expression",
+                "subscript_expression",
+                "parenthesized_expression",
+            )
+            xx = f"{x} * {x}" if simple else f"({x}) * ({x})"
+            if n.parent is None or n.parent.type not in _NO_PARENS_NEEDED:
+                xx = f"({xx})"
+            self.add(
+                "RL003",
+                n,
+                f"`{text(n)}` runs the general power function (exp/log, tens of "
+                f"instructions per call); `{xx}` is one multiply.",
+                severity,
+                Fix(f"Replace with `{xx}`", (TextEdit(n.start_byte, n.end_byte, xx),)),
+            )
+
+    # RL004 ---------------------------------------------------------------------------------
+    def slow_math(self) -> None:
+        if self.bound != "compute":
+            return
+        lines: set[int] = set()
+        for n in self.nodes:
+            what = None
+            if n.type == "call_expression" and call_name(n) in SPECIAL_FUNCTIONS:
+                if (
+                    call_name(n) in ("pow", "powf")
+                    and len(call_args(n)) == 2
+                    and (text(call_args(n)[1]).replace(" ", "") in _TWO)
+                ):
+                    continue  # RL003
+                what = f"`{call_name(n)}`"
+                hint = (
+                    "use the fast intrinsic (`__expf`, `__sinf`, `__logf`, `rsqrtf`...) if "
+                    "its accuracy is enough, or `-use_fast_math`"
+                )
+            elif n.type == "binary_expression" and operator_text(n) == "/":
+                right = n.child_by_field_name("right")
+                if right is None or (right.type == "number_literal" and "." not in text(right)):
+                    continue
+                what = "division"
+                hint = (
+                    "multiply by a reciprocal computed once outside the loop, or use "
+                    "`__fdividef` where the accuracy allows"
+                )
+            if what is None:
+                continue
+            loop = enclosing_loop(n, self.k.body)
+            if loop is None or n.start_point.row in lines:
+                continue
+            lines.add(n.start_point.row)
+            self.add(
+                "RL004",
+                n,
+                f"{what} in a loop of a compute-bound kernel {self.on()}: it takes many "
+                f"instructions on the special-function units; {hint}.",
+            )

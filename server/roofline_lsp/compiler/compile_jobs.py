@@ -1,0 +1,494 @@
+"""Compiling a translation unit to PTX with line info: the commands, the result cache, the
+work folder, and one bounded, cancellable run of the compiler.
+
+:func:`compile_ptx_async` (bounded by a semaphore, cancellable) runs ``nvcc -ptx -lineinfo`` on
+the file or an in-memory buffer, with the file's folder and the ``-I/-D/-U/-isystem/-std``
+flags of a ``compile_commands.json``/``compile_flags.txt`` found walking up from it;
+:func:`compile_omp_ptx_async` builds the device code of ``#pragma omp target`` regions with
+clang (``-fopenmp-targets=nvptx64``). :func:`compile_ptx` and :func:`compile_omp_ptx` are the
+same calls for callers without an event loop (:func:`blocking`). Results (and compile errors)
+are cached in a :class:`ResultCache` (namespace ``ptx``) under a sha256 of the source, its local
+``#include "..."`` files, the flags, the arch, the mode and the compiler version
+(:func:`compile_cache_key`). A failure is a :class:`PtxFailure` with a one-line reason, never an
+exception.
+
+Compile modes. ``"counting"`` (default) adds ``-Xcicc -O1`` to ``-O3``: NVVM then neither
+unrolls loops nor inlines device functions, so each source line's instructions appear once and
+the counts are per execution of the line, which is what a trip-count model multiplies
+(``"release"``, plain ``-O3``, unrolls loops by 4 or fully, so one line's instructions appear
+several times). Code is still optimised (FMA contraction, strength reduction, libm inlined).
+The price: the loop control of a loop the release build would unroll (counter increment,
+compare, pointer bumps: about 4 integer instructions per iteration, on the loop statement's
+line, :attr:`PtxLoop.control`) is counted every iteration, where the unrolled code pays it
+once per 4 iterations or not at all; a consumer can discount that line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import os
+import re
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, ParamSpec, TypeVar
+
+from roofline_lsp.compiler.compile_units import local_includes, project_flags
+from roofline_lsp.compiler.toolchain import clang_version, cuda_root, nvcc_version
+from roofline_lsp.store.cache import ResultCache
+
+__all__ = [
+    "CACHE_NAMESPACE",
+    "DEFAULT_TIMEOUT",
+    "CompileMode",
+    "PtxFailure",
+    "PtxResult",
+    "blocking",
+    "clang_omp_command",
+    "compile_cache_key",
+    "compile_omp_ptx",
+    "compile_omp_ptx_async",
+    "compile_ptx",
+    "compile_ptx_async",
+    "kill_process_group",
+    "nvcc_command",
+]
+
+CompileMode = Literal["counting", "release"]
+Compiler = Literal["nvcc", "clang"]
+
+DEFAULT_TIMEOUT = 60.0
+CACHE_NAMESPACE = "ptx"
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class PtxResult:
+    path: str  # the source file the PTX belongs to (line info points at it)
+    ptx: str
+    arch: str
+    command: tuple[str, ...]
+    seconds: float  # compile time (0 when cached)
+    compiler_version: str | None
+    cached: bool = False
+    compiler: Literal["nvcc", "clang"] = "nvcc"
+
+    @property
+    def ok(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class PtxFailure:
+    path: str
+    reason: str  # one line: the first compiler error, a timeout, a missing compiler ...
+    log: str = ""  # the compiler's stderr (trimmed), for a details view
+    seconds: float = 0.0
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return False
+
+
+def _has_std(flags: Sequence[str]) -> bool:
+    return any(f.startswith(("-std", "--std")) for f in flags)
+
+
+def nvcc_command(
+    nvcc: str,
+    src: str,
+    out: str,
+    arch: str,
+    include_dirs: Sequence[str] = (),
+    extra_flags: Sequence[str] = (),
+    mode: CompileMode = "counting",
+) -> list[str]:
+    cmd = [nvcc, "-ptx", "-lineinfo", "-O3", f"-arch={arch}", "-w"]
+    cmd += ["--expt-relaxed-constexpr", "--extended-lambda"]
+    if mode == "counting":
+        cmd += ["-Xcicc", "-O1"]
+    if not _has_std(extra_flags):
+        cmd.append("-std=c++17")
+    for d in include_dirs:
+        cmd += ["-I", d]
+    cmd += list(extra_flags)
+    cmd += ["-x", "cu", src, "-o", out]
+    return cmd
+
+
+# fixed command-line choices that changed over time, in the cache key so that old results
+# are not reused
+_KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": ("-fno-unroll-loops",)}
+
+
+def clang_omp_command(
+    clang: str,
+    src: str,
+    out: str,
+    arch: str,
+    include_dirs: Sequence[str] = (),
+    extra_flags: Sequence[str] = (),
+    cuda_path: str | None = None,
+    lang: str = "c++",
+) -> list[str]:
+    cmd = [clang, "-fopenmp", "-fopenmp-targets=nvptx64-nvidia-cuda", f"--offload-arch={arch}"]
+    # -fno-unroll-loops: each source line's instructions once per execution, as in nvcc's
+    # counting mode (per-line counts are multiplied by trip counts)
+    cmd += ["--offload-device-only", "-S", "-O2", "-fno-unroll-loops", "-gline-tables-only", "-w"]
+    cmd += ["-Wno-unknown-cuda-version"]
+    if cuda_path:
+        cmd.append(f"--cuda-path={cuda_path}")
+    if lang == "c++" and not _has_std(extra_flags):
+        cmd.append("-std=c++17")
+    for d in include_dirs:
+        cmd += ["-I", d]
+    cmd += [f for f in extra_flags if not (lang == "c" and f.startswith("-std=c++"))]
+    cmd += ["-x", lang, src, "-o", out]
+    return cmd
+
+
+def compile_cache_key(
+    path: str,
+    source: bytes,
+    includes: Sequence[tuple[str, bytes]],
+    command_flags: Sequence[str],
+    arch: str,
+    compiler_version: str | None,
+) -> str:
+    """sha256 over the file (path and bytes), its local includes, the flags, the arch and the
+    compiler version."""
+    h = hashlib.sha256()
+    for part in (b"ptx-v1", os.path.abspath(path).encode(), source):
+        h.update(len(part).to_bytes(8, "little") + part)
+    for p, data in includes:
+        h.update(p.encode() + b"\0" + hashlib.sha256(data).digest())
+    h.update("\0".join(command_flags).encode())
+    h.update(arch.encode() + b"\0" + (compiler_version or "?").encode())
+    return h.hexdigest()
+
+
+_ERROR_RE = re.compile(r"\berror\b|\bfatal\b|catastrophic", re.I)
+
+
+def _first_error(stderr: str, returncode: int | None) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in lines:
+        if _ERROR_RE.search(ln) and not ln.startswith("#$"):
+            return ln[:300]
+    if lines:
+        return lines[0][:300]
+    return f"compiler exited with status {returncode}"
+
+
+@dataclass(frozen=True)
+class _Job:
+    """Everything one compile needs, computed before running it (off the event loop)."""
+
+    path: str
+    source: bytes
+    from_buffer: bool
+    compiler: Compiler
+    exe: str
+    arch: str
+    flags: tuple[str, ...]  # include dirs as -I and the extra flags
+    key: str
+    version: str | None
+    mode: str
+    cuda_path: str | None = None
+    lang: str = "c++"
+
+    def command(self, src: str, out: str) -> list[str]:
+        if self.compiler == "clang":
+            return clang_omp_command(
+                self.exe, src, out, self.arch, (), self.flags, self.cuda_path, self.lang
+            )
+        mode: CompileMode = "counting" if self.mode == "counting" else "release"
+        return nvcc_command(self.exe, src, out, self.arch, (), self.flags, mode)
+
+
+@dataclass(frozen=True)
+class _Request:
+    """The arguments of one compile as the caller gave them (both compilers, one shape)."""
+
+    path: str
+    source: bytes | None
+    compiler: Compiler
+    exe: str
+    arch: str
+    include_dirs: Sequence[str]
+    extra_flags: Sequence[str]
+    use_project_flags: bool
+    mode: str
+    cuda_path: str | None = None
+
+
+def _prepare(req: _Request) -> _Job | PtxFailure:
+    path = os.path.abspath(req.path)
+    source = req.source
+    from_buffer = source is not None
+    if source is None:
+        try:
+            source = Path(path).read_bytes()
+        except OSError as e:
+            return PtxFailure(path, f"cannot read {path}: {e.strerror or e}")
+    folder = os.path.dirname(path)
+    dirs = [folder, *(os.path.abspath(d) for d in req.include_dirs)]
+    proj = list(project_flags(path)) if req.use_project_flags else []
+    flags: list[str] = []
+    for d in dirs:
+        flags += ["-I", d]
+    flags += proj + list(req.extra_flags)
+    inc_dirs = [flags[i + 1] for i, f in enumerate(flags[:-1]) if f in ("-I", "-isystem")]
+    includes = local_includes(path, source, inc_dirs)
+    compiler, mode = req.compiler, req.mode
+    version = nvcc_version(req.exe) if compiler == "nvcc" else clang_version(req.exe)
+    lang = "c" if path.endswith(".c") else "c++"
+    tags = _KEY_TAGS.get(compiler, ())
+    key = compile_cache_key(
+        path, source, includes, [compiler, mode, lang, *tags, *flags], req.arch, version
+    )
+    return _Job(
+        path,
+        source,
+        from_buffer,
+        compiler,
+        req.exe,
+        req.arch,
+        tuple(flags),
+        key,
+        version,
+        mode,
+        req.cuda_path,
+        lang,
+    )
+
+
+def _from_cache(cache: ResultCache | None, job: _Job) -> PtxResult | PtxFailure | None:
+    if cache is None:
+        return None
+    value = cache.get(job.key)
+    if not isinstance(value, dict):
+        return None
+    if value.get("ok") and isinstance(value.get("ptx"), str):
+        return PtxResult(
+            job.path,
+            value["ptx"],
+            job.arch,
+            tuple(value.get("command", ())),
+            0.0,
+            job.version,
+            cached=True,
+            compiler=job.compiler,
+        )
+    if value.get("ok") is False and isinstance(value.get("reason"), str):
+        return PtxFailure(job.path, value["reason"], str(value.get("log", "")), 0.0, True)
+    return None
+
+
+def _store(cache: ResultCache | None, job: _Job, result: PtxResult | PtxFailure) -> None:
+    if cache is None:
+        return
+    if isinstance(result, PtxResult):
+        value = {"ok": True, "ptx": result.ptx, "command": list(result.command)}
+    else:
+        value = {"ok": False, "reason": result.reason, "log": result.log[-4000:]}
+    cache.set(job.key, value)
+
+
+class _Workdir:
+    """A temp folder holding the buffer (when compiling one) and the output."""
+
+    def __init__(self, job: _Job) -> None:
+        self.tmp = tempfile.mkdtemp(prefix="roofline-ptx-")
+        name = os.path.basename(job.path)
+        if job.from_buffer:
+            self.src = os.path.join(self.tmp, name)
+            Path(self.src).write_bytes(job.source)
+        else:
+            self.src = job.path
+        self.out = os.path.join(self.tmp, "out.ptx")
+
+    def fix_paths(self, text: str, original: str) -> str:
+        if self.src != original:
+            text = text.replace(self.src, original)
+        return text.replace(self.tmp + os.sep, os.path.dirname(original) + os.sep)
+
+    def finish(
+        self, job: _Job, cmd: list[str], rc: int | None, stderr: str, seconds: float
+    ) -> PtxResult | PtxFailure:
+        stderr = self.fix_paths(stderr, job.path)
+        if rc != 0 or not os.path.isfile(self.out):
+            return PtxFailure(job.path, _first_error(stderr, rc), stderr[-4000:], seconds)
+        try:
+            text = Path(self.out).read_text(encoding="utf-8", errors="replace")
+        except OSError as e:
+            return PtxFailure(job.path, f"cannot read the PTX: {e}", stderr, seconds)
+        # the buffer was compiled in the temp folder under the file's own name: point the
+        # line info (.file) back at the original folder
+        if job.from_buffer:
+            text = text.replace(self.tmp, os.path.dirname(job.path))
+        shown = tuple(job.path if a == self.src else a for a in cmd)
+        return PtxResult(job.path, text, job.arch, shown, seconds, job.version, False, job.compiler)
+
+    def close(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def kill_process_group(proc: asyncio.subprocess.Process) -> None:
+    """Kill the compiler and everything it started (nvcc runs cicc, ptxas ...): the process
+    runs in its own session, so its group id is its pid."""
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+
+
+async def _run_job(
+    job: _Job, cache: ResultCache | None, timeout: float, semaphore: asyncio.Semaphore | None
+) -> PtxResult | PtxFailure:
+    hit = _from_cache(cache, job)
+    if hit is not None:
+        return hit
+    async with semaphore if semaphore is not None else contextlib.nullcontext():
+        hit = _from_cache(cache, job)  # an identical compile may have finished meanwhile
+        if hit is not None:
+            return hit
+        wd = _Workdir(job)
+        try:
+            cmd = job.command(wd.src, wd.out)
+            t0 = time.perf_counter()
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *cmd,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    cwd=os.path.dirname(job.path),
+                    start_new_session=(os.name == "posix"),
+                )
+            except OSError as e:
+                return PtxFailure(job.path, f"cannot run {job.exe}: {e.strerror or e}")
+            try:
+                _, err = await asyncio.wait_for(proc.communicate(), timeout)
+            except TimeoutError:
+                kill_process_group(proc)
+                await proc.wait()
+                return PtxFailure(
+                    job.path, f"{job.compiler} timed out after {timeout:g} s", "", timeout
+                )
+            except BaseException:  # cancelled: the file changed, the server is stopping
+                kill_process_group(proc)
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(proc.wait())
+                raise
+            result = wd.finish(
+                job,
+                cmd,
+                proc.returncode,
+                err.decode("utf-8", "replace"),
+                time.perf_counter() - t0,
+            )
+            _store(cache, job, result)
+            return result
+        finally:
+            wd.close()
+
+
+async def _compile(
+    req: _Request, cache: ResultCache | None, timeout: float, semaphore: asyncio.Semaphore | None
+) -> PtxResult | PtxFailure:
+    job = await asyncio.to_thread(_prepare, req)
+    if isinstance(job, PtxFailure):
+        return job
+    return await _run_job(job, cache, timeout, semaphore)
+
+
+def blocking(fn: Callable[_P, Coroutine[Any, Any, _T]]) -> Callable[_P, _T]:
+    """The form of the coroutine function ``fn`` for callers without an event loop (one
+    :func:`asyncio.run` per call): same signature, same implementation, so a timeout or a
+    Ctrl-C still kills the compiler's process group."""
+
+    @functools.wraps(fn)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        return asyncio.run(fn(*args, **kwargs))
+
+    run.__doc__ = f":func:`{fn.__name__}` for callers without an event loop."
+    return run
+
+
+async def compile_ptx_async(
+    path: str,
+    source: bytes | None,
+    nvcc: str,
+    arch: str,
+    include_dirs: Sequence[str] = (),
+    extra_flags: Sequence[str] = (),
+    timeout: float = DEFAULT_TIMEOUT,
+    *,
+    cache: ResultCache | None = None,
+    mode: CompileMode = "counting",
+    use_project_flags: bool = True,
+    semaphore: asyncio.Semaphore | None = None,
+) -> PtxResult | PtxFailure:
+    """Compile ``path`` (or the in-memory ``source`` standing for it) to PTX with line info,
+    without blocking the event loop: at most ``semaphore``'s value compiles at once; cancelling
+    the task kills the compiler (its whole process group).
+
+    ``source`` is written to a temp folder (the original folder goes first on the include path,
+    so ``#include "local.h"`` resolves); ``.file`` entries and messages name ``path``.
+    ``cache`` is a :class:`roofline_lsp.store.cache.ResultCache`; errors are cached too (same
+    inputs, same error), timeouts are not.
+    """
+    req = _Request(
+        path, source, "nvcc", nvcc, arch, include_dirs, extra_flags, use_project_flags, mode
+    )
+    return await _compile(req, cache, timeout, semaphore)
+
+
+compile_ptx = blocking(compile_ptx_async)
+
+
+async def compile_omp_ptx_async(
+    path: str,
+    source: bytes | None,
+    clang: str,
+    arch: str,
+    include_dirs: Sequence[str] = (),
+    extra_flags: Sequence[str] = (),
+    timeout: float = DEFAULT_TIMEOUT,
+    *,
+    nvcc: str | None = None,
+    cache: ResultCache | None = None,
+    use_project_flags: bool = True,
+    semaphore: asyncio.Semaphore | None = None,
+) -> PtxResult | PtxFailure:
+    """Device PTX of the OpenMP ``target`` regions of ``path`` (clang, ``-O2``, line tables).
+    ``nvcc`` locates the CUDA toolkit (libdevice) for clang. Bounded, cancellable and cached
+    as :func:`compile_ptx_async`."""
+    req = _Request(
+        path,
+        source,
+        "clang",
+        clang,
+        arch,
+        include_dirs,
+        extra_flags,
+        use_project_flags,
+        "omp",
+        cuda_root(nvcc),
+    )
+    return await _compile(req, cache, timeout, semaphore)
+
+
+compile_omp_ptx = blocking(compile_omp_ptx_async)

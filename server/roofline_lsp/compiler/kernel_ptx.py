@@ -1,0 +1,254 @@
+"""One kernel's per-line PTX counts (``KernelPtx``) from a parsed PTX module, and what the
+estimator gets (``CompiledCounts``: those counts, or why there are none). The estimator puts
+them in place of its source-level operation counts (``estimate/ptx_substitution.py``).
+
+Pure analysis (no LSP). The counter books every statement's cost under its source line with
+that line's executions per thread (``ThreadCounts.lines`` / ``weights``: loop trip counts and
+branch probabilities multiplied in; an inlined device function or macro is booked on its call
+line). Here each line's integer instructions and FLOPs per precision become
+
+    PTX count of the line (one execution) x the counter's executions of the line
+
+and the totals are re-summed. What stays from the source analysis: the memory references
+(``accesses``) and so the DRAM/L2 model, the loop trip counts, the branch weights.
+
+Mapping PTX lines onto the counter's lines:
+
+- The kernel's own instructions use *call-site* attribution: code inlined from a device
+  function (``__forceinline__``, libm) is keyed by the kernel line that calls it, as the counter
+  books it.
+- A device function the ``-Xcicc -O1`` compile keeps as a ``.func`` call: the call line gets
+  the function's whole per-call cost (its lines, transitively its callees) when it has no loop
+  (its lines' relative weights are then all 1, or less for branches: an upper bound); a callee
+  with a loop has per-line weights the counter does not expose, so that line keeps its source
+  count (a fallback).
+- A loop statement's line holds the loop control (counter increment, compare, pointer bumps)
+  that runs once per iteration in the ``-O1`` code. The build that runs (``-O3``) unrolls a loop
+  of unknown trip count by 4 and a small constant one completely, as the counter assumes
+  (``Settings.unroll_default`` / ``Loop.unrolled``): its integer instructions are weighted by
+  ``trips / unroll`` executions (once when fully unrolled).
+- A line of the kernel with PTX instructions but no statement start of its own (a continued
+  expression) takes the weight of the nearest statement line above it; a line the counter
+  costed but PTX has no instruction for costs nothing (folded or removed by the compiler).
+- OpenMP offload regions (clang ``__omp_offloading_<dev>_<file>_<function>_l<line>``): the
+  lines of the region's body in the entry and its outlined functions; the pragma line and the
+  work-shared loop lines (runtime scheduling, calibrated in ``roofline.Calibration``) and the
+  OpenMP runtime's functions keep the source model.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+from roofline_lsp.compiler.demangle import omp_region
+from roofline_lsp.compiler.instruction_mix import EMPTY, LineMix
+from roofline_lsp.compiler.ptx_kernels import find_kernels
+from roofline_lsp.compiler.ptx_parser import Key, PtxFunction, PtxModule
+from roofline_lsp.model.kernel import Kernel
+
+# functions of the OpenMP device runtime: modelled by the calibrated per-thread/per-iteration
+# integer costs, not by their PTX
+_RUNTIME_PREFIXES = (
+    "__kmpc_",
+    "__omp_rtl",
+    "omp_",
+    "__llvm_",
+    "_ZN4ompx",
+    "__assert",
+    "vprintf",
+    "malloc",
+    "free",
+)
+UNROLL_DEFAULT = 4.0
+
+
+@dataclass(frozen=True)
+class KernelPtx:
+    """PTX counts of one kernel keyed by the lines of the kernel's file (one execution each)."""
+
+    kernel: str  # the PTX symbol
+    lines: Mapping[int, LineMix] = field(compare=False)
+    fallback: frozenset[int] = frozenset()  # lines calling a .func with loops: source counts
+    keep_source: frozenset[int] = frozenset()  # OpenMP pragma line (runtime model)
+    compiler: str = "nvcc"
+    # loop statement lines: the part of the line's (fp64, fp32, fp16, int) counts that runs
+    # every iteration (the rest, e.g. the initialisation, runs once per entry of the loop)
+    per_iteration: Mapping[int, tuple[int, int, int, int]] = field(
+        default_factory=dict, compare=False
+    )
+    others: tuple[KernelPtx, ...] = ()  # other instantiations of a template kernel
+
+    def flop_mix(self) -> tuple[int, int, int]:
+        """(fp64, fp32, fp16) FLOPs summed over the lines, one execution each."""
+        t = [0, 0, 0]
+        for m in self.lines.values():
+            t[0] += m.flops_fp64
+            t[1] += m.flops_fp32
+            t[2] += m.flops_fp16
+        return (t[0], t[1], t[2])
+
+
+@dataclass(frozen=True)
+class CompiledCounts:
+    """What the estimator gets: PTX counts of the kernel, or why there are none."""
+
+    ptx: KernelPtx | None = None
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.ptx is not None
+
+    @property
+    def note(self) -> str:
+        if self.ptx is not None:
+            return "counts: PTX"
+        return f"counts: source ({self.reason})" if self.reason else "counts: source"
+
+
+# ---------------------------------------------------------------------------------------------
+# From a PTX module to one kernel's per-line counts
+
+
+def _same_file(ptx_file: str, path: str) -> bool:
+    if not ptx_file:
+        return False
+    if os.path.isabs(ptx_file) and os.path.isabs(path):
+        try:
+            return os.path.realpath(ptx_file) == os.path.realpath(path)
+        except OSError:
+            return False
+    return os.path.basename(ptx_file) == os.path.basename(path)
+
+
+def _is_runtime(name: str) -> bool:
+    return name.startswith(_RUNTIME_PREFIXES)
+
+
+def _entries_for(module: PtxModule, kernel: Kernel) -> list[PtxFunction]:
+    """The PTX entries of ``kernel``: several for a template instantiated several times."""
+    if kernel.is_offload:
+        hits = [
+            k
+            for k in module.kernels
+            if (r := omp_region(k.name)) is not None and r[1] == kernel.line
+        ]
+        short = kernel.name.split("::")[-1]
+        named = [k for k in hits if (r := omp_region(k.name)) and r[0].split("::")[-1] == short]
+        return named or hits
+    return [f for f in find_kernels(module, kernel.name) if f.is_kernel]
+
+
+def _call_cost(
+    module: PtxModule, name: str, in_span: Callable[[Key], bool], stack: tuple[str, ...] = ()
+) -> LineMix | None:
+    """Whole per-call cost of ``.func name`` and its callees; None when one has a loop (or
+    recursion): its lines' weights are unknown."""
+    if _is_runtime(name):
+        return EMPTY
+    f = module.functions.get(name)
+    if f is None:
+        return None  # defined in another translation unit (-rdc): its cost is unknown here
+    if name in stack or f.loops:
+        return None
+    if any(in_span(k) for k in f.callsite_lines):
+        return EMPTY  # part of the kernel's own lines (an OpenMP outlined body)
+    total = f.total
+    for c in f.calls:
+        sub = _call_cost(module, c, in_span, (*stack, name))
+        if sub is None:
+            return None
+        total = total + sub
+    return total
+
+
+def kernel_ptx(module: PtxModule, kernel: Kernel, compiler: str = "nvcc") -> KernelPtx | None:
+    """The per-line PTX counts of ``kernel`` (None when the module lacks it, e.g. a template
+    never instantiated in the translation unit). A template instantiated several times gives
+    the first instantiation with the others in ``KernelPtx.others``; :func:`substitute` picks
+    the one whose floating-point precision matches the source analysis (which binds the
+    template arguments from the launch)."""
+    found = []
+    for entry in _entries_for(module, kernel)[:_MAX_INSTANTIATIONS]:
+        kp = _kernel_ptx(module, kernel, entry, compiler)
+        if kp is not None:
+            found.append(kp)
+    if not found:
+        return None
+    return replace(found[0], others=tuple(found[1:]))
+
+
+_MAX_INSTANTIATIONS = 8
+
+
+def _kernel_ptx(
+    module: PtxModule, kernel: Kernel, entry: PtxFunction, compiler: str
+) -> KernelPtx | None:
+    lo, hi = kernel.line, max(kernel.end_line, kernel.line)
+    path = kernel.file
+
+    def in_span(key: tuple[str, int]) -> bool:
+        return lo <= key[1] <= hi and _same_file(key[0], path)
+
+    # the entry and (OpenMP) its outlined bodies: every function reached whose lines lie in
+    # the kernel's span; runtime functions excluded
+    order = [entry.name]
+    todo = list(entry.calls)
+    while todo:
+        c = todo.pop(0)
+        if c in order or _is_runtime(c) or c not in module.functions:
+            continue
+        f = module.functions[c]
+        if any(in_span(k) for k in f.callsite_lines):
+            order.append(c)
+            todo.extend(f.calls)
+    lines: dict[int, LineMix] = {}
+    fallback: set[int] = set()
+    for name in order:
+        f = module.functions[name]
+        for key, mix in f.callsite_lines.items():
+            if not in_span(key):
+                if key[1] > 0 and (mix.int_ops or line_quad(mix)[:3] != (0, 0, 0)):
+                    # inlined code whose call line the compiler did not record (clang emits
+                    # no inlined_at before LLVM 17): its weight is unknown
+                    return None
+                continue
+            ln = key[1]
+            add = mix
+            for c in mix.calls:
+                cost = _call_cost(module, c, in_span)
+                if cost is None:
+                    fallback.add(ln)
+                else:
+                    add = add + cost
+            lines[ln] = lines.get(ln, EMPTY) + add
+    if not lines:
+        return None  # no line information matching the kernel's source (e.g. no -lineinfo)
+    keep = frozenset({kernel.line}) if kernel.is_offload else frozenset()
+    per_iter: dict[int, tuple[int, int, int, int]] = {}
+    for name in order:
+        f = module.functions[name]
+        for lp in f.loops:
+            if not in_span(lp.control):
+                continue
+            # one pass through the loop minus the other lines of its body: what the loop
+            # statement's line runs per iteration (the compare, the increments)
+            rest = [0, 0, 0, 0]
+            for k in lp.lines:
+                if k != lp.control:
+                    m = f.lines.get(k, EMPTY)
+                    for i, v in enumerate(line_quad(m)):
+                        rest[i] += v
+            line = line_quad(f.lines.get(lp.control, EMPTY))
+            body = line_quad(lp.mix)
+            part = tuple(max(0, min(body[i] - rest[i], line[i])) for i in range(4))
+            old = per_iter.get(lp.control[1], (0, 0, 0, 0))
+            w, x, y, z = (max(a, b) for a, b in zip(old, part, strict=True))
+            per_iter[lp.control[1]] = (w, x, y, z)
+    return KernelPtx(entry.name, lines, frozenset(fallback), keep, compiler, per_iter)
+
+
+def line_quad(m: LineMix) -> tuple[int, int, int, int]:
+    return (m.flops_fp64, m.flops_fp32, m.flops_fp16, m.int_ops)

@@ -1,0 +1,381 @@
+"""Parsing PTX (from nvcc or clang): every ``.entry`` (kernel) and ``.func`` with per-source-line
+:class:`LineMix` counts, through the ``.loc``/``.file`` line info (direct line, and the
+outermost ``inlined_at`` call site), its callees and its loops (backward branches)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from roofline_lsp.compiler.demangle import ptx_base_name
+from roofline_lsp.compiler.instruction_mix import EMPTY, NUM_FIELDS, LineMix, opcode_mix
+
+__all__ = ["Key", "PtxFunction", "PtxLoop", "PtxModule", "parse_ptx", "parse_ptx_cached"]
+
+
+Key = tuple[str, int]  # (source file, 1-based line); line 0 = compiler-generated
+
+
+@dataclass(frozen=True)
+class PtxLoop:
+    """A loop found from a backward branch: its label, the source lines of its body (direct
+    attribution) and the counts of one pass through the body."""
+
+    label: str
+    first_line: int  # smallest / largest line of the body in ``file``
+    last_line: int
+    file: str
+    lines: frozenset[Key]
+    depth: int  # 1 = outermost
+    mix: LineMix
+    control: Key = ("", 0)  # the line of the back edge: the loop statement (``for``/``while``)
+
+
+@dataclass(frozen=True)
+class PtxFunction:
+    name: str  # mangled symbol
+    base_name: str  # demangled qualified name without parameters or template arguments
+    is_kernel: bool
+    lines: Mapping[Key, LineMix] = field(compare=False)  # direct attribution
+    callsite_lines: Mapping[Key, LineMix] = field(compare=False)  # outermost inlined_at site
+    calls: tuple[str, ...] = ()
+    loops: tuple[PtxLoop, ...] = ()
+    total: LineMix = EMPTY
+
+    @property
+    def short_name(self) -> str:
+        return self.base_name.rsplit("::", 1)[-1]
+
+
+@dataclass(frozen=True)
+class PtxModule:
+    version: str
+    target: str
+    files: Mapping[int, str]
+    functions: Mapping[str, PtxFunction] = field(compare=False)
+
+    @property
+    def kernels(self) -> tuple[PtxFunction, ...]:
+        return tuple(f for f in self.functions.values() if f.is_kernel)
+
+
+_FUNC_RE = re.compile(
+    r"^\s*(?:\.(?:visible|weak|extern|entry_point)\s+)*\.(entry|func)\s+"
+    r"(?:\([^)]*\)\s*)?([A-Za-z_$%][\w$.]*)"
+)
+_LOC_RE = re.compile(
+    r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)"
+    r"(?:\s*,\s*function_name\s+[\w$.]+)?"
+    r"(?:\s*,\s*inlined_at\s+(\d+)\s+(\d+)\s+(\d+))?"
+)
+_FILE_RE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s*,?\s*"([^"]*)")?')
+_LABEL_RE = re.compile(r"^\s*([\w$.]+):(?!:)")  # not "ld.shared::cta"
+_CP_SIZE_RE = re.compile(r",\s*(\d+)\s*(?:,|;|$)")
+_IDENT_RE = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+@dataclass
+class _Instr:
+    opcode: str
+    operands: str
+    direct: tuple[int, int]
+    callsite: tuple[int, int]
+
+
+def _strip_comment(line: str) -> str:
+    i = line.find("//")
+    return line if i < 0 else line[:i]
+
+
+def parse_ptx(text: str) -> PtxModule:
+    """Parse PTX text (from nvcc or clang) into per-function, per-line counts."""
+    lines = text.splitlines()
+    files: dict[int, str] = {}
+    version = target = ""
+    raw_funcs: list[tuple[str, bool, list[_Instr], dict[str, int]]] = []
+    i = 0
+    n = len(lines)
+    while i < n:
+        line = lines[i]
+        s = line.strip()
+        if s.startswith(".version"):
+            version = s.split()[1] if len(s.split()) > 1 else ""
+        elif s.startswith(".target"):
+            target = s.split()[1].rstrip(",") if len(s.split()) > 1 else ""
+        elif s.startswith(".file"):
+            m = _FILE_RE.match(s)
+            if m:
+                p = os.path.join(m.group(2), m.group(3)) if m.group(3) else m.group(2)
+                files[int(m.group(1))] = p
+        m = _FUNC_RE.match(line)
+        if m and not s.startswith("//"):
+            kind, name = m.group(1), m.group(2)
+            # find the body: "{" alone on a line, or a ";" ending a declaration
+            depth = line.count("(") - line.count(")")
+            j = i
+            body_start = None
+            while j < n:
+                t = _strip_comment(lines[j]).strip()
+                if j > i:
+                    depth += t.count("(") - t.count(")")
+                if t == "{" or (t.endswith("{") and depth <= 0 and j > i):
+                    body_start = j
+                    break
+                if depth <= 0 and t.endswith(";"):
+                    break
+                j += 1
+            if body_start is None:
+                i = j + 1
+                continue
+            instrs, labels, end = _parse_body(lines, body_start + 1)
+            raw_funcs.append((name, kind == "entry", instrs, labels))
+            i = end + 1
+            continue
+        i += 1
+    names = {r[0] for r in raw_funcs}
+    functions: dict[str, PtxFunction] = {}
+    for name, is_kernel, instrs, labels in raw_funcs:
+        functions[name] = _build_function(name, is_kernel, instrs, labels, files, names)
+    return PtxModule(version, target, files, functions)
+
+
+def _parse_body(lines: list[str], start: int) -> tuple[list[_Instr], dict[str, int], int]:
+    instrs: list[_Instr] = []
+    labels: dict[str, int] = {}
+    inl: dict[tuple[int, int, int], tuple[int, int, int] | None] = {}
+    direct = (0, 0)
+    callsite = (0, 0)
+    depth = 1
+    i = start
+    n = len(lines)
+    pending: list[str] = []  # the rest of a line holding several statements
+    while i < n or pending:
+        if pending:
+            s = pending.pop()
+        else:
+            s = _strip_comment(lines[i]).strip()
+            i += 1
+        if not s:
+            continue
+        # inline-asm scopes on one line: "{ .reg .f32 r0; shfl.sync...; mov.f32 %f1, r0;}"
+        # (braces inside operands, "{%f1, %f2}", sit before the statement's ";")
+        head, sep, tail = s.partition(";")
+        if sep and tail.strip():
+            pending.append(tail.strip())
+            s = head + ";"
+        if s.startswith("{"):
+            depth += 1
+            s = s[1:].strip()
+            if not s:
+                continue
+        if s.startswith("}"):
+            depth -= 1
+            if depth == 0:
+                return instrs, labels, i - 1
+            continue
+        if s.startswith("."):
+            if s.startswith(".loc"):
+                m = _LOC_RE.match(s)
+                if m:
+                    f, ln, col = int(m.group(1)), int(m.group(2)), int(m.group(3))
+                    direct = (f, ln)
+                    if m.group(4):
+                        at = (int(m.group(4)), int(m.group(5)), int(m.group(6)))
+                        inl[(f, ln, col)] = at
+                        cur = at
+                        for _ in range(64):
+                            nxt = inl.get(cur)
+                            if nxt is None:
+                                break
+                            cur = nxt
+                        callsite = (cur[0], cur[1])
+                    else:
+                        inl[(f, ln, col)] = None
+                        callsite = direct
+            continue
+        m = _LABEL_RE.match(s)
+        if m and not s.startswith("@"):
+            labels[m.group(1)] = len(instrs)
+            s = s[m.end() :].strip()
+            if not s:
+                continue
+        # an instruction; it may span several lines (call sequences) up to ";"
+        while ";" not in s and i < n:
+            cont = _strip_comment(lines[i]).strip()
+            i += 1
+            s += " " + cont
+        s = s.split(";", 1)[0].strip()
+        if s.startswith("@"):
+            parts = s.split(None, 1)
+            s = parts[1] if len(parts) > 1 else ""
+        if not s:
+            continue
+        parts = s.split(None, 1)
+        instrs.append(_Instr(parts[0], parts[1] if len(parts) > 1 else "", direct, callsite))
+    return instrs, labels, n - 1
+
+
+def _callee(operands: str) -> str | None:
+    """The direct call target; None for an indirect call (through a register)."""
+    rest = re.sub(r"\([^()]*\)", " ", operands)
+    toks = [t.strip() for t in rest.split(",") if t.strip()]
+    if toks and _IDENT_RE.fullmatch(toks[0]):
+        return toks[0]
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _sparse(mix: LineMix) -> tuple[tuple[int, int], ...]:
+    return tuple((i, getattr(mix, f)) for i, f in enumerate(NUM_FIELDS) if getattr(mix, f))
+
+
+def _to_mix(acc: list[int], calls: list[str] | None = None) -> LineMix:
+    return LineMix(**dict(zip(NUM_FIELDS, acc, strict=True)), calls=tuple(calls or ()))
+
+
+_ADD64 = frozenset({"add.s64", "add.u64"})
+_REG_RE = re.compile(r"%[A-Za-z]+\d*")
+_FUSED = ((NUM_FIELDS.index("instructions"), 1), (NUM_FIELDS.index("other"), 1))
+_LD_GLOBAL_BYTES = NUM_FIELDS.index("ld_global_bytes")
+_ST_SHARED_BYTES = NUM_FIELDS.index("st_shared_bytes")
+
+
+def _build_function(
+    name: str,
+    is_kernel: bool,
+    instrs: list[_Instr],
+    labels: dict[str, int],
+    files: Mapping[int, str],
+    func_names: set[str],
+) -> PtxFunction:
+    nf = len(NUM_FIELDS)
+
+    def key(loc: tuple[int, int]) -> Key:
+        return (files.get(loc[0], f"<file {loc[0]}>") if loc[0] else "", loc[1])
+
+    # a mul.wide feeding a 64-bit add is one IMAD.WIDE in SASS: count the pair once
+    add64_operands: set[str] = set()
+    for ins in instrs:
+        if ins.opcode in _ADD64:
+            add64_operands.update(_REG_RE.findall(ins.operands.split(",", 1)[-1]))
+    sparse: list[tuple[tuple[int, int], ...]] = []
+    targets: list[str | None] = []
+    calls: list[str] = []
+    for ins in instrs:
+        sp = _sparse(opcode_mix(ins.opcode))
+        base = ins.opcode.split(".", 1)[0]
+        target = None
+        if ins.opcode.startswith("mul.wide.") and add64_operands:
+            dest = ins.operands.split(",", 1)[0].strip()
+            if dest in add64_operands:
+                sp = _FUSED
+        if base == "call":
+            target = _callee(ins.operands)
+        elif base == "mov" and func_names:
+            for tok in _IDENT_RE.findall(ins.operands):
+                if tok in func_names and tok != name:
+                    target = tok
+                    break
+        elif base == "cp" and ins.opcode.startswith("cp.async") and "shared" in ins.opcode:
+            m = _CP_SIZE_RE.search(ins.operands + ";")
+            size = int(m.group(1)) if m else 0
+            if size:
+                sp = sp + ((_LD_GLOBAL_BYTES, size), (_ST_SHARED_BYTES, size))
+        if target and target not in calls:
+            calls.append(target)
+        sparse.append(sp)
+        targets.append(target)
+    direct: dict[Key, list[int]] = {}
+    site: dict[Key, list[int]] = {}
+    direct_calls: dict[Key, list[str]] = {}
+    site_calls: dict[Key, list[str]] = {}
+    total = [0] * nf
+    for ins, sp, target in zip(instrs, sparse, targets, strict=True):
+        k = key(ins.direct)
+        k2 = key(ins.callsite)
+        a = direct.get(k)
+        if a is None:
+            a = direct[k] = [0] * nf
+        b = site.get(k2)
+        if b is None:
+            b = site[k2] = [0] * nf
+        for idx, v in sp:
+            a[idx] += v
+            b[idx] += v
+            total[idx] += v
+        if target:
+            for where, kk in ((direct_calls, k), (site_calls, k2)):
+                lst = where.setdefault(kk, [])
+                if target not in lst:
+                    lst.append(target)
+    loops = _loops(instrs, labels, sparse, key)
+    return PtxFunction(
+        name,
+        ptx_base_name(name),
+        is_kernel,
+        {k: _to_mix(v, direct_calls.get(k)) for k, v in direct.items()},
+        {k: _to_mix(v, site_calls.get(k)) for k, v in site.items()},
+        tuple(calls),
+        loops,
+        _to_mix(total, calls),
+    )
+
+
+def _loops(
+    instrs: list[_Instr],
+    labels: dict[str, int],
+    sparse: list[tuple[tuple[int, int], ...]],
+    key: Callable[[tuple[int, int]], Key],
+) -> tuple[PtxLoop, ...]:
+    best: dict[str, tuple[int, int]] = {}  # header label -> widest back edge
+    for idx, ins in enumerate(instrs):
+        if not ins.opcode.startswith("bra"):
+            continue
+        target = ins.operands.strip().split(",")[0].strip()
+        start = labels.get(target)
+        if start is not None and start <= idx and (target not in best or idx > best[target][1]):
+            best[target] = (start, idx)
+    out: list[PtxLoop] = []
+    items = sorted(best.items(), key=lambda kv: (kv[1][0], -kv[1][1]))
+    nf = len(NUM_FIELDS)
+    for label, (start, end) in items:
+        depth = 1 + sum(
+            1 for _, (s2, e2) in items if (s2, e2) != (start, end) and s2 <= start and end <= e2
+        )
+        body_keys: set[Key] = set()
+        acc = [0] * nf
+        for j in range(start, end + 1):
+            k = key(instrs[j].direct)
+            if k[1] > 0:
+                body_keys.add(k)
+            for idx, v in sparse[j]:
+                acc[idx] += v
+        by_file: dict[str, list[int]] = {}
+        for f, ln in body_keys:
+            by_file.setdefault(f, []).append(ln)
+        main = max(sorted(by_file), key=lambda f: len(by_file[f])) if by_file else ""
+        lns = by_file.get(main, [0])
+        control = key(instrs[end].direct)
+        out.append(
+            PtxLoop(
+                label,
+                min(lns),
+                max(lns),
+                main,
+                frozenset(body_keys),
+                depth,
+                _to_mix(acc),
+                control,
+            )  # fmt: skip
+        )
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=32)
+def parse_ptx_cached(text: str) -> PtxModule:
+    """:func:`parse_ptx` remembered for the last few PTX texts (one file's kernels are looked
+    up one by one)."""
+    return parse_ptx(text)

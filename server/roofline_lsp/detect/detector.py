@@ -1,0 +1,541 @@
+"""The tree walker of kernel detection: reads one parsed file's definitions, functions, CUDA
+kernels, OpenMP/OpenACC regions and launch sites (``kernels.detect`` drives it), re-parsing
+what macros or ``#ifdef`` broke.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
+from tree_sitter import Node, Tree
+
+from roofline_lsp.detect.pragmas import is_statement, parse_pragma, pragma_text, statement_after
+from roofline_lsp.detect.textscan import (
+    blank_else_branches,
+    definition_end,
+    is_hip_source,
+    kernel_ref,
+    mask_outside,
+    params_end,
+    skip_blank,
+    statement_end,
+)
+from roofline_lsp.detect.treewalk import (
+    called_names,
+    enclosing_function,
+    function_declarator,
+    function_qualifiers,
+    inside_error,
+    local_values,
+    qualified_declarator_name,
+    start_line,
+    unqualified_name,
+)
+from roofline_lsp.model.kernel import (
+    DataRegion,
+    Detection,
+    DetectMemo,
+    Function,
+    Kernel,
+    KernelLanguage,
+    LaunchSite,
+    Macro,
+    Span,
+)
+from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3
+from roofline_lsp.syntax.expr import text
+from roofline_lsp.syntax.parsing import captures, language_for_path, parse
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _reuse(old: dict[K, V], new: dict[K, V], key: K, compute: Callable[[], V]) -> V:
+    """``old[key]`` (or ``new[key]``), else ``compute()``; recorded in ``new`` either way."""
+    value = old.get(key)
+    if value is None:
+        value = new.get(key)
+    if value is None:
+        value = compute()
+    new[key] = value
+    return value
+
+
+_OMP_DATA = ("data", "enter", "exit", "update")
+_ACC_KERNELS = ("parallel", "kernels", "serial")
+_ACC_DATA = ("data", "enter", "exit", "update", "host_data", "declare")
+_NOT_REGIONS = frozenset(
+    {"function_definition", "template_declaration", "declaration", "linkage_specification"}
+)
+_QUALIFIER_MACRO = re.compile(
+    r"(\s*(__global__|__device__|__host__|__forceinline__|__noinline__|static|inline|"
+    r"extern\s*\"C\"|__launch_bounds__\s*\([^)]*\))\s*)+"
+)
+_NOT_NAMES = frozenset(
+    [
+        "void",
+        "int",
+        "float",
+        "double",
+        "char",
+        "short",
+        "long",
+        "unsigned",
+        "signed",
+        "bool",
+        "auto",
+        "const",
+        "static",
+    ]
+)
+MAX_INCLUDE_DEPTH = 4
+
+# (header path, its include depth) -> what detection found in it, or None (unreadable, a
+# cycle, too deep)
+IncludeReader = Callable[[str, int], Detection | None]
+
+
+class Detector:
+    """Walks one parsed file; ``include`` reads the local headers it includes."""
+
+    def __init__(
+        self,
+        source: bytes,
+        path: str,
+        tree: Tree,
+        include: IncludeReader,
+        include_depth: int = 0,
+        old: DetectMemo | None = None,
+    ) -> None:
+        self.old = old or DetectMemo()  # the previous version's memo (read only)
+        self.memo = DetectMemo()  # this version's: what it used, for the next
+        self.source = source
+        self.path = path
+        self.tree = tree
+        self.include = include
+        self.depth = include_depth
+        self.functions: dict[str, Function] = {}
+        self.macros: dict[str, Macro] = {}
+        self.constants: dict[str, str] = {}
+        self.kernels: list[Kernel] = []
+        self.launches: list[LaunchSite] = []
+        self.data_regions: list[DataRegion] = []
+        self.language: KernelLanguage = "hip" if is_hip_source(path, source) else "cuda"
+
+    # -- definitions ------------------------------------------------------------------------
+    def definitions(self, caps: dict[str, list[Node]]) -> None:
+        for node in caps.get("define", []):
+            name = node.child_by_field_name("name")
+            value = node.child_by_field_name("value")
+            if name is not None:
+                self.constants.setdefault(text(name), text(value).strip())
+                self.macros.setdefault(
+                    text(name),
+                    Macro(text(name), None, text(value).strip(), start_line(node), self.path),
+                )
+        for node in caps.get("macro", []):
+            name = node.child_by_field_name("name")
+            params = node.child_by_field_name("parameters")
+            value = node.child_by_field_name("value")
+            pnames = tuple(
+                text(c) for c in (params.named_children if params else []) if c.type != "comment"
+            )
+            self.macros.setdefault(
+                text(name),
+                Macro(text(name), pnames, text(value).strip(), start_line(node), self.path),
+            )
+        for decl in caps.get("const.decl", []):
+            name = decl.child_by_field_name("declarator")
+            value = decl.child_by_field_name("value")
+            if name is not None and value is not None and name.type == "identifier":
+                self.constants.setdefault(text(name), text(value))
+        for node in caps.get("include", []):
+            path_node = node.child_by_field_name("path")
+            if path_node is not None and path_node.type == "string_literal":
+                self.follow_include(text(path_node).strip('"'))
+
+    def follow_include(self, rel: str) -> None:
+        if self.depth >= MAX_INCLUDE_DEPTH or not self.path:
+            return
+        target = os.path.normpath(os.path.join(os.path.dirname(self.path), rel))
+        included = self.include(target, self.depth + 1)
+        if included is None:
+            return
+        for name, fn in included.functions.items():
+            self.functions.setdefault(name, fn)
+        for name, macro in included.macros.items():
+            self.macros.setdefault(name, macro)
+        for name, value in included.constants.items():
+            self.constants.setdefault(name, value)
+
+    # -- functions and CUDA kernels ---------------------------------------------------------
+    def function(
+        self, fn: Node, recovered: bool = False, macro_quals: dict[int, str] | None = None
+    ) -> None:
+        """Record a function definition: a kernel when it has ``__global__`` (or, in a
+        re-parse with qualifier macros blanked, such a macro in ``macro_quals``: byte -> body)."""
+        fdecl = function_declarator(fn)
+        if fdecl is None:
+            return
+        name = qualified_declarator_name(fdecl.child_by_field_name("declarator"))
+        if not name or name in _NOT_NAMES:
+            return
+        quals = function_qualifiers(fn)
+        global_row: int | None = next(
+            (c.start_point.row for c in fn.children if c.type == "__global__"), None
+        )
+        if macro_quals:
+            prev = fn.prev_sibling
+            lo = prev.end_byte if prev is not None else 0
+            head = [(b, q) for b, q in macro_quals.items() if lo <= b < fdecl.start_byte]
+            quals = (*quals, *(q for _, q in head))
+            for b, q in head:
+                if "__global__" in q and global_row is None:
+                    global_row = self.source.count(b"\n", 0, b)
+        body = fn.child_by_field_name("body")
+        if global_row is None:
+            if self.in_declare_target(fn):
+                quals = (*quals, "declare target")
+            func = Function(
+                unqualified_name(name), self.path, start_line(fn), Span.of(fn), quals, fn
+            )
+            known = self.functions.get(func.name)
+            if known is None or (known.file != self.path and func.file == self.path):
+                self.functions[func.name] = func
+            return
+        if body is None:
+            return
+        params = []
+        plist = fdecl.child_by_field_name("parameters")
+        for p in plist.named_children if plist else []:
+            if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+                continue
+            pname = qualified_declarator_name(p.child_by_field_name("declarator")) or ""
+            ptext = text(p)
+            ptype = ptext[: ptext.rfind(pname)].strip() if pname else ptext
+            params.append((ptype, pname))
+        template: tuple[str, ...] = ()
+        if fn.parent is not None and fn.parent.type == "template_declaration":
+            tpl = fn.parent.child_by_field_name("parameters")
+            template = tuple(text(c) for c in tpl.named_children) if tpl else ()
+        bounds = next((c for c in fn.children if c.type == "launch_bounds"), None)
+        name_node = fdecl.child_by_field_name("declarator")
+        while name_node is not None and name_node.type not in (
+            "identifier",
+            "field_identifier",
+            "qualified_identifier",
+        ):
+            name_node = name_node.child_by_field_name("name") or name_node.child_by_field_name(
+                "declarator"
+            )
+        self.kernels.append(
+            Kernel(
+                name=unqualified_name(name),
+                language=self.language,
+                file=self.path,
+                line=global_row + 1,
+                end_line=fn.end_point.row + 1,
+                span=Span.of(fn),
+                name_span=Span.of(name_node or fdecl),
+                body_span=Span.of(body),
+                params=tuple(params),
+                template_params=template,
+                launch_bounds=tuple(text(c) for c in bounds.named_children) if bounds else (),
+                qualifiers=quals,
+                recovered=recovered,
+                node=fn,
+                body=body,
+            )
+        )
+
+    def in_declare_target(self, node: Node) -> bool:
+        return any(a <= node.start_byte < b for a, b in self.declare_target_ranges)
+
+    declare_target_ranges: list[tuple[int, int]] = []
+
+    def recover(self) -> None:
+        """Kernels whose parse a macro broke: re-parse each ``__global__ ... { ... }`` alone,
+        in a copy of the file where everything else is blanked (so positions stay valid)."""
+        found = {k.span.start_byte for k in self.kernels}
+        covered = [(k.span.start_byte, k.span.end_byte) for k in self.kernels]
+        for m in re.finditer(rb"\b__global__\b", self.source):
+            start = m.start()
+            if any(a <= start < b for a, b in covered):
+                continue
+            end = definition_end(self.source, m.end())
+            if end is None:
+                continue
+            # keep a `template <...>` header right before the kernel
+            tpl = re.search(rb"template\s*<[^;{}]*>\s*$", self.source[max(0, start - 400) : start])
+            region_start = max(0, start - 400) + tpl.start() if tpl else start
+            masked = bytearray(mask_outside(self.source, region_start, end))
+            # blank what stands between the parameter list and the body (attribute macros)
+            brace = self.source.find(b"{", start, end)
+            close = params_end(self.source, m.end(), brace)
+            if close is not None:
+                masked[close + 1 : brace] = re.sub(rb"[^\n]", b" ", masked[close + 1 : brace])
+            tree = parse(bytes(masked), language_for_path(self.path))
+            for node in captures("cuda-kernels", tree.root_node).get("function", []):
+                if node.start_byte in found or not (region_start <= node.start_byte < end):
+                    continue
+                if any(c.type == "__global__" for c in node.children):
+                    self.function(node, recovered=True)
+                    found.add(node.start_byte)
+
+    def recover_macros(self) -> None:
+        """Kernels and device functions declared through qualifier macros
+        (``#define GLOBAL __global__``), which the grammar cannot see through: re-parse a copy
+        with those macro names blanked (offsets unchanged) and read the definitions there."""
+        quals = {
+            m.name: m.body
+            for m in self.macros.values()
+            if m.params is None and m.body and _QUALIFIER_MACRO.fullmatch(m.body)
+        }
+        if not quals:
+            return
+        pattern = re.compile(rb"\b(" + b"|".join(re.escape(q.encode()) for q in quals) + rb")\b")
+        hits: dict[int, str] = {}
+        chunks = bytearray(self.source)
+        for m in pattern.finditer(self.source):
+            line_start = self.source.rfind(b"\n", 0, m.start()) + 1
+            if self.source[line_start : m.start()].lstrip().startswith(b"#"):
+                continue  # the #define itself, or another directive
+            hits[m.start()] = quals[m.group(1).decode()]
+            chunks[m.start() : m.end()] = b" " * (m.end() - m.start())
+        if not hits:
+            return
+        known = {k.line for k in self.kernels}
+        tree = parse(bytes(chunks), language_for_path(self.path))
+        for node in captures("cuda-kernels", tree.root_node).get("function", []):
+            prev = node.prev_sibling
+            lo = prev.end_byte if prev is not None else 0
+            if not any(lo <= b < node.end_byte for b in hits):
+                continue
+            before = len(self.kernels)
+            self.function(node, recovered=True, macro_quals=hits)
+            if len(self.kernels) > before:
+                k = self.kernels[-1]
+                if k.line in known:
+                    self.kernels.pop()
+                elif k.name in self.functions and self.functions[k.name].file == self.path:
+                    del self.functions[k.name]  # the misparse of the first pass
+
+    # -- pragmas ------------------------------------------------------------------------------
+    def pragmas(self, nodes: list[Node]) -> None:
+        parsed = [(n, parse_pragma(pragma_text(n))) for n in nodes]
+        self.declare_target_ranges = []
+        open_at: int | None = None
+        for node, pr in parsed:
+            if pr.family == "omp" and pr.words[:2] == ("declare", "target") and not pr.clauses:
+                open_at = node.end_byte
+            elif (
+                pr.family == "omp"
+                and pr.words[:1] in (("end",), ("end",))
+                and "target" in (pr.words)
+            ):
+                if open_at is not None:
+                    self.declare_target_ranges.append((open_at, node.start_byte))
+                open_at = None
+            elif pr.family == "omp" and pr.words[:1] == ("begin",) and "target" in pr.words:
+                open_at = node.end_byte
+        if open_at is not None:
+            self.declare_target_ranges.append((open_at, len(self.source)))
+        inner: set[int] = set()
+        for node, pr in parsed:
+            if node.start_byte in inner or pr.family not in ("omp", "acc") or not pr.words:
+                continue
+            words = pr.words
+            is_kernel = (
+                pr.family == "omp"
+                and words[0] == "target"
+                and (words[1:2] or ("",))[0] not in _OMP_DATA
+            ) or (pr.family == "acc" and words[0] in _ACC_KERNELS)
+            is_data = (
+                pr.family == "omp"
+                and words[0] == "target"
+                and words[1:2] != ()
+                and words[1] in _OMP_DATA
+            ) or (pr.family == "acc" and words[0] in _ACC_DATA)
+            if is_data:
+                family: KernelLanguage = "omp" if pr.family == "omp" else "acc"
+                self.data_regions.append(
+                    DataRegion(
+                        family, pr.directive, self.path, start_line(node), Span.of(node), pr.clauses
+                    )
+                )
+                continue
+            if not is_kernel:
+                continue
+            stmt = statement_after(node) if not inside_error(node) else None
+            if stmt is None or stmt.type in _NOT_REGIONS:
+                stmt = self.recover_statement(node)
+            if stmt is None:
+                continue
+            directive, clauses = pr.directive, list(pr.clauses)
+            # stacked or nested worksharing pragmas belong to this region
+            for other, opr in parsed:
+                if other is node or opr.family != pr.family:
+                    continue
+                stacked = node.end_byte <= other.start_byte < stmt.start_byte
+                nested = stmt.start_byte <= other.start_byte < stmt.end_byte
+                if stacked or (nested and opr.words and opr.words[0] != "target"):
+                    inner.add(other.start_byte)
+                    if stacked or opr.words[0] in ("teams", "distribute", "parallel", "loop"):
+                        directive += " | " + opr.directive
+                        clauses.extend(opr.clauses)
+            fn = enclosing_function(node)
+            fdecl = function_declarator(fn) if fn is not None else None
+            fname = (
+                qualified_declarator_name(fdecl.child_by_field_name("declarator")) if fdecl else ""
+            ) or ""
+            self.kernels.append(
+                Kernel(
+                    name=fname or "<file scope>",
+                    language="omp" if pr.family == "omp" else "acc",
+                    file=self.path,
+                    line=start_line(node),
+                    end_line=stmt.end_point.row + 1,
+                    span=Span(
+                        node.start_byte,
+                        stmt.end_byte,
+                        (node.start_point.row, node.start_point.column),
+                        (stmt.end_point.row, stmt.end_point.column),
+                    ),
+                    name_span=Span.of(node),
+                    body_span=Span.of(stmt),
+                    directive=directive,
+                    clauses=tuple(clauses),
+                    node=node,
+                    body=stmt,
+                )
+            )
+
+    def recover_statement(self, pragma: Node) -> Node | None:
+        """The statement after a pragma in a broken parse (e.g. braces split by ``#ifdef``):
+        find its extent textually, then parse it alone inside a dummy function in a masked
+        copy of the file (offsets unchanged)."""
+        src = self.source
+        start = skip_blank(src, pragma.end_byte)
+        while src.startswith(b"#", start):  # stacked pragmas / #ifdef lines
+            nl = src.find(b"\n", start)
+            if nl < 0:
+                return None
+            start = skip_blank(src, nl + 1)
+        end = statement_end(src, start)
+        line_start = src.rfind(b"\n", 0, pragma.start_byte) + 1
+        line_end = src.find(b"\n", line_start)
+        prefix = b"void __r(){"
+        if end is None or line_end - line_start < len(prefix):
+            return None
+        masked = bytearray(mask_outside(src, start, end))
+        blank_else_branches(masked, start, end)
+        masked[line_start : line_start + len(prefix)] = prefix
+        masked = masked[:end] + b"}" + masked[end + 1 :] if end < len(masked) else masked + b"}"
+        tree = parse(bytes(masked), language_for_path(self.path))
+        node = tree.root_node.descendant_for_byte_range(start, max(start, end - 1))
+        best = None
+        # error recovery may stretch the statement over the dummy function's closing brace
+        while node is not None and node.start_byte >= start and node.end_byte <= end + 1:
+            if node.start_byte == start and is_statement(node):
+                best = node
+            node = node.parent
+        return best
+
+    # -- launches -----------------------------------------------------------------------------
+    def launch(self, call: Node, form: str) -> None:
+        fn_node = call.child_by_field_name("function")
+        args_node = call.child_by_field_name("arguments")
+        args = [text(a) for a in (args_node.named_children if args_node else [])]
+        args = [a for a in args if not a.startswith(("//", "/*"))]
+        if form == "chevron":
+            cfg = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
+            parts = [text(c) for c in cfg.named_children] if cfg else []
+            name = kernel_ref(text(fn_node))
+            rest = args
+        elif form == "hipLaunchKernelGGL":
+            if len(args) < 5:
+                return
+            name = kernel_ref(args[0])
+            parts = [args[1], args[2], args[3], args[4]]
+            rest = args[5:]
+        else:  # cudaLaunchKernel(func, grid, block, args, shmem, stream)
+            if len(args) < 3:
+                return
+            name = kernel_ref(args[0])
+            parts = [args[1], args[2], *(args[4:6])]
+            rest = args[3:4]
+        if not name or len(parts) < 2:
+            return
+        env = self.environment(call)
+        shmem = parts[2] if len(parts) > 2 else None
+        grid_v, block_v, shmem_v = _reuse(
+            self.old.launches,
+            self.memo.launches,
+            (parts[0], parts[1], shmem, *env.items()),
+            lambda: (
+                evaluate_dim3(parts[0], env),
+                evaluate_dim3(parts[1], env),
+                evaluate(shmem, env) if shmem else None,
+            ),
+        )
+        self.launches.append(
+            LaunchSite(
+                kernel=name,
+                file=self.path,
+                line=start_line(call),
+                span=Span.of(call),
+                form=form,  # type: ignore[arg-type]
+                grid=parts[0],
+                block=parts[1],
+                shmem=shmem,
+                stream=parts[3] if len(parts) > 3 else None,
+                args=tuple(rest),
+                grid_value=grid_v,
+                block_value=block_v,
+                shmem_value=int(shmem_v) if shmem_v is not None else None,
+            )
+        )
+
+    def callees(self, body: Node | None) -> tuple[str, ...]:
+        """Names of functions called from ``body``, transitively, in first-call order."""
+        out: list[str] = []
+        seen: set[str] = set()
+        stack = [body] if body is not None else []
+        while stack and len(out) < 200:
+            node = stack.pop()
+            for name in self.calls_in(node):
+                if name in seen:
+                    continue
+                seen.add(name)
+                fn = self.functions.get(name)
+                if fn is not None:
+                    out.append(name)
+                    body2 = fn.node.child_by_field_name("body")
+                    if body2 is not None:
+                        stack.append(body2)
+        return tuple(out)
+
+    def calls_in(self, node: Node) -> tuple[str, ...]:
+        """The names of the functions called in ``node`` (from the memo by its text)."""
+        key = node.text
+        if key is None:
+            return called_names(node)
+        return _reuse(self.old.calls, self.memo.calls, key, lambda: called_names(node))
+
+    def environment(self, at: Node) -> dict[str, str]:
+        """Names usable to evaluate an expression at ``at``: globals, then the enclosing
+        function's earlier local declarations (``int n = 1 << 20; dim3 grid(n / 256);``)."""
+        env: dict[str, str] = dict(self.constants)
+        fn = enclosing_function(at)
+        body = fn.child_by_field_name("body") if fn is not None else None
+        if body is None or body.text is None:
+            return env
+        key = (body.text, at.start_byte - body.start_byte)
+        local: dict[str, str] = _reuse(
+            self.old.locals, self.memo.locals, key, lambda: local_values(body, at.start_byte)
+        )
+        env.update(local)
+        return env

@@ -1,0 +1,183 @@
+"""OpenMP/OpenACC pragmas: parse a ``#pragma omp|acc`` line into directive words and clauses,
+and find the statement a pragma applies to.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from roofline_lsp.model.kernel import Clause
+from roofline_lsp.syntax.cexpr import split_args
+from roofline_lsp.syntax.expr import text
+
+_OMP_DIRECTIVE_WORDS = frozenset(
+    [
+        "target",
+        "teams",
+        "distribute",
+        "parallel",
+        "for",
+        "do",
+        "simd",
+        "loop",
+        "data",
+        "enter",
+        "exit",
+        "update",
+        "declare",
+        "end",
+        "begin",
+        "variant",
+        "single",
+        "master",
+        "masked",
+        "sections",
+        "section",
+        "task",
+        "taskloop",
+        "atomic",
+        "critical",
+        "barrier",
+        "ordered",
+    ]
+)
+_ACC_DIRECTIVE_WORDS = frozenset(
+    [
+        "parallel",
+        "kernels",
+        "serial",
+        "loop",
+        "data",
+        "enter",
+        "exit",
+        "update",
+        "host_data",
+        "declare",
+        "routine",
+        "atomic",
+        "wait",
+        "cache",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Pragma:
+    """A parsed ``#pragma omp|acc ...`` line."""
+
+    family: str  # "omp" | "acc" | other
+    words: tuple[str, ...]  # directive words, e.g. ("target", "teams", "distribute")
+    clauses: tuple[Clause, ...]
+
+    @property
+    def directive(self) -> str:
+        return " ".join(self.words)
+
+
+def parse_pragma(text: str) -> Pragma:
+    """Split pragma argument text (``omp target teams map(to: a[0:n]) collapse(2)``)."""
+    text = re.sub(r"\\\r?\n", " ", text).strip()
+    family, _, rest = text.partition(" ")
+    family = family.strip()
+    vocab = _OMP_DIRECTIVE_WORDS if family == "omp" else _ACC_DIRECTIVE_WORDS
+    words: list[str] = []
+    clauses: list[Clause] = []
+    i, n = 0, len(rest)
+    while i < n:
+        while i < n and (rest[i].isspace() or rest[i] == ","):
+            i += 1
+        m = re.match(r"[A-Za-z_][A-Za-z_0-9]*", rest[i:])
+        if not m:
+            i += 1
+            continue
+        word = m.group(0)
+        i += len(word)
+        j = i
+        while j < n and rest[j] == " ":
+            j += 1
+        args = None
+        if j < n and rest[j] == "(":
+            depth, k = 0, j
+            while k < n:
+                if rest[k] == "(":
+                    depth += 1
+                elif rest[k] == ")":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                k += 1
+            args = rest[j + 1 : k]
+            i = k + 1
+        if args is None and not clauses and word in vocab:
+            words.append(word)
+            continue
+        clauses.append(_clause(word, args))
+    return Pragma(family, tuple(words), tuple(clauses))
+
+
+def _clause(name: str, args: str | None) -> Clause:
+    if args is None:
+        return Clause(name, name)
+    modifier, items_text = "", args
+    # map(tofrom: a), reduction(+: s), map(always, to: x), depend(in: y)
+    m = re.match(r"\s*([^:()\[\]]*?)\s*:(?!:)(.*)$", args, re.S)
+    if m and name in ("map", "reduction", "depend", "defaultmap", "schedule", "copy", "linear"):
+        modifier, items_text = m.group(1).strip(), m.group(2)
+    items = tuple(s for s in (x.strip() for x in split_args(items_text)) if s)
+    return Clause(name, f"{name}({args})", modifier, items)
+
+
+def is_statement(node: Node) -> bool:
+    return node.is_named and node.type not in ("comment",) and not node.type.startswith("preproc")
+
+
+def statement_after(node: Node) -> Node | None:
+    """The statement an OpenMP/OpenACC pragma applies to: the next named sibling, skipping
+    comments, climbing out of ``#ifdef`` wrappers whose last child is the pragma."""
+    cur: Node | None = node
+    for _ in range(8):
+        if cur is None:
+            return None
+        sib = cur.next_named_sibling
+        while sib is not None and sib.type == "comment":
+            sib = sib.next_named_sibling
+        if sib is not None:
+            if sib.type == "preproc_call" and text(sib).lstrip("# \t").startswith("pragma"):
+                cur = sib  # stacked pragmas: `#pragma omp target` + `#pragma omp teams ...`
+                continue
+            if sib.type in ("preproc_else", "preproc_elif", "preproc_elifdef"):
+                # pragma at the end of an #if branch: the statement follows the whole #if
+                cur = cur.parent
+                continue
+            if is_statement(sib) or sib.type in ("preproc_if", "preproc_ifdef"):
+                if sib.type in ("preproc_if", "preproc_ifdef"):
+                    inner = [c for c in sib.named_children if is_statement(c)]
+                    return inner[0] if inner else None
+                return sib
+            return None
+        parent = cur.parent
+        if parent is None or parent.type not in (
+            "preproc_if",
+            "preproc_ifdef",
+            "preproc_else",
+            "preproc_elif",
+            "preproc_elifdef",
+        ):
+            return None
+        while parent is not None and parent.type in ("preproc_else", "preproc_elif"):
+            parent = parent.parent
+        cur = parent
+    return None
+
+
+def pragma_text(node: Node) -> str:
+    arg = node.child_by_field_name("argument")
+    return text(arg)
+
+
+def is_pragma(node: Node) -> bool:
+    directive = node.child_by_field_name("directive")
+    return directive is not None and text(directive) == "#pragma"

@@ -1,0 +1,108 @@
+"""Compiler-assisted counts: a kernel's per-line PTX instruction mix (``compiler/kernel_ptx.py``)
+put in place of the source-level operation counts of the counter (``counting.py``); see
+``compiler/kernel_ptx.py`` for how PTX lines map onto the counter's lines."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from roofline_lsp.compiler.kernel_ptx import UNROLL_DEFAULT, KernelPtx, line_quad
+from roofline_lsp.estimate.thread_counts import ThreadCounts
+from roofline_lsp.model.kernel import Kernel
+
+
+def pick_instantiation(counts: ThreadCounts, ptx: KernelPtx) -> KernelPtx:
+    """Of a template kernel's instantiations, the first whose dominant floating-point precision
+    is the source analysis's (no FLOPs in the source: the one with the fewest FLOPs)."""
+    cands = (ptx, *ptx.others)
+    if len(cands) == 1:
+        return ptx
+    src = (
+        counts.flops.get("fp64", 0.0),
+        counts.flops.get("fp32", 0.0),
+        counts.flops.get("fp16", 0.0),
+    )
+    if max(src) <= 0:
+        return min(cands, key=lambda c: sum(c.flop_mix()))
+    want = max(range(3), key=lambda i: src[i])
+    for c in cands:
+        mix = c.flop_mix()
+        if max(mix) > 0 and max(range(3), key=lambda i: mix[i]) == want:
+            return c
+    return ptx
+
+
+def _weight_of(ln: int, weights: Mapping[int, float], ordered: list[int], default: float) -> float:
+    w = weights.get(ln)
+    if w is not None:
+        return w
+    # the nearest statement line above (a continued expression)
+    best = None
+    for x in ordered:
+        if x > ln:
+            break
+        best = x
+    return weights[best] if best is not None else default
+
+
+def substitute(
+    counts: ThreadCounts,
+    kernel: Kernel,
+    ptx: KernelPtx,
+    unroll_default: float = UNROLL_DEFAULT,
+) -> ThreadCounts:
+    """``counts`` with FLOPs and integer instructions from ``ptx`` line by line (see the module
+    docstring); accesses, loops and weights unchanged."""
+    ptx = pick_instantiation(counts, ptx)
+    lo, hi = kernel.line, max(kernel.end_line, kernel.line)
+    weights = counts.weights
+    ordered = sorted(x for x in weights if lo <= x <= hi)
+    default = weights.get(kernel.line, min(weights.values()) if weights else 1.0)
+    loops = {lp.line: lp for lp in counts.loops}
+    keep = set(ptx.fallback) | set(ptx.keep_source)
+    keep |= {lp.line for lp in counts.loops if lp.parallel}
+    new: dict[int, tuple[float, float, float, float]] = {}
+    for ln, row in counts.lines.items():
+        if ln in keep or not (lo <= ln <= hi):
+            new[ln] = row
+    for ln, mix in ptx.lines.items():
+        if ln in keep:
+            continue
+        w = _weight_of(ln, weights, ordered, default)
+        line = line_quad(mix)
+        lp = loops.get(ln)
+        if lp is None or lp.parallel:
+            new[ln] = (line[0] * w, line[1] * w, line[2] * w, line[3] * w)
+            continue
+        # a loop statement: its per-iteration part (all of it when PTX found no loop there)
+        # runs trips times per entry; the loop control (integer) once per unrolled group
+        trips = max(lp.trips, 0.0)
+        each = ptx.per_iteration.get(ln, line)
+        once = [line[i] - each[i] for i in range(4)]
+        groups = 0.0 if lp.unrolled else trips / max(unroll_default, 1.0)
+        fp = [(once[i] + each[i] * trips) * lp.weight for i in range(3)]
+        new[ln] = (fp[0], fp[1], fp[2], (once[3] + each[3] * groups) * lp.weight)
+    tot = [0.0, 0.0, 0.0, 0.0]
+    for row in new.values():
+        for i in range(4):
+            tot[i] += row[i]
+    # the counter's totals may include work booked outside the line table (none today); keep
+    # the difference so nothing is lost
+    src = [sum(r[i] for r in counts.lines.values()) for i in range(4)]
+    orig = [
+        counts.flops.get("fp64", 0.0),
+        counts.flops.get("fp32", 0.0),
+        counts.flops.get("fp16", 0.0),
+        counts.int_ops,
+    ]
+    for i in range(4):
+        extra = orig[i] - src[i]
+        if extra > 1e-9 * max(abs(orig[i]), 1.0):
+            tot[i] += extra
+    return replace(
+        counts,
+        flops={"fp64": tot[0], "fp32": tot[1], "fp16": tot[2]},
+        int_ops=tot[3],
+        lines=new,
+    )

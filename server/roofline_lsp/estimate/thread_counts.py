@@ -1,0 +1,68 @@
+"""The counter's results: per-thread (OpenMP/OpenACC: per parallel iteration) work of one
+kernel (:class:`ThreadCounts`) with its memory references (:class:`Access`) and loops
+(:class:`Loop`), and the counter's knobs (:class:`Settings`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Access:
+    """One memory reference of the kernel (after common-subexpression merging)."""
+
+    buffer: str  # kernel parameter, global or host variable the pointer designates
+    space: str  # "global" | "shared" | "local" | "constant"
+    elem: int  # bytes per reference
+    kind: str  # "load" | "store" | "atomic"
+    weight: float  # executions per thread (loop-invariant loads hoisted)
+    distinct: float | None  # distinct elements over the launch (None: data-dependent)
+    line: int
+    index: str = ""  # index text (for explanations)
+
+
+@dataclass(frozen=True)
+class Loop:
+    line: int
+    var: str | None
+    trips: float
+    source: str  # "constant" | "argument" | "launch" | "default" | "grid-stride" | ...
+    weight: float  # executions of the loop statement per thread
+    parallel: bool = False  # an OpenMP/OpenACC work-shared loop (a thread dimension)
+    unrolled: bool = False
+    end_line: int = 0
+
+
+@dataclass(frozen=True)
+class ThreadCounts:
+    """Work of one thread (CUDA) or one parallel iteration (OpenMP/OpenACC)."""
+
+    flops: dict[str, float]
+    int_ops: float
+    accesses: tuple[Access, ...]
+    loops: tuple[Loop, ...]
+    lines: dict[int, tuple[float, float, float, float]]  # fp64, fp32, fp16, int per line
+    weights: dict[int, float]  # executions per thread of each line
+    threads: float  # threads (CUDA, from the launch) or parallel iterations (OpenMP)
+    dims: dict[str, float]  # extents of thread dimensions
+    followed: tuple[str, ...]  # device functions and macros followed
+    per: str = "thread"
+    local_bytes: dict[str, float] = field(default_factory=dict)  # per-thread arrays in memory
+
+
+@dataclass
+class Settings:
+    """Knobs of the counter (defaults documented in ``roofline.py``)."""
+
+    default_trips: float = 16.0  # a loop whose trip count cannot be determined
+    default_while: float = 16.0  # a while/do loop or range-for
+    nested_default: float = 4.0  # each enclosing unknown-trip loop divides the default by this
+    default_branch: float = 0.5  # a branch whose condition cannot be evaluated
+    int_address: float = 1.0  # integer instructions per distinct global/shared access
+    unroll_default: float = 4.0  # nvcc unrolls loops of unknown trip count by 4
+    unroll_full_max: float = 32.0  # constant-trip loops up to this are unrolled completely
+    int_entry: float = 2.0  # kernel prologue (global index, bound check)
+    omp_iteration_ints: float = 15.0  # OpenMP work-shared loop: runtime loop control
+    max_inline_depth: int = 6
+    inline_full_calls: int = 8  # calls of one function walked in full before reusing its cost
+    max_nodes: int = 60000

@@ -1,0 +1,211 @@
+"""The counter's value domain: what it knows of a variable (:class:`Var`) and of an
+expression (:class:`Val`): type, the dimensions it depends on (thread/block indices, loop
+iterations, loaded data), its value (exact, or the mean over threads for thread-dependent
+values) and its integer range; and the folding of operators on these values."""
+
+from __future__ import annotations
+
+import math
+
+from roofline_lsp.syntax.datatypes import UNKNOWN, DataType, promote
+
+THREAD_DIMS = ("tx", "ty", "tz", "bx", "by", "bz")
+DATA = "?"  # dependence on loaded data (indirect indices)
+AXES = "xyz"
+NOTHING = frozenset[str]()
+COMPARISONS = frozenset({"<", ">", "<=", ">=", "==", "!="})
+THREAD_SET = frozenset(THREAD_DIMS)
+
+
+class Var:
+    """A variable: type, dependences, value (exact or mean), pointer target, array rank,
+    constness and integer range; mutated as the walk assigns it."""
+
+    __slots__ = ("type", "deps", "val", "space", "buffer", "arrdims", "const", "rng")
+
+    def __init__(
+        self,
+        type_: DataType,
+        deps: frozenset[str] = frozenset(),
+        val: float | None = None,
+        space: str | None = None,
+        buffer: str | None = None,
+        arrdims: int = 0,
+        const: bool = False,
+        rng: tuple[float, float] | None = None,
+    ) -> None:
+        self.type = type_
+        self.deps = deps
+        self.val = val
+        self.space = space
+        self.buffer = buffer
+        self.arrdims = arrdims
+        self.const = const
+        self.rng = rng
+
+
+class Val:
+    """An expression's value: type, dependences, numeric value (exact or mean), pointer."""
+
+    __slots__ = ("type", "deps", "val", "buffer", "space", "rng")
+
+    def __init__(
+        self,
+        type_: DataType,
+        deps: frozenset[str] = frozenset(),
+        val: float | None = None,
+        buffer: str | None = None,
+        space: str | None = None,
+        rng: tuple[float, float] | None = None,
+    ) -> None:
+        self.type = type_
+        self.deps = deps
+        self.val = val
+        self.buffer = buffer
+        self.space = space
+        self.rng = rng  # [lo, hi] over threads and iterations, for integer values
+
+
+def fold_binary(
+    op: str, a: float | None, b: float | None, deps: frozenset[str], integer: bool = False
+) -> float | None:
+    """Fold a binary operation on exact values or on means (linear operators only)."""
+    if a is None or b is None:
+        return None
+    try:
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if deps and op not in ("+", "-", "*", "/", ">>", "<<"):
+            return None
+        if op == "/":
+            if b == 0:
+                return None
+            return float(math.trunc(a / b)) if integer and not deps else a / b
+        if op == "%":
+            return float(math.fmod(int(a), int(b))) if b else None
+        if op == "<<":
+            return a * 2.0 ** int(b) if 0 <= b < 63 else None
+        if op == ">>":
+            return float(int(a) >> int(b)) if 0 <= b < 63 and not deps else a / 2.0 ** int(b)
+        if op == "&":
+            return float(int(a) & int(b))
+        if op == "|":
+            return float(int(a) | int(b))
+        if op == "^":
+            return float(int(a) ^ int(b))
+        if op == "<":
+            return float(a < b)
+        if op == ">":
+            return float(a > b)
+        if op == "<=":
+            return float(a <= b)
+        if op == ">=":
+            return float(a >= b)
+        if op == "==":
+            return float(a == b)
+        if op == "!=":
+            return float(a != b)
+        if op == "&&":
+            return float(bool(a) and bool(b))
+        if op == "||":
+            return float(bool(a) or bool(b))
+    except (OverflowError, ValueError):
+        return None
+    return None
+
+
+def call_signature(v: Val) -> tuple[object, ...]:
+    if v.buffer:
+        return (v.buffer, v.space, v.type.kind)
+    return (v.type.kind, v.val if not v.deps else None, bool(v.deps))
+
+
+def _bounds(v: Val) -> tuple[float, float] | None:
+    if v.rng is not None:
+        return v.rng
+    if v.val is not None and not v.deps:
+        return (v.val, v.val)
+    return None
+
+
+def value_range(op: str, a: Val, b: Val) -> tuple[float, float] | None:
+    """Interval arithmetic for integer index expressions (None when unknown)."""
+    if a.rng is None and b.rng is None:
+        return None
+    ra, rb = _bounds(a), _bounds(b)
+    if ra is None or rb is None:
+        if op in ("%", "&") and rb is not None and rb[0] == rb[1] and rb[0] > 0:
+            return (0.0, rb[0] - 1 if op == "%" else rb[0])
+        return None
+    (a0, a1), (b0, b1) = ra, rb
+    try:
+        if op == "+":
+            return (a0 + b0, a1 + b1)
+        if op == "-":
+            return (a0 - b1, a1 - b0)
+        if op == "*":
+            c = (a0 * b0, a0 * b1, a1 * b0, a1 * b1)
+            return (min(c), max(c))
+        if op == "/" and b0 == b1 and b0 != 0:
+            q = (math.trunc(a0 / b0), math.trunc(a1 / b0))
+            return (float(min(q)), float(max(q)))
+        if op == "%" and b0 == b1 and b0 > 0:
+            if a0 >= 0 and a1 - a0 < b0 and math.fmod(a0, b0) <= math.fmod(a1, b0):
+                return (math.fmod(a0, b0), math.fmod(a1, b0))
+            return (0.0, b0 - 1)
+        if op == "<<" and b0 == b1 and 0 <= b0 < 32:
+            return (a0 * 2**b0, a1 * 2**b0)
+        if op == ">>" and b0 == b1 and 0 <= b0 < 32:
+            return (float(int(a0) >> int(b0)), float(int(a1) >> int(b0)))
+        if op == "&" and b0 == b1 and b0 >= 0 and a0 >= 0:
+            return (0.0, min(a1, b0))
+    except (OverflowError, ValueError):
+        return None
+    return None
+
+
+def is_pow2(v: float) -> bool:
+    if v == 0 or v != v:
+        return False
+    a = abs(v)
+    if a >= 1:
+        return a == int(a) and int(a) & (int(a) - 1) == 0
+    inv = 1 / a
+    return inv == int(inv) and int(inv) & (int(inv) - 1) == 0
+
+
+def widest_type(vals: list[Val]) -> DataType:
+    t = vals[0].type if vals else UNKNOWN
+    for v in vals[1:]:
+        t = promote(t, v.type)
+    return t
+
+
+def fold_call(name: str, vals: list[Val]) -> float | None:
+    if not vals or any(v.val is None or v.deps for v in vals):
+        return None
+    xs = [v.val for v in vals if v.val is not None]
+    try:
+        if name in ("min", "fmin", "umin"):
+            return min(xs)
+        if name in ("max", "fmax", "umax"):
+            return max(xs)
+        if name in ("abs", "fabs"):
+            return abs(xs[0])
+        if name == "sqrt":
+            return math.sqrt(xs[0])
+        if name == "ceil":
+            return float(math.ceil(xs[0]))
+        if name == "floor":
+            return float(math.floor(xs[0]))
+        if name == "log2":
+            return math.log2(xs[0])
+        if name == "pow" and len(xs) == 2:
+            return float(xs[0] ** xs[1])
+    except (ValueError, OverflowError):
+        return None
+    return None

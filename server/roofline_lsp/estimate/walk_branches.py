@@ -1,0 +1,120 @@
+"""Branch probabilities of the counter: the fraction of executions for which a condition
+holds (thread-uniform model), and problem sizes inferred from bound checks.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tree_sitter import Node
+
+from roofline_lsp.estimate.value_domain import (
+    COMPARISONS,
+    DATA,
+    NOTHING,
+    THREAD_SET,
+    Val,
+    fold_binary,
+)
+from roofline_lsp.estimate.walk_state import WalkerBase
+from roofline_lsp.syntax.expr import text
+
+
+class BranchWalker(WalkerBase):
+    """Probabilities of conditions (``if``, ``?:``, ``&&``/``||``)."""
+
+    def probability(self, cond: Node | None) -> float:
+        """Fraction of executions for which ``cond`` holds (thread-uniform model: a
+        thread-dependent value is spread evenly over its range)."""
+        if cond is None:
+            return self.inputs.settings.default_branch
+        t = cond.type
+        if t == "parenthesized_expression" and cond.named_children:
+            return self.probability(cond.named_children[-1])
+        if t == "condition_clause":
+            v = cond.child_by_field_name("value")
+            return self.probability(v) if v is not None else self.inputs.settings.default_branch
+        if t == "unary_expression":
+            op = cond.child_by_field_name("operator")
+            if op is not None and op.type == "!":
+                return 1.0 - self.probability(cond.child_by_field_name("argument"))
+        if t == "binary_expression":
+            op_node = cond.child_by_field_name("operator")
+            bop = op_node.type if op_node is not None else ""
+            left = cond.child_by_field_name("left")
+            right = cond.child_by_field_name("right")
+            if bop == "&&":
+                return self.probability(left) * self.probability(right)
+            if bop == "||":
+                pa, pb = self.probability(left), self.probability(right)
+                return 1 - (1 - pa) * (1 - pb)
+            if bop in COMPARISONS and left is not None and right is not None:
+                if bop in ("<", "<=", ">", ">="):
+                    self.infer_size(left, right)
+                va = self.expr_quiet(left)
+                vb = self.expr_quiet(right)
+                return self.compare_probability(bop, va, vb)
+        cv = self.expr_quiet(cond)
+        if cv.val is not None and not cv.deps:
+            return 1.0 if cv.val else 0.0
+        return self.inputs.settings.default_branch
+
+    def infer_size(self, left: Node, right: Node) -> None:
+        """``if (i < n)`` with ``i`` a thread index and ``n`` an unknown kernel parameter:
+        launches are sized to the problem, so ``n`` is about the end of ``i``'s range."""
+        for name_node, other in ((right, left), (left, right)):
+            if name_node.type != "identifier":
+                continue
+            var = self.var(text(name_node))
+            if var is None or not var.const or var.val is not None or var.type.kind != "int":
+                continue
+            v = self.expr_quiet(other)
+            if not v.deps or v.val is None or not v.deps <= THREAD_SET:
+                continue
+            ext = self.extent(v.deps)
+            if ext is None or ext <= 1:
+                continue
+            var.val = math.floor(v.val - (ext - 1) / 2 + ext)
+            self.tally.inferred.append(text(name_node))
+            return
+
+    def compare_probability(self, op: str, a: Val, b: Val) -> float:
+        if a.val is not None and b.val is not None and not a.deps and not b.deps:
+            return 1.0 if fold_binary(op, a.val, b.val, NOTHING) else 0.0
+        # normalise to: x OP c with x varying
+        if b.deps and not a.deps:
+            a, b = b, a
+            op = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}[op]
+        if b.deps and (DATA in b.deps or b.deps & THREAD_SET or b.deps & a.deps):
+            return self.inputs.settings.default_branch  # both sides vary together: no simple model
+        if not a.deps or b.val is None:
+            return self.inputs.settings.default_branch
+        # a bound that varies only with an enclosing loop is taken at its mean
+        if a.rng is not None:
+            lo, hi = a.rng
+            count = max(hi - lo + 1, 1.0)
+            c = b.val
+            if op in ("==", "!="):
+                p = (1.0 / count) if lo <= c <= hi else 0.0
+                return p if op == "==" else 1 - p
+            if op in ("<", "<="):
+                n = c - lo + (1 if op == "<=" else 0)
+            else:
+                n = hi - c + (1 if op == ">=" else 0)
+            return min(1.0, max(0.0, n / count))
+        if a.val is None:
+            return self.inputs.settings.default_branch
+        ext = self.extent(a.deps)
+        if ext is None or ext <= 1:
+            return self.inputs.settings.default_branch
+        lo = a.val - (ext - 1) / 2
+        c = b.val
+        if op in ("==", "!="):
+            inside = lo <= c <= lo + ext - 1
+            p = (1.0 / ext) if inside else 0.0
+            return p if op == "==" else 1 - p
+        if op in ("<", "<="):
+            n = c - lo + (1 if op == "<=" else 0)
+            return min(1.0, max(0.0, n / ext))
+        n = lo + ext - 1 - c + (1 if op == ">=" else 0)
+        return min(1.0, max(0.0, n / ext))

@@ -1,0 +1,367 @@
+"""Expressions of the counter: literals, identifiers, arithmetic (FLOPs by precision,
+integer instructions), assignments and increments.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tree_sitter import Node
+
+from roofline_lsp.estimate import costs
+from roofline_lsp.estimate.macro_expansion import macro_tree
+from roofline_lsp.estimate.value_domain import (
+    COMPARISONS,
+    DATA,
+    NOTHING,
+    Val,
+    Var,
+    fold_binary,
+    is_pow2,
+    value_range,
+)
+from roofline_lsp.estimate.walk_references import ReferenceWalker
+from roofline_lsp.syntax.datatypes import (
+    BOOL,
+    DOUBLE,
+    FLOAT,
+    INT,
+    LONG,
+    UNKNOWN,
+    VOID,
+    DataType,
+    promote,
+)
+from roofline_lsp.syntax.expr import is_float_literal, literal, text
+
+
+class ExpressionWalker(ReferenceWalker):
+    """Value and cost of expressions."""
+
+    def expr(self, node: Node) -> Val:
+        self.cursor.nodes += 1
+        t = node.type
+        if t == "identifier":
+            return self.identifier(text(node), node)
+        if t == "number_literal":
+            k = is_float_literal(node)
+            ty = FLOAT if k == "f32" else DOUBLE if k == "f64" else INT
+            return Val(ty, NOTHING, literal(node))
+        if t == "binary_expression":
+            return self.binary(node)
+        if t == "assignment_expression":
+            return self.assignment(node)
+        if t == "subscript_expression":
+            return self.memory(node, "load")
+        if t == "field_expression":
+            return self.field(node, "load")
+        if t == "call_expression":
+            return self.call(node)
+        if t == "parenthesized_expression":
+            last = Val(VOID)
+            for c in node.named_children:
+                last = self.expr(c)
+            return last
+        if t == "update_expression":
+            return self.update(node)
+        if t == "unary_expression":
+            op = node.child_by_field_name("operator")
+            a = self.expr(node.child_by_field_name("argument") or node)
+            o = op.type if op is not None else ""
+            if o == "!":
+                return Val(BOOL, a.deps, None if a.val is None else float(not a.val))
+            if o == "~":
+                self.add_int(costs.INT_OP, self.hoisted_weight(a.deps))
+                return Val(a.type, a.deps, None if a.val is None else float(~int(a.val)))
+            if o == "-":
+                if a.type.kind == "int" and a.val is None:
+                    self.add_int(costs.INT_OP, self.hoisted_weight(a.deps))
+                return Val(a.type, a.deps, None if a.val is None else -a.val, a.buffer, a.space)
+            return a
+        if t == "pointer_expression":
+            op = node.child_by_field_name("operator")
+            arg = node.child_by_field_name("argument")
+            if arg is None:
+                return Val(UNKNOWN)
+            if op is not None and op.type == "&":
+                if arg.type == "subscript_expression":
+                    return self.memory(arg, "address")
+                a = self.expr(arg) if arg.type != "identifier" else self.identifier(text(arg), arg)
+                return Val(a.type.pointer_to(), a.deps, None, a.buffer or text(arg), a.space)
+            return self.deref(arg, "load")
+        if t == "conditional_expression":
+            cond = node.child_by_field_name("condition")
+            cv = self.expr(cond) if cond is not None else Val(BOOL)
+            p = self.probability(cond) if cond is not None else 0.5
+            saved = self.cursor.w
+            self.cursor.w = saved * (p if p > 0 else 0.0)
+            a = self.expr(node.child_by_field_name("consequence") or node)
+            self.cursor.w = saved * (1 - p)
+            b = self.expr(node.child_by_field_name("alternative") or node)
+            self.cursor.w = saved
+            ty = promote(a.type, b.type)
+            val = a.val if cv.val is not None and cv.val and not cv.deps else None
+            if cv.val is not None and not cv.val and not cv.deps:
+                val = b.val
+            deps = a.deps | b.deps | cv.deps
+            return Val(ty, deps, val, a.buffer or b.buffer, a.space or b.space)
+        if t == "cast_expression":
+            ty = self.type_of(text(node.child_by_field_name("type")))
+            v = self.expr(node.child_by_field_name("value") or node)
+            val = v.val
+            if val is not None and ty.kind == "int" and not ty.pointer and not v.deps:
+                val = float(math.trunc(val))
+            return Val(ty, v.deps, val, v.buffer, v.space, v.rng)
+        if t == "sizeof_expression":
+            tn = node.child_by_field_name("type")
+            if tn is not None:
+                ty = self.type_of(text(tn))
+                return Val(LONG, NOTHING, float(8 if ty.pointer else ty.size))
+            vn = node.child_by_field_name("value")
+            if vn is not None and vn.type in ("identifier", "parenthesized_expression"):
+                nm = text(vn).strip("() ")
+                var = self.var(nm)
+                if var is not None:
+                    return Val(LONG, NOTHING, float(var.type.size))
+            return Val(LONG, NOTHING, 4.0)
+        if t in ("true", "false"):
+            return Val(BOOL, NOTHING, float(t == "true"))
+        if t in ("null", "nullptr"):
+            return Val(INT, NOTHING, 0.0)
+        if t == "comma_expression":
+            self.expr(node.child_by_field_name("left") or node)
+            return self.expr(node.child_by_field_name("right") or node)
+        if t == "qualified_identifier":
+            name = text(node).rsplit("::", 1)[-1]
+            return self.identifier(name, node)
+        if t in ("initializer_list", "argument_list"):
+            last = Val(VOID)
+            for c in node.named_children:
+                last = self.expr(c)
+            return last
+        if t in ("char_literal", "string_literal", "concatenated_string", "raw_string_literal"):
+            return Val(INT, NOTHING, None)
+        if t == "template_function":
+            return self.identifier(text(node.child_by_field_name("name")), node)
+        if t in ("new_expression", "delete_expression", "lambda_expression", "this"):
+            return Val(UNKNOWN)
+        if t == "compound_literal_expression":
+            vn = node.child_by_field_name("value")
+            if vn is not None:
+                self.expr(vn)
+            return Val(self.type_of(text(node.child_by_field_name("type"))))
+        if t == "gnu_asm_expression":
+            self.add_int(2.0)
+            return Val(INT)
+        if t == "condition_clause":
+            vn = node.child_by_field_name("value")
+            return self.expr(vn) if vn is not None else Val(BOOL)
+        last = Val(UNKNOWN)
+        for c in node.named_children:
+            last = self.expr(c)
+        return last
+
+    def identifier(self, name: str, node: Node) -> Val:
+        v = self.var(name)
+        if v is not None:
+            if v.buffer is not None:
+                return Val(v.type, v.deps, v.val, v.buffer, v.space)
+            return Val(v.type, v.deps, v.val, rng=v.rng)
+        if name == "warpSize":
+            return Val(INT, NOTHING, 32.0)
+        hv = self.inputs.lookup_host(name)
+        if hv is not None:
+            return Val(FLOAT if hv != int(hv) else INT, NOTHING, hv)
+        m = self.inputs.macros.get(name)
+        if m is not None and m[0] is None and name not in self.cursor.call_stack:
+            tree = macro_tree(m[1], expression=True)
+            if tree is not None:
+                return self.in_macro(name, tree, expression=True)
+        return Val(UNKNOWN, frozenset({DATA}) if not name.isupper() else NOTHING)
+
+    def binary(self, node: Node) -> Val:
+        op_node = node.child_by_field_name("operator")
+        op = op_node.type if op_node is not None else ""
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        if left is None or right is None:
+            return Val(UNKNOWN)
+        if op in ("&&", "||"):
+            a = self.expr(left)
+            p = self.probability(left)
+            saved = self.cursor.w
+            self.cursor.w = saved * (p if op == "&&" else 1 - p)
+            b = self.expr(right)
+            self.cursor.w = saved
+            return Val(BOOL, a.deps | b.deps, fold_binary(op, a.val, b.val, a.deps | b.deps))
+        a = self.expr(left)
+        b = self.expr(right)
+        deps = a.deps | b.deps
+        val = fold_binary(op, a.val, b.val, deps, integer=a.type.kind == "int" == b.type.kind)
+        w = self.hoisted_weight(deps)
+        if op in COMPARISONS:
+            ty = promote(a.type, b.type)
+            if (ty.kind in ("int", "bool", "unknown") or ty.pointer) and val is None:
+                self.add_int(costs.INT_OP * (2 if ty.size > 4 else 1), w)
+            return Val(BOOL, deps, val)
+        if a.type.pointer and op in ("+", "-") and not b.type.pointer:
+            if val is None:
+                self.add_int(2.0, w)
+            return Val(a.type, deps, None, a.buffer, a.space)
+        if b.type.pointer and op == "+":
+            self.add_int(2.0, w)
+            return Val(b.type, deps, None, b.buffer, b.space)
+        ty = promote(a.type, b.type)
+        if val is not None and not deps:
+            return Val(ty, deps, val)
+        if ty.is_float:
+            if op in ("+", "-", "*"):
+                self.add_flop(ty, 1.0, w)
+            elif op == "/":
+                if b.val is not None and is_pow2(b.val):
+                    self.add_flop(ty, 1.0, w)
+                else:
+                    table = costs.MATH_F64 if ty.kind == "f64" else costs.MATH_F32
+                    f, i = table["div"]
+                    self.add_flop(ty, f, w)
+                    self.add_int(i, w)
+            elif op == "%":
+                f, i = costs.MATH_F64["fmod"] if ty.kind == "f64" else costs.MATH_F32["fmod"]
+                self.add_flop(ty, f, w)
+                self.add_int(i, w)
+            return Val(ty, deps, val)
+        if ty.kind in ("int", "bool", "unknown"):
+            if val is None or deps:
+                self.add_int(self.int_cost(op, a, b, ty, left, right), w)
+            return Val(ty if ty.kind != "bool" else INT, deps, val, rng=value_range(op, a, b))
+        if ty.kind == "f16":
+            self.add_flop(ty, 1.0, w)
+        return Val(ty, deps, val)
+
+    def int_cost(self, op: str, a: Val, b: Val, ty: DataType, left: Node, right: Node) -> float:
+        wide = 2.0 if ty.size > 4 else 1.0
+        if op in ("+", "-"):
+            # a*b + c is one IMAD; a + b + c is one IADD3
+            for side in (left, right):
+                s = side
+                while s.type == "parenthesized_expression" and s.named_children:
+                    s = s.named_children[0]
+                if s.type == "binary_expression":
+                    o = s.child_by_field_name("operator")
+                    if o is not None and o.type in ("*", "+", "-", "<<"):
+                        return 0.0 if wide == 1 else 1.0
+            if a.val is not None and not a.deps or b.val is not None and not b.deps:
+                return costs.INT_OP * wide * 0.5
+            return costs.INT_OP * wide
+        if op == "*":
+            return costs.INT_OP * (wide if wide == 1 else 3.0)
+        if op in ("/", "%"):
+            d = b.val if not b.deps else None
+            if d is not None and is_pow2(d):
+                return costs.INT_DIV_POW2 * wide * 0.5
+            if d is not None:
+                return costs.INT_DIV_CONST * wide
+            return costs.INT_DIV_VAR64 if wide > 1 else costs.INT_DIV_VAR
+        return costs.INT_OP * wide
+
+    def assignment(self, node: Node) -> Val:
+        op_node = node.child_by_field_name("operator")
+        op = op_node.type if op_node is not None else "="
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        if left is None or right is None:
+            return Val(UNKNOWN)
+        r = self.expr(right)
+        compound = op != "="
+        if left.type in ("subscript_expression", "field_expression", "pointer_expression"):
+            is_var_field = left.type == "field_expression" and self.is_local_struct(left)
+            if is_var_field:
+                lv = self.field(left, "address")
+                if compound:
+                    self.arith_assign(op, lv.type, r)
+                return lv
+            if compound:
+                cur = self.lvalue(left, "load")
+                self.arith_assign(op, cur.type, r)
+            lv = self.lvalue(left, "store")
+            return Val(lv.type, lv.deps | r.deps, None)
+        if left.type == "identifier":
+            name = text(left)
+            var = self.var(name)
+            if var is None:
+                self.cursor.scopes[0][name] = Var(r.type, r.deps, r.val, r.space, r.buffer)
+                return r
+            if compound:
+                self.arith_assign(op, var.type, r)
+                new_val = (
+                    fold_binary(op[:-1], var.val, r.val, var.deps | r.deps)
+                    if var.val is not None
+                    else None
+                )
+                deps = var.deps | r.deps
+            else:
+                new_val = r.val
+                deps = r.deps
+            if self.cursor.loops and not self.cursor.loops[-1][2]:
+                deps = deps | {self.cursor.loops[-1][0]}
+                if self.cursor.loops[-1][0] not in r.deps:
+                    new_val = None if compound else new_val
+            var.deps = deps
+            var.val = new_val
+            var.rng = r.rng if not compound and deps == r.deps else None
+            if var.type.pointer and r.buffer:
+                var.buffer, var.space = r.buffer, r.space
+            return Val(var.type, deps, new_val)
+        self.expr(left)
+        return r
+
+    def arith_assign(self, op: str, t: DataType, r: Val) -> None:
+        base = op[:-1]
+        w = self.cursor.w
+        if t.is_float or (t.kind == "unknown" and r.type.is_float):
+            tt = t if t.is_float else r.type
+            if base == "/":
+                table = costs.MATH_F64 if tt.kind == "f64" else costs.MATH_F32
+                f, i = table["div"]
+                if r.val is not None and is_pow2(r.val):
+                    f, i = 1.0, 0.0
+                self.add_flop(tt, f, w)
+                self.add_int(i, w)
+            elif base in ("+", "-", "*"):
+                self.add_flop(tt, 1.0, w)
+        elif t.kind == "int":
+            if base in ("/", "%"):
+                d = r.val if not r.deps else None
+                if d is not None and is_pow2(d):
+                    self.add_int(costs.INT_DIV_POW2 * 0.5, w)
+                elif d is not None:
+                    self.add_int(costs.INT_DIV_CONST, w)
+                else:
+                    self.add_int(costs.INT_DIV_VAR, w)
+            else:
+                self.add_int(costs.INT_OP * (2 if t.size > 4 and base == "*" else 1), w)
+
+    def update(self, node: Node) -> Val:
+        arg = node.child_by_field_name("argument")
+        if arg is None:
+            return Val(UNKNOWN)
+        if arg.type == "identifier":
+            v = self.var(text(arg))
+            if v is not None:
+                if v.type.is_float:
+                    self.add_flop(v.type, 1.0)
+                else:
+                    self.add_int(costs.INT_OP * (2 if v.type.pointer else 1))
+                if self.cursor.loops and not self.cursor.loops[-1][2]:
+                    v.deps = v.deps | {self.cursor.loops[-1][0]}
+                    v.val = None
+                    v.rng = None
+                return Val(v.type, v.deps, v.val, v.buffer, v.space)
+            return Val(INT)
+        cur = self.lvalue(arg, "load")
+        if cur.type.is_float:
+            self.add_flop(cur.type, 1.0)
+        else:
+            self.add_int(costs.INT_OP)
+        self.lvalue(arg, "store")
+        return cur

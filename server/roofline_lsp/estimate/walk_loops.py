@@ -1,0 +1,336 @@
+"""Loops in the counter: trip counts (constant, argument, launch, grid-stride, defaults for
+unknown bounds), the loop variable's mean and range, unrolling of the loop control and
+OpenMP/OpenACC work-shared loops.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from tree_sitter import Node
+
+from roofline_lsp.estimate.thread_counts import Loop
+from roofline_lsp.estimate.value_domain import DATA, NOTHING, THREAD_DIMS, Val, Var
+from roofline_lsp.estimate.walk_calls import CallWalker
+from roofline_lsp.syntax.datatypes import FLOAT, INT
+from roofline_lsp.syntax.expr import (
+    LoopHeader,
+    declared_name,
+    loop_header,
+    text,
+    trips,
+    while_header,
+)
+
+
+class LoopWalker(CallWalker):
+    """``for``, ``while``, ``do`` and range-``for`` loops."""
+
+    def while_stmt(self, node: Node) -> None:
+        self.set_line(node)
+        n = self.default(self.inputs.settings.default_while)
+        source = "default"
+        self.cursor.pending_unroll = None
+        self.par.pending_parallel = 0
+        cond = node.child_by_field_name("condition")
+        body = node.child_by_field_name("body")
+        var_name = None
+        if node.type == "for_range_loop":
+            right = node.child_by_field_name("right")
+            if right is not None:
+                self.expr(right)
+        else:
+            hdr = while_header(node)
+            if hdr is not None:
+                trip, src, _start = self.trip_count(hdr)
+                if src != "default":
+                    n, source, var_name = trip, src, hdr.var
+                    if node.type == "do_statement":
+                        n = max(n, 1.0)
+        dim = self.new_loop_dim(n)
+        self.tally.loop_records.append(
+            Loop(
+                node.start_point.row + 1,
+                var_name,
+                n,
+                source,
+                self.cursor.w,
+                end_line=node.end_point.row + 1,
+            )
+        )
+        if var_name:
+            v = self.var(var_name)
+            if v is not None:
+                v.deps = v.deps | {dim}
+        saved = self.cursor.w
+        self.cursor.loops.append((dim, n, False))
+        self.cursor.seen.append(set())
+        self.cursor.w = saved * n
+        self.cursor.scopes.append({})
+        if node.type == "for_range_loop":
+            left = node.child_by_field_name("declarator")
+            if left is not None:
+                self.declare(
+                    declared_name(left), Var(FLOAT, frozenset({dim, DATA}))
+                )  # element type unknown
+        if cond is not None:
+            self.expr(cond)  # the test runs every iteration (while loops are not unrolled)
+        unknown = source == "default"
+        self.cursor.unknown_depth += unknown
+        self.mark_loop_carried(body, dim, var_name)
+        if body is not None:
+            self.stmt(body)
+        self.cursor.unknown_depth -= unknown
+        self.cursor.scopes.pop()
+        self.cursor.seen.pop()
+        self.cursor.loops.pop()
+        self.cursor.w = saved
+
+    def default(self, base: float) -> float:
+        """Trips assumed for a loop whose count is unknown: nested unknown loops get fewer
+        (the work of a thread is bounded; 32 x 32 x 32 unknown trips would not be)."""
+        k = self.cursor.unknown_depth
+        return max(base / self.inputs.settings.nested_default**k, 2.0) if k else base
+
+    def mark_loop_carried(self, body: Node | None, dim: str, skip: str | None) -> None:
+        """Variables assigned in a loop body vary with the loop from its first iteration."""
+        if body is None:
+            return
+        for name in assigned_names(body):
+            if name == skip:
+                continue
+            v = self.var(name)
+            if v is not None and not v.buffer:
+                v.deps = v.deps | {dim}
+                v.val = None
+                v.rng = None
+
+    def new_loop_dim(self, trips_: float) -> str:
+        self.dimensions.loop_counter += 1
+        dim = f"L{self.dimensions.loop_counter}"
+        self.dimensions.dims[dim] = max(trips_, 1.0)
+        return dim
+
+    def for_stmt(self, node: Node) -> None:
+        self.set_line(node)
+        unroll = self.cursor.pending_unroll
+        parallel = self.par.pending_parallel > 0
+        self.cursor.pending_unroll = None
+        collapse_left = self.par.pending_parallel - 1 if parallel else 0
+        self.par.pending_parallel = 0
+        distribute = self.par.pending_distribute and parallel
+        self.par.pending_distribute = False
+        self.cursor.scopes.append({})
+        init = node.child_by_field_name("initializer")
+        if init is not None:
+            if init.type == "declaration":
+                self.declaration(init)
+            else:
+                self.expr(init)
+        hdr = loop_header(node)
+        n, source, start_val = self.trip_count(hdr)
+        if parallel and (source == "default" or n < 1) and self.par.parallel_default:
+            n = max(self.par.parallel_default / self.par.parallel_product, 1.0)
+            source = "launch"
+        var_name = hdr.var if hdr else None
+        dim = self.new_loop_dim(n)
+        unrolled = False
+        if unroll is not None:
+            unrolled = unroll == math.inf or (unroll >= n and source == "constant")
+        elif source == "constant" and n <= self.inputs.settings.unroll_full_max and not parallel:
+            unrolled = True
+        self.tally.loop_records.append(
+            Loop(
+                node.start_point.row + 1,
+                var_name,
+                n,
+                source,
+                self.cursor.w,
+                parallel,
+                unrolled,
+                node.end_point.row + 1,
+            )
+        )
+        if unrolled:
+            self.dimensions.unrolled_dims.add(dim)
+        # the loop variable: depends on the loop dimension; mean value over the iterations
+        if var_name:
+            v = self.var(var_name)
+            base_deps = v.deps if v is not None else NOTHING
+            mean = None
+            geo: tuple[float, float] | None = None
+            if hdr is not None and start_val is not None and hdr.step_op in ("+", "-"):
+                step = self.step_value(hdr)
+                if step is not None:
+                    sign = 1 if hdr.step_op == "+" else -1
+                    mean = start_val + sign * step * max(n - 1, 0) / 2
+            elif hdr is not None and start_val is not None and n >= 1 and source != "default":
+                step = self.step_value(hdr)
+                if step is not None and step > 0:
+                    f = step if hdr.step_op in ("*", "/") else 2.0**step
+                    if hdr.step_op in ("/", ">>"):
+                        f = 1 / f
+                    k = int(n)
+                    vals = [start_val * f**i for i in range(min(k, 64))]
+                    if vals:
+                        mean = sum(vals) / len(vals)
+                        geo = (min(vals), max(vals))
+            vt = v.type if v is not None else INT
+            rng = None
+            if mean is not None and hdr is not None and hdr.step_op in ("+", "-"):
+                step = self.step_value(hdr)
+                if step is not None and start_val is not None:
+                    end = start_val + (1 if hdr.step_op == "+" else -1) * step * max(n - 1, 0)
+                    rng = (min(start_val, end), max(start_val, end))
+                    sv = self.var(var_name)
+                    if sv is not None and sv.rng is not None and base_deps:
+                        rng = (
+                            rng[0] + sv.rng[0] - (sv.val or 0),
+                            rng[1] + sv.rng[1] - (sv.val or 0),
+                        )
+            if geo is not None and not base_deps:
+                rng = geo
+            self.declare(var_name, Var(vt, base_deps | {dim}, mean, rng=rng))
+        saved = self.cursor.w
+        saved_product, saved_tm = self.par.parallel_product, self.par.team_mult
+        self.cursor.loops.append((dim, n, parallel))
+        self.cursor.w = saved * n
+        saved_level = self.par.team_level
+        if parallel:
+            self.par.team_level = False
+            self.par.parallel_dims.append(dim)
+            if distribute and self.par.team_mult > 1:
+                # iterations are shared among the teams that all reached this loop
+                self.cursor.w /= self.par.team_mult
+                self.par.parallel_product /= self.par.team_mult
+                self.par.team_mult = 1.0
+            self.par.parallel_product *= max(n, 1.0)
+            self.par.max_parallel = max(self.par.max_parallel, self.par.parallel_product)
+        self.cursor.seen.append(set())
+        cond = node.child_by_field_name("condition")
+        update = node.child_by_field_name("update")
+        # loop control: the test and the increment run once per unrolled group of iterations
+        # (nvcc unrolls unknown-count loops by 4, small constant ones completely)
+        if parallel:
+            factor = 1.0
+            self.add_int(self.inputs.settings.omp_iteration_ints)
+        elif unrolled:
+            factor = math.inf
+        else:
+            factor = max(unroll if unroll else self.inputs.settings.unroll_default, 1.0)
+        saved_inner = self.cursor.w
+        self.cursor.w = saved_inner / factor
+        if cond is not None:
+            self.expr(cond)
+        if update is not None:
+            # the increment's cost; the loop variable keeps its per-iteration description
+            lv = self.var(var_name) if var_name else None
+            kept = (lv.deps, lv.val, lv.rng) if lv is not None else None
+            self.expr(update)
+            if lv is not None and kept is not None:
+                lv.deps, lv.val, lv.rng = kept
+        self.cursor.w = saved_inner
+        body = node.child_by_field_name("body")
+        if body is not None:
+            if collapse_left > 0:
+                inner = body
+                if body.type == "compound_statement":
+                    kids = [c for c in body.named_children if c.type != "comment"]
+                    inner = kids[0] if len(kids) == 1 else body
+                if inner.type == "for_statement":
+                    self.par.pending_parallel = collapse_left
+            unknown = source == "default"
+            self.cursor.unknown_depth += unknown
+            self.mark_loop_carried(body, dim, var_name)
+            self.stmt(body)
+            self.cursor.unknown_depth -= unknown
+        self.cursor.seen.pop()
+        self.cursor.loops.pop()
+        self.cursor.w = saved
+        self.par.parallel_product, self.par.team_mult = saved_product, saved_tm
+        self.par.team_level = saved_level
+        self.cursor.scopes.pop()
+
+    def step_value(self, hdr: LoopHeader) -> float | None:
+        if hdr.step is None:
+            return 1.0
+        v = self.expr_quiet(hdr.step)
+        return v.val
+
+    def trip_count(self, hdr: LoopHeader | None) -> tuple[float, str, float | None]:
+        """Trips per execution of the loop, where the number came from, and the start's
+        (mean) value."""
+        if hdr is None or hdr.bound is None and hdr.step_op not in (">>", "/"):
+            return self.default(self.inputs.settings.default_trips), "default", None
+        start = self.var(hdr.var) if hdr.var else None
+        sv: float | None = None
+        sdeps: frozenset[str] = NOTHING
+        if hdr.start is not None:
+            sval = self.expr_quiet(hdr.start)
+            sv, sdeps = sval.val, sval.deps
+        elif start is not None:
+            sv, sdeps = start.val, start.deps
+        bound = self.expr_quiet(hdr.bound) if hdr.bound is not None else Val(INT, NOTHING, 0.0)
+        step = self.expr_quiet(hdr.step) if hdr.step is not None else Val(INT, NOTHING, 1.0)
+        if sv is None or bound.val is None or step.val is None:
+            return self.default(self.inputs.settings.default_trips), "default", sv
+        if DATA in bound.deps or DATA in step.deps or DATA in sdeps:
+            return self.default(self.inputs.settings.default_trips), "default", sv
+        varying = bool(sdeps or bound.deps or step.deps)
+        n = trips(sv, bound.val, hdr.bound_op, step.val, hdr.step_op, exact=not varying)
+        if n is None:
+            return self.default(self.inputs.settings.default_trips), "default", sv
+        thread_start = any(d in THREAD_DIMS or d in self.par.parallel_dims for d in sdeps)
+        if thread_start and hdr.step_op == "+":
+            # strided by the thread count (grid-/block-stride) or per-thread ranges
+            n += 0.5
+            source = "grid-stride" if step.val > 1 else "thread range"
+        else:
+            source = self.value_source(hdr)
+        if n > 1e9:
+            n = 1e9
+        return n, source, sv
+
+    def value_source(self, hdr: LoopHeader) -> str:
+        names = set(re.findall(r"[A-Za-z_]\w*", text(hdr.bound) + " " + text(hdr.start)))
+        if names & {"blockDim", "gridDim"}:
+            return "launch"
+        for nm in names:
+            if nm in self.inputs.constants or nm in self.inputs.aliases:
+                continue
+            v = self.var(nm)
+            if v is not None or self.inputs.lookup_host(nm) is not None:
+                return "argument"
+        return "constant"
+
+
+_ASSIGNED_CACHE: dict[tuple[int, int], frozenset[str]] = {}
+
+
+def assigned_names(body: Node) -> frozenset[str]:
+    """Variables assigned anywhere in ``body`` (loop-carried values of a loop body)."""
+    key = (body.start_byte, body.end_byte)
+    hit = _ASSIGNED_CACHE.get(key)
+    if hit is not None:
+        return hit
+    out: set[str] = set()
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        t = n.type
+        if t == "assignment_expression":
+            left = n.child_by_field_name("left")
+            if left is not None and left.type == "identifier":
+                out.add(text(left))
+        elif t == "update_expression":
+            arg = n.child_by_field_name("argument")
+            if arg is not None and arg.type == "identifier":
+                out.add(text(arg))
+        if t not in ("number_literal", "string_literal", "comment", "identifier"):
+            stack.extend(n.named_children)
+    result = frozenset(out)
+    if len(_ASSIGNED_CACHE) > 20000:
+        _ASSIGNED_CACHE.clear()
+    _ASSIGNED_CACHE[key] = result
+    return result

@@ -1,0 +1,248 @@
+"""Memory references of the counter: subscripts, dereferences and fields become
+:class:`~roofline_lsp.estimate.thread_counts.Access` records (merged within a loop body,
+loop-invariant loads hoisted), plus the CUDA built-in index variables.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val
+from roofline_lsp.estimate.walk_branches import BranchWalker
+from roofline_lsp.estimate.walk_state import AccessRecord
+from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType, parse_type
+from roofline_lsp.syntax.expr import text
+
+
+class ReferenceWalker(BranchWalker):
+    """Memory accesses: ``a[i][j]``, ``*p``, ``s.f``/``p->f``, and their bookkeeping."""
+
+    def memory(self, node: Node, kind: str) -> Val:
+        """A subscript chain ``a[i][j]``: one access of the element type."""
+        chain: list[Node] = []
+        base = node
+        while base.type == "subscript_expression":
+            idx = base.child_by_field_name("indices") or base.child_by_field_name("index")
+            if idx is not None:
+                chain.append(idx)
+            arg = base.child_by_field_name("argument")
+            if arg is None:
+                break
+            base = arg
+        deps: frozenset[str] = NOTHING
+        key_parts = []
+        idx_vals: list[Val] = []
+        for idx in reversed(chain):
+            for c in idx.named_children:
+                v = self.expr(c)
+                deps = deps | v.deps
+                idx_vals.append(v)
+                key_parts.append(text(c))
+        if base.type == "identifier":
+            bname = text(base)
+            var = self.var(bname)
+            buffer: str | None
+            space: str | None
+            if var is None:
+                bv = self.identifier(bname, base)
+                bt, space, buffer, arrdims = bv.type, bv.space or "global", bv.buffer, 0
+            else:
+                bt, space, arrdims = var.type, var.space, var.arrdims
+                buffer = var.buffer or bname
+                deps = deps | (var.deps if var.buffer else NOTHING)
+                if space is None:
+                    space = "global" if bt.pointer else "local"
+                if buffer is None:
+                    buffer = bname
+        else:
+            bv = self.expr(base) if base.type != "field_expression" else self.field(base, "address")
+            bt, space, buffer, arrdims = bv.type, bv.space or "global", bv.buffer, 0
+            deps = deps | bv.deps
+            if buffer is None:
+                buffer = text(base)
+        levels = len(chain)
+        elem_t = bt
+        for _ in range(levels):
+            elem_t = elem_t.deref()
+        if not bt.pointer and bt.kind not in ("unknown",):
+            # subscripting a non-pointer: vector component or a local array we did not see
+            space = space if space in ("shared", "local", "constant") else "local"
+        if kind == "address":
+            return Val(elem_t.pointer_to(), deps, None, buffer, space)
+        if elem_t.pointer and levels and arrdims >= levels:
+            # partial subscript of a multi-dimensional array: an address, not a load
+            return Val(elem_t, deps, None, buffer, space)
+        # pointer tables (float **p; p[i][j]) load the row pointer too
+        if levels >= 2 and bt.pointer - arrdims >= 2 and space == "global":
+            self.record((buffer or "?") + "[]", "global", 8, "load", deps, "|".join(key_parts[:1]))
+        elem = elem_t.size if not elem_t.pointer else 8
+        if elem_t.kind == "unknown" and elem_t.name in self.inputs.structs:
+            elem = struct_size(self.inputs.structs[elem_t.name], self.inputs.aliases)
+        span = None
+        if len(idx_vals) == 1 and idx_vals[0].rng is not None and idx_vals[0].deps == deps:
+            # the index alone spans [lo, hi] (the base pointer does not move with threads)
+            lo, hi = idx_vals[0].rng
+            span = hi - lo + 1
+        self.record(buffer or "?", space or "global", elem, kind, deps, "|".join(key_parts), span)
+        loaded_deps = deps | {DATA}
+        return Val(elem_t, loaded_deps, None, buffer if elem_t.pointer else None, space)
+
+    def record(
+        self,
+        buffer: str,
+        space: str,
+        elem: int,
+        kind: str,
+        deps: frozenset[str],
+        key: str,
+        span: float | None = None,
+    ) -> None:
+        """Book one access (merged with an identical one in the same loop body)."""
+        if space == "local":
+            # a per-thread array indexed dynamically (by a rolled loop or by data) cannot
+            # live in registers: it is in local memory (cached in L1/L2, backed by DRAM)
+            if buffer not in self.tally.local_sizes or not any(
+                d == DATA or (d.startswith("L") and d not in self.dimensions.unrolled_dims)
+                for d in deps
+            ):
+                return
+            buffer, space = "local:" + buffer, "localmem"
+        ck = (buffer, key, kind)
+        seen = self.cursor.seen[-1]
+        # loop-invariant loads are hoisted, except from shared memory (written by other
+        # threads between iterations)
+        w = self.hoisted_weight(deps) if kind == "load" and space != "shared" else self.cursor.w
+        if ck in seen and kind == "load":
+            return
+        seen.add(ck)
+        address = (buffer, key, "")  # one address computation serves a load and a store
+        if space in ("global", "shared", "constant") and address not in seen:
+            seen.add(address)
+            self.add_int(self.inputs.settings.int_address * (0.5 if space == "shared" else 1.0), w)
+        distinct = self.extent(deps)
+        if span is not None and distinct is not None:
+            distinct = min(distinct, max(span, 1.0))
+        akey = (buffer, kind, key, self.cursor.line)
+        rec = self.tally.accesses.get(akey)
+        if rec is None:
+            self.tally.accesses[akey] = AccessRecord(
+                buffer, space, elem, kind, w, distinct, self.cursor.line, key
+            )
+        else:
+            rec.weight += w
+
+    def deref(self, arg: Node, kind: str) -> Val:
+        v = self.expr(arg)
+        t = v.type.deref() if v.type.pointer else v.type
+        buffer = v.buffer or text(arg)
+        space = v.space or ("global" if v.type.pointer else "local")
+        if kind != "address":
+            self.record(
+                buffer, space, t.size if not t.pointer else 8, kind, v.deps, "*" + text(arg)
+            )
+        return Val(t, v.deps | {DATA}, None, buffer if t.pointer else None, space)
+
+    def field(self, node: Node, kind: str) -> Val:
+        arg = node.child_by_field_name("argument")
+        fname = text(node.child_by_field_name("field"))
+        op = node.child_by_field_name("operator")
+        arrow = op is not None and op.type == "->"
+        if arg is None:
+            return Val(UNKNOWN)
+        if arg.type == "identifier" and not arrow:
+            an = text(arg)
+            if an in ("threadIdx", "blockIdx", "blockDim", "gridDim") and self.var(an) is None:
+                return self.builtin(an, fname)
+        if arrow:
+            base = self.expr(arg)
+            st = base.type.deref()
+            ft = self.field_type(st, fname)
+            if kind == "address":
+                return Val(ft.pointer_to(), base.deps, None, base.buffer, base.space)
+            if base.type.pointer:
+                self.record(
+                    (base.buffer or text(arg)) + "." + fname,
+                    base.space or "global",
+                    ft.size if not ft.pointer else 8,
+                    kind,
+                    base.deps,
+                    "->",
+                )
+            return Val(
+                ft, base.deps | {DATA}, None, base.buffer if ft.pointer else None, base.space
+            )
+        if arg.type == "subscript_expression":
+            # a[i].x: an access to the element's field
+            inner = self.memory(arg, "address")
+            st = inner.type.deref()
+            ft = self.field_type(st, fname)
+            if kind != "address":
+                self.record(
+                    (inner.buffer or "?") + "." + fname,
+                    inner.space or "global",
+                    ft.size if not ft.pointer else 8,
+                    kind,
+                    inner.deps,
+                    text(arg) + "." + fname,
+                )
+            return Val(
+                ft, inner.deps | {DATA}, None, inner.buffer if ft.pointer else None, inner.space
+            )
+        base = self.expr(arg)
+        ft = self.field_type(base.type, fname)
+        if base.type.pointer and not ft.pointer:
+            return Val(ft, base.deps, None)
+        return Val(ft, base.deps, None, base.buffer if ft.pointer else None, base.space)
+
+    def field_type(self, st: DataType, fname: str) -> DataType:
+        if st.lanes > 1 and fname in ("x", "y", "z", "w"):
+            return st.lane()
+        if st.kind == "unknown" and st.name in self.inputs.structs:
+            ft = self.inputs.structs[st.name].get(fname)
+            if ft is not None:
+                return self.type_of(ft)
+        if st.lanes > 1:
+            return st.lane()
+        if st.kind == "unknown":
+            return UNKNOWN
+        return st
+
+    def builtin(self, an: str, f: str) -> Val:
+        axis = AXES.index(f) if f in AXES else 0
+        if an == "threadIdx":
+            n = self.inputs.block[axis]
+            if n <= 1:
+                return Val(INT, NOTHING, 0.0)
+            return Val(INT, frozenset({"t" + f}), (n - 1) / 2, rng=(0.0, n - 1.0))
+        if an == "blockIdx":
+            n = self.inputs.grid[axis]
+            if n <= 1:
+                return Val(INT, NOTHING, 0.0)
+            return Val(INT, frozenset({"b" + f}), (n - 1) / 2, rng=(0.0, n - 1.0))
+        if an == "blockDim":
+            return Val(INT, NOTHING, float(self.inputs.block[axis]))
+        return Val(INT, NOTHING, float(self.inputs.grid[axis]))
+
+    def is_local_struct(self, left: Node) -> bool:
+        arg = left.child_by_field_name("argument")
+        op = left.child_by_field_name("operator")
+        if arg is None or arg.type != "identifier" or op is None or op.type == "->":
+            return False
+        v = self.var(text(arg))
+        return v is not None and not v.type.pointer and v.space in (None, "local")
+
+    def lvalue(self, left: Node, kind: str) -> Val:
+        if left.type == "subscript_expression":
+            return self.memory(left, kind)
+        if left.type == "field_expression":
+            return self.field(left, kind)
+        arg = left.child_by_field_name("argument")
+        return self.deref(arg, kind) if arg is not None else Val(UNKNOWN)
+
+
+def struct_size(fields: dict[str, str], aliases: dict[str, str]) -> int:
+    total = 0
+    for t in fields.values():
+        dt = parse_type(t, aliases)
+        total += 8 if dt.pointer else dt.size
+    return max(total, 1)

@@ -1,0 +1,293 @@
+"""The counter's state and bookkeeping, shared by the walker layers.
+
+The walker's mutable state is grouped by what it describes: the fixed inputs of the walk
+(:class:`WalkInputs`), what has been counted so far (:class:`Tally`), where the walk is
+(:class:`Cursor`: the weight, source line, scopes, enclosing loops), the loop dimensions
+(:class:`Dimensions`), the OpenMP/OpenACC parallelism (:class:`Parallelism`) and the
+device-function cost summaries (:class:`InlineCache`).
+
+The walker itself is split by concern into a chain of classes, one module each
+(``walk_branches`` <- ``walk_references`` <- ``walk_expressions`` <- ``walk_calls`` <-
+``walk_loops`` <- ``walk_statements`` <- ``counting.ThreadCounter``); :class:`WalkerBase`
+declares the few methods a lower layer calls on a higher one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from tree_sitter import Node
+
+from roofline_lsp.estimate.thread_counts import Loop, Settings
+from roofline_lsp.estimate.value_domain import DATA, Val, Var
+from roofline_lsp.syntax.datatypes import PRECISION_OF_KIND, DataType, parse_type
+
+
+class FunctionLookup(Protocol):
+    def get(self, name: str) -> Node | None: ...
+
+
+Macros = dict[str, tuple[tuple[str, ...] | None, str]]
+AccessKey = tuple[str, str, str, int]  # buffer, kind, index text, line
+
+
+@dataclass
+class AccessRecord:
+    """An access being counted (its weight grows as identical accesses are merged)."""
+
+    buffer: str
+    space: str
+    elem: int
+    kind: str
+    weight: float
+    distinct: float | None
+    line: int
+    index: str
+
+
+# per-call costs of an inlined function: ops, accesses (key, record, weight), its value
+InlineSummary = tuple[list[float], list[tuple[AccessKey, AccessRecord, float]], Val]
+
+
+@dataclass(frozen=True)
+class WalkInputs:
+    """What the walk is given: the program around the kernel and the launch."""
+
+    functions: FunctionLookup
+    macros: Macros
+    lookup_host: Callable[[str], float | None]
+    aliases: dict[str, str]
+    structs: dict[str, dict[str, str]]
+    globals: dict[str, Var]
+    settings: Settings
+    block: tuple[int, int, int]
+    grid: tuple[int, int, int]
+    offload: bool
+    constants: frozenset[str]
+
+
+@dataclass
+class Tally:
+    """What has been counted: weighted ops, per-line costs and weights, accesses, loops."""
+
+    ops: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0, 0.0])  # fp64 fp32 fp16 int
+    lines: dict[int, list[float]] = field(default_factory=dict)
+    weights: dict[int, float] = field(default_factory=dict)
+    accesses: dict[AccessKey, AccessRecord] = field(default_factory=dict)
+    loop_records: list[Loop] = field(default_factory=list)
+    followed: list[str] = field(default_factory=list)
+    local_sizes: dict[str, float] = field(default_factory=dict)  # per-thread arrays: bytes
+    inferred: list[str] = field(default_factory=list)  # parameters sized from the launch
+
+
+@dataclass
+class Frame:
+    returns: list[Val] = field(default_factory=list)
+
+
+@dataclass
+class Cursor:
+    """Where the walk is: the current statement's weight (executions per thread), its
+    source line, the scopes, the enclosing loops and inlined calls."""
+
+    w: float = 1.0
+    line: int = 0
+    line_base: int | None = None  # inside macro expansions: the call's line
+    scopes: list[dict[str, Var]] = field(default_factory=lambda: [{}])
+    # loop stack: (dim id, trips, parallel)
+    loops: list[tuple[str, float, bool]] = field(default_factory=list)
+    seen: list[set[tuple[str, str, str]]] = field(default_factory=lambda: [set()])
+    frames: list[Frame] = field(default_factory=lambda: [Frame()])
+    call_stack: list[str] = field(default_factory=list)
+    unknown_depth: int = 0  # enclosing loops whose trip count is a default
+    nodes: int = 0
+    pending_unroll: float | None = None
+
+
+@dataclass
+class Dimensions:
+    """Extents of the thread dimensions and of the loop dimensions met so far."""
+
+    dims: dict[str, float]
+    loop_counter: int = 0
+    unrolled_dims: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Parallelism:
+    """OpenMP/OpenACC: the team shape, pending constructs and parallel units of the region."""
+
+    teams: float
+    team_threads: float
+    team_level: bool = False  # inside an OpenMP teams region, outside parallel regions
+    pending_region: str | None = None  # "parallel" | "teams" | "single"
+    pending_parallel: int = 0  # collapse levels of a work-shared loop pragma
+    pending_distribute: bool = False
+    parallel_dims: list[str] = field(default_factory=list)
+    # OpenMP: iterations assumed for a work-shared loop whose bound is unknown (the
+    # runtime sizes the launch to the loop: teams x threads)
+    parallel_default: float | None = None
+    parallel_product: float = 1.0
+    max_parallel: float = 1.0  # parallel units of the region (iterations or threads)
+    team_mult: float = 1.0  # the teams multiplier in force (a distribute loop removes it)
+
+
+@dataclass
+class InlineCache:
+    """Calls per device function and per-signature cost summaries."""
+
+    inline_calls: dict[str, int] = field(default_factory=dict)
+    summaries: dict[tuple[object, ...], InlineSummary] = field(default_factory=dict)
+
+
+class WalkerBase:
+    """State and bookkeeping of the walk (booking costs on lines, scopes, types)."""
+
+    def __init__(
+        self,
+        *,
+        functions: FunctionLookup,
+        macros: Macros,
+        lookup: Callable[[str], float | None],
+        aliases: dict[str, str],
+        structs: dict[str, dict[str, str]],
+        globals_: dict[str, Var],
+        settings: Settings,
+        dims: dict[str, float],
+        block: tuple[int, int, int],
+        grid: tuple[int, int, int],
+        offload: bool = False,
+        constants: frozenset[str] = frozenset(),
+    ) -> None:
+        self.inputs = WalkInputs(
+            functions=functions,
+            macros=macros,
+            lookup_host=lookup,
+            aliases=aliases,
+            structs=structs,
+            globals=globals_,
+            settings=settings,
+            block=block,
+            grid=grid,
+            offload=offload,
+            constants=constants,
+        )
+        self.type_cache: dict[str, DataType] = {}
+        self.tally = Tally()
+        self.cursor = Cursor()
+        self.dimensions = Dimensions(dict(dims))
+        self.par = Parallelism(teams=float(grid[0]), team_threads=float(block[0]))
+        self.inlining = InlineCache()
+
+    # -- implemented by the walker layers above ----------------------------------------------
+    def expr(self, node: Node) -> Val:
+        raise NotImplementedError
+
+    def identifier(self, name: str, node: Node) -> Val:
+        raise NotImplementedError
+
+    def call(self, node: Node) -> Val:
+        raise NotImplementedError
+
+    def in_macro(self, name: str, tree: Node, expression: bool) -> Val:
+        raise NotImplementedError
+
+    def stmt(self, node: Node) -> float:
+        raise NotImplementedError
+
+    def declaration(self, node: Node) -> None:
+        raise NotImplementedError
+
+    # -- bookkeeping ------------------------------------------------------------------------
+    def set_line(self, node: Node) -> None:
+        if self.cursor.line_base is None:
+            self.cursor.line = node.start_point.row + 1
+        if (
+            self.cursor.line not in self.tally.weights
+            or self.tally.weights[self.cursor.line] < self.cursor.w
+        ):
+            self.tally.weights[self.cursor.line] = self.cursor.w
+
+    def add(self, idx: int, n: float, w: float | None = None) -> None:
+        if n == 0:
+            return
+        v = n * (self.cursor.w if w is None else w)
+        self.tally.ops[idx] += v
+        row = self.tally.lines.get(self.cursor.line)
+        if row is None:
+            row = self.tally.lines[self.cursor.line] = [0.0, 0.0, 0.0, 0.0]
+        row[idx] += v
+
+    def add_flop(self, t: DataType, n: float, w: float | None = None) -> None:
+        p = PRECISION_OF_KIND.get(t.kind)
+        if p == "fp64":
+            self.add(0, n * t.lanes, w)
+        elif p == "fp32":
+            self.add(1, n * t.lanes, w)
+        elif p == "fp16":
+            self.add(2, n * t.lanes, w)
+
+    def add_int(self, n: float, w: float | None = None) -> None:
+        self.add(3, n, w)
+
+    def hoisted_weight(self, deps: frozenset[str]) -> float:
+        """Weight of a computation depending on ``deps``: loop-invariant work is hoisted out
+        of the sequential loops it does not depend on (not out of parallel loops)."""
+        w = self.cursor.w
+        for dim, t, parallel in reversed(self.cursor.loops):
+            if parallel or dim in deps:
+                break
+            if t > 0:
+                w /= t
+        return w
+
+    # -- scopes -----------------------------------------------------------------------------
+    def var(self, name: str) -> Var | None:
+        for scope in reversed(self.cursor.scopes):
+            v = scope.get(name)
+            if v is not None:
+                return v
+        return self.inputs.globals.get(name)
+
+    def declare(self, name: str, v: Var) -> None:
+        self.cursor.scopes[-1][name] = v
+
+    def value_of(self, name: str) -> float | None:
+        v = self.var(name)
+        if v is not None:
+            return v.val if not v.deps else None
+        return self.inputs.lookup_host(name)
+
+    def extent(self, deps: frozenset[str]) -> float | None:
+        """Distinct values a quantity depending on ``deps`` takes over the launch."""
+        if DATA in deps:
+            return None
+        e = 1.0
+        for d in deps:
+            e *= self.dimensions.dims.get(d, 1.0)
+        return e
+
+    # -- types ------------------------------------------------------------------------------
+    def type_of(self, type_text: str) -> DataType:
+        t = self.type_cache.get(type_text)
+        if t is None:
+            t = self.type_cache[type_text] = parse_type(type_text, self.inputs.aliases)
+        return t
+
+    def expr_quiet(self, node: Node) -> Val:
+        """Evaluate without counting (trip counts, probabilities)."""
+        saved_ops, saved_lines, saved_acc = self.tally.ops, self.tally.lines, self.tally.accesses
+        self.tally.ops, self.tally.lines, self.tally.accesses = [0.0] * 4, {}, {}
+        saved_seen = self.cursor.seen
+        self.cursor.seen = [set()]
+        try:
+            return self.expr(node)
+        finally:
+            self.tally.ops, self.tally.lines, self.tally.accesses = (
+                saved_ops,
+                saved_lines,
+                saved_acc,
+            )
+            self.cursor.seen = saved_seen

@@ -1,0 +1,310 @@
+"""Statements in the counter: blocks, branches, ``switch``, declarations (per-thread and
+shared arrays), pragmas (``unroll``, OpenMP/OpenACC constructs) and OpenMP regions.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from tree_sitter import Node
+
+from roofline_lsp.estimate.macro_expansion import loop_macro
+from roofline_lsp.estimate.value_domain import NOTHING, Var
+from roofline_lsp.estimate.walk_loops import LoopWalker
+from roofline_lsp.syntax.datatypes import UNKNOWN, DataType
+from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
+
+
+class StatementWalker(LoopWalker):
+    """Statements: each returns the fraction of executions that continue after it."""
+
+    def run(self, body: Node) -> float:
+        return self.stmt(body)
+
+    def stmt(self, node: Node) -> float:
+        """Count a statement; return the fraction of executions that continue after it."""
+        self.cursor.nodes += 1
+        if self.cursor.nodes > self.inputs.settings.max_nodes:
+            return 1.0
+        t = node.type
+        if self.par.pending_region is not None and t not in ("preproc_call", "comment"):
+            kind = self.par.pending_region
+            self.par.pending_region = None
+            return self.region(kind, node)
+        if t == "compound_statement":
+            return self.block_stmts(node.named_children, scoped=True)
+        if t == "expression_statement":
+            self.set_line(node)
+            for c in node.named_children:
+                self.expr(c)
+            return 1.0
+        if t == "declaration":
+            self.set_line(node)
+            self.declaration(node)
+            return 1.0
+        if t == "if_statement":
+            return self.if_stmt(node)
+        if t == "for_statement":
+            self.for_stmt(node)
+            return 1.0
+        if t in ("while_statement", "do_statement", "for_range_loop"):
+            self.while_stmt(node)
+            return 1.0
+        if t == "return_statement":
+            self.set_line(node)
+            for c in node.named_children:
+                v = self.expr(c)
+                self.cursor.frames[-1].returns.append(v)
+            return 0.0
+        if t in ("break_statement", "continue_statement", "goto_statement"):
+            return 0.0
+        if t == "switch_statement":
+            return self.switch_stmt(node)
+        if t in ("labeled_statement", "attributed_statement"):
+            cont = 1.0
+            for c in node.named_children:
+                if c.type not in ("statement_identifier", "attribute_declaration"):
+                    cont = self.stmt(c)
+            return cont
+        if t in ("preproc_if", "preproc_ifdef"):
+            kids = [
+                c
+                for c in node.named_children
+                if c.type not in ("preproc_else", "preproc_elif", "preproc_elifdef")
+                and node.field_name_for_named_child(node.named_children.index(c))
+                not in ("condition", "name")
+            ]
+            return self.block_stmts(kids, scoped=False)
+        if t == "preproc_call":
+            self.pragma(node)
+            return 1.0
+        if t in ("case_statement",):
+            return self.block_stmts(node.named_children[1:], scoped=False)
+        if t == "else_clause":
+            return self.block_stmts(node.named_children, scoped=False)
+        if t in ("try_statement", "seh_try_statement"):
+            body = node.child_by_field_name("body")
+            return self.stmt(body) if body is not None else 1.0
+        if t in ("type_definition", "alias_declaration", "static_assert_declaration"):
+            return 1.0
+        if t.endswith("_expression"):
+            self.set_line(node)
+            self.expr(node)
+        return 1.0
+
+    def region(self, kind: str, node: Node) -> float:
+        """An OpenMP ``parallel`` (every thread of the team runs it), ``teams`` (every team)
+        or ``single``/``master`` (one thread) construct."""
+        saved_w, saved_pp, saved_tm = self.cursor.w, self.par.parallel_product, self.par.team_mult
+        saved_level = self.par.team_level
+        self.par.team_level = kind == "teams"
+        if kind == "parallel":
+            f = self.par.team_threads
+        elif kind == "teams":
+            f = self.par.teams
+            self.par.team_mult *= f
+        else:
+            f = 1.0 / max(self.par.team_threads, 1.0)
+        self.cursor.w *= f
+        if kind != "single":
+            self.par.parallel_product *= f
+            self.par.max_parallel = max(self.par.max_parallel, self.par.parallel_product)
+        try:
+            return self.stmt(node)
+        finally:
+            self.cursor.w, self.par.parallel_product, self.par.team_mult = (
+                saved_w,
+                saved_pp,
+                saved_tm,
+            )
+            self.par.team_level = saved_level
+
+    def block_stmts(self, stmts: list[Node], scoped: bool) -> float:
+        if scoped:
+            self.cursor.scopes.append({})
+        saved_w = self.cursor.w
+        cont = 1.0
+        skip = False
+        for i, c in enumerate(stmts):
+            if skip:
+                skip = False
+                continue
+            if c.type == "comment":
+                continue
+            if self.cursor.w <= 0:
+                break
+            if c.type == "expression_statement" and i + 1 < len(stmts):
+                loop = loop_macro(c, stmts[i + 1], self.inputs.macros)
+                if loop is not None:
+                    c = loop
+                    skip = True
+            k = self.stmt(c)
+            if k < 1.0:
+                cont *= k
+                self.cursor.w = saved_w * cont
+        self.cursor.w = saved_w
+        if scoped:
+            self.cursor.scopes.pop()
+        return cont
+
+    def pragma(self, node: Node) -> None:
+        arg = text(node.child_by_field_name("argument")).strip()
+        if not text(node).lstrip("# \t").startswith("pragma"):
+            return
+        words = arg.split()
+        if not words:
+            return
+        if words[0] == "unroll":
+            n = None
+            if len(words) > 1:
+                n = self.lookup_num(" ".join(words[1:]).strip("()"))
+            self.cursor.pending_unroll = n if n else math.inf
+        elif words[0] in ("omp", "acc") and self.inputs.offload:
+            rest = set(words[1:])
+            workshare = {"for", "distribute", "loop"} & rest or (
+                words[0] == "acc" and ("loop" in rest or "kernels" in rest)
+            )
+            if workshare:
+                m = re.search(r"collapse\s*\(\s*(\d+)\s*\)", arg)
+                self.par.pending_parallel = int(m.group(1)) if m else 1
+                self.par.pending_distribute = "distribute" in rest or "gang" in rest
+            elif "parallel" in rest:
+                self.par.pending_region = "parallel"
+            elif "teams" in rest:
+                self.par.pending_region = "teams"
+            elif rest & {"single", "master", "masked"}:
+                self.par.pending_region = "single"
+
+    def lookup_num(self, s: str) -> float | None:
+        try:
+            return float(int(s, 0))
+        except ValueError:
+            return self.inputs.lookup_host(s)
+
+    def if_stmt(self, node: Node) -> float:
+        self.set_line(node)
+        cond = node.child_by_field_name("condition")
+        p = self.inputs.settings.default_branch
+        if cond is not None:
+            inner = cond.child_by_field_name("value") or (
+                cond.named_children[-1] if cond.named_children else cond
+            )
+            self.expr(inner)
+            p = self.probability(inner)
+        cons = node.child_by_field_name("consequence")
+        alt = node.child_by_field_name("alternative")
+        saved = self.cursor.w
+        cont_a = cont_b = 1.0
+        if cons is not None and p > 0:
+            self.cursor.w = saved * p
+            self.cursor.scopes.append({})
+            cont_a = self.stmt(cons)
+            self.cursor.scopes.pop()
+        if alt is not None and p < 1:
+            self.cursor.w = saved * (1 - p)
+            self.cursor.scopes.append({})
+            cont_b = self.stmt(alt)
+            self.cursor.scopes.pop()
+        self.cursor.w = saved
+        return p * cont_a + (1 - p) * cont_b
+
+    def switch_stmt(self, node: Node) -> float:
+        self.set_line(node)
+        cond = node.child_by_field_name("condition")
+        if cond is not None:
+            self.expr(cond)
+        body = node.child_by_field_name("body")
+        if body is None:
+            return 1.0
+        cases = [c for c in body.named_children if c.type == "case_statement"]
+        if not cases:
+            return 1.0
+        saved = self.cursor.w
+        self.cursor.w = saved / len(cases)
+        for c in cases:
+            self.cursor.scopes.append({})
+            self.block_stmts(
+                [x for x in c.named_children if x != c.child_by_field_name("value")], False
+            )
+            self.cursor.scopes.pop()
+        self.cursor.w = saved
+        return 1.0
+
+    def declaration(self, node: Node) -> None:
+        type_node = node.child_by_field_name("type")
+        base_text = text(type_node)
+        head = text(node)[: (type_node.start_byte - node.start_byte) if type_node else 0]
+        # OpenMP: variables declared in a teams region outside its parallel regions are
+        # shared by the team (in shared memory)
+        shared = "__shared__" in head or "__shared__" in base_text or self.par.team_level
+        const = "const" in head or "constexpr" in head
+        for d in node.children_by_field_name("declarator"):
+            name = declared_name(d)
+            if not name:
+                continue
+            stars = declarator_stars(d)
+            vt = self.type_of(base_text + " " + stars.replace("[]", "*"))
+            value_node = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            arrdims = stars.count("[]")
+            if base_text == "auto" or base_text.endswith(" auto"):
+                vt = UNKNOWN
+            if arrdims and not shared:
+                self.local_array_size(name, d, vt)
+            if value_node is not None and arrdims:
+                for c in value_node.named_children:
+                    self.expr(c)
+                space = "shared" if shared else "local"
+                self.declare(name, Var(vt, NOTHING, None, space, name, arrdims))
+                continue
+            if value_node is not None:
+                if value_node.type in ("initializer_list", "argument_list"):
+                    deps: frozenset[str] = NOTHING
+                    last = None
+                    for c in value_node.named_children:
+                        last = self.expr(c)
+                        deps = deps | last.deps
+                    val = (
+                        last.val
+                        if last is not None and len(value_node.named_children) == 1
+                        else None
+                    )
+                    self.declare(name, Var(vt, deps, val, const=const))
+                    continue
+                v = self.expr(value_node)
+                if vt is UNKNOWN or vt.kind == "unknown" and v.type.kind != "unknown":
+                    vt = v.type
+                if vt.pointer and v.buffer:
+                    self.declare(
+                        name, Var(vt, v.deps, None, v.space, v.buffer, arrdims, const=const)
+                    )
+                    continue
+                val = v.val
+                if val is not None and vt.kind == "int":
+                    val = float(math.trunc(val)) if not v.deps else val
+                self.declare(name, Var(vt, v.deps, val, const=const, rng=v.rng))
+                continue
+            if arrdims:
+                space = "shared" if shared else "local"
+                self.declare(name, Var(vt, NOTHING, None, space, name, arrdims))
+            elif shared:
+                self.declare(name, Var(vt, NOTHING, None, "shared", name))
+            else:
+                self.declare(name, Var(vt, NOTHING, None))
+
+    def local_array_size(self, name: str, decl: Node, vt: DataType) -> None:
+        """Bytes of a per-thread array (``float acc[64]``), for local-memory traffic."""
+        n = 1.0
+        d: Node | None = (
+            decl.child_by_field_name("declarator") if decl.type == "init_declarator" else decl
+        )
+        while d is not None and d.type == "array_declarator":
+            size = d.child_by_field_name("size")
+            v = self.expr_quiet(size).val if size is not None else None
+            if v is None or v <= 0:
+                return
+            n *= v
+            d = d.child_by_field_name("declarator")
+        self.tally.local_sizes[name] = n * (
+            vt.size if not vt.pointer or vt.pointer > 1 else vt.size
+        )

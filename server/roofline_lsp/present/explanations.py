@@ -1,0 +1,57 @@
+"""A verdict in words: its explanation and its terms, made from the data the verdict carries
+(``model.terms``) only when it is shown (hover, CLI, JSON, SARIF, prompts, ``eval``)."""
+
+from __future__ import annotations
+
+from roofline_lsp.model.numbers import fmt_bytes, fmt_count
+from roofline_lsp.model.terms import LoopTerm, MemoryTerm, NoteTerm, Term, WorkTerm
+from roofline_lsp.model.verdict import Verdict
+
+
+def explanation(v: Verdict) -> str:
+    """``compute-bound: fp32 AI 41 vs ridge 33 (above by 1.2x); <terms>`` for an estimate;
+    the words that came with it for a measured or LLM verdict."""
+    if v.rationale or v.source != "static":
+        return v.rationale
+    if v.deciding is None:
+        head = f"{v.bound}-bound: no arithmetic found"
+    else:
+        ai = v.ai.get(v.deciding) or 0.0
+        ridge = v.ridge[v.deciding]
+        factor = max(ai, 1e-9) / ridge if ai >= ridge else ridge / max(ai, 1e-9)
+        side = "above" if ai >= ridge else "below"
+        head = (
+            f"{v.bound}-bound: {v.deciding} AI {fmt_count(ai)} vs ridge {fmt_count(ridge)} "
+            f"({side} by {factor:.2g}x)"
+        )
+    return head + "; " + "; ".join(term_texts(v))
+
+
+def term_texts(v: Verdict) -> tuple[str, ...]:
+    return tuple(term_text(t) for t in v.terms)
+
+
+def term_text(t: Term) -> str:
+    """One term in words, e.g. ``loop over j (line 17, 32768 trips, argument): 19 FP32 FLOP,
+    4 int ops and 16 B referenced per iteration``."""
+    if isinstance(t, WorkTerm):
+        ops = [f"{fmt_count(n)} {p.upper()} FLOP" for p, n in t.flops]
+        ops.append(f"{fmt_count(t.int_ops)} integer ops")
+        return f"per {t.per}: " + ", ".join(ops)
+    if isinstance(t, LoopTerm):
+        what = f"loop over {t.var}" if t.var else "loop"
+        head = f"{what} (line {t.line}, {fmt_count(t.trips)} trips, {t.trip_source})"
+        if t.per_iteration is None:
+            return head
+        flops, int_ops, refs = t.per_iteration
+        parts = [f"{fmt_count(n)} {p.upper()} FLOP" for p, n in flops]
+        parts.append(f"{fmt_count(int_ops)} int ops")
+        return f"{head}: {', '.join(parts)} and {fmt_count(refs)} B referenced per iteration"
+    if isinstance(t, MemoryTerm):
+        fit = "fits in" if t.resident else "exceeds"
+        return (
+            f"working set {fmt_bytes(t.footprint)} {fit} L2 ({fmt_bytes(t.l2_bytes)}); "
+            f"DRAM {fmt_bytes(t.dram_bytes)} of {fmt_bytes(t.references)} referenced"
+        )
+    assert isinstance(t, NoteTerm)
+    return t.text

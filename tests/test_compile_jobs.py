@@ -1,0 +1,256 @@
+"""Tests of roofline_lsp.compiler.compile_jobs: caching, cancellation and timeouts with
+stand-in compilers written here, and real compiles when nvcc (or an offloading clang) is
+found (the toolkit need not be on PATH)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from pathlib import Path
+
+import pytest
+from ptx_helpers import (
+    FIX,
+    NVCC,
+    OMP_CLANG,
+    check_dot,
+    check_hash,
+    check_saxpy,
+    fake_tool,
+    needs_nvcc,
+    posix_only,
+)
+
+from roofline_lsp.compiler.compile_jobs import (
+    CACHE_NAMESPACE,
+    PtxFailure,
+    PtxResult,
+    compile_omp_ptx,
+    compile_ptx,
+    compile_ptx_async,
+)
+from roofline_lsp.compiler.demangle import omp_region
+from roofline_lsp.compiler.ptx_kernels import counts_for_kernel
+from roofline_lsp.compiler.ptx_parser import parse_ptx
+from roofline_lsp.compiler.toolchain import supported_archs
+from roofline_lsp.store.cache import ResultCache
+
+# copies the checked-in saxpy PTX to the -o argument, and logs each run
+STANDIN = """
+out=""; prev=""
+for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done
+case "$1" in --version) echo 'release 99.0, V99.0.1'; exit 0;; esac
+echo run >> "{log}"
+cp "{ptx}" "$out"
+"""
+
+
+@posix_only
+def test_compile_cache_hits_and_invalidation(tmp_path: Path) -> None:
+    log = tmp_path / "runs.log"
+    nv = fake_tool(tmp_path / "bin", "nvcc", STANDIN.format(log=log, ptx=FIX / "saxpy.ptx"))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "defs.h").write_text("#define N 1\n")
+    src = proj / "k.cu"
+    src.write_text('#include "defs.h"\n__global__ void saxpy() {}\n')
+    cache = ResultCache(str(tmp_path / "cache"), namespace=CACHE_NAMESPACE)
+
+    def run(source: bytes | None = None) -> PtxResult | PtxFailure:
+        return compile_ptx(str(src), source, str(nv), "sm_86", cache=cache)
+
+    first = run()
+    assert isinstance(first, PtxResult) and not first.cached
+    assert first.compiler_version == "99.0.1"
+    check_saxpy(parse_ptx(first.ptx))
+    second = run()
+    assert isinstance(second, PtxResult) and second.cached and second.ptx == first.ptx
+    assert log.read_text().count("run") == 1
+    (proj / "defs.h").write_text("#define N 2\n")  # a local include changed: recompile
+    assert not run().cached
+    assert not run(b'#include "defs.h"\n// edited buffer\n').cached  # unsaved edits: recompile
+    assert log.read_text().count("run") == 3
+    cache.close()
+
+
+@posix_only
+def test_buffer_compile_resolves_local_includes_and_names_the_original(tmp_path: Path) -> None:
+    # the stand-in fails unless the original folder is on the include path, then writes a PTX
+    # whose .file points at the temp copy it was given
+    body = """
+out=""; prev=""; src=""; inc=0
+for a in "$@"; do
+  [ "$prev" = "-o" ] && out="$a"
+  [ "$prev" = "-I" ] && [ "$a" = "{proj}" ] && inc=1
+  prev="$a"
+done
+for a in "$@"; do case "$a" in *.cu) src="$a";; esac; done
+[ $inc = 1 ] || {{ echo "$src(1): error: cannot open source file \\"defs.h\\"" >&2; exit 2; }}
+sed "s#saxpy.cu#$src#" "{ptx}" > "$out"
+"""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    nv = fake_tool(tmp_path / "bin", "nvcc", body.format(proj=proj, ptx=FIX / "saxpy.ptx"))
+    src = proj / "saxpy.cu"
+    src.write_text("// on disk\n")
+    res = compile_ptx(str(src), b"// unsaved buffer\n", str(nv), "sm_86")
+    assert isinstance(res, PtxResult), res
+    m = parse_ptx(res.ptx)
+    assert m.files[1] == str(src)  # not the temp copy
+    assert not any("roofline-ptx-" in a for a in res.command if a.endswith(".cu"))
+
+
+@posix_only
+def test_compile_failure_keeps_the_first_error_line(tmp_path: Path) -> None:
+    nv = fake_tool(
+        tmp_path / "bin",
+        "nvcc",
+        'echo "warning: something harmless" >&2\n'
+        'echo "$PWD/k.cu(3): error: identifier \\"q\\" is undefined" >&2\n'
+        'echo "1 error detected" >&2\nexit 1\n',
+    )
+    src = tmp_path / "k.cu"
+    src.write_text("x\n")
+    res = compile_ptx(str(src), None, str(nv), "sm_86")
+    assert isinstance(res, PtxFailure) and not res.ok
+    assert res.reason.endswith('k.cu(3): error: identifier "q" is undefined')
+    assert "\n" not in res.reason
+    missing = compile_ptx(str(tmp_path / "gone.cu"), None, str(nv), "sm_86")
+    assert isinstance(missing, PtxFailure) and "cannot read" in missing.reason
+    no_nvcc = compile_ptx(str(src), None, str(tmp_path / "no-nvcc"), "sm_86")
+    assert isinstance(no_nvcc, PtxFailure) and "cannot run" in no_nvcc.reason
+
+
+VERSION = "case \"$1\" in --version) echo 'release 1.0, V1.0.0'; exit 0;; esac\n"
+
+
+@posix_only
+def test_timeout_kills_the_compiler(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    nv = fake_tool(tmp_path / "bin", "nvcc", VERSION + f'echo $$ > "{pidfile}"\nexec sleep 30\n')
+    src = tmp_path / "k.cu"
+    src.write_text("x\n")
+    cache = ResultCache(str(tmp_path / "cache"), namespace=CACHE_NAMESPACE)
+    t0 = time.monotonic()
+    res = compile_ptx(str(src), None, str(nv), "sm_86", timeout=0.5, cache=cache)
+    assert isinstance(res, PtxFailure) and "timed out" in res.reason
+    assert time.monotonic() - t0 < 10
+    assert not _alive(int(pidfile.read_text()))
+    # a timeout is not cached: the next call runs the compiler again
+    pidfile.unlink()
+    compile_ptx(str(src), None, str(nv), "sm_86", timeout=0.3, cache=cache)
+    assert pidfile.exists()
+    cache.close()
+
+
+def _alive(pid: int) -> bool:
+    # a killed child may linger as a zombie until reaped; treat zombies as dead
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+@posix_only
+async def test_async_compile_is_bounded_and_cancel_kills(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    body = VERSION + f'echo $$ > "{runs}/$$"\nexec sleep 30\n'
+    nv = fake_tool(tmp_path / "bin", "nvcc", body)
+    srcs = []
+    for i in range(3):
+        s = tmp_path / f"k{i}.cu"
+        s.write_text(f"// {i}\n")
+        srcs.append(s)
+    sem = asyncio.Semaphore(2)
+    tasks = [
+        asyncio.create_task(
+            compile_ptx_async(str(s), None, str(nv), "sm_86", semaphore=sem, timeout=60)
+        )
+        for s in srcs
+    ]
+    for _ in range(100):
+        await asyncio.sleep(0.05)
+        if len(list(runs.iterdir())) >= 2:
+            break
+    await asyncio.sleep(0.3)
+    started = [int(p.name) for p in runs.iterdir()]
+    assert len(started) == 2  # the pool is bounded
+    for t in tasks:
+        t.cancel()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert all(isinstance(r, asyncio.CancelledError) for r in results)
+    await asyncio.sleep(0.2)
+    assert not any(_alive(pid) for pid in started)
+    assert len(list(runs.iterdir())) == 2  # the queued one never started
+
+
+@posix_only
+async def test_async_compile_result_and_cache(tmp_path: Path) -> None:
+    log = tmp_path / "runs.log"
+    nv = fake_tool(tmp_path / "bin", "nvcc", STANDIN.format(log=log, ptx=FIX / "int_hash.ptx"))
+    src = tmp_path / "h.cu"
+    src.write_text("// h\n")
+    cache = ResultCache(str(tmp_path / "cache"), namespace=CACHE_NAMESPACE)
+    res = await compile_ptx_async(str(src), None, str(nv), "sm_86", cache=cache)
+    assert isinstance(res, PtxResult)
+    check_hash(parse_ptx(res.ptx))
+    again = await compile_ptx_async(str(src), None, str(nv), "sm_86", cache=cache)
+    assert isinstance(again, PtxResult) and again.cached
+    cache.close()
+
+
+# --- real compiles (when the CUDA toolkit is installed) ----------------------------------------
+
+
+@needs_nvcc
+@pytest.mark.parametrize(
+    ("fixture", "check"),
+    [("saxpy.cu", check_saxpy), ("dot_fp64.cu", check_dot), ("int_hash.cu", check_hash)],
+)
+def test_real_nvcc_compiles_fixture(fixture: str, check: object, tmp_path: Path) -> None:
+    assert NVCC is not None
+    archs = supported_archs(NVCC)
+    arch = "sm_86" if not archs or 86 in archs else f"sm_{archs[0]}"
+    res = compile_ptx(str(FIX / fixture), None, NVCC, arch)
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    module = parse_ptx(res.ptx)
+    assert module.files[1] == str(FIX / fixture)
+    assert callable(check)
+    check(module)
+
+
+@needs_nvcc
+def test_real_nvcc_buffer_with_local_include(tmp_path: Path) -> None:
+    assert NVCC is not None
+    (tmp_path / "scale.h").write_text("#define SCALE 2.0f\n")
+    src = tmp_path / "k.cu"
+    src.write_text("// saved version does not compile\n#error stale\n")
+    buf = b'#include "scale.h"\n__global__ void k(float* y) {\n    y[threadIdx.x] *= SCALE;\n}\n'
+    res = compile_ptx(str(src), buf, NVCC, "sm_86")
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    counts = counts_for_kernel(parse_ptx(res.ptx), "k")
+    assert counts is not None
+    l3 = counts[(str(src), 3)]
+    assert l3.flops_fp32 == 1 and l3.ld_global_bytes == 4 and l3.st_global_bytes == 4
+
+
+@needs_nvcc
+def test_real_nvcc_failure_is_clean() -> None:
+    assert NVCC is not None
+    res = compile_ptx(str(FIX / "broken.cu"), None, NVCC, "sm_86")
+    assert isinstance(res, PtxFailure)
+    expected = r'broken\.cu\(5\): error: identifier "undeclared_offset" is undefined'
+    assert re.search(expected, res.reason)
+
+
+@pytest.mark.skipif(OMP_CLANG is None, reason="no clang with the OpenMP NVPTX runtime")
+def test_real_clang_openmp_offload(tmp_path: Path) -> None:
+    assert OMP_CLANG is not None
+    res = compile_omp_ptx(str(FIX / "omp_saxpy.c"), None, OMP_CLANG, "sm_86", nvcc=NVCC)
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    m = parse_ptx(res.ptx)
+    regions = [omp_region(k.name) for k in m.kernels]
+    assert ("saxpy_omp", 6) in regions

@@ -1,0 +1,61 @@
+"""A verdict in words (``present/explanations.py``): the explanation of an estimate is made
+from its terms and its deciding precision; a measured or LLM verdict keeps its own words."""
+
+from __future__ import annotations
+
+from roofline_lsp.model.terms import LoopTerm, MemoryTerm, NoteTerm, WorkTerm
+from roofline_lsp.model.verdict import Verdict
+from roofline_lsp.present.explanations import explanation, term_text
+
+TERMS = (
+    WorkTerm("thread", (("fp32", 2.0),), 6.0),
+    LoopTerm("j", 17, 32768, "argument", ((("fp32", 19.0),), 4.0, 16.0)),
+    LoopTerm(None, 30, 8, "constant"),
+    MemoryTerm(12_582_912, False, 6_291_456, 12_582_912, 12_582_912),
+    NoteTerm("counts: PTX"),
+)
+
+
+def verdict(**kw: object) -> Verdict:
+    base: dict[str, object] = dict(
+        kernel="k",
+        gpu="RTX-3080",
+        bound="bandwidth",
+        source="static",
+        confidence=0.8,
+        ai={"fp64": None, "fp32": 0.165, "fp16": None, "int": 0.5},
+        ridge={"fp64": 0.5152, "fp32": 32.971, "fp16": 32.971, "int": 16.485},
+        deciding="int",
+        terms=TERMS,
+    )
+    base.update(kw)
+    return Verdict(**base)  # type: ignore[arg-type]
+
+
+def test_each_term_in_words() -> None:
+    assert [term_text(t) for t in TERMS] == [
+        "per thread: 2 FP32 FLOP, 6 integer ops",
+        "loop over j (line 17, 32768 trips, argument): 19 FP32 FLOP, 4 int ops and 16 B "
+        "referenced per iteration",
+        "loop (line 30, 8 trips, constant)",
+        "working set 12.6 MB exceeds L2 (6.29 MB); DRAM 12.6 MB of 12.6 MB referenced",
+        "counts: PTX",
+    ]
+
+
+def test_an_estimate_is_explained_by_its_deciding_precision_then_its_terms() -> None:
+    # int AI 0.5 against a ridge of 16.485: below it by 16.485 / 0.5 = 33x
+    text = explanation(verdict())
+    assert text.startswith("bandwidth-bound: int AI 0.5 vs ridge 16.5 (below by 33x); per thread:")
+    assert text.endswith("; counts: PTX")
+    assert explanation(verdict(deciding=None, terms=(NoteTerm("x"),))) == (
+        "bandwidth-bound: no arithmetic found; x"
+    )
+
+
+def test_measured_and_llm_verdicts_keep_their_own_words() -> None:
+    assert explanation(verdict(source="llm", rationale="streams x once")) == "streams x once"
+    assert explanation(verdict(source="profile", rationale="measured")) == "measured"
+    assert explanation(verdict(rationale="kernel too deeply nested to analyse")) == (
+        "kernel too deeply nested to analyse"
+    )

@@ -1,0 +1,38 @@
+"""Tests of roofline_lsp.compiler.instruction_mix: the counts of one instruction."""
+
+from __future__ import annotations
+
+from roofline_lsp.compiler.instruction_mix import opcode_mix
+
+
+def test_classify_widths_and_spaces() -> None:
+    c = opcode_mix
+    assert c("ld.global.nc.v2.f64").nonzero() == {
+        "instructions": 1,
+        "ld_global": 1,
+        "ld_global_bytes": 16,
+    }
+    assert c("ld.u8").ld_generic_bytes == 1
+    assert c("ld.local.u32").ld_local_bytes == 4
+    assert c("ld.const.f32").ld_const == 1
+    assert c("st.global.v4.b32").st_global_bytes == 16
+    assert c("atom.add.f32").atom_generic == 1
+    assert c("tex.2d.v4.f32.s32").ld_tex_bytes == 16
+    assert c("fma.rn.f64").flops_fp64 == 2 and c("fma.rn.f64").fp64 == 1
+    assert c("mul.f32").flops_fp32 == 1
+    assert c("fma.rn.bf16x2").flops_fp16 == 4
+    assert c("max.f32").nonzero() == {"instructions": 1, "fp32": 1}  # no FLOP
+    assert c("setp.lt.f64").flops_fp64 == 0 and c("setp.lt.f64").fp64 == 1
+    assert c("setp.lt.s32").int_ops == 1 and c("setp.ne.u64").int_ops == 2
+    assert c("mul.wide.s32").int_ops == 1 and c("mul.lo.s64").int_ops == 3
+    assert c("div.u32").int_ops == 20 and c("div.s64").int_ops == 70
+    assert c("cvt.s64.s32").int_ops == 1 and c("cvt.u64.u32").int_ops == 0
+    assert c("cvt.rn.f32.s32").conversions == 1 and c("cvt.f64.f32").conversions == 1
+    assert c("mov.u32").int_ops == 0 and c("and.pred").int_ops == 0
+    assert c("sin.approx.f32").special == 1 and c("rsqrt.approx.f32").flops_fp32 == 2
+    assert c("rcp.rn.f64").flops_fp64 == 10 and c("sqrt.rn.f64").flops_fp64 == 13
+    assert c("shfl.sync.bfly.b32").warp_ops == 1
+    assert c("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32").flops_tensor == 128
+    mix = c("add.s32") + c("fma.rn.f32")
+    assert mix.int_ops == 1 and mix.flops_fp32 == 2 and mix.instructions == 2
+    assert mix.scaled(3).flops_fp32 == 6

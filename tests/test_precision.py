@@ -1,0 +1,43 @@
+"""Arithmetic and precision advice (RL001-RL004) on hand-written fixtures, with the verdict's
+bound forced."""
+
+from __future__ import annotations
+
+from advice_fixtures import FIXTURES, H100, RTX, apply, has_error, report, run
+
+from roofline_lsp.advice.advise import advise
+
+
+def test_fp64_literal_in_fp32_kernel_with_fix() -> None:
+    src, adv = run("advice.cu")
+    lits = [a for a in adv if a.code == "RL001"]
+    assert [(a.kernel, src[a.start : a.end]) for a in lits] == [("literal_kernel", b"0.5")]
+    assert lits[0].severity == "information"  # RTX 3080: fp64 at 1/64 of fp32
+    fixed = apply(src, lits[0])
+    assert b"a * x[i] + 0.5f;" in fixed and not has_error(fixed)
+    # not flagged in a kernel that is fp64 on purpose
+    src64 = (FIXTURES / "fp64_flip.cu").read_bytes()
+    rep = report(src64, "fp64_flip.cu", "compute")
+    assert not [a for a in advise(rep, RTX) if a.code == "RL001"]
+
+
+def test_fp64_literal_is_only_a_hint_on_a_full_rate_fp64_gpu() -> None:
+    _, adv = run("advice.cu", "bandwidth", H100)
+    assert [a.severity for a in adv if a.code == "RL001"] == ["hint"]
+
+
+def test_pow_square_fixes() -> None:
+    src, adv = run("advice.cu", "compute")
+    pows = [a for a in adv if a.code == "RL003"]
+    assert [src[a.start : a.end] for a in pows] == [b"pow(x[i], 2)", b"powf(x[i] + 1.0f, 2.0f)"]
+    assert all(a.severity == "information" for a in pows)  # compute-bound
+    fixed = apply(apply(src, pows[1]), pows[0])
+    assert b"y[i] = (x[i] * x[i]) + ((x[i] + 1.0f) * (x[i] + 1.0f));" in fixed
+    assert not has_error(fixed)
+
+
+def test_pow_with_side_effects_gets_no_mechanical_fix() -> None:
+    src = b"__global__ void k(float *x) { x[0] = pow(next(x), 2); }\n"
+    adv = advise(report(src, "k.cu", "compute"), RTX)
+    pows = [a for a in adv if a.code == "RL003"]
+    assert len(pows) == 1 and pows[0].fix is None

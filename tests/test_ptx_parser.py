@@ -1,0 +1,226 @@
+"""Tests of roofline_lsp.compiler.ptx_parser: PTX parsing on checked-in PTX of our own fixtures
+(no compiler needed) and on synthetic PTX."""
+
+from __future__ import annotations
+
+from ptx_helpers import check_dot, check_hash, check_saxpy, line, load
+
+from roofline_lsp.compiler.demangle import omp_region
+from roofline_lsp.compiler.ptx_kernels import counts_for_kernel
+from roofline_lsp.compiler.ptx_parser import parse_ptx
+
+
+def test_saxpy_per_line_mix() -> None:
+    m = load("saxpy.ptx")
+    assert (m.version, m.target) == ("9.0", "sm_86")
+    (k,) = m.kernels
+    assert (k.name, k.base_name, k.is_kernel) == ("_Z5saxpyifPKfPf", "saxpy", True)
+    check_saxpy(m)
+
+
+def test_fp64_kernel_per_line_mix_and_loop() -> None:
+    check_dot(load("dot_fp64.ptx"))
+
+
+def test_integer_hash_per_line_mix() -> None:
+    check_hash(load("int_hash.ptx"))
+
+
+SYNTHETIC = r"""
+.version 8.0
+.target sm_80
+.address_size 64
+
+.func  (.param .b32 func_retval0) _Z6helperi(
+	.param .b32 _Z6helperi_param_0
+)
+;
+
+.visible .entry _ZN2ns6kernelILi4EEEvPfS1_i(
+	.param .u64 _ZN2ns6kernelILi4EEEvPfS1_i_param_0,
+	.param .u64 _ZN2ns6kernelILi4EEEvPfS1_i_param_1,
+	.param .u32 _ZN2ns6kernelILi4EEEvPfS1_i_param_2
+)
+.maxntid 256, 1, 1
+{
+	.reg .pred 	%p<3>;
+	.reg .f32 	%f<9>;
+	.reg .b32 	%r<9>;
+	.reg .b64 	%rd<9>;
+	.shared .align 4 .b8 _ZZ6kernelE4tile[1024];
+	.loc	1 20 0
+	ld.param.u64 	%rd1, [_ZN2ns6kernelILi4EEEvPfS1_i_param_0];
+	.loc	1 21 3
+	ld.global.nc.v4.f32 	{%f1, %f2, %f3, %f4}, [%rd1];
+	.loc	1 22 3
+	.loc	2 5 7, function_name $L__info_string0, inlined_at 1 22 3
+	.loc	2 9 5, function_name $L__info_string1, inlined_at 2 5 7
+	fma.rn.f32 	%f5, %f1, %f2, %f3;
+	ex2.approx.ftz.f32 	%f6, %f5;
+	.loc	2 6 7, function_name $L__info_string0, inlined_at 1 22 3
+	add.rn.f16x2 	%r1, %r2, %r3;
+	.loc	1 23 3
+	st.shared.f32 	[_ZZ6kernelE4tile], %f6;
+	bar.sync 	0;
+	ld.shared::cta.v2.f32 	{%f7, %f8}, [_ZZ6kernelE4tile+8];
+	atom.global.add.u32 	%r4, [%rd1], 1;
+	red.shared.add.u32 	[_ZZ6kernelE4tile], 1;
+	cp.async.ca.shared.global.L2::128B 	[%r5], [%rd1], 16;
+	cp.async.wait_all;
+	.loc	1 24 3
+	{ // callseq 0, 0
+	.reg .b32 temp_param_reg;
+	.param .b32 param0;
+	st.param.b32 	[param0+0], %r4;
+	.param .b32 retval0;
+	call.uni (retval0),
+	_Z6helperi,
+	(
+	param0
+	);
+	ld.param.b32 	%r6, [retval0+0];
+	} // callseq 0
+	{ // callseq 1, 0
+	call.uni (retval0), %rd4, (param0), prototype_1;
+	} // callseq 1
+	.loc	1 25 3
+	sqrt.rn.f32 	%f8, %f7;
+	div.rn.f32 	%f8, %f8, %f7;
+	rem.s32 	%r7, %r6, %r4;
+	setp.lt.s64 	%p1, %rd1, %rd2;
+	and.pred  	%p2, %p1, %p1;
+	@!%p2 bra 	$L__BB0_1;
+	ret;
+$L__BB0_1:
+	ret;
+
+}
+.func  (.param .b32 func_retval0) _Z6helperi(
+	.param .b32 _Z6helperi_param_0
+)
+{
+	.reg .b32 	%r<4>;
+	.loc	2 30 0
+	ld.param.u32 	%r1, [_Z6helperi_param_0];
+	.loc	2 31 3
+	mul.lo.s64 	%rd1, %rd2, %rd3;
+	shl.b32 	%r2, %r1, 3;
+	st.param.b32 	[func_retval0+0], %r2;
+	ret;
+
+}
+	.file	1 "/src/kernel.cu"
+	.file	2 "/src/helpers.cuh", 1700000000, 512
+"""
+
+
+def test_synthetic_module_classes_calls_and_inlining() -> None:
+    m = parse_ptx(SYNTHETIC)
+    assert m.files == {1: "/src/kernel.cu", 2: "/src/helpers.cuh"}
+    assert list(m.functions) == ["_ZN2ns6kernelILi4EEEvPfS1_i", "_Z6helperi"]  # decl skipped
+    k = m.functions["_ZN2ns6kernelILi4EEEvPfS1_i"]
+    assert k.base_name == "ns::kernel" and k.short_name == "kernel"
+    assert k.calls == ("_Z6helperi",)
+    # direct attribution: the inlined helper's lines are its own
+    assert k.lines[("/src/kernel.cu", 21)].nonzero() == {
+        "instructions": 1,
+        "ld_global": 1,
+        "ld_global_bytes": 16,
+    }
+    assert k.lines[("/src/helpers.cuh", 9)].nonzero() == {
+        "instructions": 2,
+        "fp32": 1,
+        "flops_fp32": 2,
+        "special": 1,
+    }
+    assert k.lines[("/src/helpers.cuh", 6)].nonzero() == {
+        "instructions": 1,
+        "fp16": 2,
+        "flops_fp16": 2,
+    }
+    # call-site attribution: the chain 2:9 -> 2:5 -> 1:22 resolves to the kernel body line
+    assert k.callsite_lines[("/src/kernel.cu", 22)].nonzero() == {
+        "instructions": 3,
+        "fp32": 1,
+        "fp16": 2,
+        "flops_fp32": 2,
+        "flops_fp16": 2,
+        "special": 1,
+    }
+    l23 = k.lines[("/src/kernel.cu", 23)].nonzero()
+    assert l23 == {
+        "instructions": 7,
+        "st_shared": 2,  # st.shared + the shared half of cp.async
+        "st_shared_bytes": 4 + 16,
+        "ld_shared": 1,
+        "ld_shared_bytes": 8,
+        "barriers": 2,  # bar.sync, cp.async.wait_all
+        "atom_global": 1,
+        "atom_global_bytes": 4,
+        "atom_shared": 1,
+        "atom_shared_bytes": 4,
+        "ld_global": 1,  # cp.async: 16 B from global
+        "ld_global_bytes": 16,
+    }
+    l24 = k.lines[("/src/kernel.cu", 24)]
+    assert l24.calls == ("_Z6helperi",) and l24.call_count == 2  # one direct, one indirect
+    l25 = k.lines[("/src/kernel.cu", 25)].nonzero()
+    # sqrt.rn.f32 (MUFU + 6 FLOP, 2 int, slow-path branch), div.rn.f32 (MUFU + 5 FFMA + FCHK,
+    # branch), rem.s32 (15 int + MUFU + 2 conversions), 64-bit setp (2), predicate and (0),
+    # the branch and two rets
+    assert l25["special"] == 3
+    assert l25["flops_fp32"] == 6 + 10
+    assert l25["int_ops"] == 2 + 15 + 2
+    assert l25["branches"] == 1 + 1 + 1
+    # callees merged in once, keyed by their own lines
+    counts = counts_for_kernel(m, "kernel")
+    assert counts is not None
+    assert counts[("/src/helpers.cuh", 31)].int_ops == 3 + 1  # 64-bit mul.lo, shl
+    only_kernel = counts_for_kernel(m, "kernel", include_callees=False)
+    assert only_kernel is not None and ("/src/helpers.cuh", 31) not in only_kernel
+    site = counts_for_kernel(m, "ns::kernel", attribution="callsite")
+    assert site is not None and site[("/src/kernel.cu", 22)].special == 1
+
+
+def test_openmp_offload_ptx_regions_and_outlined_body() -> None:
+    m = load("omp_saxpy.ptx")
+    (entry,) = m.kernels
+    assert omp_region(entry.name) == ("saxpy_omp", 6)
+    assert omp_region("__omp_offloading_10302_abc__ZN2ns3runEv_l42") == ("ns::run", 42)
+    assert omp_region("_Z5saxpyifPKfPf") is None
+    assert "__omp_outlined__1" in entry.calls  # passed by address to __kmpc_parallel_51
+    counts = counts_for_kernel(m, entry.name)
+    assert counts is not None
+    body = line(counts, "omp_saxpy.c", 8)  # y[i] = a * x[i] + y[i];
+    assert body["flops_fp32"] == 2
+    assert body["ld_generic_bytes"] == 8 and body["st_generic_bytes"] == 4
+
+
+# nvcc prints inline-asm scopes (warp shuffles of cub, cvta of shared addresses) on one line:
+# "{ .reg ...; shfl...; @p add...; mov...;}". Their statements count, and the closing brace
+# must not be lost (everything after it, the .file table included, was swallowed before).
+ASM_PTX = """\
+.version 8.0
+.target sm_86
+.address_size 64
+.visible .entry _Z1kPfi(.param .u64 x, .param .u32 n)
+{
+    .loc 1 4 5
+    { .reg .b64 %tmp;
+      cvta.shared.u64 %rd1, %tmp; }
+    .loc 1 5 5
+    {  .reg .f32 r0;  .reg .pred p;  shfl.sync.down.b32 r0|p, %f1, %r1, %r2, %r3;  @p add.f32 r0, r0, %f1;  mov.f32 %f2, r0;}
+    .loc 1 6 5
+    add.s32 %r4, %r4, 1;
+    ret;
+}
+.file 1 "calls.cu"
+"""  # noqa: E501
+
+
+def test_one_line_inline_asm_scopes_are_parsed():
+    module = parse_ptx(ASM_PTX)
+    assert module.files == {1: "calls.cu"}
+    f = module.functions["_Z1kPfi"]
+    assert f.lines[("calls.cu", 5)].flops_fp32 == 1 and f.lines[("calls.cu", 5)].warp_ops == 1
+    assert f.lines[("calls.cu", 6)].int_ops == 1

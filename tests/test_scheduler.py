@@ -1,0 +1,209 @@
+"""engine/scheduler.py with a fake frontend: debounce, one analysis at a time, cancellation on
+edit, LLM requests deduplicated and cancelled, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from lsp_helpers import FIXTURES
+
+from roofline_lsp.engine.documents import Change
+from roofline_lsp.engine.scheduler import Scheduler
+from roofline_lsp.engine.workspace import DocumentAnalysis, Workspace
+from roofline_lsp.model.config import Config
+
+
+@dataclass
+class FakeFrontend:
+    published: list[tuple[str, int]] = field(default_factory=list)
+    refreshes: int = 0
+    logs: list[str] = field(default_factory=list)
+    shown: list[str] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    progress: list[str] = field(default_factory=list)
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def publish(self, analysis: DocumentAnalysis) -> None:
+        self.published.append((analysis.uri, analysis.version))
+        self.event.set()
+
+    def refresh_views(self) -> None:
+        self.refreshes += 1
+
+    def log(self, text: str) -> None:
+        self.logs.append(text)
+
+    def show(self, text: str, info: bool = False) -> None:
+        self.shown.append(text)
+
+    def config_problem(self, key: str, text: str) -> None:
+        self.problems.append((key, text))
+
+    async def progress_begin(self, title: str) -> str | None:
+        self.progress.append(title)
+        return None
+
+    def progress_report(self, token: str, message: str, pct: int | None = None) -> None:
+        pass
+
+    def progress_end(self, token: str) -> None:
+        pass
+
+
+URI = (FIXTURES / "kernels.cu").as_uri()
+TEXT = (FIXTURES / "kernels.cu").read_text(encoding="utf-8")
+
+
+def _scheduler(**config: Any) -> tuple[Scheduler, FakeFrontend]:
+    cfg = replace(Config(), counts="source", **config)  # no compiler in these tests
+    front = FakeFrontend()
+    sched = Scheduler(Workspace(cfg), front)
+    sched.config_ready.set()
+    return sched, front
+
+
+async def _settle(sched: Scheduler) -> None:
+    """Wait until no analysis is pending or running."""
+    for _ in range(500):
+        await asyncio.sleep(0.01)
+        if not sched.pending and not sched.analysing:
+            return
+    raise AssertionError("analyses did not settle")
+
+
+def _edit(sched: Scheduler, version: int) -> None:
+    # append a comment at the very start: the kernels' text does not change
+    sched.change(URI, [Change("// x\n", ((0, 0), (0, 0)))], version, "utf-16")
+
+
+async def test_open_analyses_at_once_and_publishes() -> None:
+    sched, front = _scheduler()
+    sched.open(URI, TEXT, 1, "cuda-cpp")
+    await _settle(sched)
+    assert front.published == [(URI, 1)]
+    a = sched.ws.analyses[URI]
+    assert a.report is not None and len(a.places) == 2
+    await sched.shutdown()
+
+
+async def test_a_burst_of_edits_is_coalesced() -> None:
+    sched, front = _scheduler(debounce_ms=200)
+    sched.open(URI, TEXT, 1, "cuda-cpp")
+    await _settle(sched)
+    await asyncio.sleep(0.25)  # a pause: the next edit is analysed at once (leading edge)
+    for v in range(2, 8):
+        _edit(sched, v)
+    await _settle(sched)
+    versions = [v for _u, v in front.published]
+    # the first edit after the pause, then the last of the burst; nothing in between
+    assert versions[0] == 1 and versions[-1] == 7
+    assert len(versions) <= 3, versions
+    assert sched.ws.analyses[URI].version == 7
+    await sched.shutdown()
+
+
+async def test_edits_during_a_slow_analysis_re_run_it_once_with_progress() -> None:
+    sched, front = _scheduler(debounce_ms=0)
+    analyse = sched.ws.analyse_snapshot
+
+    calls: list[int] = []
+
+    def slow(*args: Any) -> DocumentAnalysis:
+        calls.append(1)
+        time.sleep(0.6)  # over PROGRESS_AFTER_S: the analysis reports progress
+        return analyse(*args)
+
+    sched.ws.analyse_snapshot = slow  # type: ignore[method-assign]
+    sched.open(URI, TEXT, 1, "cuda-cpp")
+    await asyncio.sleep(0.1)
+    assert URI in sched.analysing
+    for v in range(2, 6):  # while the first analysis runs: no backlog, one re-run
+        _edit(sched, v)
+        await asyncio.sleep(0.01)
+    assert URI in sched.dirty
+    await _settle(sched)
+    # two analyses; the first one's result, stale when it arrives, is not published
+    assert len(calls) == 2 and front.published == [(URI, 5)]
+    assert front.progress == ["roofline: analysing kernels.cu"] * 2
+    await sched.shutdown()
+
+
+async def test_an_edit_cancels_the_compile_and_the_pending_analysis() -> None:
+    sched, front = _scheduler(debounce_ms=10_000)
+    sched.open(URI, TEXT, 1, "cuda-cpp")
+    await _settle(sched)
+    compile_task = asyncio.ensure_future(asyncio.sleep(60))
+    sched.compiles[URI] = compile_task
+    _edit(sched, 2)  # leading edge: analysed at once
+    _edit(sched, 3)  # within the debounce time: pending for 10 s
+    await asyncio.sleep(0)
+    assert compile_task.cancelled() or compile_task.cancelling()
+    pending = sched.pending[URI]
+    _edit(sched, 4)  # replaces the pending analysis
+    await asyncio.sleep(0)
+    assert pending.cancelled() and sched.pending[URI] is not pending
+    sched.forget(URI)
+    assert URI not in sched.pending and URI not in sched.ws.documents
+    await sched.shutdown()
+
+
+class FakeLlm:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.release = asyncio.Event()
+        self.cancelled: list[str] = []
+
+    async def verdict(self, kernel: Any, detection: Any, gpu: Any, **kw: Any) -> Any:
+        self.calls.append(kernel.name)
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            self.cancelled.append(kernel.name)
+            raise
+        return replace(kw["static"], source="llm", rationale="the LLM says so")
+
+
+async def test_llm_requests_are_deduplicated_and_cancelled_on_edit() -> None:
+    sched, front = _scheduler(backend="llm")
+    llm = FakeLlm()
+    sched.llm_backend = lambda: llm  # type: ignore[assignment, return-value]
+    sched.open(URI, TEXT, 1, "cuda-cpp")
+    await _settle(sched)
+    await asyncio.sleep(0.01)
+    assert sorted(llm.calls) == ["scale_add", "square_all"]
+    # the same kernel text again: no new request
+    _edit(sched, 2)
+    await _settle(sched)
+    await asyncio.sleep(0.01)
+    assert len(llm.calls) == 2 and len(sched.llm_tasks) == 2
+    # change the body of scale_add: its request is replaced, the other one stays
+    at = TEXT.index("y[i] = a * x[i]")
+    line = TEXT.count("\n", 0, at) + 1  # one comment line was added by _edit
+    sched.change(URI, [Change("  ", ((line, 0), (line, 0)))], 3, "utf-16")
+    await _settle(sched)
+    await asyncio.sleep(0.01)
+    assert llm.cancelled == ["scale_add"] and llm.calls.count("scale_add") == 2
+    llm.release.set()
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if not sched.llm_tasks:
+            break
+    a = sched.ws.analyses[URI]
+    assert {p.kr.verdict.source for p in a.places} == {"llm"}
+    assert front.refreshes >= 1
+    await sched.shutdown()
+
+
+async def test_shutdown_cancels_everything() -> None:
+    sched, _front = _scheduler(debounce_ms=10_000)
+    sched.open(URI, TEXT, 1, "cuda-cpp")
+    await _settle(sched)
+    _edit(sched, 2)
+    _edit(sched, 3)
+    pending = sched.pending[URI]
+    await sched.shutdown()
+    await asyncio.sleep(0)
+    assert pending.cancelled()

@@ -1,0 +1,63 @@
+"""Counting rules of ``walk_branches.py`` (branch probabilities, sizes inferred from bound
+checks) on small sources (expected values by hand)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.kernel_estimate import KernelEstimate
+from roofline_lsp.estimate.roofline import Inputs, analyze
+from roofline_lsp.model.gpus import load_registry
+
+
+@pytest.fixture(scope="module")
+def gpu():  # type: ignore[no-untyped-def]
+    return load_registry().get("rtx3080")
+
+
+def count(gpu, tmp_path: Path, src: str, name: str = "k.cu", **inputs) -> KernelEstimate:  # type: ignore[no-untyped-def]
+    path = tmp_path / name
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    assert det.kernels, "no kernel detected"
+    return analyze(det.kernels[0], det, gpu, Inputs(**inputs))
+
+
+LAUNCH = dict(block=(256, 1, 1), grid=(1024, 1, 1))
+
+
+def test_branch_probabilities(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(float *x) {\n"
+        "  int t = threadIdx.x;\n"
+        "  if (t < 64) x[t] += 1.0f;\n"  # 64 / 256 of the threads
+        "  if (t == 0) x[0] += 1.0f;\n"  # 1 / 256
+        "  if (t % 2 == 0) x[t] *= 2.0f;\n"  # t % 2 in [0, 1]: 1 / 2
+        "  if (x[t] > 0.f) x[t] -= 1.0f; else x[t] += 1.0f;\n"  # data: 0.5 + 0.5
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(64 / 256 + 1 / 256 + 0.5 + 1.0)
+
+
+def test_bound_check_infers_problem_size(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # n is unknown, but `if (i >= n) return` says the launch covers n: the j loop runs
+    # over 1024 x 256 elements (not the 16-trip default)
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *x, float *y, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  float s = 0.f;\n"
+        "  for (int j = 0; j < n; j++) s += x[j];\n"
+        "  y[i] = s;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.loops[0].trips == 1024 * 256

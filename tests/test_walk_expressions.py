@@ -1,0 +1,67 @@
+"""Counting rules of ``walk_expressions.py`` (arithmetic by precision) on small sources
+(expected values by hand)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.kernel_estimate import KernelEstimate
+from roofline_lsp.estimate.roofline import Inputs, analyze
+from roofline_lsp.model.gpus import load_registry
+
+
+@pytest.fixture(scope="module")
+def gpu():  # type: ignore[no-untyped-def]
+    return load_registry().get("rtx3080")
+
+
+def count(gpu, tmp_path: Path, src: str, name: str = "k.cu", **inputs) -> KernelEstimate:  # type: ignore[no-untyped-def]
+    path = tmp_path / name
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    assert det.kernels, "no kernel detected"
+    return analyze(det.kernels[0], det, gpu, Inputs(**inputs))
+
+
+LAUNCH = dict(block=(256, 1, 1), grid=(1024, 1, 1))
+
+
+def test_fma_and_precision_promotion(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # float * float + float: 2 FP32; float * 2.0 (double literal) promotes to fp64: 1 FP64;
+    # 2.0f stays fp32: 1 FP32
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(float *x, double *y) {\n"
+        "  int i = threadIdx.x;\n"
+        "  x[i] = x[i] * x[i] + 1.0f;\n"
+        "  y[i] = x[i] * 2.0;\n"
+        "  x[i] = x[i] * 2.0f;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(3.0)
+    assert a.counts.flops["fp64"] == pytest.approx(1.0)
+
+
+def test_division_and_special_functions(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # fp32 a / b: 10 FLOP + 2 int; a / 4.0f by a power of two: 1 FMUL; expf: 8 + 2;
+    # sqrt(double): 14 + 4; __expf intrinsic: 2
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(float *x, double *d) {\n"
+        "  int i = threadIdx.x;\n"
+        "  float v = x[i] / x[i + 1];\n"
+        "  v = v / 4.0f;\n"
+        "  v = expf(v) + __expf(v);\n"
+        "  d[i] = sqrt(d[i]);\n"
+        "  x[i] = v;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(10 + 1 + 8 + 2 + 1)
+    assert a.counts.flops["fp64"] == pytest.approx(14)

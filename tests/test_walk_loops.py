@@ -1,0 +1,87 @@
+"""Counting rules of ``walk_loops.py`` (trip counts, unrolling) on small sources (expected
+values by hand)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.kernel_estimate import KernelEstimate
+from roofline_lsp.estimate.roofline import Inputs, analyze
+from roofline_lsp.model.gpus import load_registry
+
+
+@pytest.fixture(scope="module")
+def gpu():  # type: ignore[no-untyped-def]
+    return load_registry().get("rtx3080")
+
+
+def count(gpu, tmp_path: Path, src: str, name: str = "k.cu", **inputs) -> KernelEstimate:  # type: ignore[no-untyped-def]
+    path = tmp_path / name
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    assert det.kernels, "no kernel detected"
+    return analyze(det.kernels[0], det, gpu, Inputs(**inputs))
+
+
+LAUNCH = dict(block=(256, 1, 1), grid=(1024, 1, 1))
+
+
+def test_loop_trip_counts(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    src = (
+        "#define N 100\n"
+        "__global__ void k(float *x, int m) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float s = 0.f;\n"
+        "  for (int a = 0; a < N; a += 2) s += x[a];\n"  # 50, constant
+        "  for (int b = 0; b <= m; b++) s += x[b];\n"  # m + 1 from the launch argument
+        "  for (int c = 1; c < 1024; c *= 2) s += x[c];\n"  # 10 (1, 2, ..., 512)
+        "  for (int d = i; d < 1 << 20; d += blockDim.x * gridDim.x) s += x[d];\n"
+        "  for (int e = 0; e < *x; e++) s += 1.0f;\n"  # data-dependent: default 16
+        "  x[i] = s;\n"
+        "}\n"
+        "int main() { float *x; k<<<1024, 256>>>(x, 9); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
+    assert trips["a"] == (50, "constant")
+    assert trips["b"] == (10, "argument")
+    assert trips["c"] == (10, "constant")
+    # grid-stride over 2^20 elements with 2^18 threads: 4 per thread on average
+    assert trips["d"] == (pytest.approx(4.0), "grid-stride")
+    assert trips["e"] == (16, "default")
+
+
+def test_nested_unknown_loops_are_damped(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(float *x, int *n) {\n"
+        "  for (int i = 0; i < n[0]; i++)\n"
+        "    for (int j = 0; j < n[1]; j++)\n"
+        "      x[j] += 1.0f;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    # 16 outer trips (default_trips), 16 / 4 inner ones (nested_default): 64 FADD, not 256
+    assert [lp.trips for lp in a.counts.loops] == [16, 4]
+    assert a.counts.flops["fp32"] == pytest.approx(64)
+
+
+def test_pragma_unroll_removes_loop_control(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    body = (
+        "__global__ void k(float *x, int n) {\n"
+        "  float s = 0.f;\n"
+        "  {P}\n"
+        "  for (int j = 0; j < n; j++) s += 1.0f;\n"
+        "  x[threadIdx.x] = s;\n"
+        "}\n"
+        "int main() { float *x; k<<<1, 256>>>(x, 64); }\n"
+    )
+    plain = count(gpu, tmp_path, body.replace("{P}", ""), name="a.cu")
+    unrolled = count(gpu, tmp_path, body.replace("{P}", "#pragma unroll"), name="b.cu")
+    # loop control (j < n, j++) runs 64 / 4 times when unrolled by nvcc's default 4,
+    # never when fully unrolled
+    assert plain.counts.int_ops - unrolled.counts.int_ops == pytest.approx(2 * 64 / 4)

@@ -1,0 +1,68 @@
+"""Counting rules of ``walk_statements.py`` (early exits, OpenMP regions) on small sources
+(expected values by hand)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.kernel_estimate import KernelEstimate
+from roofline_lsp.estimate.roofline import Inputs, analyze
+from roofline_lsp.model.gpus import load_registry
+
+
+@pytest.fixture(scope="module")
+def gpu():  # type: ignore[no-untyped-def]
+    return load_registry().get("rtx3080")
+
+
+def count(gpu, tmp_path: Path, src: str, name: str = "k.cu", **inputs) -> KernelEstimate:  # type: ignore[no-untyped-def]
+    path = tmp_path / name
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    assert det.kernels, "no kernel detected"
+    return analyze(det.kernels[0], det, gpu, Inputs(**inputs))
+
+
+LAUNCH = dict(block=(256, 1, 1), grid=(1024, 1, 1))
+
+
+def test_early_return_scales_the_rest(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # n = 1000 elements over 1024 x 256 threads: 1000 / 262144 of the threads continue
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(float *x, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  x[i] = x[i] * 3.0f + 1.0f;\n"
+        "}\n"
+        "int main() { float *x; k<<<1024, 256>>>(x, 1000); }\n",
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(2 * 1000 / 262144)
+    assert a.counts.weights[4] == pytest.approx(1000 / 262144)
+
+
+def test_openmp_teams_parallel_region(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # SPMD style: teams x threads, each thread one element
+    src = (
+        "void f(const float *x, float *y) {\n"
+        "  #pragma omp target teams num_teams(512) thread_limit(128)\n"
+        "  {\n"
+        "    #pragma omp parallel\n"
+        "    {\n"
+        "      int t = omp_get_thread_num();\n"
+        "      int g = omp_get_team_num();\n"
+        "      int i = g * 128 + t;\n"
+        "      y[i] = x[i] * 2.0f + 1.0f;\n"
+        "    }\n"
+        "  }\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="spmd.cpp")
+    assert a.threads == 512 * 128
+    assert a.counts.flops["fp32"] == pytest.approx(2.0)
+    x = next(b for b in a.memory.buffers if b.buffer == "x")
+    assert x.footprint == pytest.approx(512 * 128 * 4)
