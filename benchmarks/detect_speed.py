@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from roofline_lsp.detect.kernels import _header_cached, detect
+from roofline_lsp.detect.kernels import clear_header_cache, detect
 from roofline_lsp.engine.files import collect_files, read_source
 
 
@@ -35,7 +35,7 @@ def main() -> int:
     total = sum(len(b) for _, b in blobs)
     for run in ("cold", "warm"):
         if run == "cold":
-            _header_cached.cache_clear()
+            clear_header_cache()
         failures = kernels = slowest = 0
         slow_file = ""
         start = time.perf_counter()

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 import pytest
 from chat_server import ChatServer
 
+from roofline_lsp.model.gpus import GpuProfile, load_registry
+
 
 @pytest.fixture
 def chat_server() -> Iterator[ChatServer]:
@@ -17,3 +19,9 @@ def chat_server() -> Iterator[ChatServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def gpu() -> GpuProfile:
+    """The RTX 3080 profile (the evaluation set's GPU)."""
+    return load_registry().get("rtx3080")

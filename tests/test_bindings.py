@@ -13,6 +13,7 @@ from roofline_lsp.detect.bindings import (
     substitute_host,
 )
 from roofline_lsp.detect.kernels import detect
+from roofline_lsp.syntax.sources import read_from_disk
 
 
 def ctx_for(tmp_path: Path, files: dict[str, str], kernel_file: str, **kw):  # type: ignore[no-untyped-def]
@@ -109,3 +110,48 @@ def test_user_values_win(tmp_path: Path) -> None:
     assert ctx.get("n") == 64
     ctx2 = ctx_for(tmp_path, {"h.cu": src}, "h.cu", values={"n": 3.0})
     assert ctx2.get("n") == 3
+
+
+def test_a_launch_and_a_caller_in_an_unsaved_sibling(tmp_path: Path) -> None:
+    kernel = "__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n"
+    host = (
+        '#include "k.cuh"\n'
+        "void run(float *d, int m) { k<<<m / 64, 64>>>(d, m); }\n"
+        "int main() { float *d; run(d, 4096); }\n"
+    )
+    (tmp_path / "k.cuh").write_text(kernel)
+    main = tmp_path / "main.cu"
+    main.write_text(host)
+    path = tmp_path / "k.cuh"
+    det = detect(path.read_bytes(), str(path))
+    edited = host.replace("4096", "8192").encode()
+
+    def read(p: str) -> bytes | None:
+        return edited if p == str(main) else read_from_disk(p)
+
+    assert host_context(det.kernels[0], det).grid == (64, 1, 1)
+    ctx = host_context(det.kernels[0], det, read=read)
+    assert ctx.grid == (128, 1, 1) and ctx.get("n") == 8192
+    assert host_context(det.kernels[0], det).grid == (64, 1, 1)
+
+
+def test_a_caller_in_an_unsaved_sibling_is_not_served_from_the_cache(tmp_path: Path) -> None:
+    src = (
+        "__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n"
+        "void run(float *d, int m) { k<<<m / 64, 64>>>(d, m); }\n"
+    )
+    a = tmp_path / "a.cu"
+    a.write_text(src)
+    main = tmp_path / "main.cu"
+    main.write_text("void run(float *d, int m);\nint main() { float *d; run(d, 4096); }\n")
+    det = detect(a.read_bytes(), str(a))
+    assert host_context(det.kernels[0], det).get("n") == 4096
+    edited = b"void run(float *d, int m);\nint main() { float *d; run(d, 256); }\n"
+
+    def read(p: str) -> bytes | None:
+        return edited if p == str(main) else read_from_disk(p)
+
+    # the same detection (the host scope cache's key): the sibling's new caller is seen
+    ctx = host_context(det.kernels[0], det, read=read)
+    assert ctx.get("n") == 256 and ctx.grid == (4, 1, 1)
+    assert host_context(det.kernels[0], det).get("n") == 4096

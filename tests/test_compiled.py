@@ -3,16 +3,15 @@ compile outcome, the reasons when there are none, and the ``check``/``eval`` wir
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run
 from ptx_helpers import kernel_of
 
-from roofline_lsp.cli.main import EXIT_OK, main
+from roofline_lsp.cli.main import EXIT_OK
 from roofline_lsp.compiler.compiled import (
     compiled_counts_for_file,
     counts_for,
@@ -58,18 +57,6 @@ def test_compiled_counts_for_file_reasons():
 
 
 # --- CLI --------------------------------------------------------------------------------------
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out = io.StringIO()
-    err = io.StringIO()
-    old = sys.stderr
-    sys.stderr = err
-    try:
-        code = main(list(argv), out=out)
-    finally:
-        sys.stderr = old
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_check_auto_without_nvcc_uses_source_counts_and_says_why(tmp_path):

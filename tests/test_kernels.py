@@ -1,13 +1,15 @@
 """Kernel detection on hand-written fixtures covering every supported form."""
 
+import os
 import random
 from pathlib import Path
 
 import pytest
 from edits import SNIPPETS, edited
 
-from roofline_lsp.detect.kernels import detect
+from roofline_lsp.detect.kernels import detect, detect_with_reads
 from roofline_lsp.syntax.parsing import parse
+from roofline_lsp.syntax.sources import read_from_disk
 
 FIXTURES = Path(__file__).parent / "fixtures" / "detect"
 
@@ -206,3 +208,71 @@ def test_detection_from_a_previous_version_equals_a_fresh_one(name):
         assert again == fresh
         assert again.callers == fresh.callers
         previous = again
+
+
+# -- headers read through a reader (an editor's unsaved buffers) ------------------------------
+
+HOST = b"""#include "sizes.h"
+__global__ void k(float *x) { x[threadIdx.x] = scale(x[threadIdx.x]); }
+void run(float *x) { k<<<GRID, BLOCK>>>(x); }
+"""
+
+
+def _reader(buffers: dict[str, bytes]):  # type: ignore[no-untyped-def]
+    """Open buffers first, then the disk (what the language server passes)."""
+    return lambda p: buffers[p] if p in buffers else read_from_disk(p)
+
+
+def _bump(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` with a later modification time (a stat sees the change)."""
+    st = path.stat()
+    path.write_bytes(data)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+
+def test_an_unsaved_header_buffer_wins_over_the_disk(tmp_path):
+    header = tmp_path / "sizes.h"
+    header.write_bytes(b"#define GRID 4\n#define BLOCK 128\n__device__ float scale(float v);\n")
+    main = tmp_path / "main.cu"
+    main.write_bytes(HOST)
+    disk = detect(HOST, str(main))
+    assert disk.launches[0].block_value == (128, 1, 1)
+    edited = b"#define GRID 4\n#define BLOCK 256\n__device__ float scale(float v) { return v; }\n"
+    buffer = detect(HOST, str(main), read=_reader({str(header): edited}))
+    assert buffer.launches[0].block_value == (256, 1, 1)
+    assert buffer.functions["scale"].node is not None
+    # the disk's header is still what the disk says (no stale buffer result), and back
+    assert detect(HOST, str(main)).launches[0].block_value == (128, 1, 1)
+    assert detect(HOST, str(main), read=_reader({})).launches[0].block_value == (128, 1, 1)
+
+
+def test_a_header_included_by_a_header_is_seen_when_edited(tmp_path):
+    (tmp_path / "sizes.h").write_bytes(b'#include "inner.h"\n#define GRID 4\n')
+    inner = tmp_path / "inner.h"
+    inner.write_bytes(b"#define BLOCK 128\n")
+    main = tmp_path / "main.cu"
+    main.write_bytes(HOST)
+    assert detect(HOST, str(main)).launches[0].block_value == (128, 1, 1)
+    read = _reader({str(inner): b"#define BLOCK 512\n"})
+    assert detect(HOST, str(main), read=read).launches[0].block_value == (512, 1, 1)
+    # the outer header's bytes are the same, the inner one's buffer changed again
+    read = _reader({str(inner): b"#define BLOCK 1024\n"})
+    assert detect(HOST, str(main), read=read).launches[0].block_value == (1024, 1, 1)
+    # saved to disk: the outer header's cached detection is no longer current either
+    _bump(inner, b"#define BLOCK 64\n")
+    assert detect(HOST, str(main)).launches[0].block_value == (64, 1, 1)
+
+
+def test_detection_tells_the_headers_it_read(tmp_path):
+    (tmp_path / "sizes.h").write_bytes(b'#include "inner.h"\n#define GRID 4\n')
+    (tmp_path / "inner.h").write_bytes(b"#define BLOCK 128\n")
+    main = tmp_path / "main.cu"
+    _det, reads = detect_with_reads(HOST, str(main))
+    assert [os.path.basename(s.path) for s in reads] == ["sizes.h", "inner.h"]
+    _det, again = detect_with_reads(HOST, str(main))  # from the cache: the same reads
+    assert again == reads
+    read = _reader({str(tmp_path / "inner.h"): b"#define BLOCK 512\n"})
+    _det, buffered = detect_with_reads(HOST, str(main), read=read)
+    assert [os.path.basename(s.path) for s in buffered] == ["sizes.h", "inner.h"]
+    assert buffered[1].version != reads[1].version
+    assert detect_with_reads(b"__global__ void k() {}\n", str(main))[1] == ()

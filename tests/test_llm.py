@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from chat_server import ChatServer, Reply, answer, await_requests
+from cli_helpers import run
 
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.llm import backend as llm
@@ -671,15 +672,7 @@ async def test_few_shot_with_a_broken_dataset_is_a_clear_error(chat_server, tmp_
 
 
 def run_cli(args: list[str]) -> tuple[int, str, str]:
-    import io
-    from contextlib import redirect_stderr
-
-    from roofline_lsp.cli.main import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stderr(err):
-        rc = main(args, out=out)
-    return rc, out.getvalue(), err.getvalue()
+    return run(*args)
 
 
 def llm_args(server: ChatServer, tmp_path: Path, backend: str = "llm") -> list[str]:

@@ -207,3 +207,36 @@ async def test_shutdown_cancels_everything() -> None:
     await sched.shutdown()
     await asyncio.sleep(0)
     assert pending.cancelled()
+
+
+async def test_an_unsaved_header_edit_reanalyses_the_file_that_includes_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # the block size comes from the header: 256 threads (a 16 x 16 tile) on disk, 1024 in
+    # the editor's unsaved buffer; the kernel's verdict must follow the buffer, then the disk
+    # again when the header is closed without saving
+    header = tmp_path / "tile.h"
+    header.write_text("#define TILE 16\n")
+    src = tmp_path / "k.cu"
+    src.write_text(
+        '#include "tile.h"\n'
+        "__global__ void k(float *x) { x[threadIdx.x + threadIdx.y * TILE] *= 2.0f; }\n"
+        "void run(float *x) { k<<<64, dim3(TILE, TILE)>>>(x); }\n"
+    )
+    sched, _front = _scheduler(debounce_ms=10)
+
+    def threads() -> float | None:
+        a = sched.ws.analyses[src.as_uri()]
+        assert a.report is not None
+        counts = a.report.kernels[0].verdict.counts
+        return counts.threads if counts is not None else None
+
+    sched.open(src.as_uri(), src.read_text(), 1, "cuda")
+    await _settle(sched)
+    assert threads() == 64 * 16 * 16
+    sched.open(header.as_uri(), header.read_text(), 1, "c")
+    sched.change(header.as_uri(), [Change("#define TILE 32\n")], 2, "utf-16")
+    await _settle(sched)
+    assert threads() == 64 * 32 * 32
+    sched.close(header.as_uri())
+    await _settle(sched)
+    assert threads() == 64 * 16 * 16
+    await sched.shutdown()

@@ -6,27 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from roofline_lsp.detect.kernels import detect
-from roofline_lsp.estimate.kernel_estimate import KernelEstimate
-from roofline_lsp.estimate.roofline import Inputs, analyze
-from roofline_lsp.model.gpus import load_registry
-
-
-@pytest.fixture(scope="module")
-def gpu():  # type: ignore[no-untyped-def]
-    return load_registry().get("rtx3080")
-
-
-def count(gpu, tmp_path: Path, src: str, name: str = "k.cu", **inputs) -> KernelEstimate:  # type: ignore[no-untyped-def]
-    path = tmp_path / name
-    path.write_text(src)
-    det = detect(path.read_bytes(), str(path))
-    assert det.kernels, "no kernel detected"
-    return analyze(det.kernels[0], det, gpu, Inputs(**inputs))
-
-
-LAUNCH = dict(block=(256, 1, 1), grid=(1024, 1, 1))
+from counting_helpers import count
 
 
 def test_early_return_scales_the_rest(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

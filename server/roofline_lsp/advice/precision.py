@@ -21,6 +21,7 @@ from roofline_lsp.advice.nodes import (
 )
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Kernel
+from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.syntax.expr import text
 
 _FLOAT_LITERAL = re.compile(r"^(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?$|^\d+[eE][+-]?\d+$")
@@ -56,18 +57,6 @@ def _is_fp32_kernel(kernel: Kernel) -> bool:
 
 def _fp64_rate(gpu: GpuProfile) -> float:
     return gpu.peak("fp64") / gpu.peak("fp32")
-
-
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "?"
-    if x >= 100:
-        return f"{x:.0f}"
-    if x >= 10:
-        return f"{x:.1f}"
-    if x >= 1:
-        return f"{x:.2f}".rstrip("0").rstrip(".")
-    return f"{x:.2g}"
 
 
 class PrecisionChecks(KernelContext):
@@ -117,8 +106,8 @@ class PrecisionChecks(KernelContext):
             self.add(
                 "RL002",
                 n.parent if n.parent is not None and n.parent.type != "function_definition" else n,
-                f"fp64 arithmetic decides this kernel: fp64 AI {_fmt(ai)} is above the fp64 "
-                f"ridge {_fmt(ridge)} {self.on()}, whose fp64 rate is "
+                f"fp64 arithmetic decides this kernel: fp64 AI {fmt_num(ai)} is above the fp64 "
+                f"ridge {fmt_num(ridge)} {self.on()}, whose fp64 rate is "
                 f"1/{round(1 / _fp64_rate(self.gpu))} of fp32, so it is compute-bound. If the "
                 "accuracy allows, compute in float (keep double only for accumulators).",
             )

@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from roofline_lsp.detect.program import Unit, units_mentioning
+from roofline_lsp.detect.program import Unit, sibling_stamps, units_mentioning
 from roofline_lsp.detect.treewalk import enclosing_function
 from roofline_lsp.model.kernel import Detection, Kernel, LaunchSite
+from roofline_lsp.model.stamps import FileStamp
 from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3, split_args
 from roofline_lsp.syntax.datatypes import parse_type
 from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
+from roofline_lsp.syntax.sources import SourceReader, SourceView, source_view
 
 Dim3 = tuple[int, int, int]
 
@@ -486,10 +488,17 @@ def _root(node: Node) -> Node:
 
 
 def _bind_callers(
-    fn: Node, detection: Detection, ctx: HostContext, argv: list[str], depth: int
+    fn: Node,
+    detection: Detection,
+    ctx: HostContext,
+    argv: list[str],
+    depth: int,
+    view: SourceView | None,
+    looked: list[str],
 ) -> None:
     """Give the parameters of host function ``fn`` the values of a call site's arguments
-    (in this file, else in the other files of its folder)."""
+    (in this file, else in the other files of its folder, read through ``view``; the files
+    whose folder was searched are added to ``looked``)."""
     name = function_name(fn)
     if not name or name == "main" or depth > 2:
         return
@@ -501,7 +510,8 @@ def _bind_callers(
     calls = [c for c in calls if enclosing_function(c) not in (None, fn)]
     if not calls:
         pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(")
-        for u in units_mentioning(detection.file, pat):
+        looked.append(detection.file)
+        for u in units_mentioning(detection.file, pat, view):
             calls = [c for c in _call_sites(u.detection, u.root, name) if enclosing_function(c)]
             if calls:
                 detection = u.detection
@@ -516,7 +526,7 @@ def _bind_callers(
             continue
         sub = HostContext(fixed=ctx.fixed)
         sub.texts.update(detection.constants)
-        _bind_callers(caller, detection, sub, argv, depth + 1)
+        _bind_callers(caller, detection, sub, argv, depth + 1, view, looked)
         _scan_function(caller, call.start_byte, sub, argv)
         for (_ptype, pname), a in zip(params, args, strict=False):
             if not pname:
@@ -546,8 +556,11 @@ def host_context(
     grid: Dim3 | None = None,
     args: str | None = None,
     values: Mapping[str, str | float] | None = None,
+    read: SourceReader | None = None,
 ) -> HostContext:
-    """Everything the host side says about ``kernel`` (see the module docstring)."""
+    """Everything the host side says about ``kernel`` (see the module docstring). The other
+    files of the folder are read through ``read`` (open buffers first), else from disk."""
+    view = source_view(read)
     argv = argv_of(args)
     ctx = HostContext()
     ctx.texts.update(detection.constants)
@@ -572,7 +585,7 @@ def host_context(
         anchor = kernel.node if kernel.node is not None else kernel.body
         fn = enclosing_function(anchor)
         if fn is not None:
-            _host_scope(ctx, detection, fn, anchor.start_byte, argv)
+            _host_scope(ctx, detection, fn, anchor.start_byte, argv, view)
             _map_extents(kernel, detection, ctx)
         ctx.block, ctx.grid = block, grid
         return ctx
@@ -582,7 +595,7 @@ def host_context(
         unit = Unit(detection.file, detection, _root(kernel.body))
     else:
         pat = re.compile(re.escape(kernel.name.encode()) + rb"\s*(?:<[^;{}]*>)?\s*(?:<<<|\))")
-        for u in units_mentioning(detection.file, pat):
+        for u in units_mentioning(detection.file, pat, view):
             sites = u.detection.launches_of(kernel)
             if sites:
                 unit = u
@@ -594,7 +607,7 @@ def host_context(
         call = root.descendant_for_byte_range(site.span.start_byte, site.span.end_byte)
         fn = enclosing_function(call) if call is not None else None
         if fn is not None and site.file == unit.detection.file:
-            _host_scope(ctx, unit.detection, fn, site.span.start_byte, argv)
+            _host_scope(ctx, unit.detection, fn, site.span.start_byte, argv, view)
         src = unit.detection.source.decode("utf-8", "replace")
         if block is None:
             block = site.block_value or _dim(ctx, site.block, argv)
@@ -631,12 +644,25 @@ def host_context(
     return ctx
 
 
-_Scope = tuple[bytes, dict[str, str], dict[str, str], dict[str, float]]
+# the source, the values found, and the sibling files searched for callers (with the versions
+# seen: the entry is valid while they are current)
+_Seen = tuple[tuple[str, tuple[FileStamp, ...]], ...]
+_Scope = tuple[bytes, dict[str, str], dict[str, str], dict[str, float], _Seen]
 _SCOPES: OrderedDict[tuple[object, ...], _Scope] = OrderedDict()
 
 
+def _siblings_seen(looked: list[str], view: SourceView | None) -> _Seen:
+    """For each file whose folder was searched, the versions of its siblings."""
+    return tuple((p, sibling_stamps(p, view)) for p in dict.fromkeys(looked))
+
+
 def _host_scope(
-    ctx: HostContext, detection: Detection, fn: Node, stop: int, argv: list[str]
+    ctx: HostContext,
+    detection: Detection,
+    fn: Node,
+    stop: int,
+    argv: list[str],
+    view: SourceView | None,
 ) -> None:
     """Host values, types and allocations visible at byte ``stop`` of host function ``fn``
     (its callers' arguments, its declarations, its allocations), cached: several kernels
@@ -651,16 +677,22 @@ def _host_scope(
         tuple(sorted(ctx.fixed.items())),
     )
     hit = _SCOPES.get(key)
-    if hit is not None and hit[0] is detection.source:
+    if (
+        hit is not None
+        and hit[0] is detection.source
+        and all(stamps == sibling_stamps(p, view) for p, stamps in hit[4])
+    ):
         ctx.texts.update(hit[1])
         ctx.types.update(hit[2])
         ctx.extents.update(hit[3])
         ctx._cache.clear()
         return
-    _bind_callers(fn, detection, ctx, argv, 0)
+    looked: list[str] = []
+    _bind_callers(fn, detection, ctx, argv, 0, view, looked)
     _scan_function(fn, stop, ctx, argv)
     _allocations(text(fn), ctx, argv)
-    _SCOPES[key] = (detection.source, dict(ctx.texts), dict(ctx.types), dict(ctx.extents))
+    seen = _siblings_seen(looked, view)
+    _SCOPES[key] = (detection.source, dict(ctx.texts), dict(ctx.types), dict(ctx.extents), seen)
     if len(_SCOPES) > 2048:
         _SCOPES.popitem(last=False)
 

@@ -2,78 +2,166 @@
 
 Pure analysis: knows nothing of LSP. Works on a tree-sitter tree (see ``parsing.py``) and the
 bytes it was parsed from; ``detect`` walks one file with a :class:`Detector` and follows its
-local ``#include "..."`` headers (read from disk, cached by path and modification time).
+local ``#include "..."`` headers, read through a ``sources.SourceReader`` (the disk by
+default) and cached by path and version (modification time and size on disk, a hash of the
+bytes through a reader), each entry valid while the headers it included in turn are current.
 """
 
 from __future__ import annotations
 
-import functools
-import os
 import re
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from tree_sitter import Node, Tree
 
 from roofline_lsp.detect.detector import MAX_INCLUDE_DEPTH, Detector
 from roofline_lsp.detect.pragmas import is_pragma
 from roofline_lsp.model.kernel import Detection, DetectMemo
+from roofline_lsp.model.stamps import FileStamp, Version
 from roofline_lsp.syntax.expr import text
 from roofline_lsp.syntax.parsing import language_for_path, parse, top_level_captures
+from roofline_lsp.syntax.sources import (
+    SourceReader,
+    SourceView,
+    file_version,
+    is_current,
+    read_from_disk,
+    source_view,
+)
 
 MAX_INCLUDE_BYTES = 2_000_000
+MAX_HEADERS = 2048
 
-_including = threading.local()  # headers being read on this thread (include cycles)
+_including = threading.local()  # headers being read on this thread (include cycles, reads)
 
 
-@functools.lru_cache(maxsize=2048)
-def _header_cached(path: str, mtime_ns: int, size: int) -> Detection | None:
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_INCLUDE_BYTES + 1)
-    except OSError:
+@dataclass(frozen=True)
+class _Header:
+    """What detection found in one version of a header, and every header it read in turn
+    (with their versions: the entry is valid while they are current)."""
+
+    detection: Detection | None
+    reads: tuple[FileStamp, ...]
+
+
+# (header path, its version) -> what detection found in it
+_HEADERS: dict[tuple[str, Version], _Header] = {}
+_HEADERS_LOCK = threading.Lock()
+
+
+def clear_header_cache() -> None:
+    """Forget every header detected (benchmarks measure a cold start with it)."""
+    with _HEADERS_LOCK:
+        _HEADERS.clear()
+
+
+def _noted() -> list[list[FileStamp]]:
+    """The stack of the files read by the detections in progress on this thread."""
+    stack: list[list[FileStamp]] = _including.__dict__.setdefault("reads", [])
+    return stack
+
+
+def _note(reads: tuple[FileStamp, ...]) -> None:
+    stack = _noted()
+    if stack:
+        stack[-1].extend(reads)
+
+
+def _read_header(path: str, view: SourceView | None) -> Detection | None:
+    data = read_from_disk(path, MAX_INCLUDE_BYTES + 1) if view is None else view(path)
+    if data is None or len(data) > MAX_INCLUDE_BYTES or b"\0" in data[:8192]:
         return None
-    if len(data) > MAX_INCLUDE_BYTES or b"\0" in data[:8192]:
-        return None
-    return _detect(data, path, None, 1)
+    return _detect(data, path, None, 1, None, view)
 
 
-def _header_definitions(path: str, depth: int) -> Detection | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    if not os.path.isfile(path):
-        return None
+def _header_definitions(path: str, depth: int, view: SourceView | None) -> Detection | None:
     busy: set[str] = _including.__dict__.setdefault("paths", set())
     if depth >= MAX_INCLUDE_DEPTH or path in busy:
         return None
-    busy.add(path)
-    try:
-        return _header_cached(path, st.st_mtime_ns, st.st_size)
-    finally:
-        busy.discard(path)
+    version = file_version(path, view)
+    _note((FileStamp(path, version),))
+    if version is None:
+        return None
+    entry = _HEADERS.get((path, version))
+    if entry is None or not all(is_current(s, view) for s in entry.reads):
+        busy.add(path)
+        stack = _noted()
+        stack.append([])
+        try:
+            detection = _read_header(path, view)
+        finally:
+            busy.discard(path)
+            reads = stack.pop()
+        entry = _Header(detection, tuple(dict.fromkeys(reads)))
+        with _HEADERS_LOCK:
+            if len(_HEADERS) >= MAX_HEADERS:
+                del _HEADERS[next(iter(_HEADERS))]
+            _HEADERS[(path, version)] = entry
+    _note(entry.reads)
+    return entry.detection
 
 
 def detect(
-    source: bytes, path: str, tree: Tree | None = None, previous: Detection | None = None
+    source: bytes,
+    path: str,
+    tree: Tree | None = None,
+    previous: Detection | None = None,
+    *,
+    read: SourceReader | None = None,
 ) -> Detection:
     """Every kernel, launch site, data region and callable function of one file.
 
     ``tree`` is a tree already parsed from ``source`` (the server keeps one per document);
-    local headers (``#include "x.h"``) are read from disk relative to ``path``.
+    local headers (``#include "x.h"``) are read relative to ``path`` through ``read`` (an
+    open buffer's unsaved bytes first, say), from disk without it.
     ``previous`` is the detection of an earlier version of the same document: what did not
     change is found again from its memo instead of re-walked (the same result, faster).
     """
-    return _detect(source, path, tree, 0, previous.memo if previous is not None else None)
+    return detect_with_reads(source, path, tree, previous, read=read)[0]
+
+
+def detect_with_reads(
+    source: bytes,
+    path: str,
+    tree: Tree | None = None,
+    previous: Detection | None = None,
+    *,
+    read: SourceReader | None = None,
+) -> tuple[Detection, tuple[FileStamp, ...]]:
+    """:func:`detect`, and the headers it read (each once, with the version read: a
+    verdict of the file may change when one of them is no longer current)."""
+    stack = _noted()
+    stack.append([])
+    try:
+        detection = _detect(
+            source,
+            path,
+            tree,
+            0,
+            previous.memo if previous is not None else None,
+            source_view(read),
+        )
+    finally:
+        reads = stack.pop()
+    return detection, tuple(dict.fromkeys(reads))
 
 
 def _detect(
-    source: bytes, path: str, tree: Tree | None, depth: int, old: DetectMemo | None = None
+    source: bytes,
+    path: str,
+    tree: Tree | None,
+    depth: int,
+    old: DetectMemo | None,
+    view: SourceView | None,
 ) -> Detection:
     if tree is None:
         tree = parse(source, language_for_path(path))
-    d = Detector(source, path, tree, _header_definitions, depth, old)
+
+    def include(header: str, header_depth: int) -> Detection | None:
+        return _header_definitions(header, header_depth, view)
+
+    d = Detector(source, path, tree, include, depth, old)
     root = tree.root_node
     caps, d.memo.captures = top_level_captures(
         ("cuda-kernels", "cuda-definitions"), root, source, old.captures if old else None

@@ -1,8 +1,10 @@
 """The other source files of a kernel's folder: where its launch site, the callers of its
 host function or separately compiled device functions (``-rdc``) often are.
 
-Files are read once per folder state (names, sizes, mtimes) and parsed lazily, only when
-their text mentions the name looked for.
+Files are listed on disk; their text is read through a ``sources.SourceReader`` when one is
+given (an open buffer's unsaved bytes first), else from disk once per folder state (names,
+sizes, mtimes). They are parsed lazily, only when their text mentions the name looked for,
+and the parses are cached by path and version (see ``sources``).
 """
 
 from __future__ import annotations
@@ -15,9 +17,16 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from roofline_lsp.detect.kernels import detect
+from roofline_lsp.detect.kernels import detect_with_reads
 from roofline_lsp.model.kernel import Detection, Function
+from roofline_lsp.model.stamps import FileStamp, Version
 from roofline_lsp.syntax.parsing import SOURCE_EXTENSIONS, parse
+from roofline_lsp.syntax.sources import (
+    SourceReader,
+    SourceView,
+    is_current,
+    source_view,
+)
 
 MAX_SIBLINGS = 24
 MAX_SIBLING_BYTES = 1_000_000
@@ -67,15 +76,25 @@ def _sources(stamp: tuple[tuple[str, int, int], ...]) -> tuple[tuple[str, bytes]
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=128)
-def _unit(full: str, mtime: int, size: int) -> Unit | None:
-    try:
-        with open(full, "rb") as f:
-            src = f.read()
-    except OSError:
-        return None
+MAX_UNITS = 128
+
+# (sibling path, its version) -> its parse, and the headers its detection read
+_UNITS: dict[tuple[str, Version], tuple[Unit, tuple[FileStamp, ...]]] = {}
+
+
+def _unit(full: str, version: Version, src: bytes, view: SourceView | None) -> Unit:
+    """The parse of one version of a sibling file (cached while the headers it includes are
+    current too)."""
+    hit = _UNITS.get((full, version))
+    if hit is not None and all(is_current(s, view) for s in hit[1]):
+        return hit[0]
     tree = parse(src)
-    return Unit(full, detect(src, full, tree), tree.root_node)
+    detection, reads = detect_with_reads(src, full, tree, read=view)
+    unit = Unit(full, detection, tree.root_node)
+    if len(_UNITS) >= MAX_UNITS:
+        _UNITS.pop(next(iter(_UNITS)), None)
+    _UNITS[(full, version)] = (unit, reads)
+    return unit
 
 
 _FOLDER_CACHE: dict[str, tuple[float, tuple[tuple[str, int, int], ...]]] = {}
@@ -96,21 +115,50 @@ def _folder_stamp(folder: str) -> tuple[tuple[str, int, int], ...]:
     return stamp
 
 
-def units_mentioning(path: str, pattern: re.Pattern[bytes]) -> Iterator[Unit]:
-    """Parsed sibling files of ``path`` whose text matches ``pattern``."""
+# a sibling file: its path, the version read and its bytes
+_Sibling = tuple[str, Version, bytes]
+
+
+def _siblings(folder: str, view: SourceView | None) -> tuple[_Sibling, ...]:
+    """The source files of ``folder`` (listed on disk), read through ``view``."""
+    stamp = _folder_stamp(folder)
+    if view is None:
+        versions = {full: (mtime, size) for full, mtime, size in stamp}
+        return tuple((full, versions[full], data) for full, data in _sources(stamp))
+    disk = dict(_sources(stamp))  # bytes of the files left to the disk, cached by stat
+    out = []
+    for full, _m, _s in stamp:
+        version = view.version(full)
+        # a content hash: the view's reader holds the file (an open buffer); else the disk's
+        data = view(full) if isinstance(version, str) else disk.get(full)
+        if data is not None and b"\0" not in data[:4096]:
+            out.append((full, version, data))
+    return tuple(out)
+
+
+def sibling_stamps(path: str, read: SourceReader | None = None) -> tuple[FileStamp, ...]:
+    """The versions of the other source files of ``path``'s folder read through ``read``:
+    what :func:`units_mentioning` and :func:`defined_in_siblings` looked at."""
+    folder = os.path.dirname(path)
+    if not folder:
+        return ()
+    return tuple(FileStamp(full, v) for full, v, _d in _siblings(folder, source_view(read)))
+
+
+def units_mentioning(
+    path: str, pattern: re.Pattern[bytes], read: SourceReader | None = None
+) -> Iterator[Unit]:
+    """Parsed sibling files of ``path`` whose text (read through ``read``, else from disk)
+    matches ``pattern``."""
     folder = os.path.dirname(path)
     if not folder:
         return
-    stamp = _folder_stamp(folder)
+    view = source_view(read)
     own = os.path.abspath(path)
-    by_name = {s[0]: s for s in stamp}
-    for full, data in _sources(stamp):
+    for full, version, data in _siblings(folder, view):
         if os.path.abspath(full) == own or not pattern.search(data):
             continue
-        _f, mtime, size = by_name[full]
-        u = _unit(full, mtime, size)
-        if u is not None:
-            yield u
+        yield _unit(full, version, data, view)
 
 
 _DEFINITION = re.compile(
@@ -119,38 +167,54 @@ _DEFINITION = re.compile(
 )
 
 
-@functools.lru_cache(maxsize=64)
-def _defined_names(stamp: tuple[tuple[str, int, int], ...]) -> dict[str, str]:
+MAX_NAME_TABLES = 64
+
+# the siblings' paths and versions -> function name -> the first file that looks to define it
+_NAMES: dict[tuple[tuple[str, Version], ...], dict[str, str]] = {}
+
+
+def _defined_names(files: tuple[_Sibling, ...]) -> dict[str, str]:
     """Function names that look defined in each sibling file: name -> first file."""
-    out: dict[str, str] = {}
-    for full, data in _sources(stamp):
-        for m in _DEFINITION.finditer(data):
-            out.setdefault(m.group(1).decode("utf-8", "replace"), full)
+    key = tuple((full, version) for full, version, _d in files)
+    out = _NAMES.get(key)
+    if out is None:
+        out = {}
+        for full, _v, data in files:
+            for m in _DEFINITION.finditer(data):
+                out.setdefault(m.group(1).decode("utf-8", "replace"), full)
+        if len(_NAMES) >= MAX_NAME_TABLES:
+            _NAMES.pop(next(iter(_NAMES)), None)
+        _NAMES[key] = out
     return out
 
 
-def defined_in_siblings(path: str, name: str) -> Unit | None:
-    """The parsed sibling file of ``path`` that defines function ``name``, if any."""
+def defined_in_siblings(path: str, name: str, read: SourceReader | None = None) -> Unit | None:
+    """The parsed sibling file of ``path`` (read through ``read``, else from disk) that
+    defines function ``name``, if any."""
     folder = os.path.dirname(path)
     if not folder:
         return None
-    stamp = _folder_stamp(folder)
-    full = _defined_names(stamp).get(name)
+    view = source_view(read)
+    files = _siblings(folder, view)
+    full = _defined_names(files).get(name)
     if full is None or os.path.abspath(full) == os.path.abspath(path):
         return None
-    for f, mtime, size in stamp:
+    for f, version, data in files:
         if f == full:
-            return _unit(f, mtime, size)
+            return _unit(f, version, data, view)
     return None
 
 
 class FunctionTable:
     """Callable functions by name: the file's own, then definitions in sibling files."""
 
-    def __init__(self, detection: Detection, exclude: str = "") -> None:
+    def __init__(
+        self, detection: Detection, exclude: str = "", read: SourceReader | None = None
+    ) -> None:
         self.own = detection.functions
         self.path = detection.file
         self.exclude = exclude
+        self.view = source_view(read)
         self.extra: dict[str, Node | None] = {}
 
     def get(self, name: str) -> Node | None:
@@ -162,7 +226,7 @@ class FunctionTable:
         if name in self.extra:
             return self.extra[name]
         found: Node | None = None
-        u = defined_in_siblings(self.path, name)
+        u = defined_in_siblings(self.path, name, self.view)
         if u is not None:
             fn: Function | None = u.detection.functions.get(name)
             if fn is not None and fn.node is not None:

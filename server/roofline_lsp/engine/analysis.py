@@ -9,6 +9,7 @@ this stays synchronous and fast.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from tree_sitter import Tree
 
@@ -21,8 +22,10 @@ from roofline_lsp.measured.ncu import MeasuredProfile
 from roofline_lsp.model.config import Config
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.report import FileReport, KernelReport
+from roofline_lsp.model.stamps import FileStamp
 from roofline_lsp.model.verdict import Verdict
 from roofline_lsp.syntax.parsing import language_for_path, parse
+from roofline_lsp.syntax.sources import SourceReader, is_current, source_view
 
 
 def analyze_file(
@@ -36,6 +39,7 @@ def analyze_file(
     measured: MeasuredProfile | None = None,
     previous: FileReport | None = None,
     compiled: Mapping[int, CompiledCounts] | None = None,
+    read: SourceReader | None = None,
 ) -> FileReport:
     """Detect the kernels of ``source`` and give each a verdict on every GPU of ``gpus``.
 
@@ -46,13 +50,21 @@ def analyze_file(
     same document: detection re-walks only what changed, and kernels whose context key is
     unchanged keep their verdicts (``reuse``). ``compiled`` maps a kernel's line to its
     compiler (PTX) counts or why there are none; those kernels are always re-estimated.
+    ``read`` reads the files besides ``source`` (included headers, the folder's other files):
+    the server passes one that answers open buffers first; without it they come from disk.
     """
     config = config or Config()
     if inputs is None and config.args:
         inputs = Inputs(args=config.args)
     if tree is None:
         tree = parse(source, language_for_path(path))
-    detection = detect(source, path, tree, previous.detection if previous is not None else None)
+    view = source_view(read)  # one consistent view of the other files for the whole analysis
+    if previous is not None and not all(is_current(s, view) for s in previous.reads):
+        # a header or sibling file it read changed (an edited buffer): estimate every kernel
+        previous = replace(previous, reuse={}, reads=())
+    detection = detect(
+        source, path, tree, previous.detection if previous is not None else None, read=view
+    )
     context = file_context(detection, tree.root_node, gpus, inputs, config, measured)
     reuse: dict[str, tuple[int, tuple[Verdict, ...]]] = {}
     reports = []
@@ -67,9 +79,20 @@ def analyze_file(
             hit = None if moved is None else (k.line, moved)
         if hit is None:
             verdicts = kernel_verdicts(
-                k, detection, gpus, config, inputs=inputs, measured=measured, compiled=cc
+                k,
+                detection,
+                gpus,
+                config,
+                inputs=inputs,
+                measured=measured,
+                compiled=cc,
+                read=view,
             )
             hit = (k.line, verdicts)
         reuse[key] = hit
         reports.append(KernelReport(k, hit[1], key))
-    return FileReport(path, detection, tuple(reports), tree, reuse)
+    reads: tuple[FileStamp, ...] = ()
+    if view is not None:
+        kept = previous.reads if previous is not None else ()
+        reads = tuple(dict.fromkeys((*kept, *view.stamps())))
+    return FileReport(path, detection, tuple(reports), tree, reuse, reads)

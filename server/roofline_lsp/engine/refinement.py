@@ -19,6 +19,7 @@ from roofline_lsp.model.config import Config
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Detection, Kernel, LaunchSite
 from roofline_lsp.model.verdict import Verdict
+from roofline_lsp.syntax.sources import SourceReader, source_view
 
 # Verdict.source values, most authoritative first.
 AUTHORITY: tuple[str, ...] = ("profile", "llm", "static")
@@ -33,15 +34,17 @@ def kernel_verdict(
     inputs: Inputs | None = None,
     measured: MeasuredProfile | None = None,
     compiled: CompiledCounts | None = None,
+    read: SourceReader | None = None,
 ) -> Verdict:
     """The verdict of ``kernel`` on ``gpu`` before any LLM: measured when the profile covers
     the kernel, else the static estimate (with ``compiled``: PTX counts, or the reason there
-    are none)."""
+    are none; ``read``: how the estimator reads the folder's other files, open buffers
+    first, else the disk)."""
     if measured is not None:
         v = measured.verdict_for(kernel, gpu)
         if v is not None:
             return v
-    return estimate(kernel, detection, gpu, inputs, config, compiled=compiled)
+    return estimate(kernel, detection, gpu, inputs, config, compiled=compiled, read=read)
 
 
 def kernel_verdicts(
@@ -53,11 +56,20 @@ def kernel_verdicts(
     inputs: Inputs | None = None,
     measured: MeasuredProfile | None = None,
     compiled: CompiledCounts | None = None,
+    read: SourceReader | None = None,
 ) -> tuple[Verdict, ...]:
     """:func:`kernel_verdict` on every GPU of ``gpus`` (the target first)."""
+    view = source_view(read)  # the same view of the other files on every GPU
     return tuple(
         kernel_verdict(
-            kernel, detection, gpu, config, inputs=inputs, measured=measured, compiled=compiled
+            kernel,
+            detection,
+            gpu,
+            config,
+            inputs=inputs,
+            measured=measured,
+            compiled=compiled,
+            read=view,
         )
         for gpu in gpus
     )

@@ -26,7 +26,6 @@ from typing import Any, Protocol, TypeVar
 
 from roofline_lsp.compiler.compiled import DEFAULT_JOBS as COMPILE_JOBS
 from roofline_lsp.compiler.compiled import want_for
-from roofline_lsp.model.report import FileReport
 from roofline_lsp.engine.documents import Change, Document
 from roofline_lsp.engine.refinement import wants_llm
 from roofline_lsp.engine.workspace import (
@@ -37,6 +36,7 @@ from roofline_lsp.engine.workspace import (
     one_line,
 )
 from roofline_lsp.llm.backend import LlmBackend
+from roofline_lsp.model.report import FileReport
 from roofline_lsp.syntax.positions import Encoding
 
 log = logging.getLogger("roofline_lsp.scheduler")
@@ -126,7 +126,22 @@ class Scheduler:
         doc.apply(changes, version, encoding)
         self.cancel_compile(uri)  # its text is out of date: kills the compiler process
         self.schedule(uri)
+        self.schedule_dependents(doc.path, uri)
         return doc
+
+    def close(self, uri: str) -> None:
+        """``uri`` was closed: forget it; documents that read its unsaved text read the disk."""
+        doc = self.ws.documents.get(uri)
+        self.forget(uri)
+        if doc is not None:
+            self.schedule_dependents(doc.path, uri)
+
+    def schedule_dependents(self, path: str, uri: str) -> None:
+        """Analyse again, once edits pause, the other open documents whose last analysis read
+        ``path`` (a header they include, a sibling file a kernel's callers or callees are in)."""
+        for dep in self.ws.dependents(path):
+            if dep != uri:
+                self.schedule(dep, self.ws.config.debounce_ms)
 
     def forget(self, uri: str) -> None:
         """Stop all work on ``uri`` and drop what is known about it (closed, or re-opened)."""

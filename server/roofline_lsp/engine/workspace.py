@@ -6,9 +6,9 @@ buffers first, the disk second), the last analysis of each document, and the ref
 its verdicts (PTX counts from a compile, LLM answers), in the order ``refinement`` states.
 It knows nothing of LSP: positions are bytes, results are frozen dataclasses, problems are
 returned as data for the caller to show. Scheduling (debounce, background tasks,
-cancellation) is the caller's (``lsp``); everything here is either synchronous and pure
+cancellation) is ``engine.scheduler``'s; everything here is either synchronous and pure
 enough to run in a worker thread (:meth:`Workspace.analyse_snapshot`) or a coroutine that
-never touches the documents (:meth:`Workspace.compile_counts`, :meth:`Workspace.llm_verdict`).
+never touches the documents (:meth:`Workspace.compile_counts`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from roofline_lsp.advice.catalogue import Advice
 from roofline_lsp.compiler.compiled import compiled_counts_for_file, default_cache
 from roofline_lsp.compiler.kernel_ptx import CompiledCounts
 from roofline_lsp.engine.analysis import analyze_file
-from roofline_lsp.model.report import FileReport, KernelReport
 from roofline_lsp.engine.documents import Document, Snapshot, uri_to_path
 from roofline_lsp.engine.files import read_source
 from roofline_lsp.engine.refinement import wants_llm
@@ -38,9 +37,11 @@ from roofline_lsp.measured.ncu import MeasuredProfile, load_profile
 from roofline_lsp.model.config import Config, ConfigError
 from roofline_lsp.model.gpus import GpuProfile, GpuRegistry, UnknownGpuError, load_registry
 from roofline_lsp.model.kernel import Detection
+from roofline_lsp.model.report import FileReport, KernelReport
 from roofline_lsp.model.verdict import Verdict
 from roofline_lsp.store.cache import ResultCache
 from roofline_lsp.syntax.positions import LineIndex
+from roofline_lsp.syntax.sources import SourceView
 
 LlmKey = tuple[str, str, str]  # (document uri, kernel name, GPU name)
 
@@ -173,10 +174,33 @@ class Workspace:
     def read(self, path: str) -> tuple[bytes | None, str | None]:
         """The text of ``path``: an open document's buffer (saved or not), else the file on
         disk; ``(None, reason)`` when it is too large, binary or unreadable."""
-        for doc in self.documents.values():
-            if doc.path == path:
-                return doc.source, None
+        buffer = self.open_buffer(path)
+        if buffer is not None:
+            return buffer, None
         return read_source(path, self.config.for_file(path).max_file_bytes)
+
+    def open_buffer(self, path: str) -> bytes | None:
+        """The text of the open document at ``path`` (saved or not), None when none is open.
+        Safe from the analysis thread."""
+        want = os.path.normpath(path)
+        for doc in list(self.documents.values()):
+            if os.path.normpath(doc.path) == want:
+                return doc.source
+        return None
+
+    def overlay(self) -> SourceView | None:
+        """What an analysis reads other files through: the open buffers over the disk (None
+        when no document is open: the disk alone)."""
+        return SourceView(self.open_buffer, overlay=True) if self.documents else None
+
+    def dependents(self, path: str) -> list[str]:
+        """The open documents whose last analysis read ``path`` (a header or sibling file)."""
+        want = os.path.normpath(path)
+        return [
+            uri
+            for uri, a in list(self.analyses.items())
+            if a.report is not None and any(s.path == want for s in a.report.reads)
+        ]
 
     def open_document(self, uri: str, text: str, version: int, language_id: str) -> Document:
         """Open (or re-open) the document ``uri`` with ``text``; its size limit is the one of
@@ -241,6 +265,7 @@ class Workspace:
             measured=self.measured_for(cfg),
             previous=previous,
             compiled=compiled,
+            read=self.overlay(),
         )
 
     def analyse_snapshot(
@@ -263,6 +288,7 @@ class Workspace:
             measured=self.measured_for(cfg),
             previous=previous,
             compiled=compiled,
+            read=self.overlay(),
         )
         advice = advise(report, gpus[0], self.advice_caches.setdefault(snap.uri, {}))
         places = tuple(kernel_place(snap.source, kr) for kr in report.kernels)

@@ -48,6 +48,7 @@ from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, Verdict, classify_bound
 from roofline_lsp.syntax.datatypes import parse_type
 from roofline_lsp.syntax.declarations import declarations
+from roofline_lsp.syntax.sources import SourceReader, source_view
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,14 @@ def analyze(
     config: Config | None = None,
     calibration: Calibration | None = None,
     compiled: CompiledCounts | None = None,
+    *,
+    read: SourceReader | None = None,
 ) -> KernelEstimate:
     """Count one kernel and estimate its launch's DRAM traffic on ``gpu``. ``compiled``: PTX
-    per-line counts (``compiled.py``) that replace the source FLOP/integer counts."""
+    per-line counts (``compiled.py``) that replace the source FLOP/integer counts. ``read``
+    reads the other files of the folder (launch sites, callers, device functions; open
+    buffers first), else the disk."""
+    view = source_view(read)
     cal = calibration or CALIBRATION
     inputs = inputs or Inputs()
     values: dict[str, str | float] = {}
@@ -121,7 +127,7 @@ def analyze(
     if args and "=" in args and re.search(r"[A-Za-z_]\w*\s*=", args):
         values.update(parse_assignments(args))
     values.update(dict(inputs.values))
-    ctx = host_context(kernel, detection, inputs.block, inputs.grid, args, values)
+    ctx = host_context(kernel, detection, inputs.block, inputs.grid, args, values, view)
     root = _root(kernel.node if kernel.node is not None else kernel.body)
     decls = declarations(root, detection.macros)
     aliases = dict(decls.aliases)
@@ -158,7 +164,7 @@ def analyze(
         if g.elements:
             ctx.extents.setdefault(g.name, g.elements)
     # the file's functions, then separately compiled device code in sibling files (-rdc)
-    functions = FunctionTable(detection, exclude=kernel.name)
+    functions = FunctionTable(detection, exclude=kernel.name, read=view)
     macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
     counter = ThreadCounter(
         functions=functions,
@@ -258,12 +264,14 @@ def estimate(
     inputs: Inputs | None = None,
     config: Config | None = None,
     compiled: CompiledCounts | None = None,
+    *,
+    read: SourceReader | None = None,
 ) -> Verdict:
     """``compiled``: compiler (PTX) counts for this kernel, or the reason there are none; the
-    explanation then says where the counts came from."""
+    explanation then says where the counts came from. ``read``: see :func:`analyze`."""
     ridge = gpu.ridges()
     try:
-        a = analyze(kernel, detection, gpu, inputs, config, compiled=compiled)
+        a = analyze(kernel, detection, gpu, inputs, config, compiled=compiled, read=read)
     except RecursionError:
         return Verdict(
             kernel=kernel.name,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from roofline_lsp.syntax.carith import TREE_DIALECT, binary
 from roofline_lsp.syntax.datatypes import UNKNOWN, DataType, promote
 
 THREAD_DIMS = ("tx", "ty", "tz", "bx", "by", "bz")
@@ -69,53 +70,24 @@ class Val:
 def fold_binary(
     op: str, a: float | None, b: float | None, deps: frozenset[str], integer: bool = False
 ) -> float | None:
-    """Fold a binary operation on exact values or on means (linear operators only)."""
+    """Fold a binary operation on exact values (C semantics, ``syntax.carith``) or, when the
+    operands depend on the thread or on data (``deps``), on their means: then only operators
+    linear in them fold, shifts as scaling by a power of two."""
     if a is None or b is None:
         return None
     try:
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if deps and op not in ("+", "-", "*", "/", ">>", "<<"):
-            return None
-        if op == "/":
-            if b == 0:
-                return None
-            return float(math.trunc(a / b)) if integer and not deps else a / b
-        if op == "%":
-            return float(math.fmod(int(a), int(b))) if b else None
-        if op == "<<":
+        if op == "<<":  # a scaling, on exact values and means alike
             return a * 2.0 ** int(b) if 0 <= b < 63 else None
-        if op == ">>":
-            return float(int(a) >> int(b)) if 0 <= b < 63 and not deps else a / 2.0 ** int(b)
-        if op == "&":
-            return float(int(a) & int(b))
-        if op == "|":
-            return float(int(a) | int(b))
-        if op == "^":
-            return float(int(a) ^ int(b))
-        if op == "<":
-            return float(a < b)
-        if op == ">":
-            return float(a > b)
-        if op == "<=":
-            return float(a <= b)
-        if op == ">=":
-            return float(a >= b)
-        if op == "==":
-            return float(a == b)
-        if op == "!=":
-            return float(a != b)
-        if op == "&&":
-            return float(bool(a) and bool(b))
-        if op == "||":
-            return float(bool(a) or bool(b))
+        if op == ">>" and (deps or not 0 <= b < 63):
+            return a / 2.0 ** int(b)
+        if deps:
+            if op not in ("+", "-", "*", "/"):
+                return None
+            return binary(op, a, b, False, TREE_DIALECT)  # a mean divides as a real number
+        r = binary(op, a, b, integer, TREE_DIALECT)
     except (OverflowError, ValueError):
         return None
-    return None
+    return None if r is None else float(r)
 
 
 def call_signature(v: Val) -> tuple[object, ...]:

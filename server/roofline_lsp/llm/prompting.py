@@ -30,6 +30,7 @@ from roofline_lsp.llm.kernel_source import (
 from roofline_lsp.llm.templates import PROMPT_VERSION, prompt_text
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Detection, Kernel, LaunchSite
+from roofline_lsp.model.numbers import fmt_si, fmt_sig
 from roofline_lsp.model.verdict import PRECISIONS, Verdict
 from roofline_lsp.present.explanations import term_texts
 
@@ -77,21 +78,6 @@ def llm_cache_key(
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
-def _si(x: float, unit: str) -> str:
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
-            return f"{x / scale:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
-
-
-def _num(x: float | None) -> str:
-    if x is None:
-        return "unknown"
-    if x == 0:
-        return "0"
-    return f"{x:.3g}"
-
-
 def gpu_numbers(gpu: GpuProfile) -> str:
     ridges = gpu.ridges()
     rows = []
@@ -103,15 +89,16 @@ def gpu_numbers(gpu: GpuProfile) -> str:
             peak = None
         unit = "OP/s (integer instructions)" if p == "int" else "FLOP/s"
         per = "ops" if p == "int" else "FLOP"
-        peak_s = _si(peak, unit) if peak else "unknown"
-        rows.append(f"- {p}: peak {peak_s}, ridge point {_num(ridges.get(p))} {per}/byte")
+        peak_s = fmt_si(peak, unit) if peak else "unknown"
+        ridge = fmt_sig(ridges.get(p), missing="unknown")
+        rows.append(f"- {p}: peak {peak_s}, ridge point {ridge} {per}/byte")
     bw = getattr(gpu, "dram_bandwidth", None)
     extra = []
     if bw:
-        extra.append(f"DRAM bandwidth {_si(float(bw), 'B/s')}")
+        extra.append(f"DRAM bandwidth {fmt_si(float(bw), 'B/s')}")
     l2 = getattr(gpu, "l2_bytes", None)
     if l2:
-        extra.append(f"L2 cache {_si(float(l2), 'B')}")
+        extra.append(f"L2 cache {fmt_si(float(l2), 'B')}")
     sms = getattr(gpu, "sm_count", None)
     clock = getattr(gpu, "clock_ghz", None)
     if sms:
@@ -154,7 +141,7 @@ def _launch_text(launch: LaunchSite | None, inputs: Inputs | None) -> str:
 
 def _hints_text(static: Verdict | None, measured: Verdict | None) -> str:
     if measured is not None:
-        ai = ", ".join(f"{p} {_num(a)}" for p, a in measured.ai.items() if a is not None)
+        ai = ", ".join(f"{p} {fmt_sig(a)}" for p, a in measured.ai.items() if a is not None)
         s = f"Measured by Nsight Compute on this GPU: arithmetic intensity (ops/byte) {ai}."
         m = measured.extra.get("measured") if isinstance(measured.extra, dict) else None
         if isinstance(m, dict):
@@ -169,15 +156,15 @@ def _hints_text(static: Verdict | None, measured: Verdict | None) -> str:
     lines = ["Static estimate from the source (an approximation that may be wrong):"]
     c = static.counts
     if c is not None:
-        flops = ", ".join(f"{p} {_num(x)}" for p, x in c.flops.items() if x)
+        flops = ", ".join(f"{p} {fmt_sig(x)}" for p, x in c.flops.items() if x)
         lines.append(
-            f"- per {c.per}: FLOPs {flops or '0'}; integer ops {_num(c.int_ops)}; "
-            f"DRAM bytes loaded {_num(c.bytes_loaded)}, stored {_num(c.bytes_stored)}"
-            + (f"; {_num(c.threads)} {c.per}s per launch" if c.threads else "")
+            f"- per {c.per}: FLOPs {flops or '0'}; integer ops {fmt_sig(c.int_ops)}; "
+            f"DRAM bytes loaded {fmt_sig(c.bytes_loaded)}, stored {fmt_sig(c.bytes_stored)}"
+            + (f"; {fmt_sig(c.threads)} {c.per}s per launch" if c.threads else "")
         )
-    ai = ", ".join(f"{p} {_num(a)}" for p, a in static.ai.items())
+    ai = ", ".join(f"{p} {fmt_sig(a, missing='unknown')}" for p, a in static.ai.items())
     lines.append(f"- arithmetic intensity (ops/byte): {ai}")
-    ridge = ", ".join(f"{p} {_num(r)}" for p, r in static.ridge.items())
+    ridge = ", ".join(f"{p} {fmt_sig(r)}" for p, r in static.ridge.items())
     lines.append(f"- ridge points: {ridge}")
     verdict = f"- estimated {static.bound}-bound"
     if static.deciding:

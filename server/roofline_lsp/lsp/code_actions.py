@@ -13,7 +13,7 @@ from roofline_lsp.engine.workspace import DocumentAnalysis, Workspace, current_o
 from roofline_lsp.lsp.commands import CMD_EXPLAIN, CMD_SELECT_GPU
 from roofline_lsp.lsp.diagnostics import diagnostic
 from roofline_lsp.lsp.language_server import RooflineServer, guard
-from roofline_lsp.lsp.ranges import byte_range, lsp_range
+from roofline_lsp.lsp.ranges import byte_range, lsp_position, lsp_range
 from roofline_lsp.syntax.positions import Encoding
 
 
@@ -50,7 +50,7 @@ def kernel_actions(
             )
     hit = ws.place_at(doc, a, lo)
     if not only and hit is not None:
-        line, _ = doc.position_at(current_offset(doc, a, hit[0].start), enc)
+        line = lsp_position(doc.lines, current_offset(doc, a, hit[0].start), enc).line
         out.append(
             lsp.CodeAction(
                 title="Roofline: select target GPU",

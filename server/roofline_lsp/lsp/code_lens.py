@@ -8,6 +8,7 @@ from lsprotocol import types as lsp
 from roofline_lsp.engine.workspace import Workspace, current_offset
 from roofline_lsp.lsp.commands import CMD_EXPLAIN, CMD_SELECT_GPU
 from roofline_lsp.lsp.language_server import RooflineServer, guard
+from roofline_lsp.lsp.ranges import lsp_position
 from roofline_lsp.present.markdown import lens_title
 from roofline_lsp.syntax.positions import Encoding
 
@@ -20,7 +21,7 @@ def kernel_lenses(ws: Workspace, params: lsp.CodeLensParams, enc: Encoding) -> l
     doc, a = found
     out = []
     for p in a.places:
-        line, _ = doc.position_at(current_offset(doc, a, p.start), enc)
+        line = lsp_position(doc.lines, current_offset(doc, a, p.start), enc).line
         rng = lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0))
         out.append(
             lsp.CodeLens(

@@ -6,7 +6,7 @@ from lsprotocol import types as lsp
 
 from roofline_lsp.engine.workspace import Workspace, current_offset
 from roofline_lsp.lsp.language_server import RooflineServer, guard
-from roofline_lsp.lsp.ranges import line_character, lsp_range
+from roofline_lsp.lsp.ranges import byte_offset, lsp_range
 from roofline_lsp.present.markdown import hover_markdown, launch_hover_markdown
 from roofline_lsp.syntax.positions import Encoding
 
@@ -17,7 +17,7 @@ def hover_card(ws: Workspace, params: lsp.HoverParams, enc: Encoding) -> lsp.Hov
     if found is None:
         return None
     doc, a = found
-    offset = doc.offset_at(line_character(params.position), enc)
+    offset = byte_offset(doc, params.position, enc)
     hit = ws.place_at(doc, a, offset)
     if hit is None:
         return None

@@ -6,7 +6,7 @@ from lsprotocol import types as lsp
 
 from roofline_lsp.engine.workspace import Workspace, current_offset
 from roofline_lsp.lsp.language_server import RooflineServer, guard
-from roofline_lsp.lsp.ranges import byte_range
+from roofline_lsp.lsp.ranges import byte_range, lsp_position
 from roofline_lsp.present.markdown import hover_markdown, inlay_label
 from roofline_lsp.syntax.positions import Encoding
 
@@ -23,10 +23,9 @@ def verdict_hints(ws: Workspace, params: lsp.InlayHintParams, enc: Encoding) -> 
         at = current_offset(doc, a, p.hint_at)
         if not lo <= at <= hi:
             continue
-        line, ch = doc.position_at(at, enc)
         out.append(
             lsp.InlayHint(
-                position=lsp.Position(line, ch),
+                position=lsp_position(doc.lines, at, enc),
                 label=inlay_label(p.kr.verdict),
                 padding_left=True,
                 tooltip=lsp.MarkupContent(

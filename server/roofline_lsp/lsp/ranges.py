@@ -18,11 +18,14 @@ def line_character(p: lsp.Position) -> tuple[int, int]:
     return (max(0, p.line), max(0, p.character))
 
 
+def byte_offset(doc: Document, p: lsp.Position, enc: Encoding) -> int:
+    """The byte offset of an LSP position in ``doc`` (the inverse of :func:`lsp_position`)."""
+    return doc.offset_at(line_character(p), enc)
+
+
 def byte_range(doc: Document, rng: lsp.Range, enc: Encoding) -> tuple[int, int]:
     """The byte offsets of an LSP range in ``doc`` (the inverse of :func:`lsp_range`)."""
-    return doc.offset_at(line_character(rng.start), enc), doc.offset_at(
-        line_character(rng.end), enc
-    )
+    return byte_offset(doc, rng.start, enc), byte_offset(doc, rng.end, enc)
 
 
 def lsp_position(lines: LineIndex, offset: int, enc: Encoding) -> lsp.Position:

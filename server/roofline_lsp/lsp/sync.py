@@ -38,5 +38,5 @@ def did_change(ls: RooflineServer, params: lsp.DidChangeTextDocumentParams) -> N
 @guard(lambda: None)
 def did_close(ls: RooflineServer, params: lsp.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    ls.scheduler.forget(uri)
+    ls.scheduler.close(uri)
     ls.unpublish(uri)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Kernel
+from roofline_lsp.model.numbers import fmt_duration, fmt_sig
 from roofline_lsp.model.verdict import PRECISIONS, Verdict, classify_bound
 
 MAX_PROFILE_BYTES = 256 * 1024 * 1024
@@ -130,24 +131,6 @@ class MeasuredProfile:
         )
 
 
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if x == 0:
-        return "0"
-    return f"{x:.3g}"
-
-
-def _duration(ns: float) -> str:
-    if ns >= 1e9:
-        return f"{ns / 1e9:.3g} s"
-    if ns >= 1e6:
-        return f"{ns / 1e6:.3g} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.3g} µs"
-    return f"{ns:.3g} ns"
-
-
 def _explain(
     launch: Launch,
     n: int,
@@ -161,7 +144,7 @@ def _explain(
     if launch.device:
         where += f" on {launch.device}"
     dims = f"grid {launch.grid}, block {launch.block}" if launch.grid or launch.block else ""
-    time = _duration(launch.time_ns) if launch.time_ns is not None else ""
+    time = fmt_duration(launch.time_ns) if launch.time_ns is not None else ""
     head = "Measured by Nsight Compute, " + ", ".join(x for x in (where, dims, time) if x)
     parts = []
     for p in PRECISIONS:
@@ -169,7 +152,7 @@ def _explain(
         if a is None or (a == 0 and p != deciding):
             continue
         unit = "ops/B" if p == "int" else "FLOP/B"
-        parts.append(f"{p} AI {_fmt(a)} {unit} (ridge {_fmt(ridge.get(p))})")
+        parts.append(f"{p} AI {fmt_sig(a)} {unit} (ridge {fmt_sig(ridge.get(p))})")
     body = "; ".join(parts) if parts else "no arithmetic counted"
     return f"{head}: {body}; DRAM {launch.dram_bytes / 1e6:.3g} MB."
 

@@ -50,6 +50,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
+from roofline_lsp.model.numbers import fmt_fixed
 from roofline_lsp.model.verdict import PRECISIONS
 
 __all__ = [
@@ -184,13 +185,15 @@ class GpuProfile:
         return out
 
     def describe(self) -> str:
-        units = f"{self.sm_count} {self.unit_name}s @ {_fmt(self.clock_ghz)} GHz"
+        units = f"{self.sm_count} {self.unit_name}s @ {fmt_fixed(self.clock_ghz)} GHz"
         return (
             f"{self.name} ({self.vendor}, {units}): "
-            f"FP64 {_fmt(self.fp64_flops / 1e12)} / FP32 {_fmt(self.fp32_flops / 1e12)} / "
-            f"FP16 {_fmt(self.fp16_flops / 1e12)} TFLOP/s, INT32 {_fmt(self.int32_ops / 1e12)} "
-            f"TOP/s, DRAM {_fmt(self.dram_bandwidth / 1e9)} GB/s, "
-            f"{_cache_label(self)} {_fmt(self.l2_bytes / MIB)} MiB"
+            f"FP64 {fmt_fixed(self.fp64_flops / 1e12)} / "
+            f"FP32 {fmt_fixed(self.fp32_flops / 1e12)} / "
+            f"FP16 {fmt_fixed(self.fp16_flops / 1e12)} TFLOP/s, "
+            f"INT32 {fmt_fixed(self.int32_ops / 1e12)} "
+            f"TOP/s, DRAM {fmt_fixed(self.dram_bandwidth / 1e9)} GB/s, "
+            f"{_cache_label(self)} {fmt_fixed(self.l2_bytes / MIB)} MiB"
         )
 
 
@@ -527,16 +530,6 @@ def _one_line(text: str) -> str:
 # Output
 
 
-def _fmt(x: float, digits: int = 4) -> str:
-    """``digits`` significant digits, never in exponent notation."""
-    if x == 0:
-        return "0"
-    if abs(x) >= 10 ** (digits - 1):
-        return f"{x:.0f}"
-    decimals = digits - 1 - math.floor(math.log10(abs(x)))
-    return f"{x:.{decimals}f}".rstrip("0").rstrip(".") if decimals > 0 else f"{x:.0f}"
-
-
 def _cache_label(p: GpuProfile) -> str:
     return "L2" if p.cache_kind.startswith("L2") else "LLC"
 
@@ -552,13 +545,13 @@ def format_table(registry: GpuRegistry) -> str:
         rows.append(
             (
                 p.name,
-                _fmt(p.fp64_flops / 1e12),
-                _fmt(p.fp32_flops / 1e12),
-                _fmt(p.fp16_flops / 1e12),
-                _fmt(p.int32_ops / 1e12),
-                _fmt(p.dram_bandwidth / 1e9),
-                _fmt(p.l2_bytes / MIB),
-                *(_fmt(r[k]) for k in PRECISIONS),
+                fmt_fixed(p.fp64_flops / 1e12),
+                fmt_fixed(p.fp32_flops / 1e12),
+                fmt_fixed(p.fp16_flops / 1e12),
+                fmt_fixed(p.int32_ops / 1e12),
+                fmt_fixed(p.dram_bandwidth / 1e9),
+                fmt_fixed(p.l2_bytes / MIB),
+                *(fmt_fixed(r[k]) for k in PRECISIONS),
                 ", ".join(p.aliases) or "-",
             )
         )

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Tree
 
 from roofline_lsp.model.kernel import Detection, Kernel
+from roofline_lsp.model.stamps import FileStamp
 from roofline_lsp.model.verdict import Verdict
 
 
@@ -31,3 +32,6 @@ class FileReport:
     reuse: dict[str, tuple[int, tuple[Verdict, ...]]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # the other files (headers, siblings) the analysis read through an editor's view, with
+    # the versions read: the verdicts are reused only while these are current
+    reads: tuple[FileStamp, ...] = field(default=(), compare=False, repr=False)

@@ -1,33 +1,15 @@
-"""The CLI end to end (in-process and through the installed console script)."""
+"""``roofline-lsp check`` (``cli/check.py``) end to end, in-process: text, JSON and SARIF,
+several GPUs, bad files and usage errors."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from cli_helpers import DETECT, EXAMPLES, run
 
-from roofline_lsp.cli.main import EXIT_NOTHING, EXIT_OK, EXIT_USAGE, main
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
-DETECT = Path(__file__).parent / "fixtures" / "detect"
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out = io.StringIO()
-    err_buf = io.StringIO()
-    old = sys.stderr
-    sys.stderr = err_buf
-    try:
-        code = main(list(argv), out=out)
-    finally:
-        sys.stderr = old
-    return code, out.getvalue(), err_buf.getvalue()
+from roofline_lsp.cli.arguments import EXIT_NOTHING, EXIT_OK, EXIT_USAGE
 
 
 def test_check_text_one_line_per_kernel():
@@ -124,53 +106,3 @@ def test_broken_user_toml(tmp_path):
     code, _, err = run("check", str(EXAMPLES), "--gpu-profiles", str(bad))
     assert code == EXIT_USAGE and str(bad) in err
     assert len(err.strip().splitlines()) == 1
-
-
-def test_gpus_lists_ridge_points():
-    code, out, _ = run("gpus")
-    assert code == EXIT_OK
-    assert "RTX-3080" in out and "H100-SXM5-80GB" in out
-
-
-def test_eval_detection_only_on_a_tiny_dataset(tmp_path):
-    (tmp_path / "sources" / "p").mkdir(parents=True)
-    (tmp_path / "sources" / "p" / "a.cu").write_bytes((EXAMPLES / "saxpy.cu").read_bytes())
-    rows = [
-        {"id": "p/saxpy", "language": "cuda", "file": "p/a.cu", "line": 4, "label": "bandwidth"},
-        {"id": "p/ghost", "language": "cuda", "file": "p/a.cu", "line": 1, "label": "compute"},
-    ]
-    (tmp_path / "kernels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out_json = tmp_path / "r.json"
-    code, out, _ = run(
-        "eval", "--dataset", str(tmp_path), "--detection-only", "--json", str(out_json)
-    )
-    assert code == EXIT_OK
-    res = json.loads(out_json.read_text())
-    assert res["kernels"] == 2 and res["detected"] == 1 and res["detection_recall"] == 0.5
-    assert res["by_language"]["cuda"]["detected"] == 1
-    assert res["predictions"][0] == {
-        "id": "p/saxpy",
-        "found": True,
-        "label": "bandwidth",
-        "predicted": None,
-    }
-    assert "seconds" in res
-    code, out, _ = run("eval", "--dataset", str(tmp_path))
-    res = json.loads(out)
-    # the missing kernel counts as wrong: compute recall 0
-    assert res["confusion"]["compute"] == {"None": 1}
-    assert res["balanced_accuracy"] <= 0.5
-
-
-def test_eval_missing_dataset(tmp_path):
-    code, _, err = run("eval", "--dataset", str(tmp_path))
-    assert code == EXIT_USAGE and "kernels.jsonl" in err
-
-
-def test_console_script_never_shows_a_traceback(tmp_path):
-    exe = Path(sys.executable).parent / "roofline-lsp"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "roofline_lsp"]
-    for args in (["check", "/nonexistent"], ["check", "--gpu"], ["eval"], ["bogus"]):
-        p = subprocess.run(cmd + args, capture_output=True, text=True, timeout=60)
-        assert p.returncode == EXIT_USAGE, (args, p.stderr)
-        assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1, p.stderr

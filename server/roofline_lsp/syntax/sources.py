@@ -1,0 +1,113 @@
+"""Where analysis reads the files besides the one analysed: included headers, sibling files.
+
+An editor's unsaved buffer must win over the disk (clangd's model: a file system view that
+sees dirty buffers), so detection and the estimator take a :data:`SourceReader`, a callable
+``read(path) -> bytes | None`` (the language server passes one that answers an open
+document's buffer first, else the disk). Without one they read the disk.
+
+Caches of what was derived from a file are keyed by its :data:`Version`: on the disk its
+modification time and size (a ``stat``, no read), through a reader a hash of the bytes it
+returned, so that a path whose buffer is open is never answered from a stale disk result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Callable
+
+from roofline_lsp.model.stamps import FileStamp, Version
+
+SourceReader = Callable[[str], bytes | None]
+"""The bytes of a file (an open buffer's or the disk's), None when unreadable."""
+
+
+def read_from_disk(path: str, limit: int | None = None) -> bytes | None:
+    """The bytes of ``path`` on disk (at most ``limit`` of them), None when unreadable."""
+    try:
+        with open(path, "rb") as f:
+            return f.read() if limit is None else f.read(limit)
+    except OSError:
+        return None
+
+
+class SourceView:
+    """A reader seen through one analysis: each path is read once and versioned once, so every
+    part of the analysis sees the same bytes and the caches can key them by version.
+
+    With ``overlay``, ``read`` answers only the files it holds (an editor's open buffers,
+    versioned by content) and None for the others, which come from the disk, versioned by
+    ``stat`` like a plain disk read (clangd's overlay file system)."""
+
+    def __init__(self, read: SourceReader, *, overlay: bool = False) -> None:
+        self._read = read
+        self._overlay = overlay
+        self._files: dict[str, tuple[bytes | None, Version]] = {}
+        self._disk: dict[str, Version] = {}  # overlay: files not held, versioned by stat
+
+    def _get(self, path: str) -> tuple[bytes | None, Version]:
+        hit = self._files.get(path)
+        if hit is None:
+            data = self._read(path)
+            if data is None and self._overlay:
+                data = read_from_disk(path)
+                hit = (data, self.version(path))
+            else:
+                version = (
+                    None if data is None else hashlib.blake2b(data, digest_size=16).hexdigest()
+                )
+                hit = (data, version)
+            self._files[path] = hit
+        return hit
+
+    def __call__(self, path: str) -> bytes | None:
+        return self._get(path)[0]
+
+    def version(self, path: str) -> Version:
+        """The hash of the bytes of ``path`` (None when unreadable); with ``overlay``, the
+        ``stat`` version of a file the reader does not hold, without reading it."""
+        if self._overlay and path not in self._files:
+            if path not in self._disk:
+                held = self._read(path)
+                if held is not None:
+                    digest = hashlib.blake2b(held, digest_size=16).hexdigest()
+                    self._files[path] = (held, digest)
+                    return digest
+                self._disk[path] = file_version(path, None)
+            return self._disk[path]
+        return self._get(path)[1]
+
+    def stamps(self) -> tuple[FileStamp, ...]:
+        """Every file read or versioned through this view so far, with its version."""
+        files = {p: v for p, (_d, v) in self._files.items()}
+        return tuple(FileStamp(p, v) for p, v in {**self._disk, **files}.items())
+
+
+def source_view(read: SourceReader | None) -> SourceView | None:
+    """``read`` as a :class:`SourceView` (unchanged when it already is one); None for the
+    disk (``read`` None or :func:`read_from_disk`), which is versioned by ``stat``."""
+    if isinstance(read, SourceView):
+        return read
+    if read is None or read is read_from_disk:
+        return None
+    return SourceView(read)
+
+
+def file_version(path: str, view: SourceView | None) -> Version:
+    """The version of ``path`` through ``view`` (the disk's when None; None when it is not a
+    readable regular file)."""
+    if view is not None:
+        return view.version(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def is_current(stamp: FileStamp, view: SourceView | None) -> bool:
+    """Whether ``stamp`` is still the version of its file through ``view``."""
+    return file_version(stamp.path, view) == stamp.version

@@ -1,0 +1,44 @@
+"""``roofline-lsp eval`` (``cli/evaluate.py``) on tiny labelled folders, in-process."""
+
+from __future__ import annotations
+
+import json
+
+from cli_helpers import EXAMPLES, run
+
+from roofline_lsp.cli.arguments import EXIT_OK, EXIT_USAGE
+
+
+def test_eval_detection_only_on_a_tiny_dataset(tmp_path):
+    (tmp_path / "sources" / "p").mkdir(parents=True)
+    (tmp_path / "sources" / "p" / "a.cu").write_bytes((EXAMPLES / "saxpy.cu").read_bytes())
+    rows = [
+        {"id": "p/saxpy", "language": "cuda", "file": "p/a.cu", "line": 4, "label": "bandwidth"},
+        {"id": "p/ghost", "language": "cuda", "file": "p/a.cu", "line": 1, "label": "compute"},
+    ]
+    (tmp_path / "kernels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out_json = tmp_path / "r.json"
+    code, out, _ = run(
+        "eval", "--dataset", str(tmp_path), "--detection-only", "--json", str(out_json)
+    )
+    assert code == EXIT_OK
+    res = json.loads(out_json.read_text())
+    assert res["kernels"] == 2 and res["detected"] == 1 and res["detection_recall"] == 0.5
+    assert res["by_language"]["cuda"]["detected"] == 1
+    assert res["predictions"][0] == {
+        "id": "p/saxpy",
+        "found": True,
+        "label": "bandwidth",
+        "predicted": None,
+    }
+    assert "seconds" in res
+    code, out, _ = run("eval", "--dataset", str(tmp_path))
+    res = json.loads(out)
+    # the missing kernel counts as wrong: compute recall 0
+    assert res["confusion"]["compute"] == {"None": 1}
+    assert res["balanced_accuracy"] <= 0.5
+
+
+def test_eval_missing_dataset(tmp_path):
+    code, _, err = run("eval", "--dataset", str(tmp_path))
+    assert code == EXIT_USAGE and "kernels.jsonl" in err

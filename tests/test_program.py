@@ -1,0 +1,112 @@
+"""The other source files of a kernel's folder (``detect/program.py``), read from disk or
+through a reader that answers an editor's unsaved buffers first."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.detect.program import (
+    FunctionTable,
+    defined_in_siblings,
+    sibling_stamps,
+    units_mentioning,
+)
+from roofline_lsp.estimate.roofline import estimate
+from roofline_lsp.model.gpus import load_registry
+from roofline_lsp.syntax.sources import SourceReader, read_from_disk
+
+KERNEL = b"""__device__ float work(float v);
+__global__ void k(float *x) { int i = blockIdx.x * blockDim.x + threadIdx.x; x[i] = work(x[i]); }
+"""
+LIGHT = b"__device__ float work(float v) { return v + 1.0f; }\n"
+HEAVY = (
+    b"__device__ float work(float v) {\n"
+    b"  for (int j = 0; j < 4096; j++) v = v * 1.0001f + 0.5f;\n"
+    b"  return v;\n}\n"
+)
+
+
+def reader(buffers: dict[str, bytes]) -> SourceReader:
+    """Open buffers first, then the disk (what the language server passes)."""
+    return lambda p: buffers[p] if p in buffers else read_from_disk(p)
+
+
+def folder(tmp_path: Path) -> tuple[str, str]:
+    (tmp_path / "k.cu").write_bytes(KERNEL)
+    (tmp_path / "dev.cu").write_bytes(LIGHT)
+    return str(tmp_path / "k.cu"), str(tmp_path / "dev.cu")
+
+
+def test_units_mentioning_reads_unsaved_siblings(tmp_path: Path) -> None:
+    path, dev = folder(tmp_path)
+    pat = re.compile(rb"\bwork\s*\(")
+    assert [u.path for u in units_mentioning(path, pat)] == [dev]
+    renamed = reader({dev: LIGHT.replace(b"work", b"other")})
+    assert list(units_mentioning(path, pat, renamed)) == []
+    heavy = reader({dev: HEAVY})
+    (unit,) = units_mentioning(path, pat, heavy)
+    assert unit.detection.source == HEAVY
+    # the disk again: not the buffer's cached parse
+    (unit,) = units_mentioning(path, pat)
+    assert unit.detection.source == LIGHT
+
+
+def test_defined_in_siblings_and_the_function_table_read_unsaved_siblings(
+    tmp_path: Path,
+) -> None:
+    path, dev = folder(tmp_path)
+    unit = defined_in_siblings(path, "work")
+    assert unit is not None and unit.path == dev
+    renamed = reader({dev: LIGHT.replace(b"work", b"other")})
+    assert defined_in_siblings(path, "work", renamed) is None
+    assert defined_in_siblings(path, "other", renamed) is not None
+    det = detect(KERNEL, path)
+    assert FunctionTable(det, read=renamed).get("work") is None
+    node = FunctionTable(det, read=reader({dev: HEAVY})).get("work")
+    assert node is not None and node.text is not None and b"4096" in node.text
+    node = FunctionTable(det).get("work")
+    assert node is not None and node.text is not None and b"4096" not in node.text
+
+
+def test_a_device_function_in_an_unsaved_sibling_changes_the_verdict(tmp_path: Path) -> None:
+    path, dev = folder(tmp_path)
+    gpu = load_registry().get("h100")
+    det = detect(KERNEL, path)
+    disk = estimate(det.kernels[0], det, gpu)
+    edited = estimate(det.kernels[0], det, gpu, read=reader({dev: HEAVY}))
+    assert disk.bound == "bandwidth" and edited.bound == "compute"
+    assert edited.counts.flops["fp32"] > disk.counts.flops["fp32"]
+    assert estimate(det.kernels[0], det, gpu) == disk
+
+
+def test_a_sibling_header_seen_through_its_unit_is_current(tmp_path: Path) -> None:
+    """A sibling's parse is cached with the headers it included: an edited header is seen."""
+    path, dev = folder(tmp_path)
+    (tmp_path / "dev.cu").write_bytes(b'#include "n.h"\n' + LIGHT)
+    (tmp_path / "n.h").write_bytes(b"#define N 1\n")
+    pat = re.compile(rb"\bwork\s*\(")
+    (unit,) = units_mentioning(path, pat)
+    assert unit.detection.constants["N"] == "1"
+    (unit,) = units_mentioning(path, pat, reader({str(tmp_path / "n.h"): b"#define N 2\n"}))
+    assert unit.detection.constants["N"] == "2"
+    (unit,) = units_mentioning(path, pat)
+    assert unit.detection.constants["N"] == "1"
+    header = tmp_path / "n.h"
+    st = header.stat()
+    header.write_bytes(b"#define N 3\n")  # saved: the unit of dev.cu (unchanged) is stale
+    os.utime(header, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    (unit,) = units_mentioning(path, pat)
+    assert unit.detection.constants["N"] == "3"
+
+
+def test_sibling_stamps(tmp_path: Path) -> None:
+    path, dev = folder(tmp_path)
+    disk = sibling_stamps(path)
+    assert [os.path.basename(s.path) for s in disk] == ["dev.cu", "k.cu"]
+    buffered = sibling_stamps(path, reader({dev: HEAVY}))
+    assert [s.path for s in buffered] == [s.path for s in disk]
+    assert buffered != sibling_stamps(path, reader({}))
+    assert sibling_stamps("k.cu") == ()

@@ -1,0 +1,68 @@
+"""Reading the files besides the one analysed (``syntax/sources.py``): the disk, or a reader
+that answers open buffers first, through one view per analysis."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from roofline_lsp.syntax.sources import (
+    FileStamp,
+    SourceView,
+    file_version,
+    is_current,
+    read_from_disk,
+    source_view,
+)
+
+
+def test_read_from_disk(tmp_path: Path) -> None:
+    f = tmp_path / "a.h"
+    f.write_bytes(b"#define N 4\n")
+    assert read_from_disk(str(f)) == b"#define N 4\n"
+    assert read_from_disk(str(f), 3) == b"#de"
+    assert read_from_disk(str(tmp_path / "missing.h")) is None
+    assert read_from_disk(str(tmp_path)) is None  # a folder
+
+
+def test_the_disk_is_versioned_by_stat(tmp_path: Path) -> None:
+    f = tmp_path / "a.h"
+    f.write_bytes(b"one")
+    st = os.stat(f)
+    assert file_version(str(f), None) == (st.st_mtime_ns, 3)
+    assert file_version(str(tmp_path / "missing.h"), None) is None
+    assert file_version(str(tmp_path), None) is None
+    stamp = FileStamp(str(f), file_version(str(f), None))
+    assert is_current(stamp, None)
+    f.write_bytes(b"three")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert not is_current(stamp, None)
+
+
+def test_a_view_reads_each_path_once_and_versions_it_by_content(tmp_path: Path) -> None:
+    calls: list[str] = []
+    buffers = {"/x/a.h": b"#define N 4\n", "/x/b.h": b"#define N 4\n"}
+
+    def read(path: str) -> bytes | None:
+        calls.append(path)
+        return buffers.get(path)
+
+    view = source_view(read)
+    assert isinstance(view, SourceView)
+    assert view("/x/a.h") == b"#define N 4\n" and view("/x/a.h") == b"#define N 4\n"
+    assert view.version("/x/a.h") == view.version("/x/b.h")  # same bytes, same version
+    assert view.version("/x/none.h") is None and view("/x/none.h") is None
+    assert calls == ["/x/a.h", "/x/b.h", "/x/none.h"]
+    assert [s.path for s in view.stamps()] == ["/x/a.h", "/x/b.h", "/x/none.h"]
+    # an edited buffer is a new version in the next analysis's view
+    stamp = FileStamp("/x/a.h", view.version("/x/a.h"))
+    assert is_current(stamp, view)
+    buffers["/x/a.h"] = b"#define N 8\n"
+    assert not is_current(stamp, source_view(read))
+
+
+def test_the_view_of_the_disk_or_of_a_view() -> None:
+    assert source_view(None) is None
+    assert source_view(read_from_disk) is None
+    view = SourceView(read_from_disk)
+    assert source_view(view) is view

@@ -1,0 +1,31 @@
+"""Folding in the counter's value domain (``estimate/value_domain.py``): exact values follow
+C (``syntax/carith.py``), means of thread-dependent values fold only where that is linear."""
+
+from __future__ import annotations
+
+from roofline_lsp.estimate.value_domain import fold_binary
+
+EXACT: frozenset[str] = frozenset()
+MEAN = frozenset({"tx"})
+
+
+def test_exact_values_fold_with_c_semantics() -> None:
+    assert fold_binary("/", 7, 2, EXACT, integer=True) == 3.0  # truncates toward zero
+    assert fold_binary("/", -7, 2, EXACT, integer=True) == -3.0
+    assert fold_binary("/", 7, 2, EXACT) == 3.5  # floating point
+    assert fold_binary("%", -7, 2, EXACT) == -1.0  # C remainder, not Python's
+    assert fold_binary(">>", 20, 2, EXACT) == 5.0
+    assert fold_binary("&", 6, 3, EXACT) == 2.0
+    assert (fold_binary("<", 1, 2, EXACT), fold_binary("&&", 1, 0, EXACT)) == (1.0, 0.0)
+    assert fold_binary("/", 1, 0, EXACT) is None and fold_binary("%", 1, 0, EXACT) is None
+    assert fold_binary("+", None, 1, EXACT) is None
+
+
+def test_means_fold_only_where_linear() -> None:
+    # threadIdx.x over a block of 256 has mean 127.5: (tx / 2) has mean 63.75, not 63
+    assert fold_binary("/", 127.5, 2, MEAN, integer=True) == 63.75
+    assert fold_binary(">>", 127.5, 1, MEAN) == 63.75  # a shift scales the mean
+    assert fold_binary("<<", 127.5, 1, MEAN) == 255.0
+    assert fold_binary("*", 127.5, 2, MEAN) == 255.0
+    assert fold_binary("%", 127.5, 32, MEAN) is None  # not linear: unknown
+    assert fold_binary("&", 127.5, 31, MEAN) is None
