@@ -11,50 +11,35 @@ times the fixtures under tests/fixtures/estimator.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
 import time
 
 from roofline_lsp.detect.kernels import detect
-from roofline_lsp.estimate.roofline import Inputs, estimate
+from roofline_lsp.engine.refinement import kernel_verdict
+from roofline_lsp.estimate.roofline import Inputs
+from roofline_lsp.evaluation.dataset import load_rows, rows_by_file
+from roofline_lsp.model.config import Config
 from roofline_lsp.model.gpus import load_registry
+from roofline_lsp.model.kernel import Detection, Kernel
 
 
-def _dim(v: object) -> tuple[int, int, int] | None:
-    if isinstance(v, list) and len(v) == 3 and all(isinstance(x, int) for x in v):
-        return (v[0], v[1], v[2])
-    return None
-
-
-def _jobs(dataset: str) -> list[tuple[object, object, Inputs, str]]:
+def _jobs(dataset: str) -> list[tuple[Kernel, Detection, Inputs, str]]:
+    """Every row's kernel with the row's launch and program arguments (as ``eval`` runs)."""
     jobs = []
-    path = os.path.join(dataset, "kernels.jsonl")
-    by_file: dict[str, list[dict]] = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                row = json.loads(line)
-                by_file.setdefault(row["file"], []).append(row)
-    for rel, rows in by_file.items():
+    for rel, rows in rows_by_file(load_rows(dataset)).items():
         src_path = os.path.join(dataset, "sources", rel)
         with open(src_path, "rb") as f:
             det = detect(f.read(), src_path)
         for row in rows:
-            k = next((k for k in det.kernels if k.line == row["line"]), None)
-            if k is None:
-                continue
-            inputs = Inputs(
-                block=_dim(row.get("block")),
-                grid=_dim(row.get("grid")),
-                args=row.get("exe_args") or None,
-            )
-            jobs.append((k, det, inputs, row["id"]))
+            k = next((k for k in det.kernels if k.line == row.data["line"]), None)
+            if k is not None:
+                jobs.append((k, det, row.inputs(), row.id))
     return jobs
 
 
-def _fixture_jobs() -> list[tuple[object, object, Inputs, str]]:
+def _fixture_jobs() -> list[tuple[Kernel, Detection, Inputs, str]]:
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures")
     folder = os.path.join(here, "estimator")
     jobs = []
@@ -74,7 +59,8 @@ def main() -> int:
         if len(sys.argv) > 1
         else os.path.join(here, "..", "..", "shared", "eval", "dev")
     )
-    gpu = load_registry().get("rtx3080")
+    config = Config(gpu="rtx3080", counts="source")
+    gpu = load_registry().get(config.gpu)
     if os.path.isdir(os.path.join(dataset, "sources")):
         jobs = _jobs(dataset)
         what = f"{len(jobs)} kernels of {os.path.normpath(dataset)}"
@@ -87,7 +73,7 @@ def main() -> int:
         slowest = ("", 0.0)
         for k, det, inputs, name in jobs:
             t0 = time.process_time()
-            estimate(k, det, gpu, inputs)  # type: ignore[arg-type]
+            kernel_verdict(k, det, gpu, config, inputs=inputs)  # what every verdict comes from
             dt = time.process_time() - t0
             times.append(dt)
             if dt > slowest[1]:

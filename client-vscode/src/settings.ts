@@ -22,7 +22,7 @@ export interface ServerSetting {
   readonly kind: SettingKind;
 }
 
-/** Every setting the server reads (server/roofline_lsp/config.py), in camelCase. */
+/** Every setting the server reads (server/roofline_lsp/model/config.py), in camelCase. */
 export const SERVER_SETTINGS: readonly ServerSetting[] = [
   { key: 'gpu', kind: 'string' },
   { key: 'compareGpus', kind: 'stringList' },
@@ -57,7 +57,7 @@ export const CLIENT_SETTINGS: readonly string[] = ['server.path', 'server.python
 /** Settings whose change needs a new server process rather than didChangeConfiguration. */
 export const RESTART_SETTINGS: readonly string[] = ['server.path', 'server.pythonPath', 'llm.apiKeyEnv'];
 
-/** Default for `roofline.llm.apiKeyEnv`, as in config.py. */
+/** Default for `roofline.llm.apiKeyEnv`, as in model/config.py. */
 export const DEFAULT_API_KEY_ENV = 'OPENAI_API_KEY';
 
 export interface PathContext {

@@ -312,10 +312,10 @@ describe('roofline.server.pythonPath', () => {
 });
 
 describe("the contributed defaults are the server's defaults", () => {
-  test('toServerConfig of the untouched settings equals config.py Config() in camelCase', { skip }, () => {
+  test('toServerConfig of the untouched settings equals model/config.py Config() in camelCase', { skip }, () => {
     const script = `
 import dataclasses, json
-from roofline_lsp import config as c
+from roofline_lsp.model import config as c
 def camel(n):
     head, *rest = n.split("_")
     return head + "".join(w.title() for w in rest)
@@ -333,7 +333,7 @@ print(json.dumps({"defaults": conv(c.Config()), "backends": list(c.BACKENDS),
     assert.equal(missing, undefined, missing);
     const python = pythonFor(resolved as string);
     const run = cp.spawnSync(python, ['-c', script], { encoding: 'utf8' });
-    assert.equal(run.status, 0, `${python} could not import roofline_lsp.config: ${run.stderr}`);
+    assert.equal(run.status, 0, `${python} could not import roofline_lsp.model.config: ${run.stderr}`);
     const server = JSON.parse(run.stdout) as { defaults: ServerConfig; backends: string[]; modes: string[]; counts: string[] };
     assert.deepEqual(toServerConfig(settingsGetter(manifest), pathCtx), server.defaults);
     const props = manifest.contributes.configuration.properties;

@@ -1,5 +1,5 @@
 """The command line's grammar: the parser, the typed :class:`Config` it gives, usage errors
-and the progress bar. No analysis here: the commands call the engine (``engine.workspace``)."""
+and the progress bar. No analysis here: the commands call the engine (``cli/session.py``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ from dataclasses import replace
 from typing import Any, NoReturn, TextIO
 
 from roofline_lsp import __version__
-from roofline_lsp.engine.workspace import Workspace
 from roofline_lsp.model.config import BACKENDS, COUNTS_MODES, MODES, Config, LlmConfig
-from roofline_lsp.model.gpus import GpuProfileError, UnknownGpuError, load_registry
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3
 
@@ -118,24 +116,6 @@ def config_from_args(ns: argparse.Namespace) -> Config:
         nvcc=ns.nvcc,
         max_file_bytes=ns.max_file_bytes,
     )
-
-
-def workspace_from_args(ns: argparse.Namespace) -> Workspace:
-    """The engine for ``check``/``eval``: every GPU name must exist and the measured profile
-    must load (a usage error otherwise; the editor keeps the last valid value instead)."""
-    config = config_from_args(ns)
-    try:
-        registry = load_registry(config.gpu_profiles)
-        for name in config.gpus:
-            registry.get(name)
-    except (UnknownGpuError, GpuProfileError) as e:
-        raise UsageError(str(e)) from None
-    ws = Workspace(config)
-    if config.profile:
-        problem = ws.load_measured(config.profile)
-        if problem is not None:
-            raise UsageError(f"--profile: {problem}")
-    return ws
 
 
 class Progress:

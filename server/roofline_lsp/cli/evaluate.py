@@ -8,7 +8,8 @@ import asyncio
 import json
 from typing import TextIO
 
-from roofline_lsp.cli.arguments import EXIT_OK, Progress, UsageError, workspace_from_args
+from roofline_lsp.cli.arguments import EXIT_OK, Progress, UsageError
+from roofline_lsp.cli.session import workspace_from_args
 from roofline_lsp.engine.dataset_run import ask_llm_for_rows, run_dataset
 from roofline_lsp.evaluation.dataset import DatasetError
 from roofline_lsp.evaluation.scoring import error_groups

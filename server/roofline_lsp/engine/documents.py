@@ -1,7 +1,8 @@
 """Open documents: their bytes, one tree-sitter tree each, re-parsed incrementally.
 
-Every LSP change is applied to the UTF-8 bytes (positions converted by ``text.py``), recorded
-as a byte edit, given to ``tree.edit`` and, once all the changes of a notification are in,
+Every LSP change is applied to the UTF-8 bytes (positions converted by
+``syntax/positions.py``), recorded as a byte edit, given to ``tree.edit`` and, once all the
+changes of a notification are in,
 the tree is re-parsed with the old tree so tree-sitter reuses what did not change. The byte
 edits are kept so that offsets of an older snapshot (the last analysis) can be mapped to the
 current text. Pure: no LSP imports; the server passes plain (line, character) tuples.

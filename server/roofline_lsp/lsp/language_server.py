@@ -30,7 +30,7 @@ from roofline_lsp.engine.workspace import DocumentAnalysis, Workspace, one_line
 from roofline_lsp.lsp.diagnostics import diagnostic
 from roofline_lsp.syntax.positions import Encoding
 
-log = logging.getLogger("roofline_lsp.server")
+log = logging.getLogger("roofline_lsp.lsp")
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -1,4 +1,4 @@
-"""``roofline-lsp gpus`` (``cli/tools.py``)."""
+"""``roofline-lsp gpus`` (``cli/list_gpus.py``)."""
 
 from __future__ import annotations
 
