@@ -8,6 +8,7 @@ from roofline_lsp.engine.analysis import analyze_file
 from roofline_lsp.model.gpus import load_registry
 from roofline_lsp.model.terms import LoopTerm
 from roofline_lsp.present.explanations import explanation
+from roofline_lsp.syntax.sources import SourceView
 
 SRC = b"""#define N 1024
 __global__ void first(float *a, int n)
@@ -159,3 +160,20 @@ def test_an_edit_in_a_regions_host_function_or_its_caller_re_estimates_it():
         after = analyze_file(edited, "o.cpp", g, previous=before)
         assert after.kernels[0].key != before.kernels[0].key
         assert after.kernels[0].verdicts == analyze_file(edited, "o.cpp", g).kernels[0].verdicts
+
+
+def test_reads_of_the_file_itself_never_stop_reuse(tmp_path):
+    # the folder scan for sibling files also versions the analysed file; its own edits are
+    # covered by the context keys, so they must not throw away every kernel's verdicts
+    path = tmp_path / "a.cu"
+    path.write_bytes(SRC)
+    buffers = {str(path): SRC}
+    before = analyze_file(SRC, str(path), gpus(), read=SourceView(buffers.get, overlay=True))
+    assert all(s.path != str(path) for s in before.reads)
+    edited = SRC.replace(b"k < 64", b"k < 65")  # touches the second kernel only
+    buffers[str(path)] = edited
+    after = analyze_file(
+        edited, str(path), gpus(), previous=before, read=SourceView(buffers.get, overlay=True)
+    )
+    assert after.kernels[0].verdicts is before.kernels[0].verdicts
+    assert after.kernels[1].verdicts is not before.kernels[1].verdicts

@@ -8,6 +8,7 @@ this stays synchronous and fast.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -94,5 +95,8 @@ def analyze_file(
     reads: tuple[FileStamp, ...] = ()
     if view is not None:
         kept = previous.reads if previous is not None else ()
-        reads = tuple(dict.fromkeys((*kept, *view.stamps())))
+        own = os.path.normpath(path)  # the file's own text is what reuse keys on already
+        reads = tuple(
+            s for s in dict.fromkeys((*kept, *view.stamps())) if os.path.normpath(s.path) != own
+        )
     return FileReport(path, detection, tuple(reports), tree, reuse, reads)
