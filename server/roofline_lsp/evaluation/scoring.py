@@ -3,6 +3,11 @@
 
 Only a row's ``file``, ``line``, ``block``, ``grid`` and ``exe_args`` reach the estimator;
 ``label``, ``measured``, ``bound_by`` and ``paper_*`` are used for scoring alone.
+
+Each score block (all rows, per language, the balanced subset) has the confusion matrix,
+accuracy, balanced accuracy, the share of bandwidth-bound kernels called compute-bound, the
+error attribution of the launch totals (``attribution.py``) and the accuracy per confidence
+band (``confidence_bands.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from roofline_lsp.evaluation.attribution import attribution_summary, row_attribution
+from roofline_lsp.evaluation.confidence_bands import confidence_bands
 from roofline_lsp.evaluation.dataset import Row
 from roofline_lsp.present.explanations import explanation
 
@@ -48,10 +55,19 @@ class EvalResult:
                 "predicted": r.predicted,
                 **({"explanation": explanation(r.verdict)} if r.verdict else {}),
                 **({"error": r.error} if r.error else {}),
+                **({} if self.detection_only else _row_figures(r)),
             }
             for r in self.rows
         ]
         return out
+
+
+def _row_figures(r: Row) -> dict[str, Any]:
+    """A prediction's confidence and its launch totals beside the measured ones."""
+    return {
+        **({"confidence": r.verdict.confidence} if r.verdict else {}),
+        "attribution": row_attribution(r),
+    }
 
 
 def _scores(rows: list[Row], detection_only: bool) -> dict[str, Any]:
@@ -78,6 +94,14 @@ def _scores(rows: list[Row], detection_only: bool) -> dict[str, Any]:
     out["accuracy"] = round(correct / labelled, 4) if labelled else None
     out["balanced_accuracy"] = round(sum(recalls) / len(recalls), 4) if recalls else None
     out["confusion"] = {lab: dict(confusion[lab]) for lab in LABELS}
+    bandwidth = sum(confusion["bandwidth"].values())
+    # the dominant error: a bandwidth-bound kernel called compute-bound (share of all
+    # bandwidth-bound rows, a kernel not found counting as not called compute)
+    out["bandwidth_called_compute"] = (
+        round(confusion["bandwidth"]["compute"] / bandwidth, 4) if bandwidth else None
+    )
+    out["confidence_bands"] = confidence_bands(rows)
+    out["attribution"] = attribution_summary(rows)
     return out
 
 

@@ -4,6 +4,11 @@ and retrieval of the nearest labelled kernels of a dataset folder.
 A dataset folder is laid out like ``shared/eval/dev``: ``kernels.jsonl`` (one row per kernel
 with ``file``, ``line``, ``kernel``, ``language``, ``label`` and optionally ``measured``,
 ``bound_by``, ``block``, ``grid``, ``exe_args``) and ``sources/<file>``.
+
+Retrieval never shows a kernel its own benchmark: not the kernel itself, not another kernel of
+its program, not a kernel of the program's CUDA/OpenMP sibling (HeCBench's ``<name>-cuda`` and
+``<name>-omp`` port the same code), so few-shot figures on a dataset are not flattered by
+near-copies of the answer.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ class Example:
     file: str = ""  # absolute path of the file it came from (dataset examples)
     line: int = 0
     id: str = ""
+    benchmark: str = ""  # the program's name without its port suffix ("" = bundled)
 
 
 @cache
@@ -65,6 +71,26 @@ def bundled_examples() -> tuple[Example, ...]:
             )
         )
     return tuple(out)
+
+
+# the port suffixes of HeCBench program folders: ``<name>-cuda`` and ``<name>-omp`` are the
+# same benchmark (``-hip`` and ``-sycl`` ports exist upstream too)
+_PORT = re.compile(r"-(?:cuda|omp|hip|sycl)$")
+
+
+def benchmark_of(program: str) -> str:
+    """The benchmark a program folder belongs to: its name without the port suffix."""
+    return _PORT.sub("", program)
+
+
+def program_of(path: str) -> str:
+    """The program folder of a source file: the folder right under a ``sources`` folder (the
+    dataset layout, ``sources/<program>/...``), else the folder holding the file."""
+    parts = os.path.normpath(os.path.realpath(path)).split(os.sep)
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i - 1] == "sources":
+            return parts[i]
+    return parts[-2] if len(parts) >= 2 else ""
 
 
 def _tokens(text: str) -> Counter[str]:
@@ -96,16 +122,20 @@ class ExampleIndex:
     _by_path: dict[str, str] = field(default_factory=dict, repr=False)
 
     def nearest(self, text: str, k: int, *, file: str = "", line: int = 0) -> list[Example]:
-        """The ``k`` examples most similar to ``text``, never the kernel itself: not the
-        same file and line, and not the same normalised text."""
+        """The ``k`` examples most similar to ``text``, never from the kernel's benchmark:
+        not the same file and line, not the same normalised text, and no example whose
+        benchmark is that of ``file``'s program (:func:`program_of`, :func:`benchmark_of`)."""
         if k <= 0 or not self.examples:
             return []
         norm = normalise_kernel_source(text)
         query = _vector(Counter(_TOKEN.findall(norm)))
         real = os.path.realpath(file) if file else ""
+        own = benchmark_of(program_of(real)) if real else ""
         scored = []
         for i, ex in enumerate(self.examples):
             if real and ex.file == real and ex.line == line:
+                continue
+            if own and ex.benchmark == own:
                 continue
             if self.normalised[i] == norm:
                 continue
@@ -182,6 +212,9 @@ def load_example_index(dataset: str) -> ExampleIndex:
                 file=os.path.realpath(det.file),
                 line=k.line,
                 id=str(r.data.get("id") or f"{r.data['file']}:{k.line}"),
+                benchmark=benchmark_of(
+                    str(r.data.get("program") or str(r.data["file"]).split("/")[0])
+                ),
             )
         )
         vectors.append(_vector(Counter(_TOKEN.findall(norm))))
