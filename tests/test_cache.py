@@ -104,3 +104,13 @@ def test_default_dir_when_installed(tmp_path, monkeypatch):
     assert default_cache_dir() == str(tmp_path / "home" / ".cache" / "roofline-lsp")
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # not absolute: ignored (XDG spec)
     assert default_cache_dir() == str(tmp_path / "home" / ".cache" / "roofline-lsp")
+
+
+def test_set_many_stores_all_in_one_go_and_skips_what_is_not_json(tmp_path):
+    c = ResultCache(str(tmp_path), namespace="check")
+    assert c.set_many([("a", {"x": 1}), ("b", object()), ("c", [1, 2])]) == 2
+    assert c.get("a") == {"x": 1} and c.get("b") is None and c.get("c") == [1, 2]
+    c.close()
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    assert ResultCache(str(blocked), namespace="check").set_many([("a", 1)]) == 0

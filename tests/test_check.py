@@ -106,3 +106,132 @@ def test_broken_user_toml(tmp_path):
     code, _, err = run("check", str(EXAMPLES), "--gpu-profiles", str(bad))
     assert code == EXIT_USAGE and str(bad) in err
     assert len(err.strip().splitlines()) == 1
+
+
+def _tree_args(tmp_path, *extra):
+    # the examples and the detection fixtures: several programs, languages and GPUs
+    return (
+        str(tmp_path / "tree"),
+        "--counts",
+        "source",
+        "--gpu",
+        "h100,rtx3080",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        *extra,
+    )
+
+
+def _copy_tree(tmp_path):
+    import shutil
+
+    dest = tmp_path / "tree"
+    shutil.copytree(EXAMPLES, dest / "examples")
+    shutil.copytree(DETECT, dest / "detect")
+    return dest
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+def test_jobs_do_not_change_the_output(tmp_path, fmt):
+    _copy_tree(tmp_path)
+    outs = []
+    for extra in (("-j", "1", "--no-cache"), ("-j", "2", "--no-cache"), ("-j", "2")):
+        code, out, err = run("check", *_tree_args(tmp_path, "--format", fmt, *extra))
+        assert code == EXIT_OK and "Traceback" not in err
+        outs.append((out, err))
+    code, out, err = run("check", *_tree_args(tmp_path, "--format", fmt, "-j", "2"))  # warm
+    outs.append((out, err))
+    assert outs[0][0] and all(o == outs[0] for o in outs)
+
+
+def test_union_of_shards_is_one_run(tmp_path):
+    _copy_tree(tmp_path)
+    _, whole, _ = run("check", *_tree_args(tmp_path, "--format", "sarif", "--no-cache"))
+    results = []
+    for i in (1, 2, 3):
+        code, out, _ = run("check", *_tree_args(tmp_path, "--format", "sarif", "--shard", f"{i}/3"))
+        assert code == EXIT_OK
+        part = json.loads(out)["runs"][0]["results"]
+        assert part  # every shard has work on this tree
+        results += part
+    key = json.dumps
+    expected = json.loads(whole)["runs"][0]["results"]
+    assert sorted(map(key, results)) == sorted(map(key, expected))
+    assert len(results) == len(expected)
+
+
+def test_changed_since_checks_the_changed_files_and_their_includers(tmp_path):
+    import subprocess
+
+    tree = _copy_tree(tmp_path)
+    (tree / "examples" / "scale.cuh").write_text("#define FACTOR 2.0f\n")
+    (tree / "examples" / "user.cu").write_text(
+        '#include "scale.cuh"\n__global__ void mul(float *x) { x[threadIdx.x] *= FACTOR; }\n'
+    )
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=tree, check=True)
+    subprocess.run([*git, "add", "."], cwd=tree, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=tree, check=True)
+    code, out, err = run("check", *_tree_args(tmp_path, "--changed-since", "HEAD"))
+    assert code == EXIT_OK and out == "" and "0 kernels in 0 file(s)" in err
+    (tree / "examples" / "scale.cuh").write_text("#define FACTOR 3.0f\n")
+    code, out, err = run("check", *_tree_args(tmp_path, "--changed-since", "HEAD"))
+    assert code == EXIT_OK
+    assert [ln.split(":")[0] for ln in out.splitlines() if not ln.startswith(" ")] == [
+        os.path.join("examples", "user.cu")
+    ]
+    code, _, err = run("check", *_tree_args(tmp_path, "--changed-since", "nope"))
+    assert code == EXIT_USAGE and "nope: not a commit" in err
+
+
+def test_bad_jobs_and_shard_are_usage_errors(tmp_path):
+    _copy_tree(tmp_path)
+    code, _, err = run("check", *_tree_args(tmp_path, "-j", "0"))
+    assert code == EXIT_USAGE and "--jobs" in err
+    code, _, err = run("check", *_tree_args(tmp_path, "--shard", "4/3"))
+    assert code == EXIT_USAGE and "--shard 4/3" in err and "Traceback" not in err
+
+
+def test_progress_only_on_a_terminal_unless_asked(tmp_path):
+    _copy_tree(tmp_path)
+    _, _, err = run("check", *_tree_args(tmp_path, "--no-cache"))
+    assert "checking " not in err  # stderr is not a terminal here
+    _, _, err = run("check", *_tree_args(tmp_path, "--no-cache", "--progress"))
+    assert "\rchecking " in err and "files/s" in err
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+def test_output_is_what_the_writers_make_of_the_reports(tmp_path, fmt):
+    # the outcomes joined by the command equal the writers run over the reports of one
+    # in-process run (engine.file_run.run_files), for every format
+    from roofline_lsp.engine.file_run import run_files
+    from roofline_lsp.engine.files import collect_files
+    from roofline_lsp.engine.workspace import Workspace
+    from roofline_lsp.model.config import Config
+    from roofline_lsp.present.json_output import dumps, to_json
+    from roofline_lsp.present.sarif import to_sarif
+    from roofline_lsp.present.text_output import text_lines
+
+    tree = _copy_tree(tmp_path)
+    code, out, _ = run("check", *_tree_args(tmp_path, "--format", fmt, "-j", "2"))
+    assert code == EXIT_OK
+    files, _ = collect_files([str(tree)])
+    ws = Workspace(Config(counts="source", gpu="h100", compare_gpus=("rtx3080",)))
+    reports = run_files(ws, files, progress=lambda *a: None, say=lambda s: None)
+    base = str(tree)
+    if fmt == "text":
+        expected = "".join(line + "\n" for line in text_lines(reports, base))
+    elif fmt == "json":
+        expected = dumps(to_json(reports, base))
+    else:
+        expected = dumps(to_sarif(reports, base))
+    assert out == expected
+
+
+def test_json_list_is_dumps_of_the_list():
+    from roofline_lsp.cli.check import json_list
+    from roofline_lsp.present.json_output import dumps
+
+    items = [{"a": [1, {"b": "x\ny"}], "c": {}}, {"d": "é", "e": []}]
+    assert json_list([dumps(d).rstrip("\n") for d in items]) == dumps(items)
+    assert json_list([]) == dumps([])

@@ -137,3 +137,17 @@ def test_eval_with_nvcc_uses_ptx_counts(tmp_path):
     assert res["predictions"][0]["counts_from"] == "ptx"
     assert res["predictions"][0]["explanation"].endswith("counts: PTX")
     assert "4 integer ops" in res["predictions"][0]["explanation"]
+
+
+def test_the_cache_directory_setting_moves_the_compile_cache(tmp_path):
+    from dataclasses import replace
+
+    from roofline_lsp.compiler.compiled import default_cache
+    from roofline_lsp.model.config import Config
+    from roofline_lsp.store.cache import default_cache_dir
+
+    cfg = Config()
+    assert default_cache(cfg).directory == default_cache_dir()
+    moved = replace(cfg, llm=replace(cfg.llm, cache_dir=str(tmp_path)))
+    cache = default_cache(moved)
+    assert cache.directory == str(tmp_path) and cache.namespace == "ptx"

@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import diskcache
 import pytest
 from chat_server import ChatServer, Reply, answer, await_requests
 from cli_helpers import run
@@ -649,9 +650,10 @@ async def test_few_shot_mode_adds_bundled_and_nearest_examples(chat_server, tmp_
     user = chat_server.chat_requests()[0].user
     assert "Labelled examples" in user
     assert "`vec_add`" in user and "`mix_keys`" in user  # the bundled set
-    # the most similar dataset kernel, never the kernel itself
-    assert "`add_arrays_twice`" in user and "Example 1: `add_arrays`" not in user
-    assert user.count("Example ") == 6 + 2
+    # the nearest dataset kernels, never from the kernel's own benchmark (program `demo`):
+    # only `other`'s kernel is left
+    assert "`accumulate`" in user and "`add_arrays_twice`" not in user
+    assert user.count("Example ") == 6 + 1
     assert "Label on the dataset's GPU: bandwidth-bound" in user
 
 
@@ -736,7 +738,9 @@ def test_backend_off_sends_nothing(chat_server, tmp_path, monkeypatch):
         assert rc == 0, err
         assert {v["source"] for k in json.loads(out) for v in k["verdicts"]} == {"static"}
     assert chat_server.requests == []
-    assert not (tmp_path / "cache").exists()  # accepted and unused
+    # --cache-dir holds check's results cache too; the LLM's namespace stays empty
+    with diskcache.Cache(str(tmp_path / "cache")) as cache:
+        assert not [k for k in cache if str(k).startswith("llm:")]
 
 
 def test_the_key_never_reaches_json_output(chat_server, tmp_path, monkeypatch, caplog):

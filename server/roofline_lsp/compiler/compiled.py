@@ -70,9 +70,9 @@ def want_for(kernels: Sequence[Kernel], mode: str = "compiler") -> dict[Language
 
 
 def default_cache(config: Config) -> ResultCache:
-    """The compile cache: namespace ``ptx`` in the default cache directory (``cache.py``);
-    the LLM's ``cacheDir`` setting is not used for it."""
-    return ResultCache(namespace=CACHE_NAMESPACE)
+    """The compile cache: namespace ``ptx`` in the cache directory (``--cache-dir`` /
+    ``cacheDir``, which moves every cache; else the default one of ``cache.py``)."""
+    return ResultCache(directory=config.llm.cache_dir, namespace=CACHE_NAMESPACE)
 
 
 async def compile_files(

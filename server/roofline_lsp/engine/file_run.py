@@ -1,22 +1,54 @@
 """``check``'s run: the editor's pipeline over files, all at once.
 
-Each file is read through the workspace (open buffers first), analysed (source counts), then,
-as in the editor, re-analysed with its compile's counts (2 compiles at a time, cached; a file
-is detected once, and only the kernels given counts are estimated again), then refined by the
-LLM when it is enabled. Problems are reported through ``say`` (one line each); nothing raises.
+Each file is read, analysed (source counts), then, as in the editor, re-analysed with its
+compile's counts (cached; a file is detected once, and only the kernels given counts are
+estimated again), then refined by the LLM when it is enabled. Problems are reported through
+``say`` (one line each); nothing raises.
+
+With the static backend (:func:`check_files`) the files are analysed in a pool of worker
+processes (``jobs``; each worker also runs its files' compiles, so nvcc shares the same
+cores), and each file's outcome is plain data: its output lines already rendered
+(:class:`FileOutcome`), gathered in the order of ``files`` so that any ``jobs`` writes the same
+output. Outcomes are kept in the results cache (``check_cache.py``) and served again while
+nothing they depend on changed. With an LLM backend the run stays in one process
+(:func:`run_files`): the LLM's answers have their own cache.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import json
+import multiprocessing
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
 
-from roofline_lsp.compiler.compiled import DEFAULT_JOBS
+from roofline_lsp.compiler.compiled import DEFAULT_JOBS, compiled_counts_for_file
+from roofline_lsp.engine.analysis import analyze_file
+from roofline_lsp.engine.check_cache import (
+    Dependencies,
+    compile_deps,
+    file_key,
+    read_deps,
+    results_cache,
+    run_key,
+)
+from roofline_lsp.engine.files import read_source
 from roofline_lsp.engine.refinement import ask_llm, wants_llm
 from roofline_lsp.engine.workspace import Workspace, with_llm_answers
 from roofline_lsp.llm.backend import LlmError
+from roofline_lsp.model.config import Config
 from roofline_lsp.model.report import FileReport
 from roofline_lsp.model.verdict import Verdict
+from roofline_lsp.present.json_output import dumps, to_json
+from roofline_lsp.present.sarif import to_sarif
+from roofline_lsp.present.text_output import display_path, text_lines
+from roofline_lsp.store.cache import ResultCache
+from roofline_lsp.syntax.sources import SourceView, read_from_disk
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 Say = Callable[[str], None]  # one line for the user
@@ -111,3 +143,265 @@ async def refine_with_llm(
         f"{s.prompt_tokens + s.completion_tokens} tokens"
     )
     return with_llm_answers(reports, {key: v for key, v in results if v is not None})
+
+
+# -- the static run: a process pool and a results cache ---------------------------------------
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """One file's part of ``check``'s output, as plain data (it crosses processes and is
+    cached): the text lines, each kernel's JSON object as the JSON writer indents it at the
+    top level, and each SARIF result as JSON text (keys in the order the writers made them).
+    ``problem``: why the file was not analysed (then everything else is empty)."""
+
+    path: str
+    problem: str | None = None
+    text: tuple[str, ...] = ()
+    json: tuple[str, ...] = ()
+    sarif: tuple[str, ...] = ()
+    kernels: int = 0
+    cached: bool = False
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "text": list(self.text),
+            "json": list(self.json),
+            "sarif": list(self.sarif),
+            "kernels": self.kernels,
+        }
+
+    @classmethod
+    def from_data(cls, path: str, d: Any) -> FileOutcome | None:
+        try:
+            text, js, sarif, n = d["text"], d["json"], d["sarif"], d["kernels"]
+        except (TypeError, KeyError):
+            return None
+        if not all(
+            isinstance(x, list) and all(isinstance(s, str) for s in x) for x in (text, js, sarif)
+        ) or not isinstance(n, int):
+            return None
+        return cls(path, None, tuple(text), tuple(js), tuple(sarif), n, cached=True)
+
+
+def _jtext(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def outcome_of(fr: FileReport, base: str | None) -> FileOutcome:
+    """The rendered output of one file's report."""
+    sarif = to_sarif([fr], base)["runs"][0]["results"]
+    return FileOutcome(
+        fr.path,
+        None,
+        tuple(text_lines([fr], base)),
+        tuple(dumps(d).rstrip("\n") for d in to_json([fr], base)),
+        tuple(_jtext(r) for r in sarif),
+        len(fr.kernels),
+    )
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """What a run needs in every process."""
+
+    config: Config
+    base: str | None
+    run_key: str
+    use_cache: bool = True
+
+
+class _Worker:
+    """One process's engine: the workspace (GPUs, measured profile) and the caches."""
+
+    def __init__(self, run: CheckRun) -> None:
+        self.run = run
+        self.ws = Workspace(run.config)
+        if run.config.profile:
+            self.ws.load_measured(run.config.profile)
+        self.cache = results_cache(run.config) if run.use_cache else None  # opened when used
+        self.deps = Dependencies()
+
+    def check(self, path: str) -> tuple[FileOutcome, Entry | None]:
+        """One file's outcome: from the results cache when its entry is current, else
+        analysed (and compiled), with the entry to store (the caller stores them all in one
+        transaction)."""
+        cfg = self.run.config.for_file(path)
+        source, problem = read_source(path, cfg.max_file_bytes)
+        if source is None:
+            return FileOutcome(path, problem), None
+        key = ""
+        if self.cache is not None:
+            key = file_key(self.run.run_key, path, display_path(path, self.run.base), source)
+            hit = self._lookup(self.cache, key, path)
+            if hit is not None:
+                return hit, None
+        try:
+            out, deps = self._analyse(path, source)
+        except Exception as e:  # a bug on one file must not cost the others
+            return FileOutcome(path, f"internal error: {type(e).__name__}: {e}"), None
+        if self.cache is None:
+            return out, None
+        return out, (key, {"deps": deps, "out": out.to_data()})
+
+    def _lookup(self, cache: ResultCache, key: str, path: str) -> FileOutcome | None:
+        entry = cache.get(key)
+        if not isinstance(entry, dict) or not isinstance(entry.get("deps"), list):
+            return None
+        if not self.deps.current(entry["deps"]):
+            return None  # something it read changed: never served stale
+        return FileOutcome.from_data(path, entry.get("out"))
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+    def _analyse(self, path: str, source: bytes) -> tuple[FileOutcome, list[Any]]:
+        cfg, gpus = self.ws.file_config(path)
+        view = SourceView(read_from_disk)  # records every file read, versioned by content
+        measured = self.ws.measured_for(cfg)
+        fr = analyze_file(source, path, gpus, cfg, measured=measured, read=view)
+        extra: list[Any] = []
+        if cfg.counts != "source" and fr.detection.kernels:
+            counts = asyncio.run(
+                compiled_counts_for_file(
+                    path, None, fr.detection, gpus[0], cfg, cache=self.ws.ptx_cache
+                )
+            )
+            extra = compile_deps(path, view)
+            if not isinstance(counts, str):
+                fr = analyze_file(
+                    source,
+                    path,
+                    gpus,
+                    cfg,
+                    measured=measured,
+                    previous=fr,
+                    compiled=counts,
+                    read=view,
+                )
+        return outcome_of(fr, self.run.base), read_deps(view.stamps()) + extra
+
+
+Entry = tuple[str, dict[str, Any]]  # a results-cache key and its value
+_WORKER: _Worker | None = None
+MIN_POOL_FILES = 4  # fewer files are analysed in this process: starting workers costs more
+
+
+def _init_worker(run: CheckRun) -> None:
+    global _WORKER
+    _WORKER = _Worker(run)
+
+
+def _check_in_worker(paths: Sequence[str]) -> list[tuple[FileOutcome, Entry | None]]:
+    assert _WORKER is not None
+    return [_WORKER.check(p) for p in paths]
+
+
+def batches(files: Sequence[str], todo: Sequence[int], size: int = 16) -> list[list[int]]:
+    """``todo`` in batches of files of one folder (at most ``size``): a program's files go to
+    one worker, which parses the headers and siblings they share once."""
+    by_dir: dict[str, list[int]] = {}
+    for i in todo:
+        by_dir.setdefault(os.path.dirname(os.path.abspath(files[i])), []).append(i)
+    out = [g[k : k + size] for g in by_dir.values() for k in range(0, len(g), size)]
+    # the largest first: the last batches to finish are small, so no worker waits long idle
+    return sorted(out, key=lambda b: -sum(_size(files[i]) for i in b))
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def default_jobs() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return max(os.cpu_count() or 1, 1)
+
+
+def check_files(
+    config: Config,
+    files: Sequence[str],
+    *,
+    base: str | None = None,
+    jobs: int = 1,
+    use_cache: bool = True,
+    progress: Callable[[int, int, int], None] | None = None,
+    say: Say = lambda _line: None,
+) -> list[FileOutcome]:
+    """The outcome of every readable file of ``files``, in order (``config.backend`` must be
+    static), ``jobs`` processes at a time: served from the results cache when nothing it
+    depends on changed, else analysed. ``progress(done, total, cached)``."""
+    run = CheckRun(config, base, run_key(config) if use_cache else "", use_cache)
+    total = len(files)
+    results: list[FileOutcome | None] = [None] * total
+    todo = list(range(total))
+    done = cached = 0
+    if progress is not None:
+        progress(done, total, cached)
+    entries: list[Entry] = []
+
+    def finished(i: int, out: FileOutcome, entry: Entry | None) -> None:
+        nonlocal done, cached
+        results[i] = out
+        if entry is not None:
+            entries.append(entry)
+        done += 1
+        cached += out.cached
+        if progress is not None:
+            progress(done, total, cached)
+
+    if jobs > 1 and len(todo) >= MIN_POOL_FILES:
+        todo = _run_pool(run, files, todo, min(jobs, len(todo)), finished, say)
+    if todo:
+        worker = _Worker(run)
+        for i in todo:
+            finished(i, *worker.check(files[i]))
+        worker.close()
+    if entries:
+        cache = results_cache(config)
+        cache.set_many(entries)
+        cache.close()
+    out = [r for r in results if r is not None]
+    for r in out:
+        if r.problem is not None:
+            say(f"{r.path}: {r.problem}")
+    return [r for r in out if r.problem is None]
+
+
+def _run_pool(
+    run: CheckRun,
+    files: Sequence[str],
+    todo: list[int],
+    jobs: int,
+    finished: Callable[[int, FileOutcome, Entry | None], None],
+    say: Say,
+) -> list[int]:
+    """Analyse ``todo`` in ``jobs`` processes; the indexes left undone (a broken pool: they
+    are then analysed in this process)."""
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    left = set(todo)
+    gc.freeze()  # forked workers share the imported modules' pages: no collection copies them
+    try:
+        with ProcessPoolExecutor(
+            jobs, mp_context=ctx, initializer=_init_worker, initargs=(run,)
+        ) as pool:
+            pending: dict[Future[list[tuple[FileOutcome, Entry | None]]], list[int]] = {
+                pool.submit(_check_in_worker, [files[i] for i in batch]): batch
+                for batch in batches(files, todo)
+            }
+            for fut in as_completed(pending):
+                for i, (out, entry) in zip(pending[fut], fut.result(), strict=True):
+                    finished(i, out, entry)
+                    left.discard(i)
+    except BrokenProcessPool as e:
+        say(f"roofline-lsp: a worker process died ({e}); analysing the rest in one process")
+    finally:
+        gc.unfreeze()
+    return [i for i in todo if i in left]

@@ -127,6 +127,27 @@ class ResultCache:
             self._fail(e)
             return False
 
+    def set_many(self, items: list[tuple[str, Any]]) -> int:
+        """Store every ``(key, value)`` in one transaction (one commit, not one per value);
+        how many were stored."""
+        texts: list[tuple[str, str]] = []
+        for key, value in items:
+            try:
+                texts.append((key, json.dumps(value, separators=(",", ":"), sort_keys=True)))
+            except (TypeError, ValueError):
+                continue
+        cache = self._open()
+        if cache is None or not texts:
+            return 0
+        try:
+            with cache.transact():
+                for key, text in texts:
+                    cache.set(self._key(key), text)
+        except Exception as e:
+            self._fail(e)
+            return 0
+        return len(texts)
+
     def delete(self, key: str) -> None:
         cache = self._open()
         if cache is None:
