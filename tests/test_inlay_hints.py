@@ -22,7 +22,8 @@ def test_one_hint_per_kernel_after_the_signature() -> None:
     close = sig_line.index(")") + 1
     assert first.position == lsp.Position(name.line, len(sig_line[:close].encode("utf-16-le")) // 2)
     assert first.padding_left is True
-    assert isinstance(first.tooltip, lsp.MarkupContent) and "`scale_add`" in first.tooltip.value
+    assert isinstance(first.tooltip, lsp.MarkupContent)
+    assert first.tooltip.value.startswith("`scale_add`: **bandwidth-bound")
 
 
 def test_hints_outside_the_range_are_left_out() -> None:

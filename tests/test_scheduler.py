@@ -89,6 +89,58 @@ async def test_open_analyses_at_once_and_publishes() -> None:
     await sched.shutdown()
 
 
+async def test_a_request_right_after_open_waits_for_the_first_analysis() -> None:
+    sched, front = _scheduler()
+    sched.open(URI, TEXT, 1, "cuda-cpp")
+    assert URI not in sched.ws.analyses
+    await sched.first_analysis(URI)  # what hover, hints and lenses await before answering
+    assert sched.ws.analyses[URI].report is not None
+    # the first analysis changed what hints and lenses show: the client is asked to refetch
+    assert front.refreshes == 1
+    # once there, no wait; an unknown document does not wait either
+    t0 = time.monotonic()
+    await sched.first_analysis(URI)
+    await sched.first_analysis("file:///nowhere.cu")
+    assert time.monotonic() - t0 < 0.05
+    await sched.shutdown()
+
+
+async def test_the_wait_is_bounded_and_released_by_close() -> None:
+    sched, _front = _scheduler()
+    sched.config_ready.clear()  # the analysis waits for settings that do not come
+    sched.open(URI, TEXT, 1, "cuda-cpp")
+    t0 = time.monotonic()
+    await sched.first_analysis(URI, timeout=0.2)
+    assert 0.15 < time.monotonic() - t0 < 1.0 and URI not in sched.ws.analyses
+    waiter = asyncio.ensure_future(sched.first_analysis(URI, timeout=5))
+    await asyncio.sleep(0.01)
+    sched.close(URI)
+    await asyncio.wait_for(waiter, 0.5)
+    await sched.shutdown()
+
+
+async def test_views_refresh_only_when_a_verdict_changed() -> None:
+    sched, front = _scheduler(debounce_ms=0)
+    sched.open(URI, TEXT, 1, "cuda-cpp")
+    await _settle(sched)
+    assert front.refreshes == 1
+    _edit(sched, 2)  # a comment above the kernels: same verdicts, no refresh
+    await _settle(sched)
+    assert sched.ws.analyses[URI].version == 2 and front.refreshes == 1
+    # the fp64 literal becomes fp32: scale_add's verdict changes, the views refresh
+    doc = sched.ws.documents[URI]
+    text = doc.source.decode()
+    line, col = next(
+        (i, ln.index("+ 0.5") + 2) for i, ln in enumerate(text.splitlines()) if "+ 0.5" in ln
+    )
+    edit = Change("0.5f * x[i] * x[i]", ((line, col), (line, col + 3)))
+    sched.change(URI, [edit], 3, "utf-32")  # columns in code points, as str.index gives
+    assert "+ 0.5f * x[i] * x[i];" in doc.source.decode()
+    await _settle(sched)
+    assert sched.ws.analyses[URI].version == 3 and front.refreshes == 2
+    await sched.shutdown()
+
+
 async def test_a_burst_of_edits_is_coalesced() -> None:
     sched, front = _scheduler(debounce_ms=200)
     sched.open(URI, TEXT, 1, "cuda-cpp")

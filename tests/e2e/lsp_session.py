@@ -2,13 +2,18 @@
 
 Also used by ``benchmarks/lsp_latency.py``. The client records every publishDiagnostics with
 its version, answers ``window/showMessageRequest`` with a scripted choice, and counts
-inlay-hint / code-lens refresh requests.
+inlay-hint / code-lens refresh requests. :class:`RawServer` drives a server by hand, with
+nothing between the ``exit`` notification and the process's end (exit tests, timing).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import queue
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -215,3 +220,57 @@ def hover_text(h: lsp.Hover | None) -> str:
     contents = h.contents
     assert isinstance(contents, lsp.MarkupContent), contents
     return contents.value
+
+
+class RawServer:
+    """A language server on stdio driven by hand (no client library between the exit
+    notification and the process's end): requests the server sends are answered null."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.inbox: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        while True:
+            length = 0
+            while True:
+                line = out.readline()
+                if not line:
+                    return
+                if not line.strip():
+                    break
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            msg = json.loads(out.read(length))
+            if "method" in msg and "id" in msg:  # a request of the server's: answer null
+                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+            else:
+                self.inbox.put(msg)
+
+    def send(self, msg: dict[str, Any]) -> None:
+        body = json.dumps(msg).encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method: str, params: Any, timeout: float = 120) -> Any:
+        self.next_id += 1
+        rid = self.next_id
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return self.wait_for(lambda m: m.get("id") == rid, timeout).get("result")
+
+    def wait_for(self, pred: Any, timeout: float = 120) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.inbox.get(timeout=max(0.01, deadline - time.monotonic()))
+            if pred(msg):
+                return msg

@@ -8,8 +8,11 @@ import asyncio
 import pytest
 from lsp_session import (
     FIXTURES,
+    SERVER_COMMAND,
+    RawServer,
     RecordingClient,
     apply_edits,
+    capabilities,
     change,
     diagnostics_for,
     hover_text,
@@ -102,7 +105,9 @@ async def test_hover_on_name_launch_and_body_with_utf16_columns(client: Recordin
     h = await hover(client, uri, name)
     card = hover_text(h)
     assert "`scale_add`" in card and "bandwidth-bound" in card and "H100" in card
-    assert "ridge" in card and "confidence" in card
+    assert "ridge" in card and "(static, " in card
+    lines = card.rstrip("\n").split("\n")
+    assert len(lines) <= 12 and max(map(len, lines)) <= 100, card
     assert h is not None and h.range is not None
     assert h.range.start == name
     assert h.range.end == lsp.Position(name.line, name.character + len("scale_add"))
@@ -110,14 +115,53 @@ async def test_hover_on_name_launch_and_body_with_utf16_columns(client: Recordin
     outside = await hover(client, uri, lsp.Position(name.line, 0))
     assert outside is None or "scale_add" not in hover_text(outside)
 
+    # inside the body: one line about that source line, not the card
     body = position_of(text, "y[i] = a * x[i]")
-    assert "`scale_add`" in hover_text(await hover(client, uri, body))
+    line = hover_text(await hover(client, uri, body))
+    assert line.startswith(f"line {body.line + 1}: 100% of DRAM bytes") and "\n" not in line.strip()
 
     launch = position_of(text, "square_all<<<")
     launched = hover_text(await hover(client, uri, launch))
-    assert "Launch of `square_all`" in launched
+    assert launched.startswith("`square_all`: **") and "line 11" in launched
 
     assert await hover(client, uri, position_of(text, "cudaDeviceSynchronize")) is None
+
+
+async def test_results_on_open_without_waiting_for_diagnostics(client: RecordingClient) -> None:
+    # The requests an editor sends right after didOpen answer from the first analysis.
+    await initialize(client, {"counts": "source"})
+    uri, _ = open_fixture(client, "kernels.cu")
+    hints, lenses = await asyncio.gather(inlay_hints(client, uri), code_lenses(client, uri))
+    assert len(hints) == 2 and len([x for x in lenses if x.command]) == 4
+    # ... and the client is asked to fetch them again once they exist (it may have asked
+    # before the analysis with a request that timed out)
+    for _ in range(50):
+        if client.refreshes["inlayHint"] and client.refreshes["codeLens"]:
+            break
+        await asyncio.sleep(0.05)
+    assert client.refreshes["inlayHint"] >= 1 and client.refreshes["codeLens"] >= 1
+    # an OpenMP file, source counts: hints at once too
+    cpp, _ = open_fixture(client, "offload.cpp", language="cpp")
+    omp = await inlay_hints(client, cpp)
+    assert omp and all(isinstance(h.label, str) and "-bound" in h.label for h in omp)
+
+
+async def test_plaintext_hover_when_the_client_asks_for_it(client: RecordingClient) -> None:
+    caps = capabilities()
+    assert caps.text_document is not None
+    caps.text_document.hover = lsp.HoverClientCapabilities(
+        content_format=[lsp.MarkupKind.PlainText]
+    )
+    await initialize(client, caps=caps)
+    uri, text = open_fixture(client, "kernels.cu")
+    h = await hover(client, uri, position_of(text, "scale_add("))
+    assert h is not None and isinstance(h.contents, lsp.MarkupContent)
+    assert h.contents.kind == lsp.MarkupKind.PlainText
+    card = h.contents.value
+    assert card.startswith("scale_add: bandwidth-bound on H100"), card
+    assert not any(m in card for m in ("**", "`", "|")), card
+    lines = card.rstrip("\n").split("\n")
+    assert len(lines) <= 12 and max(map(len, lines)) <= 100, card
 
 
 async def test_inlay_hints_and_code_lenses(client: RecordingClient) -> None:
@@ -562,7 +606,7 @@ async def test_measured_profile_overrides_the_estimate(client: RecordingClient) 
     card = hover_text(await hover(client, uri, position_of(text, "scale_add(")))
     assert "**compute-bound**" in card and "measured profile" in card
     other = hover_text(await hover(client, uri, position_of(text, "square_all(")))
-    assert "static estimate" in other  # not in the profile: the estimate stays
+    assert "(static, " in other  # not in the profile: the estimate stays
 
     # a profile path that does not exist: one message naming the key, the last good one kept
     client.set_configuration({"profile": str(FIXTURES / "missing.csv")}, section="roofline")
@@ -574,3 +618,38 @@ async def test_measured_profile_overrides_the_estimate(client: RecordingClient) 
     assert [m for m in client.messages if "roofline.profile" in m.message]
     card = hover_text(await hover(client, uri, position_of(text, "scale_add(")))
     assert "measured profile" in card
+
+
+# --------------------------------------------------------------------------------------------
+# exit
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shutdown_first", [True, False])
+def test_exit_ends_the_process_with_the_protocol_s_code(shutdown_first: bool) -> None:
+    # exit after shutdown: 0; exit without it: 1 (LSP). The process ends by itself, with an
+    # analysis just started (a document opened right before) cancelled, not awaited.
+    server = RawServer(SERVER_COMMAND)
+    try:
+        server.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+        server.notify("initialized", {})
+        text = (FIXTURES / "kernels.cu").read_text(encoding="utf-8")
+        server.notify(
+            "textDocument/didOpen",
+            {
+                "textDocument": {
+                    "uri": uri_of("kernels.cu"),
+                    "languageId": "cuda-cpp",
+                    "version": 1,
+                    "text": text,
+                }
+            },
+        )
+        if shutdown_first:
+            assert server.request("shutdown", None, timeout=10) is None
+        server.notify("exit", None)
+        assert server.proc.wait(timeout=10) == (0 if shutdown_first else 1)
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait()

@@ -44,6 +44,8 @@ log = logging.getLogger("roofline_lsp.scheduler")
 PROGRESS_AFTER_S = 0.5  # an analysis running longer than this reports $/progress
 COMPILE_AFTER_S = 0.3  # quiet time after an analysis before compiling it to PTX
 CONFIG_WAIT_S = 5.0  # the first analysis waits this long at most for the client's settings
+FIRST_ANALYSIS_WAIT_S = 1.0  # a request before a document's first analysis waits this long
+EXIT_GRACE_S = 0.05  # shutdown waits this long for cancelled work to unwind (kill compilers)
 
 T = TypeVar("T")
 
@@ -93,6 +95,8 @@ class Scheduler:
         self.llm_tasks: dict[LlmKey, tuple[str, asyncio.Task[None]]] = {}
         self.llm_failed_shown = False
         self.declined_shown: set[str] = set()
+        # set once a document's first analysis is installed (requests before it wait)
+        self.analysed: dict[str, asyncio.Event] = {}
 
     def spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """A tracked background task whose failure is logged, never raised."""
@@ -113,8 +117,19 @@ class Scheduler:
         """Open (or re-open) ``uri`` and analyse it at once."""
         self.forget(uri)
         doc = self.ws.open_document(uri, text, version, language_id)
+        self.analysed[uri] = asyncio.Event()
         self.schedule(uri, 0)
         return doc
+
+    async def first_analysis(self, uri: str, timeout: float = FIRST_ANALYSIS_WAIT_S) -> None:
+        """Wait (at most ``timeout`` seconds) for the first analysis of the open document
+        ``uri``: a hover or inlay-hint request sent right after ``didOpen`` then answers
+        from it instead of answering nothing. Returns at once when it is there already."""
+        event = self.analysed.get(uri)
+        if event is None or event.is_set():
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout)
 
     def change(
         self, uri: str, changes: list[Change], version: int, encoding: Encoding
@@ -153,6 +168,9 @@ class Scheduler:
         for key in [k for k in self.llm_tasks if k[0] == uri]:
             self.llm_tasks.pop(key)[1].cancel()
         self.ws.forget(uri)
+        event = self.analysed.pop(uri, None)
+        if event is not None:
+            event.set()  # release requests waiting for an analysis that will not come
         self.declined_shown.discard(uri)
         self.dirty.discard(uri)
         self.last_edit.pop(uri, None)
@@ -255,10 +273,17 @@ class Scheduler:
 
     def install(self, result: DocumentAnalysis) -> None:
         """Make ``result`` the document's analysis (unless a newer one is there), publish its
-        diagnostics, and start its PTX refinement and LLM requests."""
+        diagnostics, ask the client to fetch hints and lenses again when they changed, and
+        start its PTX refinement and LLM requests."""
+        before = self.ws.analyses.get(result.uri)
         installed = self.ws.install(result)
         if installed is None:
             return
+        event = self.analysed.get(installed.uri)
+        if event is not None:
+            event.set()
+        if views_of(before) != views_of(installed):
+            self.frontend.refresh_views()
         doc = self.ws.documents[installed.uri]
         log.info(
             "analysed %s v%d in %.0f ms (%d kernels, %d advice)",
@@ -365,8 +390,7 @@ class Scheduler:
             result.version,
             (time.perf_counter() - t0) * 1000,
         )
-        self.install(result)
-        self.frontend.refresh_views()
+        self.install(result)  # refreshes the views when a verdict changed
 
     # -- LLM ------------------------------------------------------------------------------------
     def llm_backend(self) -> LlmBackend | None:
@@ -448,15 +472,30 @@ class Scheduler:
 
     # -- shutdown -------------------------------------------------------------------------------
     async def shutdown(self) -> None:
-        """Cancel every analysis, compile and LLM request; close the LLM connections."""
-        for t in [
+        """Cancel every analysis, compile and LLM request (a compiler process is killed as
+        its task unwinds, given :data:`EXIT_GRACE_S`); close the LLM connections. A running
+        analysis thread is not waited for: the process exits without it."""
+        tasks = [
             *self.pending.values(),
             *self.compiles.values(),
             *[t for _h, t in self.llm_tasks.values()],
-        ]:
+            *[t for t in self.running if t is not asyncio.current_task()],
+        ]
+        for t in tasks:
             t.cancel()
-        await self.ws.aclose()
+        if tasks:
+            await asyncio.wait(tasks, timeout=EXIT_GRACE_S)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.ws.aclose(), EXIT_GRACE_S)
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def views_of(a: DocumentAnalysis | None) -> tuple[object, ...]:
+    """What inlay hints and code lenses show of an analysis: each kernel's name and verdicts
+    (where they are is the client's to track between edits)."""
+    if a is None or a.report is None:
+        return ()
+    return tuple((p.kr.kernel.name, p.kr.verdicts) for p in a.places)
 
 
 def basename(path: str) -> str:

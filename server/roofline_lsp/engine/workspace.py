@@ -31,6 +31,7 @@ from roofline_lsp.engine.analysis import analyze_file
 from roofline_lsp.engine.documents import Document, Snapshot, uri_to_path
 from roofline_lsp.engine.files import read_source
 from roofline_lsp.engine.refinement import wants_llm
+from roofline_lsp.estimate.line_shares import LineShare, kernel_line_shares
 from roofline_lsp.estimate.roofline import Inputs
 from roofline_lsp.llm.backend import LlmBackend
 from roofline_lsp.measured.ncu import MeasuredProfile, load_profile
@@ -95,6 +96,8 @@ class Workspace:
         self._llm_config: object = None
         self._retired: list[LlmBackend] = []  # replaced after a settings change, to close
         self._ptx_cache: ResultCache | None = None
+        # (uri, analysis seq, kernel offset) -> per-line shares; for the last few kernels
+        self._line_shares: dict[tuple[str, int, int], dict[int, LineShare]] = {}
 
     # -- configuration ------------------------------------------------------------------------
     def registry(self, config: Config | None = None) -> GpuRegistry:
@@ -243,6 +246,24 @@ class Workspace:
         if inside:  # the innermost (an offload region inside a function that is one too)
             return min(inside, key=lambda p: p.end - p.start), False
         return None
+
+    def line_share(self, a: DocumentAnalysis, place: KernelPlace, line: int) -> LineShare | None:
+        """The share of ``place``'s kernel's FLOPs, integer ops and DRAM bytes that ``line``
+        (1-based, in the analysed snapshot) accounts for; None when it has none. The kernel
+        is estimated again for this (source counts), once per analysis."""
+        assert a.report is not None
+        key = (a.uri, a.seq, place.start)
+        shares = self._line_shares.get(key)
+        if shares is None:
+            cfg, gpus = self.file_config(uri_to_path(a.uri))
+            shares = kernel_line_shares(
+                place.kr.kernel, a.report.detection, gpus[0], cfg, self.overlay()
+            )
+            if len(self._line_shares) >= 256:
+                self._line_shares.pop(next(iter(self._line_shares)))
+            self._line_shares[key] = shares
+        share = shares.get(line)
+        return None if share is None or share.empty else share
 
     # -- analysis -----------------------------------------------------------------------------
     def analyse_source(

@@ -40,5 +40,7 @@ def kernel_lenses(ws: Workspace, params: lsp.CodeLensParams, enc: Encoding) -> l
 
 
 @guard(list)
-def code_lens(ls: RooflineServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+async def code_lens(ls: RooflineServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+    # right after didOpen: answer from the first analysis rather than with nothing
+    await ls.scheduler.first_analysis(params.text_document.uri)
     return kernel_lenses(ls.ws, params, ls.encoding)

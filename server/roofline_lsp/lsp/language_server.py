@@ -77,6 +77,7 @@ class RooflineServer(LanguageServer):
         self.shown_errors: dict[str, str] = {}  # setting key -> last message shown
         self.published: set[str] = set()  # uris with non-empty diagnostics
         self.progress_tokens = 0
+        self.shut_down = False  # the client sent ``shutdown`` (``exit`` then returns 0)
 
     # -- client facts ---------------------------------------------------------------------------
     @property

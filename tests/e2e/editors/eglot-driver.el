@@ -3,17 +3,24 @@
 ;; Usage:
 ;;   emacs --batch -Q -l tests/e2e/editors/eglot-driver.el FILE.cu
 ;;
-;; Opens FILE the way a user would (auto-mode-alist -> major mode -> `eglot-ensure'), waits
-;; for the language server and for its diagnostics, puts point on a kernel's name, asks for
-;; hover, and prints what the editor got as JSON lines on stdout:
+;; Opens FILE the way a user would (auto-mode-alist -> major mode -> `eglot-ensure') and,
+;; from that fresh start with no edit, asks for inlay hints at once (the server answers them
+;; from its first analysis), waits for the diagnostics, hovers a kernel's name and a line of
+;; its body, opens ROOFLINE_E2E_OMP (an OpenMP file) and asks for its hints, ends with
+;; `eglot-shutdown', and prints what the editor got as JSON lines on stdout:
 ;;
 ;;   {"event":"server","name":...,"command":[...],"languageId":...,"serverInfo":{...}}
+;;   {"event":"first_hints","count":N,"labels":[...],"ms":T}
+;;   {"event":"body_hover","line":L,"character":C,"kind":...,"text":...}
+;;   {"event":"omp_hints","count":N,"labels":[...]}
+;;   {"event":"clangd","name":...,"hover":...,"exit":N}   (with ROOFLINE_E2E_CLANGD)
 ;;   {"event":"diagnostic","uri":...,"line":L,"character":C,"endLine":...,"source":...,
 ;;    "severity":...,"code":...,"message":...}           (as published, 0-based positions)
 ;;   {"event":"flymake","line":L,"column":C,"type":...,"text":...}   (1-based line)
 ;;   {"event":"hover","symbol":...,"line":L,"character":C,"kind":...,"text":...,"rendered":...}
-;;   {"event":"exit","status":N}      (the server's exit status after shutdown + exit;
-;;                                     null when it had not exited 5 s later)
+;;   {"event":"exit","status":N,"ms":T,"messages":[...]}   (the server's exit status after
+;;                                     `eglot-shutdown', T ms after it began; the messages
+;;                                     Emacs showed meanwhile, e.g. "... status 9")
 ;;   {"event":"done"}
 ;;
 ;; Exit code 0 when all of that arrived, non-zero (with a one-line reason on stderr and the
@@ -23,6 +30,10 @@
 ;;   ROOFLINE_LSP_COMMAND   server command line (shell words); default "roofline-lsp serve"
 ;;   ROOFLINE_E2E_SYMBOL    the kernel whose name to hover; default: the first __global__ one
 ;;   ROOFLINE_E2E_TIMEOUT   total seconds to wait for everything; default 30
+;;   ROOFLINE_E2E_OMP       an OpenMP/OpenACC C or C++ file to open second (optional)
+;;   ROOFLINE_E2E_CLANGD    clangd's path (optional): then the configuration is one server
+;;                          per mode, roofline-lsp for CUDA/HIP (cuda-mode), clangd for C and
+;;                          C++ (c-mode, c++-mode); ROOFLINE_E2E_OMP is opened with clangd
 
 ;;; Code:
 
@@ -103,9 +114,21 @@ Fail, naming WHAT, when the time budget runs out or the server dies."
   (setf (alist-get uri roofline-e2e--published nil nil #'equal) diagnostics))
 
 ;; Remember the server object as soon as Eglot creates it (before initialize), so a server that
-;; dies on start-up is reported at once instead of after the whole time budget.
+;; dies on start-up is reported at once instead of after the whole time budget.  (The first
+;; server is roofline-lsp: FILE is opened first.)
+(defvar roofline-e2e--servers nil "Every server Eglot started, newest first.")
 (add-hook 'eglot-server-initialized-hook
-          (lambda (server) (setq roofline-e2e--server server)))
+          (lambda (server)
+            (push server roofline-e2e--servers)
+            (unless roofline-e2e--server (setq roofline-e2e--server server))))
+
+;; The messages Emacs shows (in batch mode they only go to stderr): the shutdown checks that
+;; none says the server had to be killed.
+(defvar roofline-e2e--messages nil)
+(advice-add 'message :after
+            (lambda (fmt &rest args)
+              (when fmt
+                (push (apply #'format-message fmt args) roofline-e2e--messages))))
 
 ;;; Configuration, as a user's init file would have it.
 
@@ -115,15 +138,28 @@ Fail, naming WHAT, when the time budget runs out or the server dies."
         (split-string-and-unquote env)
       (list "roofline-lsp" "serve"))))
 
+(defvar roofline-e2e--clangd
+  (let ((v (getenv "ROOFLINE_E2E_CLANGD"))) (and v (not (string-empty-p v)) v)))
+
+;; The README's configuration.  No cuda-mode in a bare Emacs: CUDA and HIP sources get a
+;; mode of their own derived from c++-mode, so that each can have its server.
 (unless (fboundp 'cuda-mode)
-  ;; No cuda-mode in a bare Emacs: edit CUDA/HIP sources in c++-mode.
-  (add-to-list 'auto-mode-alist '("\\.\\(cu\\|cuh\\|hip\\)\\'" . c++-mode)))
+  (define-derived-mode cuda-mode c++-mode "CUDA"))
+(add-to-list 'auto-mode-alist '("\\.\\(cu\\|cuh\\|hip\\)\\'" . cuda-mode))
 ;; The LSP language ids the server knows (c++-mode would otherwise send "c++").
-(add-to-list 'eglot-server-programs
-             `(((c++-mode :language-id "cpp") (c-mode :language-id "c")
-                (cuda-mode :language-id "cuda-cpp"))
-               . ,roofline-e2e--command))
-(add-hook 'c++-mode-hook #'eglot-ensure)
+(if roofline-e2e--clangd
+    ;; Beside clangd, one server per mode: roofline-lsp for GPU sources, clangd for C/C++.
+    (progn
+      (add-to-list 'eglot-server-programs
+                   `(((c++-mode :language-id "cpp") (c-mode :language-id "c"))
+                     . (,roofline-e2e--clangd)))
+      (add-to-list 'eglot-server-programs
+                   `((cuda-mode :language-id "cuda-cpp") . ,roofline-e2e--command)))
+  (add-to-list 'eglot-server-programs
+               `(((cuda-mode :language-id "cuda-cpp") (c++-mode :language-id "cpp")
+                  (c-mode :language-id "c"))
+                 . ,roofline-e2e--command)))
+(add-hook 'c++-mode-hook #'eglot-ensure)  ; cuda-mode runs it too (derived)
 (add-hook 'c-mode-hook #'eglot-ensure)
 (setq eglot-sync-connect nil             ; connect asynchronously; we poll below
       eglot-connect-timeout roofline-e2e--timeout
@@ -187,25 +223,62 @@ CONTENTS is a MarkupContent, a MarkedString or a vector of them."
        :type (symbol-name (flymake-diagnostic-type d))
        :text (flymake-diagnostic-text d)))))
 
-(defun roofline-e2e--shutdown ()
-  "Shut the server down as `eglot-shutdown' does, then wait for it to exit.
-Emit its exit status.  (jsonrpc.el alone gives a server 0.1 s, then kills it.)"
-  (let* ((server roofline-e2e--server)
-         (proc (jsonrpc--process server))
-         (deadline (+ (float-time) 5)))
-    (setf (eglot--shutdown-requested server) t)
+(defun roofline-e2e--shutdown (server)
+  "Shut SERVER down with `eglot-shutdown', as a user does; return (STATUS MS MESSAGES).
+STATUS is the process's exit status (9 when jsonrpc.el had to kill it), MS the time from
+the shutdown request to the process's end."
+  (let* ((proc (jsonrpc--process server))
+         (t0 (float-time))
+         (roofline-e2e--messages nil)
+         (deadline (+ t0 5))
+         end)
+    (add-function :after (process-sentinel proc)
+                  (lambda (p _event)
+                    (unless (process-live-p p) (setq end (or end (float-time))))))
     (condition-case err
-        (progn
-          (jsonrpc-request server :shutdown nil :timeout 5)
-          (jsonrpc-notify server :exit nil))
-      (error (roofline-e2e--fail "shutdown failed: %s" (error-message-string err))))
+        (eglot-shutdown server)
+      (error (roofline-e2e--fail "eglot-shutdown failed: %s" (error-message-string err))))
     (while (and (process-live-p proc) (< (float-time) deadline))
-      (accept-process-output nil 0.05))
-    (if (process-live-p proc)
-        (progn (roofline-e2e--emit :event "exit" :status :null)
-               (delete-process proc))
-      (roofline-e2e--emit :event "exit" :status (process-exit-status proc)))
-    (jsonrpc-shutdown server t)))
+      (accept-process-output nil 0.01))
+    (list (if (process-live-p proc) :null (process-exit-status proc))
+          (* 1000 (- (or end (float-time)) t0))
+          (vconcat (seq-filter (lambda (m) (string-match-p "status\\|exited\\|kill" m))
+                               roofline-e2e--messages)))))
+
+(defun roofline-e2e--whole (buf)
+  "An LSP range covering BUF."
+  (with-current-buffer buf
+    (list :start (list :line 0 :character 0)
+          :end (list :line (count-lines (point-min) (point-max)) :character 0))))
+
+(defun roofline-e2e--labels (hints)
+  (vconcat (mapcar (lambda (h)
+                     (let ((l (plist-get h :label)))
+                       (if (stringp l) l
+                         (mapconcat (lambda (p) (plist-get p :value)) l ""))))
+                   hints)))
+
+(defun roofline-e2e--inlay-hints (server buf)
+  (append (jsonrpc-request server :textDocument/inlayHint
+                           (list :textDocument
+                                 (list :uri (eglot-path-to-uri (buffer-file-name buf)))
+                                 :range (roofline-e2e--whole buf))
+                           :timeout (max 1 (roofline-e2e--remaining)))
+          nil))
+
+(defun roofline-e2e--visit (file)
+  "Visit FILE as a user does; return its buffer once an Eglot server manages it."
+  (let ((buf (find-file-noselect (expand-file-name file))))
+    (set-buffer buf)
+    (roofline-e2e--log "visiting %s in %s" buffer-file-name major-mode)
+    ;; `eglot-ensure' (run by the mode hook) connects from `post-command-hook', which batch
+    ;; mode never runs by itself: run it once, as the command loop would.
+    (run-hooks 'post-command-hook)
+    (roofline-e2e--wait-until
+     (format "a server to manage %s" file)
+     (lambda () (with-current-buffer buf
+                  (and eglot--managed-mode (eglot-current-server)))))
+    buf))
 
 (defun roofline-e2e--run (file)
   (unless (file-readable-p file)
@@ -228,6 +301,12 @@ Emit its exit status.  (jsonrpc.el alone gives a server 0.1 s, then kills it.)"
                        (eq (eglot-current-server) roofline-e2e--server)))))
     (unless (eglot-server-capable :hoverProvider)
       (roofline-e2e--fail "the server does not advertise hoverProvider"))
+    ;; A fresh start, no edit: inlay hints at once.
+    (let* ((t0 (float-time))
+           (hints (roofline-e2e--inlay-hints roofline-e2e--server buf)))
+      (roofline-e2e--emit :event "first_hints" :count (length hints)
+                          :labels (roofline-e2e--labels hints)
+                          :ms (* 1000 (- (float-time) t0))))
     (roofline-e2e--emit :event "server"
                         :name (jsonrpc-name roofline-e2e--server)
                         :command (vconcat roofline-e2e--command)
@@ -262,13 +341,56 @@ Emit its exit status.  (jsonrpc.el alone gives a server 0.1 s, then kills it.)"
          :character (plist-get (plist-get params :position) :character)
          :kind (roofline-e2e--hover-kind contents)
          :text (roofline-e2e--hover-text contents)
-         :rendered (substring-no-properties (eglot--hover-info contents))))
+         :rendered (substring-no-properties (eglot--hover-info contents)))
+        ;; Inside the body: the first indexed assignment after the name's line.
+        (forward-line 1)
+        (unless (re-search-forward "[A-Za-z_][A-Za-z0-9_]*\\[[^]]*\\][ \t]*=" nil t)
+          (roofline-e2e--fail "no indexed assignment in the body of %s" symbol))
+        (goto-char (match-beginning 0))
+        (let* ((bparams (eglot--TextDocumentPositionParams))
+               (bhover (jsonrpc-request roofline-e2e--server :textDocument/hover bparams
+                                        :timeout (max 1 (roofline-e2e--remaining))))
+               (bcontents (plist-get bhover :contents)))
+          (roofline-e2e--emit
+           :event "body_hover"
+           :line (plist-get (plist-get bparams :position) :line)
+           :character (plist-get (plist-get bparams :position) :character)
+           :kind (if bcontents (roofline-e2e--hover-kind bcontents) :null)
+           :text (if bcontents (roofline-e2e--hover-text bcontents) :null))))
       (roofline-e2e--emit-diagnostics uri)
       ;; Eglot hands the same diagnostics to Flymake: that is what the user sees.
       (roofline-e2e--wait-until "Flymake to show the server's diagnostics"
                                 (lambda () (flymake-diagnostics)))
       (roofline-e2e--emit-flymake))
-    (roofline-e2e--shutdown)
+    (let ((omp (getenv "ROOFLINE_E2E_OMP")))
+      (when (and omp (not (string-empty-p omp)))
+        (let* ((obuf (roofline-e2e--visit omp))
+               (server (with-current-buffer obuf (eglot-current-server))))
+          (if (not roofline-e2e--clangd)
+              (let ((hints (roofline-e2e--inlay-hints server obuf)))
+                (unless (eq server roofline-e2e--server)
+                  (roofline-e2e--fail "%s is managed by another server" omp))
+                (roofline-e2e--emit :event "omp_hints" :count (length hints)
+                                    :labels (roofline-e2e--labels hints)))
+            ;; one server per mode: clangd manages the C++ file, roofline-lsp the .cu one
+            (let* ((hover (with-current-buffer obuf
+                            (goto-char (point-min))
+                            (re-search-forward "^[a-z].*\\_<\\([a-z_]+\\)(" nil t)
+                            (goto-char (match-beginning 1))
+                            (jsonrpc-request server :textDocument/hover
+                                             (eglot--TextDocumentPositionParams)
+                                             :timeout (max 1 (roofline-e2e--remaining)))))
+                   (down (roofline-e2e--shutdown server)))
+              (roofline-e2e--emit
+               :event "clangd" :name (jsonrpc-name server)
+               :serverInfo (or (eglot--server-info server) :null)
+               :hover (let ((c (plist-get hover :contents)))
+                        (if c (roofline-e2e--hover-text c) :null))
+               :exit (nth 0 down)))))))
+    (set-buffer buf)
+    (let ((down (roofline-e2e--shutdown roofline-e2e--server)))
+      (roofline-e2e--emit :event "exit" :status (nth 0 down) :ms (nth 1 down)
+                          :messages (nth 2 down)))
     (roofline-e2e--emit :event "done")
     (roofline-e2e--log "done")))
 

@@ -4,22 +4,34 @@
 --   nvim --clean -l tests/e2e/editors/nvim-driver.lua FILE.cu
 --
 -- Configures the server the way a user's init.lua would (vim.lsp.config + vim.lsp.enable for
--- the cuda/cpp/c filetypes), opens FILE, waits for the server and its diagnostics, puts the
--- cursor on a kernel's name, asks for hover, and prints JSON lines on stdout:
+-- the c/cpp/cuda/hip filetypes; with ROOFLINE_E2E_CLANGD, clangd beside it for the same
+-- filetypes), opens FILE and, from that fresh start with no edit, asks for inlay hints and
+-- code lenses at once (the server answers them from its first analysis), waits for the
+-- diagnostics, hovers a kernel's name and a line of its body, opens ROOFLINE_E2E_OMP (an
+-- OpenMP file) and asks for its hints, and prints JSON lines on stdout:
 --
 --   {"event":"server","name":...,"command":[...],"serverInfo":{...}}
+--   {"event":"first_hints","count":N,"labels":[...],"ms":T}   (requested right after open)
+--   {"event":"lenses","count":N,"titles":[...]}
+--   {"event":"displayed_hints","count":N}   (vim.lsp.inlay_hint.get: what the buffer shows)
 --   {"event":"hover","symbol":...,"line":L,"character":C,"kind":...,"text":...}
+--   {"event":"body_hover","line":L,"character":C,"kind":...,"text":...}
+--   {"event":"omp_hints","count":N,"labels":[...]}
+--   {"event":"clients","names":[...]}   (the servers attached to FILE)
+--   {"event":"clangd_hover","text":...}   (with ROOFLINE_E2E_CLANGD: clangd's own hover)
 --   {"event":"diagnostic","line":L,"character":C,"endLine":...,"source":...,"severity":...,
 --    "code":...,"message":...}        (as published, 0-based positions)
 --   {"event":"shown","line":L,"source":...,"message":...}   (vim.diagnostic.get, 0-based)
---   {"event":"exit","status":N}   (the server's exit code after shutdown + exit; null if none)
+--   {"event":"exit","status":N,"ms":T}   (the server's exit code after shutdown + exit, null
+--                                     if none; T: ms from stop() to the process's exit)
 --   {"event":"done"}
 --
 -- Exits 0 when all of that arrived, 1 (with a one-line reason on stderr) otherwise.
 --
 -- Environment: ROOFLINE_LSP_COMMAND (shell words; default "roofline-lsp serve"),
 -- ROOFLINE_E2E_SYMBOL (kernel to hover; default the first __global__ one),
--- ROOFLINE_E2E_TIMEOUT (total seconds; default 30).
+-- ROOFLINE_E2E_TIMEOUT (total seconds; default 30), ROOFLINE_E2E_OMP (an OpenMP/OpenACC
+-- source to open second; optional), ROOFLINE_E2E_CLANGD (clangd's path; optional).
 
 local start = vim.uv.hrtime()
 local timeout_s = tonumber(os.getenv('ROOFLINE_E2E_TIMEOUT') or '') or 30
@@ -131,23 +143,43 @@ log('server command: %s', table.concat(cmd, ' '))
 local published = {}
 local default_publish = vim.lsp.handlers['textDocument/publishDiagnostics']
 vim.lsp.handlers['textDocument/publishDiagnostics'] = function(err, result, ctx, config)
-  if result and result.uri then
+  local from = vim.lsp.get_client_by_id(ctx.client_id)
+  if result and result.uri and from and from.name == 'roofline' then
     published[result.uri] = result.diagnostics
   end
   return default_publish(err, result, ctx, config)
 end
 
 -- The user's configuration.
+local stop_at = nil -- hrtime of client:stop(), for the exit time
+local exit_ms = nil
+vim.filetype.add({ extension = { hip = 'hip' } })
 vim.lsp.config('roofline', {
   cmd = cmd,
-  filetypes = { 'cuda', 'cpp', 'c' },
+  filetypes = { 'c', 'cpp', 'cuda', 'hip' },
   root_markers = { '.git', 'roofline.toml' },
   on_exit = function(code, signal)
     exited = string.format('exit code %s, signal %s', code, signal)
     exit_code = code
+    if stop_at then
+      exit_ms = (vim.uv.hrtime() - stop_at) / 1e6
+    end
   end,
 })
 vim.lsp.enable('roofline')
+local clangd = os.getenv('ROOFLINE_E2E_CLANGD')
+if clangd == '' then
+  clangd = nil
+end
+if clangd then
+  -- clangd beside it: completion and navigation from clangd, the roofline from roofline-lsp
+  vim.lsp.config('clangd', {
+    cmd = { clangd, '--log=error' },
+    filetypes = { 'c', 'cpp', 'cuda', 'hip' },
+    root_markers = { 'compile_commands.json', '.git' },
+  })
+  vim.lsp.enable('clangd')
+end
 
 vim.cmd.edit(vim.fn.fnameescape(file))
 local bufnr = vim.api.nvim_get_current_buf()
@@ -172,6 +204,63 @@ emit({
 })
 
 local uri = vim.uri_from_bufnr(bufnr)
+local whole = {
+  start = { line = 0, character = 0 },
+  ['end'] = { line = vim.api.nvim_buf_line_count(bufnr), character = 0 },
+}
+
+local function request(method, params, buf)
+  local resp = client:request_sync(method, params, remaining_ms(), buf or bufnr)
+  if not resp or resp.err then
+    fail('%s failed: %s', method, vim.inspect(resp))
+  end
+  return resp.result or {}
+end
+
+local function labels_of(hints)
+  local out = {}
+  for _, h in ipairs(hints) do
+    local label = h.label
+    if type(label) == 'table' then
+      local parts = {}
+      for _, p in ipairs(label) do
+        table.insert(parts, p.value)
+      end
+      label = table.concat(parts)
+    end
+    table.insert(out, label)
+  end
+  return out
+end
+
+-- A fresh start, no edit: inlay hints and code lenses at once.
+local t0 = vim.uv.hrtime()
+local hints = request('textDocument/inlayHint', { textDocument = { uri = uri }, range = whole })
+emit({
+  event = 'first_hints',
+  count = #hints,
+  labels = labels_of(hints),
+  ms = (vim.uv.hrtime() - t0) / 1e6,
+})
+local lenses = request('textDocument/codeLens', { textDocument = { uri = uri } })
+local titles = {}
+for _, l in ipairs(lenses) do
+  table.insert(titles, l.command and l.command.title or vim.NIL)
+end
+emit({ event = 'lenses', count = #lenses, titles = titles })
+-- What Neovim itself shows: its inlay hints, once enabled, after the server's refresh.
+vim.lsp.inlay_hint.enable(true, { bufnr = bufnr })
+local shown_hints = wait_until('Neovim to display the inlay hints', function()
+  local got = vim.lsp.inlay_hint.get({ bufnr = bufnr })
+  local mine = {}
+  for _, h in ipairs(got) do
+    if h.client_id == client.id then
+      table.insert(mine, h)
+    end
+  end
+  return #mine > 0 and mine
+end)
+emit({ event = 'displayed_hints', count = #shown_hints })
 wait_until('publishDiagnostics with at least one diagnostic for the file', function()
   local d = published[uri]
   return d and #d > 0
@@ -212,21 +301,21 @@ local resp = responses[client.id]
 if not resp or resp.err or not resp.result or not resp.result.contents then
   fail('empty hover on %s: %s', symbol, vim.inspect(resp))
 end
-local contents = resp.result.contents
-local kind, text
-if type(contents) == 'string' then
-  kind, text = 'plaintext', contents
-elseif contents.kind then
-  kind, text = contents.kind, contents.value
-elseif contents.value then
-  kind, text = 'markedstring', contents.value
-else
+local function hover_of(contents)
+  if type(contents) == 'string' then
+    return 'plaintext', contents
+  elseif contents.kind then
+    return contents.kind, contents.value
+  elseif contents.value then
+    return 'markedstring', contents.value
+  end
   local parts = {}
   for _, c in ipairs(contents) do
     table.insert(parts, type(c) == 'string' and c or c.value)
   end
-  kind, text = 'markedstring', table.concat(parts, '\n')
+  return 'markedstring', table.concat(parts, '\n')
 end
+local kind, text = hover_of(resp.result.contents)
 emit({
   event = 'hover',
   symbol = symbol,
@@ -235,6 +324,49 @@ emit({
   kind = kind,
   text = text,
 })
+
+-- Hover inside the body: the first line holding an assignment through an index.
+local brow, bcol
+for i = row + 2, #lines do
+  local c = lines[i]:find('[%w_]+%[[^%]]*%]%s*=')
+  if c then
+    brow, bcol = i - 1, c - 1
+    break
+  end
+end
+if not brow then
+  fail('no indexed assignment in the body of %s', symbol)
+end
+local bparams = {
+  textDocument = { uri = uri },
+  position = { line = brow, character = bcol },
+}
+local bresult = request('textDocument/hover', bparams)
+local bkind, btext = vim.NIL, vim.NIL
+if bresult.contents then
+  bkind, btext = hover_of(bresult.contents)
+end
+emit({ event = 'body_hover', line = brow, character = bcol, kind = bkind, text = btext })
+
+-- Every server on the buffer; clangd's own hover on the kernel's name.
+local names = {}
+for _, c in ipairs(vim.lsp.get_clients({ bufnr = bufnr })) do
+  table.insert(names, c.name)
+end
+emit({ event = 'clients', names = names })
+if clangd then
+  local cl = wait_until('clangd to attach to the buffer', function()
+    local c = vim.lsp.get_clients({ bufnr = bufnr, name = 'clangd' })[1]
+    return c and c.initialized and c
+  end)
+  local cresp = cl:request_sync('textDocument/hover', params, remaining_ms(), bufnr)
+  local ctext = vim.NIL
+  if cresp and cresp.result and cresp.result.contents then
+    local _, t = hover_of(cresp.result.contents)
+    ctext = t
+  end
+  emit({ event = 'clangd_hover', text = ctext })
+end
 
 for _, d in ipairs(published[uri]) do
   emit({
@@ -258,13 +390,35 @@ for _, d in ipairs(shown) do
   emit({ event = 'shown', line = d.lnum, source = d.source or vim.NIL, message = d.message })
 end
 
+-- An OpenMP file in the same session: its hints without an edit either.
+local omp = os.getenv('ROOFLINE_E2E_OMP')
+if omp and omp ~= '' then
+  vim.cmd.edit(vim.fn.fnameescape(omp))
+  local obuf = vim.api.nvim_get_current_buf()
+  wait_until('the server to attach to the OpenMP file', function()
+    return vim.lsp.buf_is_attached(obuf, client.id)
+  end)
+  local ohints = request('textDocument/inlayHint', {
+    textDocument = { uri = vim.uri_from_bufnr(obuf) },
+    range = {
+      start = { line = 0, character = 0 },
+      ['end'] = { line = vim.api.nvim_buf_line_count(obuf), character = 0 },
+    },
+  }, obuf)
+  emit({ event = 'omp_hints', count = #ohints, labels = labels_of(ohints) })
+end
+
 -- Shutdown + exit, then the server's own exit code.
 exited = nil
+stop_at = vim.uv.hrtime()
 client:stop()
 vim.wait(5000, function()
   return exit_code ~= nil
-end, 20)
-emit({ event = 'exit', status = exit_code or vim.NIL })
+end, 5)
+emit({ event = 'exit', status = exit_code or vim.NIL, ms = exit_ms or vim.NIL })
+for _, c in ipairs(vim.lsp.get_clients()) do
+  c:stop(true)
+end
 emit({ event = 'done' })
 log('done')
 os.exit(0)

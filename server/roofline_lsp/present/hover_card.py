@@ -1,0 +1,157 @@
+"""The hover card that fits an editor's float: a one-line verdict first, then at most
+:data:`MAX_LINES` lines of at most :data:`MAX_COLUMNS` columns, in Markdown or in plain text
+(no Markdown syntax: aligned columns instead of tables), as the client asks. The whole text
+of a kernel (every term, every piece of advice) is the *explain* command's
+(``present.markdown.explain_markdown``). Inside a kernel body the hover is one line about
+that source line (:func:`line_text`).
+
+Pure: takes kernel reports, advice and line shares, returns strings. No LSP imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from roofline_lsp.advice.catalogue import Advice
+from roofline_lsp.estimate.line_shares import LineShare
+from roofline_lsp.model.numbers import fmt_num
+from roofline_lsp.model.report import KernelReport
+from roofline_lsp.model.terms import NoteTerm
+from roofline_lsp.model.verdict import PRECISIONS, Verdict
+from roofline_lsp.present.explanations import term_texts
+from roofline_lsp.present.markdown import PRECISION_LABELS, other_gpus_text
+
+MAX_LINES = 12
+MAX_COLUMNS = 100
+KINDS = {"cuda": "CUDA kernel", "hip": "HIP kernel", "omp": "OpenMP offload region"}
+SOURCES = {"static": "static", "llm": "LLM", "profile": "measured profile"}
+
+
+def verdict_line(kr: KernelReport, plain: bool = True) -> list[str]:
+    """``scale_shift: bandwidth-bound on RTX-3080 · fp32 AI 0.25 < ridge 20 (static, 60%)``
+    (in Markdown the name as code, the bound and the GPU in bold); on two lines when one
+    would be wider than :data:`MAX_COLUMNS` (a long kernel name), the bound always first."""
+    v = kr.verdict
+    b = (lambda t: t) if plain else (lambda t: f"**{t}**")
+    name = kr.kernel.name
+    if len(name) > MAX_COLUMNS // 2:
+        name = name[: MAX_COLUMNS // 2 - 1] + "…"
+    name = name if plain else f"`{name}`"
+    head = "bound unknown" if v.bound == "unknown" else f"{v.bound}-bound"
+    first = f"{name}: {b(head)} on {b(v.gpu)}"
+    detail = ""
+    if v.deciding is not None:
+        ai, ridge = v.ai.get(v.deciding), v.ridge.get(v.deciding)
+        op = ">=" if v.bound == "compute" else "<"
+        detail = f"{v.deciding} AI {fmt_num(ai)} {op} ridge {fmt_num(ridge)} "
+    src = SOURCES.get(v.source, v.source)
+    if v.source == "llm" and v.extra.get("model"):
+        src += f" ({v.extra['model']})"
+    detail += f"({src}, {round(v.confidence * 100)}%)"
+    joined = f"{first} · {detail}" if v.deciding is not None else f"{first} {detail}"
+    return [joined] if len(joined) <= MAX_COLUMNS else [first, detail]
+
+
+def _ai_rows(v: Verdict) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for p in PRECISIONS:
+        ai, ridge = v.ai.get(p), v.ridge.get(p)
+        if not ai and p != v.deciding:
+            continue  # no such work: a row would only take room
+        mark = ""
+        if p == v.deciding:
+            mark = "decides"
+        elif ai is not None and ridge and ai >= ridge:
+            mark = "above ridge"
+        rows.append((PRECISION_LABELS[p], fmt_num(ai), fmt_num(ridge), mark))
+    return rows
+
+
+def _counts_text(v: Verdict) -> str | None:
+    c = v.counts
+    if c is None:
+        return None
+    per = "thread" if c.per == "thread" else "iteration"
+    parts = [f"{fmt_num(c.flops[p])} {p} FLOPs" for p in ("fp64", "fp32", "fp16") if c.flops.get(p)]
+    if c.int_ops:
+        parts.append(f"{fmt_num(c.int_ops)} int ops")
+    parts.append(f"{fmt_num(c.dram_bytes)} DRAM bytes")
+    text = f"Per {per}: " + ", ".join(parts)
+    ptx = any(isinstance(t, NoteTerm) and t.text.startswith("counts: PTX") for t in v.terms)
+    if c.counts_from == "ptx" or ptx:
+        text += " (counts: PTX)"
+    return text
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= MAX_COLUMNS else line[: MAX_COLUMNS - 1] + "…"
+
+
+def kernel_card(
+    kr: KernelReport, advice: Sequence[Advice] = (), *, plain: bool = False, launch: bool = False
+) -> str:
+    """The hover card of one kernel (``launch``: shown on a launch site of it)."""
+    v = kr.verdict
+    k = kr.kernel
+    kind = KINDS.get(k.language, "OpenACC compute region")
+    first = verdict_line(kr, plain)
+    rows = _ai_rows(v)
+    if plain:
+        lines = list(first)
+        if rows:
+            table = [("precision", "AI (ops/byte)", "ridge", ""), *rows]
+            w = [max(len(r[i]) for r in table) for i in range(3)]
+            lines += [
+                f"  {r[0]:<{w[0]}}  {r[1]:>{w[1]}}  {r[2]:>{w[2]}}  {r[3]}".rstrip() for r in table
+            ]
+    else:
+        lines = list(first) if len(first) == 1 else [f"{first[0]}  ", first[1]]  # a hard break
+        if rows:
+            lines += [
+                "",
+                "| precision | AI (ops/byte) | ridge | |",
+                "|---|---:|---:|---|",
+                *[f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows],
+                "",
+            ]
+    where = f"{kind}, line {k.line}" if launch else kind
+    counts = _counts_text(v)
+    lines.append(f"{where}. {counts}" if counts else f"{where}.")
+    extra: list[str] = []
+    others = other_gpus_text(kr)
+    if others:
+        extra.append("Differs: " + "; ".join(others))
+    if v.source != "static" and v.rationale.strip():
+        # an LLM's or a profile's reasons: its first sentence (the rest: explain)
+        sentence = " ".join(v.rationale.split()).split(". ")[0]
+        extra.append("Why: " + (sentence if sentence.endswith(".") else sentence + "."))
+    terms = [t for t in term_texts(v) if not t.lower().startswith("per ")]
+    if terms:
+        extra.append(f"Mostly: {terms[0]}")
+    mine = [a for a in advice if a.kernel == k.name]
+    tail = "Full text: the explain lens (roofline.explainKernel)"  # lsp.commands.CMD_EXPLAIN
+    if mine:
+        tail = f"{len(mine)} suggestion(s) in the diagnostics. " + tail
+    room = MAX_LINES - len(lines) - 1
+    lines += extra[: max(room, 0)]
+    lines.append(tail)
+    return "\n".join(_clip(x) for x in lines[:MAX_LINES]).rstrip() + "\n"
+
+
+def line_text(share: LineShare) -> str:
+    """``line 42: 61% of DRAM bytes, 0% of FLOPs, 12% of integer ops`` (the largest first)."""
+
+    def pct(x: float) -> str:
+        if 0 < x < 0.005:
+            return "<1%"
+        return f"{round(x * 100)}%"
+
+    parts = sorted(
+        [
+            (share.dram_bytes, "DRAM bytes"),
+            (share.flops, "FLOPs"),
+            (share.int_ops, "integer ops"),
+        ],
+        key=lambda p: -p[0],
+    )
+    return f"line {share.line}: " + ", ".join(f"{pct(x)} of {what}" for x, what in parts)

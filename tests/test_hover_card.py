@@ -1,0 +1,58 @@
+"""present/hover_card.py: the short card (Markdown or plain text) and the one-line hover."""
+
+from __future__ import annotations
+
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.line_shares import LineShare
+from roofline_lsp.estimate.roofline import estimate
+from roofline_lsp.model.gpus import load_registry
+from roofline_lsp.model.report import KernelReport
+from roofline_lsp.present.hover_card import MAX_COLUMNS, MAX_LINES, kernel_card, line_text
+
+# fp64 work whose verdict differs between GPUs: a card with every part filled in
+SOURCE = b"""\
+__global__ void horner_with_a_rather_long_kernel_name_to_fill_the_first_line(
+    int n, const double *x, double *y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    double r = 0.0;
+    for (int k = 0; k < 2; k++)
+        r = r * x[i] + 1.0 / (k + 1);
+    y[i] = r;
+}
+"""
+
+
+def _report() -> KernelReport:
+    det = detect(SOURCE, "horner.cu")
+    reg = load_registry()
+    k = det.kernels[0]
+    verdicts = tuple(
+        estimate(k, det, reg.get(g)) for g in ("h100", "rtx-3080", "rtx-4090", "mi300x")
+    )
+    return KernelReport(k, verdicts)
+
+
+def test_card_fits_leads_with_the_verdict_and_says_where_the_rest_is() -> None:
+    kr = _report()
+    for plain in (False, True):
+        card = kernel_card(kr, plain=plain)
+        lines = card.rstrip("\n").split("\n")
+        assert len(lines) <= MAX_LINES and max(map(len, lines)) <= MAX_COLUMNS, card
+        assert kr.verdict.bound in lines[0] and kr.verdict.gpu in lines[0]
+        assert "Differs:" in card  # the GPUs where the verdict is not the target's
+        assert lines[-1].startswith("Full text:") and "roofline.explainKernel" in lines[-1]
+        if plain:
+            assert not any(m in card for m in ("**", "`", "|")), card
+        else:
+            assert lines[0].startswith("`horner_with") and "**" in lines[0]
+
+
+def test_launch_card_names_the_definition_line() -> None:
+    kr = _report()
+    assert f"line {kr.kernel.line}" in kernel_card(kr, plain=True, launch=True)
+
+
+def test_line_text_orders_the_shares_and_marks_small_ones() -> None:
+    text = line_text(LineShare(42, flops=0.0, int_ops=0.004, dram_bytes=0.61))
+    assert text == "line 42: 61% of DRAM bytes, <1% of integer ops, 0% of FLOPs"
