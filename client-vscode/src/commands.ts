@@ -7,11 +7,13 @@ export const SERVER_COMMANDS = {
   reanalyze: 'roofline.reanalyze',
   report: 'roofline.report',
   explainKernel: 'roofline.explainKernel',
+  chart: 'roofline.chart',
 } as const;
 
 /** The extension's own commands; a separate `roofline.client.` namespace so they never collide. */
 export const CLIENT_COMMANDS = {
   showReport: 'roofline.client.showReport',
+  showChart: 'roofline.client.showChart',
   selectGpu: 'roofline.client.selectGpu',
   setApiKey: 'roofline.client.setApiKey',
   clearApiKey: 'roofline.client.clearApiKey',

@@ -23,6 +23,7 @@ import {
   documentSelector,
   reportPath,
 } from './commands';
+import { chartTitle, chartWebviewHtml, parseChartAnswer, parseOpenMessage } from './chart';
 import { type GpuInfo, gpuPickItems, parseGpuList, statusText } from './gpus';
 import {
   CrashTracker,
@@ -106,6 +107,15 @@ class ReportProvider implements vscode.TextDocumentContentProvider {
   }
 }
 
+/** The open chart panel and what it charts (`uri` undefined: the workspace). */
+interface ChartView {
+  panel: vscode.WebviewPanel;
+  uri: string | undefined;
+  label: string;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  subscriptions: vscode.Disposable[];
+}
+
 class Roofline implements vscode.Disposable {
   private client: RooflineLanguageClient | undefined;
   private launch: Launch | undefined;
@@ -114,6 +124,7 @@ class Roofline implements vscode.Disposable {
   private readonly status: vscode.StatusBarItem;
   private readonly reports = new ReportProvider();
   private queue: Promise<void> = Promise.resolve();
+  private chart: ChartView | undefined;
   private disposed = false;
 
   constructor(
@@ -133,6 +144,7 @@ class Roofline implements vscode.Disposable {
       this.reports,
       vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, this.reports),
       vscode.commands.registerCommand(CLIENT_COMMANDS.showReport, () => this.showReport()),
+      vscode.commands.registerCommand(CLIENT_COMMANDS.showChart, (scope?: unknown) => this.showChart(scope)),
       vscode.commands.registerCommand(CLIENT_COMMANDS.selectGpu, () => this.selectGpu()),
       vscode.commands.registerCommand(CLIENT_COMMANDS.setApiKey, () => this.setApiKey()),
       vscode.commands.registerCommand(CLIENT_COMMANDS.clearApiKey, () => this.clearApiKey()),
@@ -347,6 +359,7 @@ class Roofline implements vscode.Disposable {
 
   async dispose(): Promise<void> {
     this.disposed = true;
+    this.chart?.panel.dispose();
     await this.stop();
   }
 
@@ -473,6 +486,114 @@ class Roofline implements vscode.Disposable {
         viewColumn: vscode.ViewColumn.Beside,
         preview: true,
       });
+    }
+  }
+
+  /**
+   * The roofline chart in a webview, for the workspace or the current file (asked when a
+   * source file is active; `scope` 'workspace' or 'file' skips the question). The page comes
+   * from the server (`roofline.chart`); a click on a kernel opens it, and the chart is asked
+   * for again when the diagnostics change (the verdicts did) while the panel is open.
+   */
+  private async showChart(scope?: unknown): Promise<void> {
+    const doc = this.activeDocument();
+    let target: vscode.TextDocument | undefined;
+    if (scope === 'file' || scope === 'workspace') {
+      target = scope === 'file' ? doc : undefined;
+      if (scope === 'file' && doc === undefined) {
+        void vscode.window.showInformationMessage('Roofline: open a CUDA, HIP, C or C++ file to chart it.');
+        return;
+      }
+    } else if (doc !== undefined) {
+      const name = doc.uri.path.split('/').pop() ?? doc.uri.toString();
+      const pick = await vscode.window.showQuickPick(
+        [
+          { label: 'Workspace', description: 'every kernel under the workspace folders', file: false },
+          { label: `Current file: ${name}`, description: doc.uri.fsPath, file: true },
+        ],
+        { title: 'Roofline chart' },
+      );
+      if (pick === undefined) {
+        return;
+      }
+      target = pick.file ? doc : undefined;
+    }
+    if (this.running() === undefined) {
+      return;
+    }
+    const uri = target?.uri.toString();
+    const label = target === undefined ? 'workspace' : (target.uri.path.split('/').pop() ?? uri ?? '');
+    if (this.chart === undefined) {
+      const panel = vscode.window.createWebviewPanel('roofline.chart', 'Roofline chart', vscode.ViewColumn.Beside, {
+        enableScripts: true,
+        localResourceRoots: [],
+        retainContextWhenHidden: true,
+      });
+      const view: ChartView = { panel, uri, label, timer: undefined, subscriptions: [] };
+      view.subscriptions.push(
+        panel.webview.onDidReceiveMessage((m: unknown) => void this.openKernel(m)),
+        vscode.languages.onDidChangeDiagnostics(() => {
+          // verdicts changed: chart again, once the burst of diagnostics is over
+          if (view.timer !== undefined) {
+            clearTimeout(view.timer);
+          }
+          view.timer = setTimeout(() => void this.refreshChart(view), 1500);
+        }),
+      );
+      panel.onDidDispose(() => {
+        if (view.timer !== undefined) {
+          clearTimeout(view.timer);
+        }
+        view.subscriptions.forEach((d) => d.dispose());
+        if (this.chart === view) {
+          this.chart = undefined;
+        }
+      });
+      this.chart = view;
+    } else {
+      this.chart.uri = uri;
+      this.chart.label = label;
+      this.chart.panel.reveal(vscode.ViewColumn.Beside);
+    }
+    await this.refreshChart(this.chart, true);
+  }
+
+  private async refreshChart(view: ChartView, loud = false): Promise<void> {
+    const client = this.client;
+    if (client?.state !== State.Running) {
+      return;
+    }
+    let answer: unknown;
+    try {
+      answer = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Window, title: 'Roofline chart' },
+        () => this.execute(client, SERVER_COMMANDS.chart, view.uri === undefined ? [] : [view.uri]),
+      );
+    } catch (e) {
+      if (loud) {
+        void this.notify(`Roofline: the chart failed: ${message(e)}`);
+      }
+      return;
+    }
+    if (this.chart !== view) {
+      return; // closed meanwhile
+    }
+    const parsed = parseChartAnswer(answer);
+    view.panel.title = typeof parsed === 'string' ? 'Roofline chart' : chartTitle(view.label, parsed);
+    view.panel.webview.html = chartWebviewHtml(answer);
+  }
+
+  private async openKernel(msg: unknown): Promise<void> {
+    const target = parseOpenMessage(msg);
+    if (target === undefined) {
+      return;
+    }
+    try {
+      const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(target.path));
+      const at = new vscode.Position(target.line - 1, 0);
+      await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, selection: new vscode.Range(at, at) });
+    } catch (e) {
+      void this.notify(`Roofline: cannot open ${target.path}: ${message(e)}`);
     }
   }
 

@@ -34,6 +34,7 @@ import {
   WorkDoneProgressCreateRequest,
   createProtocolConnection,
 } from 'vscode-languageserver-protocol/node';
+import { chartWebviewHtml, parseChartAnswer } from '../../src/chart';
 import { SERVER_COMMANDS } from '../../src/commands';
 import { findGpu, gpuPickItems, parseGpuList } from '../../src/gpus';
 import { LineTail, findExecutable, serverCommand, serverEnv } from '../../src/launch';
@@ -171,7 +172,7 @@ describe('roofline-lsp launched as the extension launches it', { timeout: 120_00
       },
     }));
     const commands = result.capabilities.executeCommandProvider?.commands ?? [];
-    for (const id of [SERVER_COMMANDS.listGpus, SERVER_COMMANDS.report]) {
+    for (const id of [SERVER_COMMANDS.listGpus, SERVER_COMMANDS.report, SERVER_COMMANDS.chart]) {
       assert.ok(commands.includes(id), `server advertises ${id} (got ${commands.join(', ')})`);
     }
     await connection.sendNotification(InitializedNotification.type, {});
@@ -226,6 +227,23 @@ describe('roofline-lsp launched as the extension launches it', { timeout: 120_00
     assert.equal(typeof report, 'string');
     assert.match(report as string, /scale_add/);
     assert.match(report as string, /bound/i);
+  });
+
+  test('Show chart: the webview HTML is built from the server\'s roofline.chart answer', { skip }, async () => {
+    for (const args of [[fixtureUri], []]) {
+      // the current file, then the workspace (the fixtures folder, the open file from its buffer)
+      const answer = await execute(SERVER_COMMANDS.chart, args);
+      const parsed = parseChartAnswer(answer);
+      assert.ok(typeof parsed !== 'string', String(parsed));
+      assert.ok(parsed.kernels >= 1);
+      assert.deepEqual(parsed.gpus.length, 1);
+      const html = chartWebviewHtml(answer);
+      assert.match(html, /scale_add/);
+      assert.equal((html.match(/class="pt estimated/g) ?? []).length, parsed.kernels);
+      assert.equal((html.match(/class="ceiling"/g) ?? []).length, 4);
+      // the page links each kernel to its file, for the click that opens it
+      assert.ok(html.includes(JSON.stringify(fixture).slice(1, -1)), 'the kernel\'s path is in the page');
+    }
   });
 
   test('a changed GPU setting reaches the server without a restart', { skip }, async () => {

@@ -16,7 +16,7 @@ describe('the packaged extension', () => {
   before(() => {
     vscode.settings = { 'server.path': missing, gpu: 'a100', 'llm.apiKeyEnv': 'MY_LLM_KEY' };
     vscode.activeDocument = {
-      uri: { toString: () => 'file:///w/k.cu', scheme: 'file', fsPath: '/w/k.cu' },
+      uri: { toString: () => 'file:///w/k.cu', scheme: 'file', fsPath: '/w/k.cu', path: '/w/k.cu' },
       languageId: 'cuda-cpp',
     };
     ext = loadWithVscode(path.join(clientRoot(), 'out', 'extension.js'), vscode);
@@ -73,6 +73,14 @@ describe('the packaged extension', () => {
   test('clearing the key removes it', async () => {
     await vscode.commands.get(CLIENT_COMMANDS.clearApiKey)?.();
     assert.equal(vscode.secrets.has(API_KEY_SECRET), false);
+  });
+
+  test('Show chart asks workspace or file, and needs the server', async () => {
+    const before = vscode.notifications.length;
+    await vscode.commands.get(CLIENT_COMMANDS.showChart)?.(); // the question dismissed: nothing
+    assert.equal(vscode.notifications.length, before);
+    await vscode.commands.get(CLIENT_COMMANDS.showChart)?.('workspace');
+    assert.ok(vscode.notifications.slice(before).some((x) => /not running/.test(x.text)));
   });
 
   test('commands that need the server say it is not running', async () => {

@@ -30,7 +30,7 @@ export interface Notification {
 }
 
 export interface FakeDocument {
-  uri: { toString(): string; scheme: string; fsPath: string };
+  uri: { toString(): string; scheme: string; fsPath: string; path?: string };
   languageId: string;
 }
 

@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--model", help="model name (LLM backend)")
         sp.add_argument("--api-key-env", help="environment variable holding the API key")
         sp.add_argument("--mode", choices=MODES, help="LLM prompting mode")
-        sp.add_argument("--cache-dir", help="LLM/compile result cache directory")
+        sp.add_argument("--cache-dir", help="cache directory (results, compiles, LLM answers)")
         sp.add_argument("--few-shot-dataset", metavar="DIR", help="labelled set for few-shot")
         sp.add_argument(
             "--max-file-bytes", type=int, default=Config().max_file_bytes, help=argparse.SUPPRESS
@@ -61,6 +61,20 @@ def build_parser() -> argparse.ArgumentParser:
     common(c, "h100")
     c.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     c.add_argument("--output", "-o", metavar="FILE", help="write JSON/SARIF here, not stdout")
+    c.add_argument(
+        "--jobs", "-j", type=int, metavar="N", help="processes (default: the available cores)"
+    )
+    c.add_argument("--changed-since", metavar="REF", help="only files changed since git REF")
+    c.add_argument("--shard", metavar="I/N", help="only shard I of N (1-based), for a CI matrix")
+    c.add_argument("--no-cache", action="store_true", help="neither read nor write the results")
+    c.add_argument("--progress", action="store_true", help="progress on stderr even when no tty")
+
+    r = sub.add_parser("report", help="draw the kernels on each GPU's roofline (HTML, SVG)")
+    r.add_argument("paths", nargs="+", metavar="PATH")
+    common(r, "h100")
+    r.add_argument("--html", metavar="OUT", help="write the interactive chart here")
+    r.add_argument("--svg", metavar="OUT", help="write a static SVG of the chart here")
+    r.add_argument("--title", help="the chart's title (default: the paths)")
 
     e = sub.add_parser("eval", help="score against a labelled dataset folder")
     e.add_argument("--dataset", required=True, metavar="DIR")

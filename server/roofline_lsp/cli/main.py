@@ -1,4 +1,4 @@
-"""Command line: ``roofline-lsp check | eval | gpus | serve | export-finetune``.
+"""Command line: ``roofline-lsp check | report | eval | gpus | serve | export-finetune``.
 
 Exit codes (also in the README):
   0  success
@@ -36,6 +36,7 @@ Command = Callable[[argparse.Namespace, TextIO, TextIO], int]
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("roofline_lsp.cli.check", "cmd_check"),
     "eval": ("roofline_lsp.cli.evaluate", "cmd_eval"),
+    "report": ("roofline_lsp.cli.report", "cmd_report"),
     "gpus": ("roofline_lsp.cli.list_gpus", "cmd_gpus"),
     "serve": ("roofline_lsp.cli.serve", "cmd_serve"),
     "export-finetune": ("roofline_lsp.cli.export_finetune", "cmd_export_finetune"),
