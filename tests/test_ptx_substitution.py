@@ -155,10 +155,12 @@ def test_callees_straight_line_added_looping_falls_back(tmp_path):
     assert comp.counts.lines[5] == pytest.approx((0.0, 2.0, 0.0, 1.0))
 
 
-def test_explanation_names_the_source_of_the_counts():
+def test_explanation_and_counts_name_the_source_of_the_counts():
     k, det, module = kernel_of("saxpy")
     v = estimate(k, det, GPU, LAUNCH, compiled=CompiledCounts(kernel_ptx(module, k)))
     assert explanation(v).endswith("counts: PTX")
+    assert v.counts is not None and v.counts.counts_from == "ptx"  # data, not the words
     v = estimate(k, det, GPU, LAUNCH, compiled=CompiledCounts(reason="nvcc: not found"))
     assert "counts: source (nvcc: not found)" in explanation(v)
     assert v.counts is not None and v.counts.int_ops == 6  # the source counts
+    assert v.counts.counts_from == "source"

@@ -306,6 +306,7 @@ def estimate(
             bytes_stored=a.memory.bytes_stored / a.threads if a.threads else 0.0,
             per="iteration" if kernel.is_offload else "thread",
             threads=a.threads,
+            counts_from="ptx" if compiled is not None and compiled.ok else "source",
         ),
     )
 

@@ -16,7 +16,6 @@ from roofline_lsp.advice.catalogue import Advice
 from roofline_lsp.estimate.line_shares import LineShare
 from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.model.report import KernelReport
-from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import PRECISIONS, Verdict
 from roofline_lsp.present.explanations import term_texts
 from roofline_lsp.present.markdown import PRECISION_LABELS, other_gpus_text
@@ -77,8 +76,7 @@ def _counts_text(v: Verdict) -> str | None:
         parts.append(f"{fmt_num(c.int_ops)} int ops")
     parts.append(f"{fmt_num(c.dram_bytes)} DRAM bytes")
     text = f"Per {per}: " + ", ".join(parts)
-    ptx = any(isinstance(t, NoteTerm) and t.text.startswith("counts: PTX") for t in v.terms)
-    if c.counts_from == "ptx" or ptx:
+    if c.counts_from == "ptx":
         text += " (counts: PTX)"
     return text
 
