@@ -27,8 +27,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-from roofline_lsp.compiler.compiled import DEFAULT_JOBS, compiled_counts_for_file
-from roofline_lsp.engine.analysis import analyze_file
+from roofline_lsp.compiler.compiled import DEFAULT_JOBS
 from roofline_lsp.engine.check_cache import (
     Dependencies,
     compile_deps,
@@ -86,12 +85,10 @@ async def refine_with_ptx(
 
     async def one(fr: FileReport, source: bytes) -> FileReport:
         nonlocal done
-        counts = await ws.compile_counts(fr.path, None, fr.detection, semaphore=slots)
+        refined = await ws.with_compiled_counts(fr, source, semaphore=slots)
         done += 1
         progress("compiling", done, len(reports))
-        if isinstance(counts, str):
-            return fr
-        return ws.analyse_source(fr.path, source, previous=fr, compiled=counts)
+        return refined
 
     pairs = zip(reports, sources, strict=True)
     return list(await asyncio.gather(*(one(fr, source) for fr, source in pairs)))
@@ -257,29 +254,12 @@ class _Worker:
             self.cache.close()
 
     def _analyse(self, path: str, source: bytes) -> tuple[FileOutcome, list[Any]]:
-        cfg, gpus = self.ws.file_config(path)
         view = SourceView(read_from_disk)  # records every file read, versioned by content
-        measured = self.ws.measured_for(cfg)
-        fr = analyze_file(source, path, gpus, cfg, measured=measured, read=view)
+        fr = self.ws.analyse_source(path, source, read=view)
         extra: list[Any] = []
-        if cfg.counts != "source" and fr.detection.kernels:
-            counts = asyncio.run(
-                compiled_counts_for_file(
-                    path, None, fr.detection, gpus[0], cfg, cache=self.ws.ptx_cache
-                )
-            )
+        if self.ws.file_config(path)[0].counts != "source" and fr.detection.kernels:
+            fr = asyncio.run(self.ws.with_compiled_counts(fr, source, read=view))
             extra = compile_deps(path, view)
-            if not isinstance(counts, str):
-                fr = analyze_file(
-                    source,
-                    path,
-                    gpus,
-                    cfg,
-                    measured=measured,
-                    previous=fr,
-                    compiled=counts,
-                    read=view,
-                )
         return outcome_of(fr, self.run.base), read_deps(view.stamps()) + extra
 
 

@@ -274,8 +274,10 @@ class Workspace:
         previous: FileReport | None = None,
         compiled: Mapping[int, CompiledCounts] | None = None,
         inputs: Inputs | None = None,
+        read: SourceView | None = None,
     ) -> FileReport:
-        """Every kernel of ``source`` (the text of ``path``) with a verdict per GPU."""
+        """Every kernel of ``source`` (the text of ``path``) with a verdict per GPU; other
+        files are read through ``read`` (default: the open buffers over the disk)."""
         cfg, gpus = self.file_config(path)
         return analyze_file(
             source,
@@ -286,7 +288,7 @@ class Workspace:
             measured=self.measured_for(cfg),
             previous=previous,
             compiled=compiled,
-            read=self.overlay(),
+            read=read if read is not None else self.overlay(),
         )
 
     def analyse_snapshot(
@@ -370,6 +372,22 @@ class Workspace:
         return await compiled_counts_for_file(
             path, source, detection, gpus[0], cfg, cache=self.ptx_cache, semaphore=semaphore
         )
+
+    async def with_compiled_counts(
+        self,
+        report: FileReport,
+        source: bytes,
+        *,
+        read: SourceView | None = None,
+        semaphore: asyncio.Semaphore | None = None,
+    ) -> FileReport:
+        """``report`` (of ``source``, as on disk) analysed again with its compile's counts:
+        the kernels given counts are estimated again, a failed compile's reason joins their
+        terms; ``report`` itself when nothing was compiled (source counts, no kernel)."""
+        counts = await self.compile_counts(report.path, None, report.detection, semaphore=semaphore)
+        if isinstance(counts, str):
+            return report
+        return self.analyse_source(report.path, source, previous=report, compiled=counts, read=read)
 
     # -- refinement: LLM ----------------------------------------------------------------------
     def llm_backend(self) -> tuple[LlmBackend | None, str | None]:
