@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from lsp_helpers import open_analysed, position_of
+from pygls.exceptions import JsonRpcInvalidParams
 
 from roofline_lsp.lsp.commands import explain, gpu_list, list_gpus, reanalyze, report, select_gpu
 from roofline_lsp.lsp.language_server import RooflineServer
@@ -54,17 +55,19 @@ async def test_report_of_a_file_without_kernels() -> None:
 
 async def test_command_errors() -> None:
     ls = RooflineServer()
-    with pytest.raises(ValueError, match="give the document's URI"):
+    with pytest.raises(JsonRpcInvalidParams, match="give the document's URI"):
         await report(ls)
-    with pytest.raises(ValueError, match="expected a document URI"):
+    with pytest.raises(JsonRpcInvalidParams, match="expected a document URI"):
         await report(ls, 3)
-    with pytest.raises(ValueError, match="is not an open document"):
+    with pytest.raises(JsonRpcInvalidParams, match="is not an open document"):
         await report(ls, "file:///nope.cu")
-    with pytest.raises(ValueError, match=r"expected \[uri, line\]"):
+    with pytest.raises(JsonRpcInvalidParams, match=r"expected \[uri, line\]"):
         await explain(ls, "file:///nope.cu")
     uri, _ = open_analysed(ls.ws, "kernels.cu")
-    with pytest.raises(ValueError, match="no kernel at line 1"):
+    with pytest.raises(JsonRpcInvalidParams, match="no kernel at line 1"):
         await explain(ls, uri, 0)
+    with pytest.raises(JsonRpcInvalidParams, match="line >= 0"):
+        await explain(ls, uri, -2)
 
 
 async def test_reanalyze_counts_the_open_documents() -> None:

@@ -108,3 +108,47 @@ def test_snapshot_is_independent_of_later_edits() -> None:
 def test_uri_to_path() -> None:
     assert uri_to_path("file:///home/u/a%20b.cu") == "/home/u/a b.cu"
     assert uri_to_path("untitled:Untitled-1") == "untitled:Untitled-1"
+
+
+def test_edits_are_parsed_once_when_the_tree_is_read() -> None:
+    doc = Document("file:///tmp/l.cu", SRC, 1, "cuda-cpp")
+    for v in range(2, 12):
+        doc.apply([Change("x", ((1, 0), (1, 0)))], v)
+    assert doc._stale  # ten keystrokes, no parse yet
+    assert _sexp(doc) == str(parse(doc.source).root_node)
+    assert not doc._stale
+
+
+def test_a_parse_over_budget_leaves_no_tree_until_the_next_edit(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import roofline_lsp.engine.documents as documents
+
+    doc = Document("file:///tmp/b.cu", SRC * 30, 1, "cuda-cpp")
+    assert doc.tree is not None
+    monkeypatch.setattr(documents, "PARSE_BUDGET_S", -1.0)  # every parse is over budget
+    monkeypatch.setattr(documents, "PARSE_BUDGET_S_PER_MB", 0.0)
+    doc.apply([Change("int y;\n", ((0, 0), (0, 0)))], 2)
+    assert doc.tree is None and doc.parse_problem is not None
+    assert "not analysed until the next edit" in doc.parse_problem
+    monkeypatch.undo()
+    doc.apply([Change("", ((0, 0), (0, 0)))], 3)
+    assert doc.tree is not None and doc.parse_problem is None
+    assert _sexp(doc) == str(parse(doc.source).root_node)
+
+
+def test_a_large_insert_is_parsed_afresh_and_matches() -> None:
+    doc = Document("file:///tmp/p.cu", SRC, 1, "cuda-cpp")
+    assert doc.tree is not None
+    big = "int v%d = %d;\n"  # 8,000 lines, over FRESH_PARSE_BYTES
+    doc.apply([Change("".join(big % (i, i) for i in range(8000)) + "\n", ((0, 0), (0, 0)))], 2)
+    assert _sexp(doc) == str(parse(doc.source).root_node)
+
+
+def test_a_line_over_the_limit_means_no_tree() -> None:
+    from roofline_lsp.engine.documents import MAX_LINE_BYTES
+
+    doc = Document("file:///tmp/w.cu", SRC, 1, "cuda-cpp")
+    assert not doc.long_line and doc.tree is not None
+    doc.apply([Change("x" * (MAX_LINE_BYTES + 1) + "\n", ((0, 0), (0, 0)))], 2)
+    assert doc.long_line and doc.tree is None
+    doc.apply([Change("", ((0, 0), (1, 0)))], 3)  # the long line deleted again
+    assert not doc.long_line and doc.tree is not None

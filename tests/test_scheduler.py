@@ -292,3 +292,45 @@ async def test_an_unsaved_header_edit_reanalyses_the_file_that_includes_it(tmp_p
     await _settle(sched)
     assert threads() == 64 * 16 * 16
     await sched.shutdown()
+
+
+async def test_a_document_with_a_huge_line_is_declined_with_one_log_line() -> None:
+    sched, front = _scheduler()
+    sched.open(URI, TEXT, 1, "cuda-cpp")
+    await _settle(sched)
+    line = "k<<<1, 1>>>(a); #if x " * 8000  # 176 kB on one line
+    sched.change(URI, [Change(line + "\n", ((0, 0), (0, 0)))], 2, "utf-16")
+    await _settle(sched)
+    sched.change(URI, [Change("y", ((0, 0), (0, 0)))], 3, "utf-16")
+    await _settle(sched)
+    a = sched.ws.analyses[URI]
+    assert a.report is None and a.declined is not None and "line over" in a.declined
+    assert sum("line over" in text for text in front.logs) == 1  # once, not per edit
+    sched.change(URI, [Change("", ((0, 0), (1, 0)))], 4, "utf-16")  # deleted: analysed again
+    await _settle(sched)
+    assert sched.ws.analyses[URI].report is not None
+    await sched.shutdown()
+
+
+async def test_a_fresh_analysis_for_a_command_is_bounded(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import roofline_lsp.engine.scheduler as scheduler
+
+    sched, _front = _scheduler()
+    sched.open(URI, TEXT, 1, "cuda-cpp")
+    await _settle(sched)
+    before = sched.ws.analyses[URI]
+    slow = sched.ws.analyse_snapshot
+
+    def analyse_slowly(*args: Any) -> DocumentAnalysis:
+        time.sleep(0.5)
+        return slow(*args)
+
+    monkeypatch.setattr(sched.ws, "analyse_snapshot", analyse_slowly)
+    monkeypatch.setattr(scheduler, "FRESH_WAIT_S", 0.1)
+    _edit(sched, 2)
+    t0 = time.monotonic()
+    a = await sched.fresh_analysis(URI)
+    assert time.monotonic() - t0 < 0.45  # the last analysis, not a wait for the new one
+    assert a is before
+    await _settle(sched)
+    await sched.shutdown()

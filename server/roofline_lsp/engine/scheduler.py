@@ -20,13 +20,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 from roofline_lsp.compiler.compiled import DEFAULT_JOBS as COMPILE_JOBS
 from roofline_lsp.compiler.compiled import want_for
-from roofline_lsp.engine.documents import Change, Document
+from roofline_lsp.engine.documents import MAX_LINE_BYTES, Change, Document
 from roofline_lsp.engine.refinement import wants_llm
 from roofline_lsp.engine.workspace import (
     DocumentAnalysis,
@@ -45,6 +45,9 @@ PROGRESS_AFTER_S = 0.5  # an analysis running longer than this reports $/progres
 COMPILE_AFTER_S = 0.3  # quiet time after an analysis before compiling it to PTX
 CONFIG_WAIT_S = 5.0  # the first analysis waits this long at most for the client's settings
 FIRST_ANALYSIS_WAIT_S = 1.0  # a request before a document's first analysis waits this long
+FRESH_WAIT_S = 2.0  # a command wanting a fresh analysis waits this long, then uses the last
+MAX_PAUSE_MS = 2000  # the longest pause between re-analyses of a slow document
+SLOW_JOB_MS = 250  # a job of the analysis thread running longer than this is followed by a rest
 EXIT_GRACE_S = 0.05  # shutdown waits this long for cancelled work to unwind (kill compilers)
 
 T = TypeVar("T")
@@ -89,6 +92,8 @@ class Scheduler:
         self.analysing: set[str] = set()  # uris with a debounced analysis running
         self.dirty: set[str] = set()  # changed while being analysed
         self.last_edit: dict[str, float] = {}  # uri -> time.monotonic()
+        self.cost_ms: dict[str, float] = {}  # uri -> wall time of its last analysis
+        self.worker_free_at = 0.0  # time.monotonic() before which the worker rests
         self.compiles: dict[str, asyncio.Task[None]] = {}  # PTX refinements
         self.compile_slots = asyncio.Semaphore(COMPILE_JOBS)
         self.compile_failed: dict[str, str] = {}  # uri -> reason logged
@@ -174,6 +179,7 @@ class Scheduler:
         self.declined_shown.discard(uri)
         self.dirty.discard(uri)
         self.last_edit.pop(uri, None)
+        self.cost_ms.pop(uri, None)
 
     # -- analysis -------------------------------------------------------------------------------
     def schedule(self, uri: str, delay_ms: int | None = None) -> None:
@@ -188,7 +194,9 @@ class Scheduler:
             now = time.monotonic()
             last = self.last_edit.get(uri)
             self.last_edit[uri] = now
-            debounce = self.ws.config.debounce_ms
+            # a document whose analysis is slow waits as long between analyses
+            cost = min(self.cost_ms.get(uri, 0.0), MAX_PAUSE_MS)
+            debounce = int(max(self.ws.config.debounce_ms, cost))
             quiet = last is None or (now - last) * 1000 >= debounce
             delay_ms = 0 if quiet else debounce
         self.pending[uri] = self.spawn(self._analyse_later(uri, delay_ms / 1000))
@@ -208,14 +216,22 @@ class Scheduler:
             self.dirty.add(uri)
             return
         self.analysing.add(uri)
+        t0 = time.monotonic()
         try:
             await self.analyse(uri)
         finally:
             self.analysing.discard(uri)
+        cost = (time.monotonic() - t0) * 1000
+        if uri in self.ws.documents and cost > SLOW_JOB_MS:
+            self.cost_ms[uri] = cost
+        else:
+            self.cost_ms.pop(uri, None)
         if uri in self.dirty:
             self.dirty.discard(uri)
             if uri in self.ws.documents and uri not in self.pending:
-                self.schedule(uri, 0)
+                # a slow analysis re-runs after as long a pause: the analysis thread holds
+                # the GIL in C (tree-sitter) for long stretches, and requests need it too
+                self.schedule(uri, int(min(self.cost_ms.get(uri, 0.0), MAX_PAUSE_MS)))
 
     async def analyse(self, uri: str) -> DocumentAnalysis | None:
         """Analyse ``uri`` now (in the worker thread) and install the result."""
@@ -236,6 +252,19 @@ class Scheduler:
             if uri not in self.declined_shown:
                 self.declined_shown.add(uri)
                 self.frontend.show(f"roofline: {declined}", info=True)
+        elif doc.long_line:
+            declined = (
+                f"{basename(doc.path)} has a line over {MAX_LINE_BYTES // 1024} kB "
+                "(generated or minified code?): not analysed"
+            )
+            if uri not in self.declined_shown:
+                self.declined_shown.add(uri)
+                self.frontend.log(f"roofline: {declined}")
+        elif doc.parse_problem is not None and snap.tree is None:
+            declined = doc.parse_problem
+            self.frontend.log(f"roofline: {declined}")
+        if declined is None:
+            self.declined_shown.discard(uri)  # said again if it is declined again
         if declined is not None or not doc.may_have_kernels:
             result = DocumentAnalysis(
                 uri,
@@ -254,8 +283,8 @@ class Scheduler:
             last = self.ws.analyses.get(uri)
             previous = last.report if last is not None else None
             self.ws.advice_caches.setdefault(uri, {})
-            loop = asyncio.get_running_loop()
-            fut = loop.run_in_executor(self.pool, self.ws.analyse_snapshot, snap, previous)
+            await self.breathe()
+            fut = self.in_worker(self.ws.analyse_snapshot, snap, previous)
             done, _ = await asyncio.wait({fut}, timeout=PROGRESS_AFTER_S)
             if done:
                 result = fut.result()
@@ -299,6 +328,29 @@ class Scheduler:
                 self.start_compile(installed)
         self.start_llm(installed)
 
+    async def breathe(self) -> None:
+        """After a slow job (over :data:`SLOW_JOB_MS`), wait until the worker has rested as
+        long as that job ran (at most :data:`MAX_PAUSE_MS`): tree-sitter holds the GIL while
+        it parses, so a worker busy all the time would leave the event loop (requests,
+        edits) short of it."""
+        rest = self.worker_free_at - time.monotonic()
+        if rest > 0:
+            await asyncio.sleep(rest)
+
+    def in_worker(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """``fn(*args)`` in the analysis thread; its run time sets the next rest."""
+
+        def timed() -> T:
+            t0 = time.monotonic()
+            try:
+                return fn(*args)
+            finally:
+                ran = time.monotonic() - t0
+                if ran * 1000 > SLOW_JOB_MS:
+                    self.worker_free_at = time.monotonic() + min(ran, MAX_PAUSE_MS / 1000)
+
+        return asyncio.get_running_loop().run_in_executor(self.pool, timed)
+
     async def fresh_analysis(self, uri: str) -> DocumentAnalysis | None:
         """The document's analysis, made now if it is missing or older than the text."""
         doc = self.ws.documents.get(uri)
@@ -309,7 +361,14 @@ class Scheduler:
             pending = self.pending.pop(uri, None)
             if pending is not None:
                 pending.cancel()
-            a = await self.analyse(uri)
+            fresh = asyncio.ensure_future(self.analyse(uri))
+            done, _ = await asyncio.wait({fresh}, timeout=FRESH_WAIT_S)
+            if done:
+                return fresh.result()
+            # still at it: it installs itself when done; answer from the last analysis
+            self.running.add(fresh)
+            fresh.add_done_callback(self.running.discard)
+            return self.ws.analyses.get(uri) or a
         return a
 
     def reanalyse_all(self, title: str) -> None:
@@ -378,10 +437,8 @@ class Scheduler:
             return
         self.compile_failed.pop(a.uri, None)
         snap = doc.snapshot()
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(
-            self.pool, self.ws.analyse_snapshot, snap, report, counts
-        )
+        await self.breathe()
+        result = await self.in_worker(self.ws.analyse_snapshot, snap, report, counts)
         if doc.seq != a.seq or self.ws.analyses.get(a.uri) is None:
             return
         log.info(

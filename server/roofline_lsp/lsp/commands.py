@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
 
 from roofline_lsp.engine.scheduler import basename
 from roofline_lsp.engine.workspace import Workspace, one_line
@@ -69,16 +70,16 @@ async def reanalyze(ls: RooflineServer, *args: object) -> int:
 async def report(ls: RooflineServer, *args: object) -> str:
     """The Markdown report of a document (the only open one without an argument)."""
     if args and not isinstance(args[0], str):
-        raise ValueError(f"roofline.report: expected a document URI, got {args[0]!r}")
+        raise JsonRpcInvalidParams(f"roofline.report: expected a document URI, got {args[0]!r}")
     uri = args[0] if args else None
     if uri is None:
         if len(ls.ws.documents) != 1:
-            raise ValueError("roofline.report: give the document's URI")
+            raise JsonRpcInvalidParams("roofline.report: give the document's URI")
         uri = next(iter(ls.ws.documents))
     assert isinstance(uri, str)
     a = await ls.scheduler.fresh_analysis(uri)
     if a is None:
-        raise ValueError(f"roofline.report: {uri} is not an open document")
+        raise JsonRpcInvalidParams(f"roofline.report: {uri} is not an open document")
     if a.report is None:
         title = basename(ls.ws.documents[uri].path)
         why = a.declined or "no GPU kernel or offload region found in this file"
@@ -89,20 +90,28 @@ async def report(ls: RooflineServer, *args: object) -> str:
 
 async def explain(ls: RooflineServer, *args: object) -> str:
     """The explanation of the kernel at ``[uri, line]`` (also shown as a message)."""
-    if len(args) < 2 or not isinstance(args[0], str) or not isinstance(args[1], int):
-        raise ValueError("roofline.explainKernel: expected [uri, line]")
+    if (
+        len(args) < 2
+        or not isinstance(args[0], str)
+        or not isinstance(args[1], int)
+        or isinstance(args[1], bool)
+        or args[1] < 0
+    ):
+        raise JsonRpcInvalidParams(
+            "roofline.explainKernel: expected [uri, line] with a 0-based line >= 0"
+        )
     uri, line = args[0], args[1]
     a = await ls.scheduler.fresh_analysis(uri)
     doc = ls.ws.documents.get(uri)
     if a is None or a.report is None or doc is None:
-        raise ValueError(f"roofline.explainKernel: {uri} has no analysed kernel")
+        raise JsonRpcInvalidParams(f"roofline.explainKernel: {uri} has no analysed kernel")
     offset = doc.lines.offset_at(line, 0)
     hit = ls.ws.place_at(doc, a, offset)
     if hit is None:  # the line of the lens is just above the kernel's first line
         end = doc.lines.offset_at(line + 1, 0)
         hit = ls.ws.place_at(doc, a, end)
     if hit is None:
-        raise ValueError(f"roofline.explainKernel: no kernel at line {line + 1}")
+        raise JsonRpcInvalidParams(f"roofline.explainKernel: no kernel at line {line + 1}")
     kr = hit[0].kr
     v = kr.verdict
     note = ""

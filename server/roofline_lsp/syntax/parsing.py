@@ -9,10 +9,11 @@ from __future__ import annotations
 import bisect
 import functools
 import os
+import time
 from importlib import resources
 
 import tree_sitter_cuda
-from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
+from tree_sitter import Language, Node, Parser, Point, Query, QueryCursor, Tree
 
 from roofline_lsp.model.kernel import CaptureMemo
 
@@ -56,6 +57,37 @@ def parse(source: bytes, language: Language | None = None, old_tree: Tree | None
     if old_tree is not None:
         return parser.parse(source, old_tree)
     return parser.parse(source)
+
+
+def parse_within(
+    source: bytes,
+    budget_s: float,
+    language: Language | None = None,
+    old_tree: Tree | None = None,
+) -> Tree | None:
+    """:func:`parse` given about ``budget_s`` seconds: None when tree-sitter is still at it
+    then (it holds the GIL while it parses, so an unbounded parse would freeze every other
+    thread). The deadline is checked by tree-sitter's progress callback, which it calls as
+    it advances through the text: a parse stuck in error recovery on one spot may run over
+    the budget before it is stopped."""
+    parser = new_parser(language)
+    deadline = time.monotonic() + budget_s
+
+    def read(offset: int, _point: Point) -> bytes:
+        return source[offset : offset + _READ_CHUNK]
+
+    def progress(_offset: int, _has_error: bool) -> bool:
+        return time.monotonic() > deadline
+
+    try:
+        if old_tree is None:
+            return parser.parse(read, progress_callback=progress)
+        return parser.parse(read, old_tree, progress_callback=progress)
+    except ValueError:  # "Parsing failed": cancelled by the callback
+        return None
+
+
+_READ_CHUNK = 1 << 16
 
 
 @functools.cache
