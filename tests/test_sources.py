@@ -66,3 +66,28 @@ def test_the_view_of_the_disk_or_of_a_view() -> None:
     assert source_view(read_from_disk) is None
     view = SourceView(read_from_disk)
     assert source_view(view) is view
+
+
+def test_only_regular_files_are_read_and_nothing_blocks(tmp_path: Path) -> None:
+    """A FIFO (opening it waits for a writer), a socket and a link to an endless device are
+    refused from their ``stat``, without being opened for reading."""
+    import socket
+
+    import pytest
+
+    from roofline_lsp.syntax.sources import open_regular
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("FIFOs and sockets: POSIX")
+    os.mkfifo(tmp_path / "pipe.h")
+    os.symlink("/dev/zero", tmp_path / "zero.h")
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(tmp_path / "sock.h"))
+        for name, what in (("pipe.h", "a FIFO"), ("zero.h", "a character device"),
+                           ("sock.h", "a socket")):  # fmt: skip
+            path = str(tmp_path / name)
+            assert read_from_disk(path) is None
+            with pytest.raises(OSError, match=f"^{what}, not a regular file$"):
+                open_regular(path)
+            assert file_version(path, None) is None
+            assert SourceView(read_from_disk)(path) is None

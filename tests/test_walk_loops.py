@@ -65,3 +65,62 @@ def test_pragma_unroll_removes_loop_control(gpu, tmp_path: Path) -> None:  # typ
     # loop control (j < n, j++) runs 64 / 4 times when unrolled by nvcc's default 4,
     # never when fully unrolled
     assert plain.counts.int_ops - unrolled.counts.int_ops == pytest.approx(2 * 64 / 4)
+
+
+def _assigned_reference(body):  # type: ignore[no-untyped-def]
+    """Every identifier assigned in ``body``, walked naively (the definition)."""
+    out = set()
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        field = {"assignment_expression": "left", "update_expression": "argument"}.get(n.type)
+        target = n.child_by_field_name(field) if field else None
+        if target is not None and target.type == "identifier":
+            out.add(target.text.decode())
+        stack.extend(n.named_children)
+    return out
+
+
+def test_assigned_names_of_nested_loops_match_a_naive_walk() -> None:
+    """Inner loops' bodies are computed once and reused by the enclosing loops: each loop's
+    names are still exactly those assigned anywhere in its body, header updates included."""
+    from roofline_lsp.estimate.walk_loops import assigned_names
+    from roofline_lsp.syntax.parsing import parse
+
+    src = (
+        b"void f(float *a, int n) { int s = 0, t = 0, u = 0;\n"
+        b"  for (int i = 0; i < n; ++i) { s += i;\n"
+        b"    while (t < n) { t = t + 1; do { u++; } while (u < t); }\n"
+        b"    for (int j = i; j < n; j += 2) for (int k = 0; k < j; k++) a[k] = s;\n"
+        b"    for (float x : a) { s = x; }\n"
+        b"  }\n"
+        b"}\n"
+    )
+    loops = []
+    stack = [parse(src).root_node]
+    while stack:
+        n = stack.pop()
+        if n.type in ("for_statement", "while_statement", "do_statement", "for_range_loop"):
+            loops.append(n.child_by_field_name("body"))
+        stack.extend(n.named_children)
+    assert len(loops) == 6
+    for body in loops:  # outermost first, as the walker asks
+        assert assigned_names(body) == _assigned_reference(body)
+
+
+def test_thousands_of_nested_loops_give_a_verdict_not_a_crash(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Deeper than the estimator can walk: the kernel is reported too deeply nested (no
+    RecursionError escapes); a nest it can walk is counted."""
+    from hostile_files import nested_loops
+
+    from roofline_lsp.detect.kernels import detect
+    from roofline_lsp.estimate.roofline import estimate
+
+    for depth, walked in ((3000, False), (100, True)):
+        path = tmp_path / f"nest{depth}.cpp"
+        path.write_text(nested_loops(depth))
+        det = detect(path.read_bytes(), str(path))
+        (kernel,) = det.kernels
+        v = estimate(kernel, det, gpu)
+        assert (v.bound != "unknown") == walked, v.rationale
+        assert (v.rationale == "kernel too deeply nested to analyse") != walked

@@ -13,6 +13,8 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
+from roofline_lsp.syntax.sources import read_from_disk
+
 __all__ = [
     "includers_of",
     "local_includes",
@@ -130,9 +132,8 @@ def local_includes(
                 if cand in seen:
                     break
                 if os.path.isfile(cand):
-                    try:
-                        data = Path(cand).read_bytes()
-                    except OSError:
+                    data = read_from_disk(cand)  # a regular file only: never a FIFO
+                    if data is None:
                         break
                     seen[cand] = data
                     todo.append((cand, data))
@@ -161,11 +162,8 @@ def includers_of(path: str, max_files: int = 200) -> list[str]:
     for cand in cands[:max_files]:
         if cand == target:
             continue
-        try:
-            data = Path(cand).read_bytes()
-        except OSError:
-            continue
-        if b"include" not in data:
+        data = read_from_disk(cand)  # a regular file only: never a FIFO
+        if data is None or b"include" not in data:
             continue
         incs = {p for p, _ in local_includes(cand, data)}
         if target in incs:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from roofline_lsp.syntax.sources import (
     SourceReader,
     SourceView,
     is_current,
+    read_from_disk,
     source_view,
 )
 
@@ -55,7 +57,7 @@ def _stamp(folder: str) -> tuple[tuple[str, int, int], ...]:
             st = os.stat(full)
         except OSError:
             continue
-        if st.st_size <= MAX_SIBLING_BYTES:
+        if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_SIBLING_BYTES:  # no FIFO, device
             out.append((full, st.st_mtime_ns, st.st_size))
         if len(out) >= MAX_SIBLINGS:
             break
@@ -66,12 +68,8 @@ def _stamp(folder: str) -> tuple[tuple[str, int, int], ...]:
 def _sources(stamp: tuple[tuple[str, int, int], ...]) -> tuple[tuple[str, bytes], ...]:
     out = []
     for full, _m, _s in stamp:
-        try:
-            with open(full, "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        if b"\0" not in data[:4096]:
+        data = read_from_disk(full)
+        if data is not None and b"\0" not in data[:4096]:
             out.append((full, data))
     return tuple(out)
 

@@ -4,6 +4,8 @@ qualifiers, calls and the local declarations before a point.
 
 from __future__ import annotations
 
+import bisect
+
 from tree_sitter import Node
 
 from roofline_lsp.detect.textscan import kernel_ref
@@ -89,18 +91,29 @@ def local_values(body: Node, stop: int) -> dict[str, str]:
     return env
 
 
+# (node id, type) -> (the node, kept so that its id is not reused; its descendants of the
+# type by start): a function with many launches is walked once, not once per launch
+_DESCENDANTS: dict[tuple[int, str], tuple[Node, list[Node], list[int]]] = {}
+
+
 def descendants_of_type(node: Node, type_: str, stop: int) -> list[Node]:
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.start_byte >= stop:
-            continue
-        if n.type == type_:
-            out.append(n)
-        stack.extend(reversed(n.named_children))
-    out.sort(key=lambda n: n.start_byte)
-    return out
+    """``node`` and its descendants of type ``type_`` that start before byte ``stop``, in
+    source order."""
+    hit = _DESCENDANTS.get((node.id, type_))
+    if hit is None or hit[0] != node:
+        out: list[Node] = []
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.type == type_:
+                out.append(n)
+            stack.extend(reversed(n.named_children))
+        out.sort(key=lambda n: n.start_byte)
+        hit = (node, out, [n.start_byte for n in out])
+        if len(_DESCENDANTS) >= 16:
+            _DESCENDANTS.pop(next(iter(_DESCENDANTS)))
+        _DESCENDANTS[(node.id, type_)] = hit
+    return hit[1][: bisect.bisect_left(hit[2], stop)]
 
 
 def start_line(node: Node) -> int:

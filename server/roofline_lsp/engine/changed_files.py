@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Sequence
-from pathlib import Path
 
 from roofline_lsp.compiler.compile_units import local_includes
 from roofline_lsp.engine.files import InputError
+from roofline_lsp.syntax.sources import read_from_disk
 
 
 def _git(cwd: str, *args: str) -> str:
@@ -51,12 +51,11 @@ def changed_files(files: Sequence[str], changed: set[str]) -> list[str]:
         if real in changed:
             out.append(f)
             continue
-        try:
-            data = Path(f).read_bytes()
-        except OSError:
-            continue
-        if b"include" in data and any(
-            os.path.realpath(p) in changed for p, _ in local_includes(real, data)
+        data = read_from_disk(f)  # a regular file only: never a FIFO
+        if (
+            data is not None
+            and b"include" in data
+            and any(os.path.realpath(p) in changed for p, _ in local_includes(real, data))
         ):
             out.append(f)
     return out

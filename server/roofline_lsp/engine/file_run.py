@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline_lsp.compiler.compiled import DEFAULT_JOBS
@@ -36,8 +36,9 @@ from roofline_lsp.engine.check_cache import (
     results_cache,
     run_key,
 )
-from roofline_lsp.engine.files import read_source
+from roofline_lsp.engine.files import read_source, utf8_note
 from roofline_lsp.engine.refinement import ask_llm, wants_llm
+from roofline_lsp.engine.time_budget import DEFAULT_FILE_SECONDS, OverBudget, cpu_budget
 from roofline_lsp.engine.workspace import Workspace, with_llm_answers
 from roofline_lsp.llm.backend import LlmError
 from roofline_lsp.model.config import Config
@@ -54,18 +55,33 @@ Say = Callable[[str], None]  # one line for the user
 
 
 def run_files(
-    ws: Workspace, files: Sequence[str], *, progress: Progress, say: Say
+    ws: Workspace,
+    files: Sequence[str],
+    *,
+    progress: Progress,
+    say: Say,
+    file_seconds: float | None = DEFAULT_FILE_SECONDS,
 ) -> list[FileReport]:
-    """The reports of ``files`` (those that could be read), in order."""
+    """The reports of ``files`` (those that could be read and analysed within
+    ``file_seconds`` of CPU time each), in order."""
     sources: list[bytes] = []
     reports: list[FileReport] = []
     for i, path in enumerate(files, 1):
         source, problem = ws.read(path)
-        if source is None:
+        if source is not None:
+            note = utf8_note(source)
+            if note is not None:
+                say(f"{path}: {note}")
+            try:
+                with cpu_budget(file_seconds):
+                    report = ws.analyse_source(path, source)
+            except OverBudget:
+                problem = over_budget(file_seconds)
+            else:
+                sources.append(source)
+                reports.append(report)
+        if problem is not None:
             say(f"{path}: {problem}")
-        else:
-            sources.append(source)
-            reports.append(ws.analyse_source(path, source))
         progress("analysing", i, len(files))
     if ws.config.counts != "source":
         reports = asyncio.run(refine_with_ptx(ws, reports, sources, progress))
@@ -142,6 +158,11 @@ async def refine_with_llm(
     return with_llm_answers(reports, {key: v for key, v in results if v is not None})
 
 
+def over_budget(seconds: float | None) -> str:
+    """Why a file over its time budget was skipped (one line)."""
+    return f"skipped: analysis took over {seconds or 0:g} CPU seconds (--file-timeout)"
+
+
 # -- the static run: a process pool and a results cache ---------------------------------------
 
 
@@ -150,7 +171,8 @@ class FileOutcome:
     """One file's part of ``check``'s output, as plain data (it crosses processes and is
     cached): the text lines, each kernel's JSON object as the JSON writer indents it at the
     top level, and each SARIF result as JSON text (keys in the order the writers made them).
-    ``problem``: why the file was not analysed (then everything else is empty)."""
+    ``problem``: why the file was not analysed (then everything else is empty); ``note``: a
+    remark on a file that was analysed (invalid UTF-8), said on stderr, not cached."""
 
     path: str
     problem: str | None = None
@@ -159,6 +181,7 @@ class FileOutcome:
     sarif: tuple[str, ...] = ()
     kernels: int = 0
     cached: bool = False
+    note: str | None = None
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -206,6 +229,7 @@ class CheckRun:
     base: str | None
     run_key: str
     use_cache: bool = True
+    file_seconds: float | None = None  # CPU time for one file's analysis; None: no limit
 
 
 class _Worker:
@@ -227,16 +251,21 @@ class _Worker:
         source, problem = read_source(path, cfg.max_file_bytes)
         if source is None:
             return FileOutcome(path, problem), None
+        note = utf8_note(source)
         key = ""
         if self.cache is not None:
             key = file_key(self.run.run_key, path, display_path(path, self.run.base), source)
             hit = self._lookup(self.cache, key, path)
             if hit is not None:
-                return hit, None
+                return replace(hit, note=note), None
         try:
-            out, deps = self._analyse(path, source)
+            with cpu_budget(self.run.file_seconds):
+                out, deps = self._analyse(path, source)
+        except OverBudget:
+            return FileOutcome(path, over_budget(self.run.file_seconds)), None
         except Exception as e:  # a bug on one file must not cost the others
             return FileOutcome(path, f"internal error: {type(e).__name__}: {e}"), None
+        out = replace(out, note=note)
         if self.cache is None:
             return out, None
         return out, (key, {"deps": deps, "out": out.to_data()})
@@ -311,13 +340,16 @@ def check_files(
     base: str | None = None,
     jobs: int = 1,
     use_cache: bool = True,
+    file_seconds: float | None = DEFAULT_FILE_SECONDS,
     progress: Callable[[int, int, int], None] | None = None,
     say: Say = lambda _line: None,
 ) -> list[FileOutcome]:
     """The outcome of every readable file of ``files``, in order (``config.backend`` must be
     static), ``jobs`` processes at a time: served from the results cache when nothing it
-    depends on changed, else analysed. ``progress(done, total, cached)``."""
-    run = CheckRun(config, base, run_key(config) if use_cache else "", use_cache)
+    depends on changed, else analysed (a file whose analysis takes over ``file_seconds`` of
+    CPU time is skipped). ``progress(done, total, cached)``. Skipped files and notes are
+    said in one line each, in file order."""
+    run = CheckRun(config, base, run_key(config) if use_cache else "", use_cache, file_seconds)
     total = len(files)
     results: list[FileOutcome | None] = [None] * total
     todo = list(range(total))
@@ -349,8 +381,9 @@ def check_files(
         cache.close()
     out = [r for r in results if r is not None]
     for r in out:
-        if r.problem is not None:
-            say(f"{r.path}: {r.problem}")
+        for line in (r.note, r.problem):
+            if line is not None:
+                say(f"{r.path}: {line}")
     return [r for r in out if r.problem is None]
 
 

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 
 from roofline_lsp.syntax.parsing import SOURCE_EXTENSIONS
+from roofline_lsp.syntax.sources import open_regular
 
 SKIP_DIRS = frozenset({".git", "node_modules", "build", "__pycache__", ".venv", "cache"})
 
@@ -46,19 +47,37 @@ def _walk(root: str) -> Iterator[str]:
 
 
 def read_source(path: str, max_bytes: int) -> tuple[bytes | None, str | None]:
-    """``(bytes, None)`` or ``(None, reason)`` for a file that is too large, binary or
-    unreadable. Invalid UTF-8 is fine: the parser works on bytes."""
+    """``(bytes, None)`` or ``(None, reason)`` for a file that is not a regular file (a FIFO,
+    a socket, a device: refused without opening it, never a hang), too large, binary or
+    unreadable. Invalid UTF-8 is read: the parser works on bytes (see :func:`utf8_note`)."""
     try:
-        size = os.path.getsize(path)
-        if size > max_bytes:
-            return None, (
-                f"skipped: {size / 1e6:.1f} MB is over the {max_bytes / 1e6:g} MB limit "
-                "(--max-file-bytes)"
-            )
-        with open(path, "rb") as f:
+        fd = open_regular(path)
+        with open(fd, "rb") as f:
+            size = os.fstat(fd).st_size
+            if size > max_bytes:
+                return None, (
+                    f"skipped: {size / 1e6:.1f} MB is over the {max_bytes / 1e6:g} MB limit "
+                    "(--max-file-bytes)"
+                )
             data = f.read(max_bytes + 1)
-    except OSError as e:
-        return None, f"cannot read: {e.strerror or e}"
+    except OSError as e:  # strerror: the system's reason; else open_regular's own words
+        return None, f"cannot read: {e.strerror}" if e.strerror else f"skipped: {e}"
+    if len(data) > max_bytes:  # grew while read
+        return None, f"skipped: over the {max_bytes / 1e6:g} MB limit (--max-file-bytes)"
     if b"\0" in data[:65536]:
         return None, "skipped: binary file"
     return data, None
+
+
+def utf8_note(source: bytes) -> str | None:
+    """A one-line note when ``source`` is not valid UTF-8 (where the first bad byte is): the
+    file is still analysed, its bad bytes shown as U+FFFD."""
+    try:
+        source.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = source.count(b"\n", 0, e.start) + 1
+        return (
+            f"note: not valid UTF-8 (byte 0x{source[e.start]:02x} on line {line}); "
+            "analysed with invalid bytes replaced"
+        )
+    return None

@@ -5,6 +5,7 @@ OpenMP/OpenACC work-shared loops.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 
@@ -97,7 +98,10 @@ class LoopWalker(CallWalker):
         """Variables assigned in a loop body vary with the loop from its first iteration."""
         if body is None:
             return
-        for name in assigned_names(body):
+        names = assigned_names(body)
+        if len(names) > 8:  # a deep nest: look up only the names in scope (each lookup walks
+            names = names & self.names_in_scope()  # the scopes: cubic in the nesting depth)
+        for name in names:
             if name == skip:
                 continue
             v = self.var(name)
@@ -305,12 +309,17 @@ class LoopWalker(CallWalker):
         return "constant"
 
 
-_ASSIGNED_CACHE: dict[tuple[int, int], frozenset[str]] = {}
+_ASSIGNED_CACHE: dict[tuple[int, int, bytes], frozenset[str]] = {}
+_LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "for_range_loop"})
 
 
 def assigned_names(body: Node) -> frozenset[str]:
-    """Variables assigned anywhere in ``body`` (loop-carried values of a loop body)."""
-    key = (body.start_byte, body.end_byte)
+    """Variables assigned anywhere in ``body`` (loop-carried values of a loop body).
+
+    Cached by the body's bytes, and the bodies of the loops inside are computed (and cached)
+    once, not walked again for every enclosing loop: linear in a nest's size, where walking
+    each loop's whole body was quadratic in its depth."""
+    key = (body.start_byte, body.end_byte, hashlib.blake2b(body.text or b"").digest())
     hit = _ASSIGNED_CACHE.get(key)
     if hit is not None:
         return hit
@@ -327,6 +336,12 @@ def assigned_names(body: Node) -> frozenset[str]:
             arg = n.child_by_field_name("argument")
             if arg is not None and arg.type == "identifier":
                 out.add(text(arg))
+        if t in _LOOP_TYPES and n is not body:
+            inner = n.child_by_field_name("body")
+            if inner is not None:
+                out |= assigned_names(inner)
+                stack.extend(c for c in n.named_children if c != inner)
+                continue
         if t not in ("number_literal", "string_literal", "comment", "identifier"):
             stack.extend(n.named_children)
     result = frozenset(out)

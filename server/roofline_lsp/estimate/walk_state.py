@@ -251,6 +251,10 @@ class WalkerBase:
                 return v
         return self.inputs.globals.get(name)
 
+    def names_in_scope(self) -> frozenset[str]:
+        """Every name :meth:`var` can find."""
+        return frozenset(self.inputs.globals).union(*self.cursor.scopes)
+
     def declare(self, name: str, v: Var) -> None:
         self.cursor.scopes[-1][name] = v
 

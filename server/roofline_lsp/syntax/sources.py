@@ -23,10 +23,44 @@ SourceReader = Callable[[str], bytes | None]
 """The bytes of a file (an open buffer's or the disk's), None when unreadable."""
 
 
+def not_regular(mode: int) -> str | None:
+    """What a file of ``mode`` is when it is not a regular file ("a FIFO", "a socket"...),
+    None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, what in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def open_regular(path: str) -> int:
+    """A read-only descriptor of ``path`` (symlinks followed) when it is a regular file;
+    OSError otherwise, without blocking: a FIFO, a socket or a device is refused from its
+    ``stat`` before it is opened (opening a FIFO waits for a writer; reading ``/dev/zero``
+    never ends), and checked again on the descriptor in case the path changed in between."""
+    what = not_regular(os.stat(path).st_mode)
+    if what is None:
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+        fd = os.open(path, flags | getattr(os, "O_BINARY", 0))
+        what = not_regular(os.fstat(fd).st_mode)
+        if what is None:
+            return fd
+        os.close(fd)
+    raise OSError(f"{what}, not a regular file")
+
+
 def read_from_disk(path: str, limit: int | None = None) -> bytes | None:
-    """The bytes of ``path`` on disk (at most ``limit`` of them), None when unreadable."""
+    """The bytes of the regular file ``path`` on disk (at most ``limit`` of them), None when
+    unreadable or not a regular file (never blocks on a FIFO or a device)."""
     try:
-        with open(path, "rb") as f:
+        with open(open_regular(path), "rb") as f:
             return f.read() if limit is None else f.read(limit)
     except OSError:
         return None
