@@ -32,21 +32,42 @@ def verdict(**kw: object) -> Verdict:
     return Verdict(**base)  # type: ignore[arg-type]
 
 
+def test_memory_term_never_reads_as_more_dram_than_referenced() -> None:
+    streaming = MemoryTerm(134e6, False, 52.4e6, 202e6, 201e6)
+    assert term_text(streaming).endswith("every byte referenced comes from DRAM (202 MB)")
+    reused = MemoryTerm(16.8e6, True, 52.4e6, 12.6e6, 554e6)
+    assert term_text(reused).endswith("12.6 MB of the 554 MB referenced come from DRAM")
+
+
 def test_each_term_in_words() -> None:
     assert [term_text(t) for t in TERMS] == [
         "per thread: 2 FP32 FLOP, 6 integer ops",
         "loop over j (line 17, 32768 trips, argument): 19 FP32 FLOP, 4 int ops and 16 B "
         "referenced per iteration",
         "loop (line 30, 8 trips, constant)",
-        "working set 12.6 MB exceeds L2 (6.29 MB); DRAM 12.6 MB of 12.6 MB referenced",
+        "working set 12.6 MB exceeds L2 (6.29 MB); every byte referenced comes from DRAM (12.6 MB)",
         "counts: PTX",
     ]
 
 
 def test_an_estimate_is_explained_by_its_deciding_precision_then_its_terms() -> None:
-    # int AI 0.5 against a ridge of 16.485: below it by 16.485 / 0.5 = 33x
+    # bandwidth-bound with float work: every AI below its ridge, the fp32 one shown
+    # (0.165 against 32.971: below by 200x), not the integer one closest to its ridge
     text = explanation(verdict())
-    assert text.startswith("bandwidth-bound: int AI 0.5 vs ridge 16.5 (below by 33x); per thread:")
+    assert text.startswith(
+        "bandwidth-bound: every AI below its ridge; fp32 AI 0.165 vs ridge 33 (below by 200x); "
+        "per thread:"
+    )
+    # no float work: the integer intensity (0.5 against 16.485: below by 33x)
+    only_int = verdict(ai={"fp64": None, "fp32": None, "fp16": None, "int": 0.5})
+    assert explanation(only_int).startswith(
+        "bandwidth-bound: int AI 0.5 vs ridge 16.5 (below by 33x);"
+    )
+    # compute-bound on integer work: the integer intensity decides and is named
+    hashing = verdict(bound="compute", ai={"fp64": None, "fp32": 0.165, "fp16": None, "int": 20.0})
+    assert explanation(hashing).startswith(
+        "compute-bound: int AI 20 vs ridge 16.5 (above by 1.2x);"
+    )
     assert text.endswith("; counts: PTX")
     assert explanation(verdict(deciding=None, terms=(NoteTerm("x"),))) == (
         "bandwidth-bound: no arithmetic found; x"

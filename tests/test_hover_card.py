@@ -48,6 +48,17 @@ def test_card_fits_leads_with_the_verdict_and_says_where_the_rest_is() -> None:
             assert lines[0].startswith("`horner_with") and "**" in lines[0]
 
 
+def test_markdown_card_breaks_its_prose_lines_where_the_text_does() -> None:
+    # Markdown joins consecutive lines into one paragraph: each prose line before another
+    # ends in a hard break (two spaces), still within the width
+    lines = kernel_card(_report()).rstrip("\n").split("\n")
+    prose = [i for i, x in enumerate(lines) if x and not x.startswith("|")]
+    for i in prose:
+        followed = i + 1 < len(lines) and i + 1 in prose
+        assert lines[i].endswith("  ") == followed, lines
+        assert len(lines[i]) <= MAX_COLUMNS, lines[i]
+
+
 def test_launch_card_names_the_definition_line() -> None:
     kr = _report()
     assert f"line {kr.kernel.line}" in kernel_card(kr, plain=True, launch=True)

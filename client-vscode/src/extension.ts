@@ -40,9 +40,12 @@ import {
   DEFAULT_API_KEY_ENV,
   type PathContext,
   type ServerConfig,
+  type SettingTarget,
   configurationSection,
+  gpuTargetChoices,
   needsRestart,
   settingTarget,
+  showInlayHints,
   toServerConfig,
 } from './settings';
 
@@ -157,6 +160,9 @@ class Roofline implements vscode.Disposable {
         } else if (e.affectsConfiguration('roofline')) {
           this.updateStatus();
         }
+        if (e.affectsConfiguration('roofline.inlayHints') || e.affectsConfiguration('editor.codeLens')) {
+          this.refreshInlayHints();
+        }
       }),
       c.secrets.onDidChange((e) => {
         if (e.key === API_KEY_SECRET) {
@@ -253,6 +259,9 @@ class Roofline implements vscode.Disposable {
       initializationOptions: () => this.serverConfig(),
       synchronize: { configurationSection: 'roofline' },
       middleware: {
+        // The verdict hint repeats the code lens above it: shown per roofline.inlayHints.
+        provideInlayHints: (document, range, token, next) =>
+          this.inlayHintsShown(document.uri) ? next(document, range, token) : [],
         workspace: {
           configuration: async (params, token, next) => {
             const fromVsCode = await next(params, token);
@@ -435,18 +444,49 @@ class Roofline implements vscode.Disposable {
     if (pick === undefined || pick.current) {
       return;
     }
-    const target = settingTarget(cfg.inspect('gpu'));
-    const where =
-      target === 'workspaceFolder'
+    const inspection = cfg.inspect('gpu');
+    const choices = gpuTargetChoices(inspection, (vscode.workspace.workspaceFolders?.length ?? 0) > 0);
+    let target = settingTarget(inspection);
+    let clear: readonly SettingTarget[] = [];
+    if (choices.length > 0) {
+      const choice = await vscode.window.showQuickPick(choices, {
+        title: `Roofline: use ${pick.gpu.name} for`,
+        placeHolder: 'Save the target GPU in this workspace or in your user settings',
+      });
+      if (choice === undefined) {
+        return;
+      }
+      target = choice.target;
+      clear = choice.clear;
+    }
+    const level = (t: SettingTarget): vscode.ConfigurationTarget =>
+      t === 'workspaceFolder'
         ? vscode.ConfigurationTarget.WorkspaceFolder
-        : target === 'workspace'
+        : t === 'workspace'
           ? vscode.ConfigurationTarget.Workspace
           : vscode.ConfigurationTarget.Global;
     try {
       // The change reaches the server as workspace/didChangeConfiguration.
-      await cfg.update('gpu', pick.gpu.name, where);
+      for (const t of clear) {
+        await cfg.update('gpu', undefined, level(t));
+      }
+      await cfg.update('gpu', pick.gpu.name, level(target));
     } catch (e) {
       void this.notify(`Roofline: could not save roofline.gpu: ${message(e)}`);
+    }
+  }
+
+  private inlayHintsShown(scope: vscode.Uri): boolean {
+    const mode = vscode.workspace.getConfiguration('roofline', scope).get('inlayHints', 'auto');
+    const lenses = vscode.workspace.getConfiguration('editor', scope).get('codeLens', true);
+    return showInlayHints(mode, lenses);
+  }
+
+  /** Asks VS Code for the hints again (after roofline.inlayHints or editor.codeLens changed). */
+  private refreshInlayHints(): void {
+    const feature = this.client?.getFeature('textDocument/inlayHint');
+    for (const editor of vscode.window.visibleTextEditors) {
+      feature?.getProvider(editor.document)?.onDidChangeInlayHints.fire();
     }
   }
 

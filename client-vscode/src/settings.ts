@@ -52,7 +52,7 @@ export const SERVER_SETTINGS: readonly ServerSetting[] = [
 ];
 
 /** Client-only settings: they shape how the server is launched, not what it computes. */
-export const CLIENT_SETTINGS: readonly string[] = ['server.path', 'server.pythonPath', 'trace.server'];
+export const CLIENT_SETTINGS: readonly string[] = ['server.path', 'server.pythonPath', 'trace.server', 'inlayHints'];
 
 /** Settings whose change needs a new server process rather than didChangeConfiguration. */
 export const RESTART_SETTINGS: readonly string[] = ['server.path', 'server.pythonPath', 'llm.apiKeyEnv'];
@@ -222,9 +222,9 @@ export interface SettingInspection {
 }
 
 /**
- * Where a new value of a setting is written: the most specific level that already sets it
- * (so the change takes effect), else the user's settings (never creating a workspace file
- * uninvited).
+ * Where a new value of a setting is written when nobody is asked: the most specific level
+ * that already sets it (so the change takes effect), else the user's settings (never creating
+ * a workspace file uninvited).
  */
 export function settingTarget(inspection: SettingInspection | undefined): SettingTarget {
   if (inspection?.workspaceFolderValue !== undefined) {
@@ -234,4 +234,64 @@ export function settingTarget(inspection: SettingInspection | undefined): Settin
     return 'workspace';
   }
   return 'global';
+}
+
+/** One answer to "where should this GPU be saved?". */
+export interface TargetChoice {
+  readonly label: string;
+  readonly description: string;
+  readonly target: SettingTarget;
+  /** More specific levels whose value would hide the new one: removed when this is picked. */
+  readonly clear: readonly SettingTarget[];
+}
+
+/**
+ * Where a GPU picked in the quick pick can be saved. With no folder open: nowhere to ask
+ * about (the user's settings). With a folder open the target GPU belongs to the project
+ * first (the folder's `.vscode/settings.json`; a multi-root workspace's folder when it
+ * already sets one), the user's settings (every project) second; picking the user's settings
+ * removes a workspace value that would otherwise override it.
+ */
+export function gpuTargetChoices(inspection: SettingInspection | undefined, folderOpen: boolean): TargetChoice[] {
+  if (!folderOpen) {
+    return [];
+  }
+  const inFolder = inspection?.workspaceFolderValue !== undefined;
+  const here: TargetChoice = {
+    label: 'This workspace',
+    description: inFolder ? 'workspace folder settings' : 'workspace settings (.vscode/settings.json)',
+    target: inFolder ? 'workspaceFolder' : 'workspace',
+    clear: [],
+  };
+  const hidden: SettingTarget[] = [];
+  if (inspection?.workspaceValue !== undefined) {
+    hidden.push('workspace');
+  }
+  if (inFolder) {
+    hidden.push('workspaceFolder');
+  }
+  const everywhere: TargetChoice = {
+    label: 'All workspaces',
+    description:
+      hidden.length > 0 ? "user settings; removes this workspace's roofline.gpu, which would override it" : 'user settings',
+    target: 'global',
+    clear: hidden,
+  };
+  return [here, everywhere];
+}
+
+export type InlayHintMode = 'auto' | 'on' | 'off';
+
+/**
+ * Whether the verdict inlay hints are shown. `auto` (the default): only where the editor's
+ * code lenses are off, since the lens above each kernel already gives the verdict.
+ */
+export function showInlayHints(mode: unknown, codeLensEnabled: unknown): boolean {
+  if (mode === 'on') {
+    return true;
+  }
+  if (mode === 'off') {
+    return false;
+  }
+  return codeLensEnabled === false;
 }

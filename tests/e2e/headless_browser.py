@@ -39,7 +39,10 @@ def chromium_path() -> str | None:
 
 
 class Browser:
-    """One chromium process and one page; ``call`` sends a DevTools command to the page."""
+    """One chromium process and one page; ``call`` sends a DevTools command to the page.
+    ``flags``: the command line (a subclass for a local server keeps loopback off the proxy)."""
+
+    flags: tuple[str, ...] = CHROMIUM_FLAGS
 
     def __init__(self, exe: str, width: int = 1280, height: int = 900) -> None:
         self.profile = tempfile.mkdtemp(prefix="roofline-chromium-")
@@ -56,7 +59,7 @@ class Browser:
         self.proc = subprocess.Popen(
             [
                 exe,
-                *CHROMIUM_FLAGS,
+                *self.flags,
                 f"--user-data-dir={self.profile}",
                 f"--window-size={width},{height}",
                 "about:blank",

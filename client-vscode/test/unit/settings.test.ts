@@ -6,7 +6,9 @@ import {
   expandCommand,
   expandPath,
   needsRestart,
+  gpuTargetChoices,
   settingTarget,
+  showInlayHints,
   toServerConfig,
 } from '../../src/settings';
 import { readManifest, settingsGetter } from '../manifest';
@@ -136,5 +138,40 @@ describe('restart and targets', () => {
     assert.equal(settingTarget({ globalValue: 'a100' }), 'global');
     assert.equal(settingTarget({ globalValue: 'a100', workspaceValue: 'h100' }), 'workspace');
     assert.equal(settingTarget({ workspaceValue: 'h100', workspaceFolderValue: 'l4' }), 'workspaceFolder');
+  });
+});
+
+describe('gpuTargetChoices', () => {
+  test('with no folder open nobody is asked: the user settings', () => {
+    assert.deepEqual(gpuTargetChoices({ globalValue: 'a100' }, false), []);
+  });
+
+  test('with a folder open the workspace comes first, the user settings second', () => {
+    const [here, everywhere] = gpuTargetChoices({ globalValue: 'a100' }, true);
+    assert.equal(here.target, 'workspace');
+    assert.deepEqual(here.clear, []);
+    assert.equal(everywhere.target, 'global');
+    assert.deepEqual(everywhere.clear, []);
+  });
+
+  test('the user settings remove the workspace values that would hide them', () => {
+    const [here, everywhere] = gpuTargetChoices({ workspaceValue: 'h100', workspaceFolderValue: 'l4' }, true);
+    assert.equal(here.target, 'workspaceFolder');
+    assert.deepEqual(everywhere.clear, ['workspace', 'workspaceFolder']);
+    assert.match(everywhere.description, /removes/);
+  });
+});
+
+describe('showInlayHints', () => {
+  test('auto: only where code lenses are off (the lens already gives the verdict)', () => {
+    assert.equal(showInlayHints('auto', true), false);
+    assert.equal(showInlayHints('auto', undefined), false);
+    assert.equal(showInlayHints('auto', false), true);
+    assert.equal(showInlayHints(undefined, false), true);
+  });
+
+  test('on and off whatever the lenses', () => {
+    assert.equal(showInlayHints('on', true), true);
+    assert.equal(showInlayHints('off', false), false);
   });
 });

@@ -13,18 +13,44 @@ def explanation(v: Verdict) -> str:
     the words that came with it for a measured or LLM verdict."""
     if v.rationale or v.source != "static":
         return v.rationale
-    if v.deciding is None:
+    p = shown_precision(v)
+    if p is None:
         head = f"{v.bound}-bound: no arithmetic found"
     else:
-        ai = v.ai.get(v.deciding) or 0.0
-        ridge = v.ridge[v.deciding]
+        ai = v.ai.get(p) or 0.0
+        ridge = v.ridge[p]
         factor = max(ai, 1e-9) / ridge if ai >= ridge else ridge / max(ai, 1e-9)
         side = "above" if ai >= ridge else "below"
+        every = "every AI below its ridge; " if below_everywhere(v) else ""
+        by = f"{factor:.2g}" if factor < 100 else f"{factor:.0f}"
         head = (
-            f"{v.bound}-bound: {v.deciding} AI {fmt_count(ai)} vs ridge {fmt_count(ridge)} "
-            f"({side} by {factor:.2g}x)"
+            f"{v.bound}-bound: {every}{p} AI {fmt_count(ai)} vs ridge {fmt_count(ridge)} "
+            f"({side} by {by}x)"
         )
     return head + "; " + "; ".join(term_texts(v))
+
+
+FLOAT_PRECISIONS = ("fp64", "fp32", "fp16")
+
+
+def shown_precision(v: Verdict) -> str | None:
+    """The precision whose intensity a verdict is shown with. Compute-bound: the deciding one
+    (furthest above its ridge; the integer one is then named as what decides). Bandwidth-bound:
+    every intensity is below its ridge, and a reader of a kernel with floating-point work
+    expects its FLOP/byte, so the float precision closest to its ridge; the integer one only
+    for a kernel without floating-point work."""
+    if v.bound != "bandwidth" or v.deciding is None:
+        return v.deciding
+    floats = [p for p in FLOAT_PRECISIONS if (v.ai.get(p) or 0) > 0 and v.ridge.get(p)]
+    if not floats:
+        return v.deciding
+    return max(floats, key=lambda p: (v.ai.get(p) or 0.0) / v.ridge[p])
+
+
+def below_everywhere(v: Verdict) -> bool:
+    """Bandwidth-bound with more than one kind of work: each intensity below its ridge, which
+    one intensity alone would not say."""
+    return v.bound == "bandwidth" and sum(1 for a in v.ai.values() if a and a > 0) > 1
 
 
 def term_texts(v: Verdict) -> tuple[str, ...]:
@@ -49,9 +75,12 @@ def term_text(t: Term) -> str:
         return f"{head}: {', '.join(parts)} and {fmt_count(refs)} B referenced per iteration"
     if isinstance(t, MemoryTerm):
         fit = "fits in" if t.resident else "exceeds"
-        return (
-            f"working set {fmt_bytes(t.footprint)} {fit} L2 ({fmt_bytes(t.l2_bytes)}); "
-            f"DRAM {fmt_bytes(t.dram_bytes)} of {fmt_bytes(t.references)} referenced"
+        head = f"working set {fmt_bytes(t.footprint)} {fit} L2 ({fmt_bytes(t.l2_bytes)}); "
+        if t.dram_bytes >= t.references:
+            # each byte referenced once, plus the launch's fixed and local-memory traffic
+            return head + f"every byte referenced comes from DRAM ({fmt_bytes(t.dram_bytes)})"
+        return head + (
+            f"{fmt_bytes(t.dram_bytes)} of the {fmt_bytes(t.references)} referenced come from DRAM"
         )
     assert isinstance(t, NoteTerm)
     return t.text

@@ -17,8 +17,12 @@ from roofline_lsp.estimate.line_shares import LineShare
 from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.model.report import KernelReport
 from roofline_lsp.model.verdict import PRECISIONS, Verdict
-from roofline_lsp.present.explanations import term_texts
-from roofline_lsp.present.markdown import PRECISION_LABELS, other_gpus_text
+from roofline_lsp.present.markdown import (
+    PRECISION_LABELS,
+    card_terms,
+    intensity_text,
+    other_gpus_text,
+)
 
 MAX_LINES = 12
 MAX_COLUMNS = 100
@@ -27,9 +31,10 @@ SOURCES = {"static": "static", "llm": "LLM", "profile": "measured profile"}
 
 
 def verdict_line(kr: KernelReport, plain: bool = True) -> list[str]:
-    """``scale_shift: bandwidth-bound on RTX-3080 · fp32 AI 0.25 < ridge 20 (static, 60%)``
-    (in Markdown the name as code, the bound and the GPU in bold); on two lines when one
-    would be wider than :data:`MAX_COLUMNS` (a long kernel name), the bound always first."""
+    """``saxpy: bandwidth-bound on H100 · every AI below its ridge: fp32 0.17 < 20 (static,
+    94%)`` (in Markdown the name as code, the bound and the GPU in bold; the intensity shown
+    is :func:`present.markdown.intensity_text`'s); on two lines when one would be wider than
+    :data:`MAX_COLUMNS` (a long kernel name), the bound always first."""
     v = kr.verdict
     b = (lambda t: t) if plain else (lambda t: f"**{t}**")
     name = kr.kernel.name
@@ -38,16 +43,13 @@ def verdict_line(kr: KernelReport, plain: bool = True) -> list[str]:
     name = name if plain else f"`{name}`"
     head = "bound unknown" if v.bound == "unknown" else f"{v.bound}-bound"
     first = f"{name}: {b(head)} on {b(v.gpu)}"
-    detail = ""
-    if v.deciding is not None:
-        ai, ridge = v.ai.get(v.deciding), v.ridge.get(v.deciding)
-        op = ">=" if v.bound == "compute" else "<"
-        detail = f"{v.deciding} AI {fmt_num(ai)} {op} ridge {fmt_num(ridge)} "
+    why = intensity_text(v)
+    detail = f"{why} " if why else ""
     src = SOURCES.get(v.source, v.source)
     if v.source == "llm" and v.extra.get("model"):
         src += f" ({v.extra['model']})"
     detail += f"({src}, {round(v.confidence * 100)}%)"
-    joined = f"{first} · {detail}" if v.deciding is not None else f"{first} {detail}"
+    joined = f"{first} · {detail}" if why else f"{first} {detail}"
     return [joined] if len(joined) <= MAX_COLUMNS else [first, detail]
 
 
@@ -58,7 +60,7 @@ def _ai_rows(v: Verdict) -> list[tuple[str, str, str, str]]:
         if not ai and p != v.deciding:
             continue  # no such work: a row would only take room
         mark = ""
-        if p == v.deciding:
+        if p == v.deciding and v.bound == "compute":
             mark = "decides"
         elif ai is not None and ridge and ai >= ridge:
             mark = "above ridge"
@@ -81,8 +83,18 @@ def _counts_text(v: Verdict) -> str | None:
     return text
 
 
-def _clip(line: str) -> str:
-    return line if len(line) <= MAX_COLUMNS else line[: MAX_COLUMNS - 1] + "…"
+def _clip(line: str, width: int = MAX_COLUMNS) -> str:
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _markdown_lines(lines: list[str]) -> list[str]:
+    """Each prose line that another prose line follows ends in a hard break (two spaces):
+    Markdown would join them into one paragraph. Clipped so that the break still fits."""
+    out = [x if x.startswith("|") else _clip(x, MAX_COLUMNS - 2) for x in lines]
+    prose = [bool(x) and not x.startswith("|") for x in out]
+    return [
+        x + "  " if prose[i] and i + 1 < len(out) and prose[i + 1] else x for i, x in enumerate(out)
+    ]
 
 
 def kernel_card(
@@ -103,7 +115,7 @@ def kernel_card(
                 f"  {r[0]:<{w[0]}}  {r[1]:>{w[1]}}  {r[2]:>{w[2]}}  {r[3]}".rstrip() for r in table
             ]
     else:
-        lines = list(first) if len(first) == 1 else [f"{first[0]}  ", first[1]]  # a hard break
+        lines = list(first)
         if rows:
             lines += [
                 "",
@@ -123,7 +135,7 @@ def kernel_card(
         # an LLM's or a profile's reasons: its first sentence (the rest: explain)
         sentence = " ".join(v.rationale.split()).split(". ")[0]
         extra.append("Why: " + (sentence if sentence.endswith(".") else sentence + "."))
-    terms = [t for t in term_texts(v) if not t.lower().startswith("per ")]
+    terms = card_terms(v)
     if terms:
         extra.append(f"Mostly: {terms[0]}")
     mine = [a for a in advice if a.kernel == k.name]
@@ -133,7 +145,9 @@ def kernel_card(
     room = MAX_LINES - len(lines) - 1
     lines += extra[: max(room, 0)]
     lines.append(tail)
-    return "\n".join(_clip(x) for x in lines[:MAX_LINES]).rstrip() + "\n"
+    lines = lines[:MAX_LINES]
+    lines = [_clip(x) for x in lines] if plain else _markdown_lines(lines)
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def line_text(share: LineShare) -> str:

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from roofline_lsp.advice.catalogue import Advice
 from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.model.report import FileReport, KernelReport
+from roofline_lsp.model.terms import WorkTerm
 from roofline_lsp.model.verdict import PRECISIONS, Verdict
-from roofline_lsp.present.explanations import explanation, term_texts
+from roofline_lsp.present.explanations import below_everywhere, shown_precision, term_text
 from roofline_lsp.present.text_output import verdict_summary
 
 SOURCE_LABELS = {
@@ -23,9 +24,39 @@ SOURCE_LABELS = {
 PRECISION_LABELS = {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "int": "int"}
 
 
+def intensity_text(v: Verdict, ridge_word: bool = True) -> str:
+    """Why the verdict is what it is, in one clause: ``fp64 AI 10.7 >= ridge 9.99``,
+    ``int AI 12 >= ridge 9.99`` (integer work decides), ``every AI below its ridge: fp32
+    0.17 < 20`` when bandwidth-bound with more than one kind of work; '' without an intensity."""
+    p = shown_precision(v)
+    if p is None:
+        return ""
+    ai, ridge = fmt_num(v.ai.get(p)), fmt_num(v.ridge.get(p))
+    word = "ridge " if ridge_word else ""
+    if v.bound == "compute":
+        return f"{p} AI {ai} >= {word}{ridge}"
+    if below_everywhere(v):
+        return f"every AI below its ridge: {p} {ai} < {ridge}"
+    return f"{p} AI {ai} < {word}{ridge}"
+
+
 def inlay_label(v: Verdict) -> str:
-    """``bandwidth-bound · fp32 AI 0.25 < 20 (H100-SXM5-80GB)``."""
-    return verdict_summary(v)
+    """``bandwidth-bound · fp32 AI 0.17 < 20``: short enough for VS Code's default inlay
+    hint length (43 characters); the GPU is in the code lens and the status bar, the rest in
+    the hint's tooltip."""
+    if v.bound == "unknown":
+        return "bound unknown"
+    p = shown_precision(v)
+    if p is None:
+        return f"{v.bound}-bound"
+    op = ">=" if v.bound == "compute" else "<"
+    return f"{v.bound}-bound · {p} AI {fmt_num(v.ai.get(p))} {op} {fmt_num(v.ridge.get(p))}"
+
+
+def card_terms(v: Verdict) -> tuple[str, ...]:
+    """The terms a card lists: every term in words but the per-thread work, which the
+    counts line already gives (new kinds of terms and notes are listed as they come)."""
+    return tuple(term_text(t) for t in v.terms if not isinstance(t, WorkTerm))
 
 
 def lens_title(kr: KernelReport) -> str:
@@ -94,10 +125,10 @@ def _ai_table(v: Verdict) -> list[str]:
     for p in PRECISIONS:
         ai = v.ai.get(p)
         ridge = v.ridge.get(p)
-        if ai is None and p != v.deciding:
-            continue
+        if not ai and p != v.deciding:
+            continue  # no such work: a row would only take room
         mark = ""
-        if p == v.deciding:
+        if p == v.deciding and v.bound == "compute":
             mark = "**decides**"
         elif ai is not None and ridge and ai >= ridge:
             mark = "above ridge"
@@ -119,25 +150,20 @@ def hover_markdown(kr: KernelReport, advice: Sequence[Advice] = ()) -> str:
         f"Verdict from the {_source_text(v)}, confidence {round(v.confidence * 100)}%.",
         "",
     ]
-    if v.deciding is not None:
-        ai, ridge = v.ai.get(v.deciding), v.ridge.get(v.deciding)
-        op = "≥" if v.bound == "compute" else "<"
-        lines += [
-            f"{v.deciding} decides: arithmetic intensity {fmt_num(ai)} {op} ridge point "
-            f"{fmt_num(ridge)} ops/byte.",
-            "",
-        ]
+    why = intensity_text(v)
+    if why:
+        lines += [f"Why: {why} (arithmetic intensity, ops/byte).", ""]
     table = _ai_table(v)
     if table:
         lines += [*table, ""]
     counts = _counts_line(v)
     if counts:
         lines += [counts, ""]
-    text = explanation(v)
-    if text:
-        lines += [text.strip(), ""]
-    if v.terms:
-        lines += ["Dominant terms:", *[f"- {t}" for t in term_texts(v)[:5]], ""]
+    if v.rationale.strip():
+        lines += [v.rationale.strip(), ""]  # an LLM's, a profile's or the estimator's words
+    terms = card_terms(v)
+    if terms:
+        lines += ["What the estimate rests on:", *[f"- {t}" for t in terms], ""]
     others = other_gpus_text(kr)
     if others:
         lines += ["Differs on other GPUs:", *[f"- {t}" for t in others], ""]
