@@ -12,7 +12,9 @@ def test_fp64_literal_in_fp32_kernel_with_fix() -> None:
     src, adv = run("advice.cu")
     lits = [a for a in adv if a.code == "RL001"]
     assert [(a.kernel, src[a.start : a.end]) for a in lits] == [("literal_kernel", b"0.5")]
-    assert lits[0].severity == "information"  # RTX 3080: fp64 at 1/64 of fp32
+    # RTX 3080: fp64 at 1/64 of fp32, but a hint when the roofline says the fix is worth < 5%
+    small = lits[0].gain is not None and lits[0].gain.small
+    assert lits[0].severity == ("hint" if small else "information")
     fixed = apply(src, lits[0])
     assert b"a * x[i] + 0.5f;" in fixed and not has_error(fixed)
     # not flagged in a kernel that is fp64 on purpose

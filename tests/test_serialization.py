@@ -15,7 +15,12 @@ def test_atomics_on_one_address() -> None:
 def test_divergence_and_slow_math_only_matter_when_compute_bound() -> None:
     src, cb = run("advice.cu", "compute")
     assert where(src, cb, "RL006") == [("divergent_kernel", "(threadIdx.x % 2 == 0)")]
-    assert [a.severity for a in cb if a.code == "RL006"] == ["information"]
+    # the bound is forced here; the estimate still comes from the counts (worth < 5%: a hint)
+    assert [a.severity for a in cb if a.code == "RL006"] == [
+        "hint" if a.gain is not None and a.gain.small else "information"
+        for a in cb
+        if a.code == "RL006"
+    ]
     assert [k for k, _ in where(src, cb, "RL004")] == ["divergent_kernel"]
     _, bw = run("advice.cu", "bandwidth")
     assert not [a for a in bw if a.code == "RL004"]

@@ -11,9 +11,9 @@ a compute-bound kernel is not given for a bandwidth-bound one, and the reverse.
 from __future__ import annotations
 
 from roofline_lsp.advice.advisor import KernelAdvisor
-from roofline_lsp.advice.catalogue import Advice
+from roofline_lsp.advice.catalogue import Advice, by_impact
 from roofline_lsp.advice.launch_config import small_launches
-from roofline_lsp.model.gpus import GpuProfile
+from roofline_lsp.model.gpus import GpuProfile, load_registry
 from roofline_lsp.model.report import FileReport, KernelReport
 
 VerdictKey = tuple[object, ...]
@@ -85,3 +85,40 @@ def advise(
             seen.add(key)
             unique.append(a)
     return tuple(unique)
+
+
+# the last report given to file_advice and its advice: the text, JSON and SARIF writers of
+# ``check`` each ask for the same report's advice in turn
+_last: list[tuple[FileReport, tuple[Advice, ...]]] = []
+
+
+def file_advice(report: FileReport) -> tuple[Advice, ...]:
+    """The advice of ``report`` for its target GPU (the first verdict's), as ``check``
+    prints it; none when that GPU is not a bundled profile."""
+    if _last and _last[0][0] is report:
+        return _last[0][1]
+    target = next((kr.verdicts[0].gpu for kr in report.kernels if kr.verdicts), None)
+    advice: tuple[Advice, ...] = ()
+    if target is not None:
+        try:
+            advice = advise(report, load_registry().get(target))
+        except ValueError:
+            advice = ()
+    _last[:] = [(report, advice)]
+    return advice
+
+
+def kernel_advice(report: FileReport, advice: tuple[Advice, ...]) -> list[list[Advice]]:
+    """``advice`` split by the kernels of ``report`` (the kernel whose span holds it, else
+    the kernel it names: a launch site), each most valuable first."""
+    out: list[list[Advice]] = [[] for _ in report.kernels]
+    for a in advice:
+        i = next(
+            (j for j, kr in enumerate(report.kernels) if kr.kernel.span.contains(a.start)),
+            None,
+        )
+        if i is None:
+            i = next((j for j, kr in enumerate(report.kernels) if kr.kernel.name == a.kernel), None)
+        if i is not None:
+            out[i].append(a)
+    return [by_impact(items) for items in out]

@@ -16,8 +16,8 @@ class KernelAdvisor(PrecisionChecks, SerializationChecks, MemoryAccessChecks, Da
     """Every rule that looks at one kernel's body, for the verdict on the target GPU."""
 
     def run(self) -> list[Advice]:
-        if self.k.body is None:
-            return []
+        if self.k.body is None or self.index.too_deep:
+            return []  # too deep: the lane analysis would be quadratic (nodes.MAX_NESTING)
         self.fp64_literals()
         self.fp64_arithmetic()
         self.pow_square()

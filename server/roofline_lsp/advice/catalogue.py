@@ -5,8 +5,11 @@ the :class:`Advice` a rule gives on a byte span of the analysed source, and the 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
+
+from roofline_lsp.advice.impact import Gain
 
 Severity = Literal["information", "hint"]
 
@@ -78,14 +81,44 @@ class Advice:
     severity: Severity = "information"
     fix: Fix | None = None
     lines: tuple[int, ...] = ()
+    gain: Gain | None = None  # what the fix is worth on the target GPU (``impact.py``)
 
     @property
     def rule(self) -> Rule:
         return RULES[self.code]
 
     @property
-    def message(self) -> str:
+    def text(self) -> str:
+        """The message without the estimate."""
         return self.template.format(*self.lines) if self.lines else self.template
+
+    @property
+    def estimate(self) -> str:
+        """``est. 3.1x fewer DRAM bytes, up to 2.4x faster on H100`` ("" when unknown)."""
+        g = self.gain
+        if g is None:
+            return ""
+        parts = []
+        if g.fewer_bytes is not None and g.fewer_bytes > 1.0:
+            parts.append(f"{g.fewer_bytes:.2g}x fewer {'DRAM' if g.speedup else 'global'} bytes")
+        if g.speedup is not None:
+            parts.append(
+                f"up to {g.speedup:.2g}x faster on {g.gpu}"
+                if g.speedup >= 1.05
+                else f"under 5% faster on {g.gpu}"
+            )
+        return "est. " + ", ".join(parts) if parts else ""
+
+    @property
+    def message(self) -> str:
+        """The message with its estimate: what the editor, ``check`` and SARIF show."""
+        est = self.estimate
+        return f"{self.text} ({est})" if est else self.text
+
+    @property
+    def rank(self) -> float:
+        """Larger first: what the fix is worth (1 when unknown)."""
+        return self.gain.rank if self.gain is not None else 1.0
 
     def moved(self, delta: int, lines: int) -> Advice:
         """This advice for its kernel moved by ``delta`` bytes and ``lines`` lines."""
@@ -100,3 +133,8 @@ class Advice:
             fix=fix,
             lines=tuple(n + lines for n in self.lines),
         )
+
+
+def by_impact(advice: Iterable[Advice]) -> list[Advice]:
+    """``advice`` with the most valuable first (then by position): the order outputs list it."""
+    return sorted(advice, key=lambda a: (a.severity != "information", -a.rank, a.start, a.code))

@@ -10,7 +10,16 @@ from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Fix, TextEdit
 from roofline_lsp.advice.kernel_context import KernelContext
-from roofline_lsp.advice.nodes import LOOPS, identifiers, parents, written_names
+from roofline_lsp.advice.nodes import (
+    LOOPS,
+    call_name,
+    identifiers,
+    parents,
+    walk,
+    written_names,
+)
+from roofline_lsp.detect.treewalk import function_declarator
+from roofline_lsp.syntax.expr import text
 
 
 class DataClauseChecks(KernelContext):
@@ -18,7 +27,7 @@ class DataClauseChecks(KernelContext):
 
     # RL011 ---------------------------------------------------------------------------------
     def map_clauses(self) -> None:
-        written = written_names(self.k.body)
+        written = written_names(self.k.body, self.aliases)
         used = identifiers(self.k.body)
         pragma = self.source[self.k.name_span.start_byte : self.k.name_span.end_byte]
         base = self.k.name_span.start_byte
@@ -76,27 +85,71 @@ class DataClauseChecks(KernelContext):
         if not moving or self.k.node is None:
             return
         loop = None
+        fn: Node | None = None
         for p in parents(self.k.node):
             if p.type == "function_definition":
+                fn = p
                 break
             if p.type in LOOPS:
                 loop = p
                 break
-        if loop is None:
+        where = "host loop at line {0}"
+        if loop is None and fn is not None:
+            # no line number: the caller is outside the kernel's context key (cached advice)
+            loop, caller = _calling_loop(fn, self.k.name)
+            where = f"loop in `{caller}` that calls `{self.k.name}`"
+        if loop is None or _data_region_around(loop, self.source):
             return
-        if _data_region_around(loop, self.source):
-            return
+        var = _loop_counter(loop)
+        if var is not None and all(var in _clause_names(c.text) for c in moving):
+            return  # each iteration maps a different part (chunks streamed once)
         data = "target data" if self.k.language == "omp" else "data"
         clauses = " ".join(c.text for c in moving).replace("{", "{{").replace("}", "}}")
         self.add(
             "RL012",
             self._pragma_line(),
             f"the data of this region ({clauses}) is transferred on every iteration of the "
-            f"host loop at line {{0}}: host-device transfers are far "
+            f"{where}: host-device transfers are far "
             f"slower than DRAM {self.on()}. Map it once around the loop "
             f"(`#pragma {self.k.language} {data} ...`) and use `present`/`update` inside.",
-            lines=(loop.start_point.row + 1,),
+            lines=(loop.start_point.row + 1,) if "{0}" in where else (),
         )
+
+
+def _loop_counter(loop: Node) -> str | None:
+    init = loop.child_by_field_name("initializer")
+    if init is None:
+        return None
+    for n in walk(init):
+        if n.type in ("init_declarator", "assignment_expression"):
+            left = n.child_by_field_name("declarator") or n.child_by_field_name("left")
+            if left is not None and left.type == "identifier":
+                return text(left)
+    return None
+
+
+def _clause_names(clause_text: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", clause_text))
+
+
+def _calling_loop(fn: Node, name: str) -> tuple[Node | None, str]:
+    """A loop of another function of the file that calls ``name`` (the function holding
+    the region) on every iteration."""
+    root = fn
+    while root.parent is not None:
+        root = root.parent
+    for n in walk(root):
+        if n.type != "call_expression" or call_name(n) != name:
+            continue
+        for p in parents(n):
+            if p.type == "function_definition" or p == fn:
+                break
+            if p.type in LOOPS:
+                caller = next((q for q in parents(p) if q.type == "function_definition"), None)
+                decl = function_declarator(caller) if caller is not None else None
+                named = decl.child_by_field_name("declarator") if decl is not None else None
+                return p, text(named) if named is not None else "?"
+    return None, ""
 
 
 def _item_name(item: str) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Advice, Fix, Severity
-from roofline_lsp.advice.nodes import first_line_span, walk
+from roofline_lsp.advice.impact import Gain
+from roofline_lsp.advice.lanes import LaneAnalysis
+from roofline_lsp.advice.nodes import BodyIndex, first_line_span, pointer_aliases
 from roofline_lsp.advice.thread_vars import thread_vars
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Detection
@@ -28,8 +30,13 @@ class KernelContext:
         self.verdict = kr.verdict
         self.bound = self.verdict.bound
         self.vars = thread_vars(self.k)
+        self.index = BodyIndex(self.k.body)
+        self.lanes = LaneAnalysis(self.k, self.index)
+        self.counts = self.verdict.counts
+        self.aliases = pointer_aliases(self.k.body)
         self.out: list[Advice] = []
-        self.nodes = list(walk(self.k.body)) if self.k.body is not None else []
+        self.nodes = self.index.nodes
+        self.constant_names: dict[str, bool] = {}  # name -> declared ``__constant__``
 
     def add(
         self,
@@ -39,13 +46,17 @@ class KernelContext:
         severity: Severity = "information",
         fix: Fix | None = None,
         lines: tuple[int, ...] = (),
+        gain: Gain | None = None,
     ) -> None:
-        """Report advice; with ``lines``, ``message`` is a template (see ``Advice``)."""
+        """Report advice; with ``lines``, ``message`` is a template (see ``Advice``). Advice
+        whose ``gain`` is under 5% on the target GPU is a hint at most."""
         if isinstance(node_or_span, tuple):
             start, end = node_or_span
         else:
             start, end = first_line_span(self.source, node_or_span)
-        self.out.append(Advice(code, self.k.name, start, end, message, severity, fix, lines))
+        if gain is not None and gain.small:
+            severity = "hint"
+        self.out.append(Advice(code, self.k.name, start, end, message, severity, fix, lines, gain))
 
     def on(self) -> str:
         return f"on {self.gpu.name}"

@@ -1,35 +1,42 @@
-"""Memory access checks: pointer parameters without ``__restrict__`` (RL007), strided or
-uncoalesced global accesses (RL008) and global data every thread re-reads in a loop instead of
-sharing a tile of it (RL009).
+"""Memory access checks: pointer parameters without ``__restrict__`` where aliasing costs
+reloads (RL007), strided or uncoalesced global accesses (RL008) and global data many threads
+re-read in a loop instead of sharing a tile of it (RL009). Which accesses are strided comes
+from what their address is across the lanes of a warp (``lanes.py``); aliases of a pointer
+parameter (``float *row = &c[i * n]``) count as accesses to it.
 """
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Fix, Severity, TextEdit
+from roofline_lsp.advice.impact import Gain, fewer_dram_bytes
 from roofline_lsp.advice.kernel_context import KernelContext
+from roofline_lsp.advice.lanes import int_literal, subscript_index
 from roofline_lsp.advice.nodes import (
     declarator_name,
-    enclosing_loop,
     identifiers,
-    is_inner_subscript,
-    is_plain_assignment_target,
     operator_text,
     root_identifier,
-    walk,
-    written_names,
 )
-from roofline_lsp.advice.thread_vars import loop_var, mentions_thread_x
+from roofline_lsp.advice.thread_vars import loop_var
 from roofline_lsp.detect.treewalk import function_declarator
 from roofline_lsp.syntax.expr import text
 
+SECTOR = 32  # bytes a DRAM access moves at least
+TILE = 16  # the side of a shared-memory tile the RL009 estimate assumes
+SMALL_TABLE = 64  # a loop over at most this many elements reads a table the caches keep
+
 
 class MemoryAccessChecks(KernelContext):
-    """RL007-RL009: loads and stores that move more DRAM traffic than the data needs."""
+    """RL007-RL009: loads and stores that move more memory traffic than the data needs."""
 
     # RL007 ---------------------------------------------------------------------------------
     def restrict(self) -> None:
+        """Once per kernel, where a load of one pointer parameter follows a store through
+        another in program order or in the same loop: the compiler must reload it."""
         fn = self.k.node
         if fn is None:
             return
@@ -37,140 +44,207 @@ class MemoryAccessChecks(KernelContext):
         plist = decl.child_by_field_name("parameters") if decl is not None else None
         if plist is None:
             return
-        pointers = []
+        pointers: list[tuple[str, Node]] = []
         for p in plist.named_children:
-            if p.type != "parameter_declaration":
-                continue
-            d = p.child_by_field_name("declarator")
+            d = p.child_by_field_name("declarator") if p.type == "parameter_declaration" else None
             if d is None or d.type != "pointer_declarator":
                 continue
-            pointers.append((p, d))
-        if len(pointers) < 2:
-            return
-        written = written_names(self.k.body)
-        for p, d in pointers:
             quals = {text(c) for c in d.children if c.type == "type_qualifier"}
-            if quals & {"__restrict__", "__restrict", "restrict"}:
+            if not quals & {"__restrict__", "__restrict", "restrict"}:
+                pointers.append((declarator_name(d) or "?", d))
+        names = {n for n, _ in pointers}
+        if len(pointers) < 2 or not self._reload_after_store(names):
+            return
+        shared = self._aliased_at_launch(fn, names)
+        if shared is None:
+            return  # a launch passes one buffer twice: restrict would change results
+        stars = [next((c for c in d.children if c.type == "*"), None) for _n, d in pointers]
+        edits = tuple(TextEdit(s.end_byte, s.end_byte, "__restrict__ ") for s in stars if s)
+        listed = ", ".join(f"`{n}`" for n, _ in pointers)
+        launches = " (no launch in this file passes one buffer to two of them)" if shared else ""
+        self.add(
+            "RL007",
+            (self.k.name_span.start_byte, self.k.name_span.end_byte),
+            f"pointer parameters {listed} have no `__restrict__`: a load through one of them "
+            "follows a store through another, so the compiler must assume they alias and "
+            "reloads the values after every store instead of keeping them in registers. Add "
+            f"`__restrict__` if they never overlap{launches}.",
+            "information",
+            Fix("Add `__restrict__` to the pointer parameters", edits) if shared else None,
+        )
+
+    def _reload_after_store(self, names: set[str]) -> bool:
+        stores: list[tuple[str, Node]] = []
+        loads: list[tuple[str, Node]] = []
+        index = self.index
+        for n in self.nodes:
+            if n.type != "subscript_expression" or index.is_inner_subscript(n):
                 continue
-            name = declarator_name(d) or "?"
-            const = any(text(c) == "const" for c in p.children if c.type == "type_qualifier")
-            read_only = name not in written
-            star = next((c for c in d.children if c.type == "*"), None)
-            if star is None:
+            name = self._param_of(root_identifier(n.child_by_field_name("argument")))
+            if name not in names:
                 continue
-            why = (
-                "the compiler must assume the pointers alias, so it reloads values after "
-                "every store and cannot keep them in registers"
+            p = index.parent(n)
+            written = p is not None and (
+                (p.type == "assignment_expression" and p.child_by_field_name("left") == n)
+                or p.type == "update_expression"
             )
-            if read_only and not const:
-                why += (
-                    f"; `{name}` is only read: `const float *__restrict__` lets loads go "
-                    "through the read-only data cache"
-                )
-            sev: Severity = "information" if self.bound == "bandwidth" and read_only else "hint"
-            self.add(
-                "RL007",
-                (d.start_byte, d.end_byte),
-                f"pointer parameter `{name}` has no `__restrict__`: {why}. Add it if no "
-                "other pointer parameter overlaps it.",
-                sev,
-                Fix(
-                    f"Add `__restrict__` to `{name}`",
-                    (TextEdit(star.end_byte, star.end_byte, "__restrict__ "),),
-                ),
-            )
+            if written and p is not None:
+                stores.append((name, p))  # the whole assignment: its loads come first
+            if not index.is_plain_assignment_target(n):
+                loads.append((name, n))
+        for sname, s in stores:
+            for lname, ld in loads:
+                if ld.start_byte > s.end_byte:
+                    return True
+                if (lname != sname or not _inside(ld, s)) and index.share_a_loop(s, ld):
+                    return True  # the next iteration loads after this one's store
+        return False
+
+    def _param_of(self, name: str | None) -> str | None:
+        """The pointer parameter a name accesses (itself, or the parameter a local pointer
+        was made from)."""
+        return self.aliases.get(name, name) if name is not None else None
+
+    def _aliased_at_launch(self, fn: Node, names: set[str]) -> bool | None:
+        """True: launches of this kernel in the file, none passing one argument to two of
+        these parameters; None: one does; False: no launch seen."""
+        params = [n for _t, n in self.k.params]
+        seen = False
+        for site in self.detection.launches:
+            if site.kernel != self.k.name or len(site.args) != len(params):
+                continue
+            seen = True
+            args = [
+                re.sub(r"\s+", "", a) for a, p in zip(site.args, params, strict=True) if p in names
+            ]
+            if len(set(args)) < len(args):
+                return None
+        return seen
 
     # RL008, RL009 --------------------------------------------------------------------------
     def access_patterns(self) -> None:
         strided: set[str] = set()
         reread: set[str] = set()
+        accesses = self._global_accesses()
+        for n, name in accesses:
+            if name not in strided:
+                lane = self.lanes.address(n)
+                if lane.kind == "lane" and lane.stride != "1":
+                    strided.add(name)
+                    share = sum(1 for _m, nm in accesses if nm == name) / len(accesses)
+                    self._strided(n, name, lane.stride, share)
+            if (
+                name not in reread
+                and not self.vars.shared
+                and not self.k.is_offload
+                and not self.index.is_plain_assignment_target(n)
+                and not self._constant_memory(name)
+            ):
+                loop = self.index.enclosing_loop(n, self.k.body)
+                if loop is not None and self._rereads(n, loop):
+                    reread.add(name)
+                    self._reread(n, name)
+
+    def _global_accesses(self) -> list[tuple[Node, str]]:
+        """Every outermost subscript of a global array (through aliases), with its array."""
+        out = []
         for n in self.nodes:
-            if n.type != "subscript_expression":
+            if n.type != "subscript_expression" or self.index.is_inner_subscript(n):
                 continue
             name = root_identifier(n.child_by_field_name("argument"))
-            if name is None or name in self.vars.local_arrays or is_inner_subscript(n):
+            if name is None or name in self.vars.local_arrays:
                 continue
-            index = n.child_by_field_name("indices") or n.child_by_field_name("index")
-            if index is None:
-                index = next((c for c in n.children if c.type == "subscript_argument_list"), None)
-            if index is None:
-                continue
-            if name not in strided:
-                factor = self._thread_stride(index)
-                if factor is not None:
-                    strided.add(name)
-                    self._strided(n, name, factor)
-            if name not in reread and not self.vars.shared and not is_plain_assignment_target(n):
-                loop = enclosing_loop(n, self.k.body)
-                if loop is not None and self._rereads(index, loop):
-                    reread.add(name)
-                    self._reread(n, name, loop)
+            out.append((n, self._param_of(name) or name))
+        return out
 
-    def _thread_stride(self, index: Node) -> str | None:
-        """The factor multiplying the warp-varying index, when it is not 1."""
-        for b in walk(index):
-            if b.type == "subscript_expression":
-                continue
-            if b.type != "binary_expression" or operator_text(b) != "*":
-                continue
-            left, right = b.child_by_field_name("left"), b.child_by_field_name("right")
-            if left is None or right is None:
-                continue
-            for a, other in ((left, right), (right, left)):
-                if (a.type == "identifier" and text(a) in self.vars.x) or (
-                    a.type == "field_expression" and text(a).replace(" ", "") == "threadIdx.x"
-                ):
-                    t = text(other)
-                    if t in ("1", "sizeof(float)", "sizeof(double)"):
-                        continue
-                    if identifiers(other) & self.vars.x or mentions_thread_x(other):
-                        continue
-                    return t
-        return None
+    def _elem_bytes(self, name: str) -> int:
+        for t, p in self.k.params:
+            if p == name:
+                if "double" in t or "long" in t or "int64" in t:
+                    return 8
+                if "half" in t or "short" in t:
+                    return 2
+                if "char" in t:
+                    return 1
+        return 4
 
-    def _strided(self, n: Node, name: str, factor: str) -> None:
+    def _strided(self, n: Node, name: str, stride: str, share: float) -> None:
+        elem = self._elem_bytes(name)
+        moved = min(int(stride) * elem, SECTOR) if stride.isdigit() else SECTOR
+        waste = max(moved / elem, 1.0)
+        gain = fewer_dram_bytes(self.gpu, self.counts, share * (waste - 1.0))
         sev: Severity = "information" if self.bound == "bandwidth" else "hint"
         who = "iterations" if self.k.is_offload else "threads of a warp"
-        if self.bound == "bandwidth":
-            cost = (
-                f"each access moves whole 32-byte sectors for one element, multiplying the DRAM "
-                f"traffic that bounds this bandwidth-bound kernel {self.on()}"
-            )
-        else:
-            cost = "each access moves whole 32-byte sectors for one element"
+        cost = f"each access moves a whole {SECTOR}-byte sector for one {elem}-byte element" + (
+            f", multiplying the DRAM traffic that bounds this bandwidth-bound kernel {self.on()}"
+            if self.bound == "bandwidth"
+            else ""
+        )
         fix = (
             "make the thread index the fastest-varying (last) index, transpose the data, or "
             "stage tiles through shared memory"
             if not self.k.is_offload
-            else "make the innermost (vectorised) loop index the last array index"
+            else "make the innermost parallel loop's index the last array index (swap the "
+            "loops or transpose the data)"
         )
         self.add(
             "RL008",
             n,
-            f"uncoalesced access to `{name}`: consecutive {who} touch elements `{factor}` apart;"
-            f" {cost}. To fix, {fix}.",
+            f"uncoalesced access to `{name}`: consecutive {who} touch elements `{stride}` "
+            f"apart; {cost}. To fix, {fix}.",
             sev,
+            gain=gain,
         )
 
-    def _rereads(self, index: Node, loop: Node) -> bool:
-        var = loop_var(loop)
-        ids = identifiers(index)
-        if var is None or var not in ids:
-            return False
-        if self.k.is_offload:
-            return False  # iterations of an offloaded loop are the threads
-        # the same elements for every thread that shares this index (no warp-varying index)
-        return not (ids & self.vars.x or mentions_thread_x(index))
+    def _constant_memory(self, name: str) -> bool:
+        """``name`` is declared ``__constant__`` in the file (a search of the whole source,
+        once per name: a loop of thousands of accesses would search it each time)."""
+        if name not in self.constant_names:
+            pattern = rb"__constant__[^;{]*\b" + re.escape(name.encode()) + rb"\b"
+            self.constant_names[name] = re.search(pattern, self.source) is not None
+        return self.constant_names[name]
 
-    def _reread(self, n: Node, name: str, loop: Node) -> None:
+    def _rereads(self, n: Node, loop: Node) -> bool:
+        """``n`` is read in ``loop`` at an element that changes with the loop's counter and
+        that the threads of a block share by rows (a slow address: ``A[row * n + k]`` with
+        ``row`` from ``threadIdx.y``), over more elements than a small table: many warps
+        fetch the same data, each on its own. A uniform address (``x[k]``, weights) is one
+        broadcast per warp that the caches serve."""
+        var = loop_var(loop)
+        index = subscript_index(n)
+        if var is None or index is None or var not in identifiers(index):
+            return False
+        if not self.lanes.of(loop.child_by_field_name("condition")).warp_uniform:
+            return False
+        if self.lanes.address(n).kind != "slow":
+            return False  # lane-varying: coalesced; uniform: one broadcast per warp
+        return not _small_trip_count(loop)
+
+    def _reread(self, n: Node, name: str) -> None:
         sev: Severity = "information" if self.bound == "bandwidth" else "hint"
         self.add(
             "RL009",
             n,
-            f"`{text(n)}` is read from global memory in a loop, and every thread of the block "
-            f"reads the same elements: load a tile of `{name}` into `__shared__` memory once "
-            "per block (then `__syncthreads()`) and read it from there; the reuse raises the "
-            "arithmetic intensity"
+            f"`{text(n)}` is read from global memory in a loop, and the threads of a block "
+            f"read the same elements, each on its own: load a tile of `{name}` into "
+            "`__shared__` memory once per block (then `__syncthreads()`) and read it from "
+            "there; the reuse raises the arithmetic intensity"
             + (f", which is what limits this kernel {self.on()}." if sev == "information" else "."),
             sev,
+            gain=Gain(None, float(TILE), self.gpu.name),
         )
+
+
+def _small_trip_count(loop: Node) -> bool:
+    """``for (k = 0; k < 9; k++)``: a literal bound of at most :data:`SMALL_TABLE`."""
+    cond = loop.child_by_field_name("condition")
+    if cond is None or cond.type != "binary_expression":
+        return False
+    if operator_text(cond) not in ("<", "<=", ">", ">=", "!="):
+        return False
+    k = int_literal(cond.child_by_field_name("right"))
+    return k is not None and abs(k) <= SMALL_TABLE
+
+
+def _inside(node: Node, outer: Node) -> bool:
+    return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte

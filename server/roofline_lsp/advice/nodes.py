@@ -5,7 +5,7 @@ loops and parents, and which names a kernel body may write.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from tree_sitter import Node
 
@@ -20,6 +20,11 @@ SPECIAL_FUNCTIONS = frozenset(
     ).split()
 )
 LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
+BRANCHES = (*LOOPS, "if_statement", "switch_statement")
+# loops and branches nested in one kernel body beyond which no advice is given: the lane
+# analysis walks up every enclosing branch from every assignment (quadratic in the depth);
+# real kernels nest a few levels, and the estimator gives up on thousands
+MAX_NESTING = 128
 
 
 def walk(node: Node) -> Iterator[Node]:
@@ -63,13 +68,14 @@ def call_args(call: Node) -> list[Node]:
     return [a for a in (args.named_children if args else []) if a.type != "comment"]
 
 
-def enclosing_loop(node: Node, stop: Node) -> Node | None:
-    """The innermost loop around ``node`` inside ``stop`` (None when there is none)."""
-    p = node.parent
-    while p is not None and p != stop:
+def enclosing_loop(node: Node, stop: Node, ancestors: Iterable[Node] | None = None) -> Node | None:
+    """The innermost loop around ``node`` inside ``stop`` (None when there is none);
+    ``ancestors``: ``node``'s, innermost first, when known faster than :func:`parents`."""
+    for p in parents(node) if ancestors is None else ancestors:
+        if p == stop:
+            break
         if p.type in LOOPS:
             return p
-        p = p.parent
     if stop.type in LOOPS:
         return stop
     return None
@@ -116,28 +122,153 @@ def is_pure(node: Node) -> bool:
     )
 
 
-def is_inner_subscript(n: Node) -> bool:
-    """``a[i]`` inside ``a[i][j]``: only the outer one is checked."""
-    return (
-        n.parent is not None
-        and n.parent.type == "subscript_expression"
-        and (n.parent.child_by_field_name("argument") == n)
-    )
+class BodyIndex:
+    """The nodes of one kernel body in document order and the parent of each, found in one
+    walk. Tree-sitter nodes have no parent pointer: ``Node.parent`` searches down from the
+    tree's root, a cost that grows with the depth, so walking up from every node of a deep
+    body (a 100 KB sum, thousands of nested loops) with it is cubic; here it is linear."""
 
+    def __init__(self, body: Node | None) -> None:
+        self.body = body
+        self.nodes: list[Node] = []
+        self._up: dict[int, Node | None] = {}
+        # the innermost loop around each node that is the body or inside it, and the
+        # outermost loop around it anywhere in the tree (ancestors only, not the node)
+        self._inner: dict[int, Node | None] = {}
+        self._outer: dict[int, Node | None] = {}
+        self.too_deep = False  # more than MAX_NESTING loops and branches nest in the body
+        if body is None:
+            return
+        self._up[body.id] = body.parent
+        self._inner[body.id] = None
+        self._outer[body.id] = next(
+            (p for p in reversed(list(parents(body))) if p.type in LOOPS), None
+        )
+        nesting: dict[int, int] = {body.id: 0}
+        stack = [body]
+        while stack:
+            n = stack.pop()
+            self.nodes.append(n)
+            children = n.children
+            is_loop = n.type in LOOPS
+            depth = nesting.pop(n.id) + (n.type in BRANCHES)
+            if depth > MAX_NESTING:
+                self.too_deep = True
+            inner = n if is_loop else self._inner[n.id]
+            outer = self._outer[n.id] or (n if is_loop else None)
+            for c in children:
+                nesting[c.id] = depth
+                self._up[c.id] = n
+                self._inner[c.id] = inner
+                self._outer[c.id] = outer
+            stack.extend(reversed(children))
 
-def is_plain_assignment_target(n: Node) -> bool:
-    """``n`` is the left side of a plain ``=`` (written, not read)."""
-    p = n.parent
-    if p is None:
+    def parent(self, node: Node) -> Node | None:
+        """``node.parent``, from the index inside the body."""
+        if node.id in self._up:
+            return self._up[node.id]
+        return node.parent
+
+    def parents(self, node: Node) -> Iterator[Node]:
+        """The ancestors of ``node``, innermost first (beyond the body: the tree's own)."""
+        p = self.parent(node)
+        while p is not None:
+            yield p
+            p = self.parent(p)
+
+    def enclosing_loop(self, node: Node, stop: Node) -> Node | None:
+        """The innermost loop around ``node`` inside ``stop`` (None when there is none)."""
+        if self.body is None or stop != self.body or node.id not in self._inner:
+            return enclosing_loop(node, stop, self.parents(node))
+        loop = self._inner[node.id]
+        if loop is not None and loop != stop:
+            return loop
+        return stop if stop.type in LOOPS else None
+
+    def share_a_loop(self, a: Node, b: Node) -> bool:
+        """Some loop holds both ``a`` and ``b`` (nodes of the body): then the outermost loop
+        around each is that loop or one around it, the same for both."""
+        outer = self._outer[a.id]
+        return outer is not None and outer == self._outer[b.id]
+
+    def is_inner_subscript(self, n: Node) -> bool:
+        """``a[i]`` inside ``a[i][j]``: only the outer one is checked."""
+        p = self.parent(n)
+        return (
+            p is not None
+            and p.type == "subscript_expression"
+            and p.child_by_field_name("argument") == n
+        )
+
+    def is_plain_assignment_target(self, n: Node) -> bool:
+        """``n`` is the left side of a plain ``=`` (written, not read)."""
+        p = self.parent(n)
+        if p is None:
+            return False
+        if p.type == "assignment_expression" and p.child_by_field_name("left") == n:
+            return operator_text(p) == "="
         return False
-    if p.type == "assignment_expression" and p.child_by_field_name("left") == n:
-        return operator_text(p) == "="
-    return False
 
 
-def written_names(body: Node) -> set[str]:
+def pointer_root(node: Node | None) -> str | None:
+    """The array a pointer expression points into: ``c`` for ``c``, ``&c[i * n]``,
+    ``c + i * n``, ``(float *)c``, ``&c[i].x``."""
+    while node is not None:
+        if node.type == "identifier":
+            return text(node)
+        if node.type == "pointer_expression" and text(node).startswith("&"):
+            return root_identifier(node.child_by_field_name("argument"))
+        if node.type == "binary_expression" and operator_text(node) in ("+", "-"):
+            left = node.child_by_field_name("left")
+            right = node.child_by_field_name("right")
+            root = pointer_root(left)
+            node = right if root is None and operator_text(node) == "+" else None
+            if root is not None:
+                return root
+        elif node.type in ("cast_expression", "parenthesized_expression"):
+            node = node.child_by_field_name("value") or (
+                node.named_children[-1] if node.named_children else None
+            )
+        else:
+            return None
+    return None
+
+
+def pointer_aliases(body: Node | None) -> dict[str, str]:
+    """Local pointers made from another array (``float *row = &c[i * n]``, ``row = c + k``):
+    each local name -> the array it points into (followed through chains of aliases).
+    Writes through the alias are writes to that array."""
+    direct: dict[str, str] = {}
+    for n in walk(body) if body is not None else ():
+        if n.type == "init_declarator":
+            d = n.child_by_field_name("declarator")
+            if d is None or d.type != "pointer_declarator":
+                continue
+            name, value = declarator_name(d), n.child_by_field_name("value")
+        elif n.type == "assignment_expression" and operator_text(n) == "=":
+            left = n.child_by_field_name("left")
+            if left is None or left.type != "identifier":
+                continue
+            name, value = text(left), n.child_by_field_name("right")
+        else:
+            continue
+        root = pointer_root(value)
+        if name and root and root != name:
+            direct.setdefault(name, root)
+    out: dict[str, str] = {}
+    for name in direct:
+        seen, cur = {name}, direct[name]
+        while cur in direct and cur not in seen:
+            seen.add(cur)
+            cur = direct[cur]
+        out[name] = cur
+    return out
+
+
+def written_names(body: Node, aliases: dict[str, str] | None = None) -> set[str]:
     """Names whose memory the body may write: assigned, incremented, passed by address or
-    passed bare to a call (conservative)."""
+    passed to a call as a pointer into them (conservative); a write through a local alias
+    (``row[j] = ...`` with ``row = &c[i * n]``) writes the array it points into."""
     out: set[str] = set()
     for n in walk(body):
         if n.type == "assignment_expression":
@@ -153,12 +284,18 @@ def written_names(body: Node) -> set[str]:
         elif n.type == "call_expression":
             fname = call_name(n)
             for a in call_args(n):
-                if a.type == "identifier" and fname not in SPECIAL_FUNCTIONS:
-                    out.add(text(a))
+                if fname in SPECIAL_FUNCTIONS:
+                    continue
+                name = pointer_root(a) if a.type != "identifier" else text(a)
+                if name:
+                    out.add(name)
                 elif fname.startswith("atomic") and a is call_args(n)[0]:
                     name = root_identifier(a)
                     if name:
                         out.add(name)
+    for local, target in (aliases or {}).items():
+        if local in out:
+            out.add(target)
     return out
 
 

@@ -5,18 +5,25 @@ the hot loops of compute-bound kernels (RL004).
 
 from __future__ import annotations
 
+import math
 import re
+import struct
+
+from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Fix, Severity, TextEdit
+from roofline_lsp.advice.impact import compute_bound_headroom, fp64_to_fp32
 from roofline_lsp.advice.kernel_context import KernelContext
 from roofline_lsp.advice.nodes import (
     SPECIAL_FUNCTIONS,
     call_args,
     call_name,
     enclosing_loop,
+    identifiers,
     is_pure,
     operator_text,
     parents,
+    root_identifier,
     walk,
 )
 from roofline_lsp.model.gpus import GpuProfile
@@ -43,7 +50,8 @@ _NO_PARENS_NEEDED = frozenset(
 
 
 def _is_fp32_kernel(kernel: Kernel) -> bool:
-    """Uses float and never names double (params or body)."""
+    """Uses float and never names double (params or body; for an offloaded region also the
+    declarations of the enclosing function, where its arrays' types usually are)."""
     types = set()
     for n in walk(kernel.node if kernel.node is not None else kernel.body):
         if n.type == "primitive_type":
@@ -52,7 +60,29 @@ def _is_fp32_kernel(kernel: Kernel) -> bool:
         types |= {text(n) for n in walk(kernel.body) if n.type == "primitive_type"}
         for _t, _name in kernel.params:
             types.add(_t)
+        fn = next(
+            (p for p in parents(kernel.node or kernel.body) if p.type == "function_definition"),
+            None,
+        )
+        if fn is not None:
+            used = identifiers(kernel.body)
+            for d in walk(fn):
+                if d.type in ("declaration", "parameter_declaration"):
+                    t = d.child_by_field_name("type")
+                    names = {text(x) for x in walk(d) if x.type == "identifier"}
+                    if t is not None and names & used:
+                        types.add(text(t))
     return "double" not in types and any("float" in t for t in types)
+
+
+def _exact_in_float(literal: str) -> bool:
+    """``0.5``, ``2.0``: the literal is the same number in float (``0.1`` is not)."""
+    try:
+        v = float(literal.rstrip("lL"))
+    except ValueError:
+        return False
+    as_float: float = struct.unpack("f", struct.pack("f", v))[0]
+    return as_float == v
 
 
 def _fp64_rate(gpu: GpuProfile) -> float:
@@ -65,25 +95,42 @@ class PrecisionChecks(KernelContext):
 
     # RL001 ---------------------------------------------------------------------------------
     def fp64_literals(self) -> None:
+        c = self.counts
+        if c is not None and c.counts_from == "ptx" and c.flops.get("fp64", 0.0) == 0:
+            return  # the compiled kernel has no fp64 instruction: the compiler kept it fp32
         if not _is_fp32_kernel(self.k):
             return
         low = _fp64_rate(self.gpu) <= LOW_FP64_RATE
         severity: Severity = "information" if low or self.bound == "compute" else "hint"
         rate = f"1/{round(1 / _fp64_rate(self.gpu))}" if _fp64_rate(self.gpu) < 1 else "full"
-        for n in self.nodes:
-            if n.type != "number_literal" or not _FLOAT_LITERAL.match(text(n)):
-                continue
-            if any(p.type in ("subscript_argument_list", "case_statement") for p in parents(n)):
-                continue
+        found = [
+            n
+            for n in self.nodes
+            if n.type == "number_literal"
+            and _FLOAT_LITERAL.match(text(n))
+            and not any(p.type in ("subscript_argument_list", "case_statement") for p in parents(n))
+        ]
+        literals = len(found)
+        for n in found:
             lit = text(n)
+            exact = _exact_in_float(lit)
             self.add(
                 "RL001",
                 n,
                 f"`{lit}` is a double literal: the expression it is in is computed in fp64 "
                 f"(fp64 runs at {rate} of the fp32 rate {self.on()}) and converted back. "
-                f"Write `{lit}f` to keep this fp32 kernel in fp32.",
+                + (
+                    f"Write `{lit}f` to keep this fp32 kernel in fp32."
+                    if exact
+                    else f"`{lit}` is not exact in float: `{lit}f` keeps this kernel in fp32 "
+                    "if the last bit of its results may change."
+                ),
                 severity,
-                Fix(f"Use the float literal `{lit}f`", (TextEdit(n.end_byte, n.end_byte, "f"),)),
+                # a quick fix only where it keeps the results: the literal is exact in float
+                Fix(f"Use the float literal `{lit}f`", (TextEdit(n.end_byte, n.end_byte, "f"),))
+                if exact
+                else None,
+                gain=fp64_to_fp32(self.gpu, self.counts, 1.0 / max(1, literals)),
             )
 
     # RL002 ---------------------------------------------------------------------------------
@@ -96,23 +143,20 @@ class PrecisionChecks(KernelContext):
             for n in walk(self.k.node if self.k.node is not None else self.k.body)
             if n.type == "primitive_type" and text(n) == "double"
         ]
+        if not decls:
+            return
+        n = decls[0]  # once per kernel: the first `double` (a parameter or declaration)
         ai, ridge = v.ai.get("fp64"), v.ridge.get("fp64")
-        seen: set[int] = set()
-        for n in decls:
-            line = n.start_point.row
-            if line in seen:
-                continue
-            seen.add(line)
-            self.add(
-                "RL002",
-                n.parent if n.parent is not None and n.parent.type != "function_definition" else n,
-                f"fp64 arithmetic decides this kernel: fp64 AI {fmt_num(ai)} is above the fp64 "
-                f"ridge {fmt_num(ridge)} {self.on()}, whose fp64 rate is "
-                f"1/{round(1 / _fp64_rate(self.gpu))} of fp32, so it is compute-bound. If the "
-                "accuracy allows, compute in float (keep double only for accumulators).",
-            )
-            if len(seen) >= 3:
-                break
+        rate = round(1 / _fp64_rate(self.gpu))
+        self.add(
+            "RL002",
+            n.parent if n.parent is not None and n.parent.type != "function_definition" else n,
+            f"fp64 arithmetic decides this kernel: fp64 AI {fmt_num(ai)} is above the fp64 "
+            f"ridge {fmt_num(ridge)} {self.on()}, whose fp64 rate is 1/{rate} of fp32, so it "
+            "is compute-bound. If the accuracy allows, compute in float (keep double only for "
+            "accumulators).",
+            gain=fp64_to_fp32(self.gpu, self.counts),
+        )
 
     # RL003 ---------------------------------------------------------------------------------
     def pow_square(self) -> None:
@@ -154,6 +198,10 @@ class PrecisionChecks(KernelContext):
 
     # RL004 ---------------------------------------------------------------------------------
     def slow_math(self) -> None:
+        """A division or special function whose operands change in a loop of a compute-bound
+        kernel. Not: loop-invariant ones (hoisted by the compiler, e.g. ``N / BS`` in a loop
+        bound), integer division by a constant (a multiply and shift) or division by a power
+        of two (a multiply)."""
         if self.bound != "compute":
             return
         lines: set[int] = set()
@@ -173,7 +221,7 @@ class PrecisionChecks(KernelContext):
                 )
             elif n.type == "binary_expression" and operator_text(n) == "/":
                 right = n.child_by_field_name("right")
-                if right is None or (right.type == "number_literal" and "." not in text(right)):
+                if right is None or _cheap_divisor(right):
                     continue
                 what = "division"
                 hint = (
@@ -183,7 +231,7 @@ class PrecisionChecks(KernelContext):
             if what is None:
                 continue
             loop = enclosing_loop(n, self.k.body)
-            if loop is None or n.start_point.row in lines:
+            if loop is None or n.start_point.row in lines or not _varies_in(n, loop):
                 continue
             lines.add(n.start_point.row)
             self.add(
@@ -191,4 +239,41 @@ class PrecisionChecks(KernelContext):
                 n,
                 f"{what} in a loop of a compute-bound kernel {self.on()}: it takes many "
                 f"instructions on the special-function units; {hint}.",
+                gain=compute_bound_headroom(self.gpu, self.counts, 2.0),
             )
+
+
+def _cheap_divisor(right: Node) -> bool:
+    """An integer constant (``/ 4``, ``/ BS`` with an upper-case macro) or a floating power
+    of two (``/ 4.0f``): the compiler turns the division into a multiply (and shift)."""
+    t = text(right).strip()
+    if right.type == "number_literal":
+        if "." not in t and "e" not in t.lower():
+            return True
+        try:
+            v = float(t.rstrip("fFlL"))
+        except ValueError:
+            return False
+        return v != 0 and math.frexp(abs(v))[0] == 0.5
+    return right.type == "identifier" and t.isupper()
+
+
+def _varies_in(node: Node, loop: Node) -> bool:
+    """Some name in ``node`` changes inside ``loop`` (its counter or a variable assigned in
+    it): the operation cannot be hoisted out of the loop."""
+    changed: set[str] = set()
+    for n in walk(loop):
+        target = None
+        if n.type == "assignment_expression":
+            target = n.child_by_field_name("left")
+        elif n.type == "update_expression":
+            target = n.child_by_field_name("argument")
+        elif n.type == "init_declarator":
+            target = n.child_by_field_name("declarator")
+        if target is not None and target.type == "identifier":
+            changed.add(text(target))
+        elif target is not None:  # an element written in the loop: a[i] = ...
+            name = root_identifier(target)
+            if name:
+                changed.add(name)
+    return bool(identifiers(node) & changed)

@@ -1,6 +1,6 @@
 """Checks for work that serializes: atomics every thread issues on one address (RL005) and
-branches on the thread index that split every warp into paths run one after the other (RL006).
-"""
+branches that split the lanes of a warp into paths run one after the other (RL006). Both rest
+on what a value is across the lanes of a warp (``lanes.py``)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,15 @@ import re
 from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Severity
+from roofline_lsp.advice.impact import compute_bound_headroom
 from roofline_lsp.advice.kernel_context import KernelContext
-from roofline_lsp.advice.nodes import (
-    call_args,
-    call_name,
-    identifiers,
-    operator_text,
-    parents,
-    walk,
-)
-from roofline_lsp.advice.thread_vars import mentions_builtin_index, mentions_thread_x
+from roofline_lsp.advice.lanes import WARP, int_literal
+from roofline_lsp.advice.nodes import LOOPS, call_args, call_name, operator_text, parents, walk
 from roofline_lsp.syntax.expr import text
 
 _ATOMIC = re.compile(r"^atomic(Add|Sub|Max|Min|Inc|Dec|Exch|CAS|And|Or|Xor)(_system|_block)?$")
+_PRAGMA_ATOMIC = re.compile(r"#\s*pragma\s+(omp|acc)\s+atomic\b(?!\s+(read|write|capture)\b)")
+_REDUCTION_OPS = {"+=": "+", "-=": "+", "*=": "*", "&=": "&", "|=": "|", "^=": "^"}
 
 
 class SerializationChecks(KernelContext):
@@ -31,37 +27,73 @@ class SerializationChecks(KernelContext):
     # RL005 ---------------------------------------------------------------------------------
     def atomics(self) -> None:
         for n in self.nodes:
-            if n.type != "call_expression" or not _ATOMIC.match(call_name(n)):
-                continue
-            args = call_args(n)
-            if not args:
-                continue
-            addr = args[0]
-            if mentions_builtin_index(addr) or identifiers(addr) & self.vars.any:
-                continue
-            if self.k.is_offload and identifiers(addr) & self.vars.any:
-                continue
-            if self._guarded_to_one_thread(n):
-                continue
-            self.add(
-                "RL005",
-                n,
-                f"every thread runs `{call_name(n)}` on the same address "
-                f"(`{text(addr)}`): the updates serialize in L2. Reduce within the warp "
-                "(`__shfl_down_sync`) and the block (shared memory) first and issue one "
-                "atomic per block.",
-            )
+            if n.type == "call_expression" and _ATOMIC.match(call_name(n)):
+                args = call_args(n)
+                if not args or not self._same_address(args[0]):
+                    continue
+                if self._guarded_to_few_lanes(n):
+                    continue
+                self.add(
+                    "RL005",
+                    n,
+                    f"every thread runs `{call_name(n)}` on the same address "
+                    f"(`{text(args[0])}`): the updates serialize in L2. Reduce within the warp "
+                    "(`__shfl_down_sync`) and the block (shared memory) first and issue one "
+                    "atomic per block.",
+                )
+            elif n.type == "preproc_call" and _PRAGMA_ATOMIC.match(text(n)):
+                self._pragma_atomic(n)
 
-    def _guarded_to_one_thread(self, node: Node) -> bool:
+    def _pragma_atomic(self, pragma: Node) -> None:
+        stmt = pragma.next_named_sibling
+        while stmt is not None and stmt.type == "comment":
+            stmt = stmt.next_named_sibling
+        if stmt is None or stmt.type != "expression_statement" or not stmt.named_children:
+            return
+        update = stmt.named_children[0]
+        if update.type == "assignment_expression":
+            target = update.child_by_field_name("left")
+            op = _REDUCTION_OPS.get(operator_text(update))
+        elif update.type == "update_expression":
+            target = update.child_by_field_name("argument")
+            op = "+"
+        else:
+            return
+        if target is None:
+            return
+        if target.type == "identifier":  # a variable names one address unless private
+            if text(target) in _declared(self.k.body):
+                return
+        elif not self.lanes.address(target).uniform:
+            return
+        lang = self.k.language
+        clause = f"reduction({op}: {text(target)})" if op else "a reduction clause"
+        start = pragma.start_byte
+        end = self.source.find(b"\n", start, pragma.end_byte)
+        self.add(
+            "RL005",
+            (start, pragma.end_byte if end < 0 else end),
+            f"every iteration updates `{text(target)}` with `#pragma {lang} atomic`: the "
+            f"updates of all threads serialize on one address. Put `{clause}` on the "
+            "parallel loop instead (each thread keeps a private partial result).",
+        )
+
+    def _same_address(self, addr: Node) -> bool:
+        """Every lane of a warp updates the same memory: ``sum``, ``&s[blockIdx.x]``."""
+        return self.lanes.of(addr).uniform
+
+    def _guarded_to_few_lanes(self, node: Node) -> bool:
+        """Inside ``if (threadIdx.x == 0)`` / ``if (lane == 0)``: one lane per block or warp."""
         for p in parents(node):
             if p == self.k.body:
                 return False
             if p.type == "if_statement":
                 cond = p.child_by_field_name("condition")
-                if (
-                    cond is not None
-                    and "==" in text(cond)
-                    and (mentions_builtin_index(cond) or identifiers(cond) & self.vars.any)
+                if cond is not None and any(
+                    b.type == "binary_expression"
+                    and operator_text(b) == "=="
+                    and not self.lanes.of(b.child_by_field_name("left")).warp_uniform
+                    for b in walk(cond)
                 ):
                     return True
         return False
@@ -79,31 +111,76 @@ class SerializationChecks(KernelContext):
             for b in walk(cond):
                 if b.type != "binary_expression" or operator_text(b) not in ("%", "&"):
                     continue
-                left, right = b.child_by_field_name("left"), b.child_by_field_name("right")
-                if left is None or right is None:
-                    continue
-                if not (mentions_thread_x(left) or identifiers(left) & self.vars.x):
-                    continue
-                try:
-                    k = int(text(right).rstrip("uUlL"), 0)
-                except ValueError:
-                    continue
-                period = k if operator_text(b) == "%" else k + 1
-                if 1 < period <= 32:
-                    sev: Severity = "information" if self.bound == "compute" else "hint"
-                    cost = (
-                        "both paths run one after the other, which costs compute throughput "
-                        f"in this compute-bound kernel {self.on()}"
-                        if self.bound == "compute"
-                        else "both paths run one after the other (little cost while the "
-                        "kernel is bandwidth-bound)"
-                    )
-                    self.add(
-                        "RL006",
-                        cond,
-                        f"`{text(b)}` splits every warp: {cost}. Branch on a warp-uniform "
-                        "value (e.g. `threadIdx.x / 32`) or reorder the data so neighbouring "
-                        "threads take the same path.",
-                        sev,
-                    )
+                if self._splits_warps(b, n):
+                    self._diverges(cond, b)
                     break
+
+    def _splits_warps(self, b: Node, branch: Node) -> bool:
+        """``lane % k`` with 1 < k < 32 lanes per period: every warp takes both sides. A
+        period of a whole warp (``% 32``, ``& 31``: one lane per warp) or a warp-uniform
+        operand (``(threadIdx.x / 32) % 2``) does not split warps; a period that grows with
+        a loop counter (``tid % (2 * s)``) does in the loop's first iterations."""
+        left, right = b.child_by_field_name("left"), b.child_by_field_name("right")
+        lane = self.lanes.of(left)
+        if lane.kind != "lane" or lane.stride != "1" or not self.lanes.of(right).uniform:
+            return False
+        k = int_literal(right)
+        if k is not None:
+            period = k if operator_text(b) == "%" else k + 1
+            return 1 < period < WARP
+        if operator_text(b) != "%" or right is None:
+            return False
+        counters = {v for loop in parents(branch) if loop.type in LOOPS for v in _assigned(loop)}
+        return any(c.type == "identifier" and text(c) in counters for c in walk(right))
+
+    def _diverges(self, cond: Node, b: Node) -> None:
+        compute = self.bound == "compute"
+        gain = compute_bound_headroom(self.gpu, self.counts, 2.0) if compute else None
+        sev: Severity = "information" if compute else "hint"
+        cost = (
+            "both paths run one after the other, which costs compute throughput "
+            f"in this compute-bound kernel {self.on()}"
+            if compute
+            else "both paths run one after the other (little cost while the "
+            "kernel is bandwidth-bound)"
+        )
+        self.add(
+            "RL006",
+            cond,
+            f"`{text(b)}` splits every warp: {cost}. Branch on a warp-uniform "
+            "value (e.g. `threadIdx.x / 32`), or index so that neighbouring threads take the "
+            "same path (in a reduction: `s = blockDim.x / 2; s > 0; s >>= 1` with "
+            "`tid < s`).",
+            sev,
+            gain=gain,
+        )
+
+
+def _assigned(loop: Node) -> set[str]:
+    """The variables a loop's header assigns (its counters)."""
+    out: set[str] = set()
+    for field in ("initializer", "update"):
+        part = loop.child_by_field_name(field)
+        if part is None:
+            continue
+        for n in walk(part):
+            if n.type in ("init_declarator", "assignment_expression"):
+                left = n.child_by_field_name("declarator") or n.child_by_field_name("left")
+                if left is not None and left.type == "identifier":
+                    out.add(text(left))
+            elif n.type == "update_expression":
+                arg = n.child_by_field_name("argument")
+                if arg is not None and arg.type == "identifier":
+                    out.add(text(arg))
+    return out
+
+
+def _declared(body: Node | None) -> set[str]:
+    """Names declared inside ``body`` (private to each thread of an offloaded loop)."""
+    out: set[str] = set()
+    for n in walk(body) if body is not None else ():
+        if n.type in ("init_declarator", "declaration"):
+            d = n.child_by_field_name("declarator")
+            if d is not None and d.type == "identifier":
+                out.add(text(d))
+    return out

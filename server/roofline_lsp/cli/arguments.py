@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any, NoReturn, TextIO
 
 from roofline_lsp import __version__
+from roofline_lsp.engine.time_budget import DEFAULT_FILE_SECONDS
 from roofline_lsp.model.config import BACKENDS, COUNTS_MODES, MODES, Config, LlmConfig
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3
@@ -19,6 +20,13 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    """Usage errors as :class:`UsageError`; no abbreviated flags (``--gpu`` must never be
+    read as ``--gpu-profiles``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
 
@@ -53,10 +61,21 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--cache-dir", help="cache directory (results, compiles, LLM answers)")
         sp.add_argument("--few-shot-dataset", metavar="DIR", help="labelled set for few-shot")
         sp.add_argument(
-            "--max-file-bytes", type=int, default=Config().max_file_bytes, help=argparse.SUPPRESS
+            "--max-file-bytes",
+            type=int,
+            default=Config().max_file_bytes,
+            metavar="N",
+            help="skip files larger than N bytes, in one line on stderr (default: %(default)s)",
         )
 
-    c = sub.add_parser("check", help="classify the kernels of files and folders")
+    c = sub.add_parser(
+        "check",
+        help="classify the kernels of files and folders",
+        epilog="A file that is not a regular file (FIFO, socket, device), is over "
+        "--max-file-bytes, binary, or over --file-timeout is skipped with one line on stderr; "
+        "the others' results are kept. Exit codes: 0 success (also with skipped files), "
+        "1 internal error, 2 usage error, 3 no source files.",
+    )
     c.add_argument("paths", nargs="+", metavar="PATH")
     common(c, "h100")
     c.add_argument("--format", choices=("text", "json", "sarif"), default="text")
@@ -68,6 +87,19 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--shard", metavar="I/N", help="only shard I of N (1-based), for a CI matrix")
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the results")
     c.add_argument("--progress", action="store_true", help="progress on stderr even when no tty")
+    c.add_argument(
+        "--file-timeout",
+        type=float,
+        default=DEFAULT_FILE_SECONDS,
+        metavar="SECONDS",
+        help="skip a file whose analysis takes over SECONDS of CPU time, in one line on "
+        "stderr (0: no limit; default: %(default)g)",
+    )
+    c.add_argument(
+        "--explain",
+        action="store_true",
+        help="text format: the full explanation of each verdict under its kernel",
+    )
 
     r = sub.add_parser("report", help="draw the kernels on each GPU's roofline (HTML, SVG)")
     r.add_argument("paths", nargs="+", metavar="PATH")

@@ -33,6 +33,8 @@ from roofline_lsp.engine.file_run import (
 from roofline_lsp.engine.files import InputError, collect_files
 from roofline_lsp.present.json_output import dumps
 from roofline_lsp.present.sarif import to_sarif
+from roofline_lsp.present.text_output import with_explanations
+from roofline_lsp.syntax.parsing import SOURCE_EXTENSIONS
 
 
 def cmd_check(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -40,6 +42,8 @@ def cmd_check(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     jobs = default_jobs() if ns.jobs is None else ns.jobs
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if not ns.file_timeout >= 0:  # also NaN
+        raise UsageError("--file-timeout must be 0 (no limit) or more seconds")
     try:
         files, _ = collect_files(ns.paths)
         if ns.shard:
@@ -50,6 +54,9 @@ def cmd_check(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             files = shard(files, shard_i, shard_n)
     except InputError as e:
         raise UsageError(str(e)) from None
+    for f in [f for f in files if not f.lower().endswith(SOURCE_EXTENSIONS)]:
+        err.write(f"roofline-lsp: {f}: skipped: not a source file\n")  # as a folder skips it
+        files.remove(f)
     base = ns.paths[0] if len(ns.paths) == 1 and os.path.isdir(ns.paths[0]) else None
     if not files:
         if ns.changed_since or ns.shard:  # nothing to do is a success: an empty result
@@ -72,6 +79,7 @@ def cmd_check(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             base=base,
             jobs=jobs,
             use_cache=not ns.no_cache,
+            file_seconds=ns.file_timeout,
             progress=bar,
             say=say,
         )
@@ -82,7 +90,7 @@ def cmd_check(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         def progress(stage: str, done: int, total: int) -> None:
             bars.setdefault(stage, Progress(stage, err))(done, total)
 
-        reports = run_files(ws, files, progress=progress, say=say)
+        reports = run_files(ws, files, progress=progress, say=say, file_seconds=ns.file_timeout)
         outcomes = [outcome_of(fr, base) for fr in reports]
     return _write(ns, out, err, outcomes, base, len(files))
 
@@ -96,7 +104,9 @@ def _write(
     nfiles: int,
 ) -> int:
     if ns.format == "text":
-        out.write("".join(line + "\n" for o in outcomes for line in o.text))
+        for o in outcomes:
+            lines = with_explanations(o.text, o.json) if ns.explain else list(o.text)
+            out.write("".join(line + "\n" for line in lines))
         n = sum(o.kernels for o in outcomes)
         err.write(f"{n} kernel{'s' if n != 1 else ''} in {nfiles} file(s)\n")
         return EXIT_OK

@@ -5,7 +5,8 @@ Exit codes (also in the README):
   1  unexpected internal error (reported in one line, never a traceback)
   2  usage error: bad flag or value, unknown GPU, broken GPU profile TOML, missing path,
      unreadable dataset or profile
-  3  nothing to analyse: no source files under the given paths
+  3  nothing to analyse: no source files under the given paths (a named file that is not
+     a source, e.g. `x.py`, is skipped with a note, as a folder skips it)
 """
 
 from __future__ import annotations

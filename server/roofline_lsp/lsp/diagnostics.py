@@ -15,6 +15,9 @@ SEVERITY = {"information": lsp.DiagnosticSeverity.Information, "hint": lsp.Diagn
 def diagnostic(a: DocumentAnalysis, adv: Advice, enc: Encoding) -> lsp.Diagnostic:
     """The diagnostic of one piece of advice of the analysis ``a``."""
     rule = adv.rule
+    data: dict[str, object] = {"rule": rule.slug, "kernel": adv.kernel, "fix": adv.fix is not None}
+    if adv.gain is not None:  # what the fix is worth on the target GPU (also in the message)
+        data["estimate"] = {"speedup": adv.gain.speedup, "fewerBytes": adv.gain.fewer_bytes}
     return lsp.Diagnostic(
         range=lsp_range(a.lines, adv.start, adv.end, enc),
         message=adv.message,
@@ -22,5 +25,5 @@ def diagnostic(a: DocumentAnalysis, adv: Advice, enc: Encoding) -> lsp.Diagnosti
         code=rule.code,
         code_description=lsp.CodeDescription(href=rule.href),
         source="roofline",
-        data={"rule": rule.slug, "kernel": adv.kernel, "fix": adv.fix is not None},
+        data=data,
     )

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from roofline_lsp.advice.advise import file_advice, kernel_advice
+from roofline_lsp.advice.catalogue import Advice
 from roofline_lsp.model.report import FileReport, KernelReport
 from roofline_lsp.model.verdict import Verdict
 from roofline_lsp.present.explanations import explanation, term_texts
-from roofline_lsp.present.text_output import display_path
+from roofline_lsp.present.text_output import display_path, position
 
 
 def verdict_json(v: Verdict) -> dict[str, Any]:
@@ -40,7 +42,43 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
     return d
 
 
-def kernel_json(kr: KernelReport, path: str) -> dict[str, Any]:
+def diagnostic_json(source: bytes, a: Advice) -> dict[str, Any]:
+    """One piece of advice: rule, 1-based position (columns in bytes), message, severity,
+    the estimated gain and the fix's edits."""
+    line, col = position(source, a.start)
+    end_line, end_col = position(source, a.end)
+    g = a.gain
+    d: dict[str, Any] = {
+        "rule": a.code,
+        "name": a.rule.slug,
+        "line": line,
+        "column": col,
+        "end_line": end_line,
+        "end_column": end_col,
+        "message": a.message,
+        "severity": a.severity,
+        "estimated_gain": None
+        if g is None
+        else {"speedup": g.speedup, "fewer_bytes": g.fewer_bytes, "gpu": g.gpu},
+        "help_uri": a.rule.href,
+    }
+    if a.fix is not None:
+        edits = []
+        for e in a.fix.edits:
+            sl, sc = position(source, e.start)
+            el, ec = position(source, e.end)
+            edits.append(
+                {"line": sl, "column": sc, "end_line": el, "end_column": ec, "text": e.new_text}
+            )
+        d["fix"] = {"title": a.fix.title, "edits": edits}
+    return d
+
+
+def kernel_json(
+    kr: KernelReport, path: str, advice: Sequence[Advice] = (), source: bytes = b""
+) -> dict[str, Any]:
+    """One kernel with its verdicts and, given its ``advice`` (and the analysed ``source``
+    the advice's byte spans refer to), its ``diagnostics``."""
     k = kr.kernel
     d: dict[str, Any] = {
         "file": path,
@@ -54,11 +92,19 @@ def kernel_json(kr: KernelReport, path: str) -> dict[str, Any]:
         d["directive"] = k.directive
     if k.recovered:
         d["recovered"] = True
+    d["diagnostics"] = [diagnostic_json(source, a) for a in advice]
     return d
 
 
 def to_json(reports: Iterable[FileReport], base: str | None = None) -> list[dict[str, Any]]:
-    return [kernel_json(kr, display_path(fr.path, base)) for fr in reports for kr in fr.kernels]
+    """Every kernel of ``reports`` with its verdicts and diagnostics (most valuable first)."""
+    out = []
+    for fr in reports:
+        path = display_path(fr.path, base)
+        grouped = kernel_advice(fr, file_advice(fr))
+        for kr, advice in zip(fr.kernels, grouped, strict=True):
+            out.append(kernel_json(kr, path, advice, fr.detection.source))
+    return out
 
 
 def dumps(obj: Any) -> str:
