@@ -31,6 +31,10 @@ class Loop:
     parallel: bool = False  # an OpenMP/OpenACC work-shared loop (a thread dimension)
     unrolled: bool = False
     end_line: int = 0
+    # a defaulted trip count: the kernel parameters or host names its bound needs (a
+    # ``// roofline: name=...`` hint gives them), and whether it depends on loaded data
+    unknown_names: tuple[str, ...] = ()
+    data_bound: bool = False
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from roofline_lsp.estimate.value_domain import (
     fold_call,
     widest_type,
 )
-from roofline_lsp.estimate.walk_expressions import ExpressionWalker
+from roofline_lsp.estimate.walk_groups import GroupWalker
 from roofline_lsp.estimate.walk_state import Frame, InlineSummary
 from roofline_lsp.syntax.datatypes import DOUBLE, FLOAT, HALF, INT, UNKNOWN, VOID, DataType
 from roofline_lsp.syntax.expr import text
@@ -39,7 +39,7 @@ OMP_IDS = frozenset(
 )
 
 
-class CallWalker(ExpressionWalker):
+class CallWalker(GroupWalker):
     """Function calls, device-function inlining and macro expansion."""
 
     def call(self, node: Node) -> Val:
@@ -58,6 +58,9 @@ class CallWalker(ExpressionWalker):
             else:
                 fname = text(fn)
         short = fname.rsplit("::", 1)[-1].strip()
+        group = self.group_call(fn, short, args)
+        if group is not None:
+            return group
         if short in costs.ATOMICS:
             return self.atomic(short, args)
         if short in OMP_IDS:
@@ -231,6 +234,7 @@ class CallWalker(ExpressionWalker):
                     scope[pname] = Var(pt, v.deps, v.val)
             else:
                 scope[pname] = Var(pt)
+        self.bind_groups(params, args, vals, scope)
         ret_t = self.type_of(return_type_text(fnode))
         body = fnode.child_by_field_name("body")
         if body is None:

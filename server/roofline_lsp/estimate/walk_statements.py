@@ -37,7 +37,8 @@ class StatementWalker(LoopWalker):
         if t == "expression_statement":
             self.set_line(node)
             for c in node.named_children:
-                self.expr(c)
+                if not self.template_declaration(c):
+                    self.expr(c)
             return 1.0
         if t == "declaration":
             self.set_line(node)
@@ -239,6 +240,7 @@ class StatementWalker(LoopWalker):
         # shared by the team (in shared memory)
         shared = "__shared__" in head or "__shared__" in base_text or self.par.team_level
         const = "const" in head or "constexpr" in head
+        group = self.group_of_type(base_text)
         for d in node.children_by_field_name("declarator"):
             name = declared_name(d)
             if not name:
@@ -269,7 +271,7 @@ class StatementWalker(LoopWalker):
                         if last is not None and len(value_node.named_children) == 1
                         else None
                     )
-                    self.declare(name, Var(vt, deps, val, const=const))
+                    self.declare(name, Var(vt, deps, val, const=const, group=group))
                     continue
                 v = self.expr(value_node)
                 if vt is UNKNOWN or vt.kind == "unknown" and v.type.kind != "unknown":
@@ -282,7 +284,8 @@ class StatementWalker(LoopWalker):
                 val = v.val
                 if val is not None and vt.kind == "int":
                     val = float(math.trunc(val)) if not v.deps else val
-                self.declare(name, Var(vt, v.deps, val, const=const, rng=v.rng))
+                g = v.group if v.group is not None else group
+                self.declare(name, Var(vt, v.deps, val, const=const, rng=v.rng, group=g))
                 continue
             if arrdims:
                 space = "shared" if shared else "local"
@@ -290,7 +293,39 @@ class StatementWalker(LoopWalker):
             elif shared:
                 self.declare(name, Var(vt, NOTHING, None, "shared", name))
             else:
-                self.declare(name, Var(vt, NOTHING, None))
+                self.declare(name, Var(vt, NOTHING, None, group=group))
+
+    def template_declaration(self, node: Node) -> bool:
+        """A declaration with a template type that the parser read as comparisons,
+        ``tile_t<32> w = make(...)`` as ``(tile_t < 32) > (w = make(...))``: declare ``w``
+        (its type, a cooperative group's size). False when ``node`` is not one."""
+        if node.type != "binary_expression":
+            return False
+        op = node.child_by_field_name("operator")
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        if op is None or op.type != ">" or left is None or right is None:
+            return False
+        lop = left.child_by_field_name("operator")
+        if left.type != "binary_expression" or lop is None or lop.type != "<":
+            return False
+        if right.type != "assignment_expression":
+            return False
+        if text(right.child_by_field_name("operator")) != "=":
+            return False
+        target = right.child_by_field_name("left")
+        value = right.child_by_field_name("right")
+        if target is None or target.type != "identifier" or value is None:
+            return False
+        type_text = text(left) + ">"
+        v = self.expr(value)
+        group = self.group_of_type(type_text)
+        vt = self.type_of(type_text)
+        if vt.kind == "unknown":
+            vt = v.type
+        g = v.group if v.group is not None else group
+        self.declare(text(target), Var(vt, v.deps, v.val, rng=v.rng, group=g))
+        return True
 
     def local_array_size(self, name: str, decl: Node, vt: DataType) -> None:
         """Bytes of a per-thread array (``float acc[64]``), for local-memory traffic."""

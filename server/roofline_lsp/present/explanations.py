@@ -3,8 +3,15 @@
 
 from __future__ import annotations
 
-from roofline_lsp.model.numbers import fmt_bytes, fmt_count
-from roofline_lsp.model.terms import LoopTerm, MemoryTerm, NoteTerm, Term, WorkTerm
+from roofline_lsp.model.numbers import fmt_bytes, fmt_count, fmt_si
+from roofline_lsp.model.terms import (
+    AssumptionTerm,
+    LoopTerm,
+    MemoryTerm,
+    NoteTerm,
+    Term,
+    WorkTerm,
+)
 from roofline_lsp.model.verdict import Verdict
 
 
@@ -53,5 +60,27 @@ def term_text(t: Term) -> str:
             f"working set {fmt_bytes(t.footprint)} {fit} L2 ({fmt_bytes(t.l2_bytes)}); "
             f"DRAM {fmt_bytes(t.dram_bytes)} of {fmt_bytes(t.references)} referenced"
         )
+    if isinstance(t, AssumptionTerm):
+        return assumption_text(t)
     assert isinstance(t, NoteTerm)
     return t.text
+
+
+def assumption_text(t: AssumptionTerm) -> str:
+    """``launch size unknown: assumed 1.05 M threads; add `// roofline: n=...``` or ``loop over
+    j (line 12): bound read from memory, assumed 16 trips``."""
+    hint = ""
+    if t.names:
+        hint = "; add `// roofline: " + ", ".join(f"{n}=..." for n in t.names) + "`"
+    if t.kind == "launch":
+        what = "no launch found" if t.why == "no launch" else "launch size unknown"
+        threads = fmt_si(t.value, "").strip() if t.value >= 1000 else fmt_count(t.value)
+        return f"{what}: assumed {threads} threads{hint}"
+    where = f"loop over {t.var}" if t.var else "loop"
+    head = f"{where} (line {t.line})"
+    n = fmt_count(t.value)
+    if t.why == "data":
+        return f"{head}: bound read from memory, assumed {n} trips"
+    if t.why == "while":
+        return f"{head}: no counted bound, assumed {n} trips"
+    return f"{head}: trip count unknown, assumed {n}{hint}"
