@@ -1,3 +1,5 @@
+from collections.abc import Iterator, Mapping
+
 import pytest
 
 from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3, split_args
@@ -32,3 +34,24 @@ def test_dim3_forms():
 
 def test_split_args_respects_nesting():
     assert split_args("a, f(b, c), d[1, 2]") == ["a", "f(b, c)", "d[1, 2]"]
+
+
+class _Given(Mapping[str, float]):
+    """A view that lists no names but answers some (as the host context's hint values)."""
+
+    def __getitem__(self, key: str) -> float:
+        if key == "N":
+            return 1 << 20
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def test_a_view_listing_no_names_still_gives_its_values() -> None:
+    # N = 2^20 from the view: 2^20 / 256 = 4096 blocks
+    assert evaluate("N / 256", _Given()) == 4096
+    assert evaluate_dim3("N / 256", _Given()) == (4096, 1, 1)

@@ -38,6 +38,11 @@ def term_texts(v: Verdict) -> tuple[str, ...]:
     return tuple(term_text(t) for t in v.terms)
 
 
+def assumed_texts(v: Verdict) -> tuple[str, ...]:
+    """What the estimate assumed, in words, the launch first, then the heaviest loops."""
+    return tuple(assumption_text(t) for t in v.terms if isinstance(t, AssumptionTerm))
+
+
 def term_text(t: Term) -> str:
     """One term in words, e.g. ``loop over j (line 17, 32768 trips, argument): 19 FP32 FLOP,
     4 int ops and 16 B referenced per iteration``."""

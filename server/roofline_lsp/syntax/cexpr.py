@@ -205,7 +205,7 @@ def evaluate(text: str, env: Env | None = None, _depth: int = 0) -> float | None
     tokens = tokenize(text)
     if not tokens:
         return None
-    env = env or {}
+    env = env if env is not None else {}  # (an empty-looking view may still hold values)
 
     def lookup(name: str) -> float | None:
         value = env.get(name)
@@ -254,7 +254,7 @@ def evaluate_dim3(text: str, env: Env | None = None) -> tuple[int, int, int] | N
     """Evaluate a launch dimension: ``256``, ``dim3(a, b)``, ``{a, b, c}`` -> (x, y, z)."""
     text = text.strip()
     for _ in range(4):  # `grid` declared as `dim3 grid(...)`: follow the name
-        alias = (env or {}).get(text) if re.fullmatch(r"[A-Za-z_]\w*", text) else None
+        alias = env.get(text) if env is not None and re.fullmatch(r"[A-Za-z_]\w*", text) else None
         if not isinstance(alias, str):
             break
         text = alias.strip()
