@@ -50,6 +50,10 @@ def test_value_unknown_name() -> None:
         ("for (int s = 1; s < 256; s *= 2) ;", 8),
         ("for (int s = 128; s > 0; s >>= 1) ;", 8),
         ("for (int s = 128; s >= 32; s /= 2) ;", 3),
+        # the counter is the second declarator; the clause on it is the second of the &&
+        # (idx < n mentions "i" only as a substring of "idx")
+        ("for (int idx = 7, i = 0; idx < n && i < 12; ++i) ;", 12),
+        ("for (int i = 2; i < 9 && idx < n; i++) ;", 7),
     ],
 )
 def test_trips(loop: str, expected: int) -> None:

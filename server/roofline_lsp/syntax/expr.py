@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -237,13 +238,15 @@ def loop_header(node: Node) -> LoopHeader | None:
     update = node.child_by_field_name("update")
     var: str | None = None
     start: Node | None = None
+    declared: dict[str, Node | None] = {}  # for (int idx = t, i = 0; ...; ++i): every one
     if init is not None:
         if init.type == "declaration":
             for d in init.children_by_field_name("declarator"):
                 if d.type == "init_declarator":
-                    var = text(d.child_by_field_name("declarator"))
-                    start = d.child_by_field_name("value")
-                    break
+                    name = text(d.child_by_field_name("declarator"))
+                    declared[name] = d.child_by_field_name("value")
+                    if var is None:
+                        var, start = name, declared[name]
         elif init.type == "assignment_expression":
             var = text(init.child_by_field_name("left"))
             start = init.child_by_field_name("right")
@@ -288,7 +291,9 @@ def loop_header(node: Node) -> LoopHeader | None:
     if var is None:
         var = uvar
     elif var != uvar:
-        return None
+        if uvar not in declared:
+            return None
+        var, start = uvar, declared[uvar]
     bound: Node | None = None
     bound_op = "<"
     c = cond
@@ -297,7 +302,8 @@ def loop_header(node: Node) -> LoopHeader | None:
         o = op.type if op is not None else ""
         if o == "&&":
             left = c.child_by_field_name("left")
-            c = left if var in text(left) else c.child_by_field_name("right")
+            mentions = left is not None and re.search(rf"\b{re.escape(var)}\b", text(left))
+            c = left if mentions else c.child_by_field_name("right")
             continue
         left = c.child_by_field_name("left")
         right = c.child_by_field_name("right")
