@@ -26,7 +26,9 @@ Mapping PTX lines onto the counter's lines:
   that runs once per iteration in the ``-O1`` code. The build that runs (``-O3``) unrolls a loop
   of unknown trip count by 4 and a small constant one completely, as the counter assumes
   (``Settings.unroll_default`` / ``Loop.unrolled``): its integer instructions are weighted by
-  ``trips / unroll`` executions (once when fully unrolled).
+  ``trips / unroll`` executions (once when fully unrolled). Work inlined or called on that
+  line inside the loop (``for (...) a = f(a);`` on one line, ``f`` a ``.func``) is body
+  work: it runs every iteration (``KernelPtx.per_iteration_body``).
 - A line of the kernel with PTX instructions but no statement start of its own (a continued
   expression) takes the weight of the nearest statement line above it; a line the counter
   costed but PTX has no instruction for costs nothing (folded or removed by the compiler).

@@ -176,6 +176,12 @@ def while_header(node: Node) -> LoopHeader | None:
     c = cond.child_by_field_name("value") if cond.type == "condition_clause" else cond
     while c is not None and c.type == "parenthesized_expression" and c.named_children:
         c = c.named_children[0]
+    if c is not None and c.type == "identifier":
+        # while (k) { ...; k >>= 1; }: halved down to zero
+        h = _body_update(body, text(c))
+        if h is not None and h[1] in (">>", "/"):
+            return LoopHeader(text(c), None, None, ">", h[0], h[1])
+        return None
     if c is None or c.type != "binary_expression":
         return None
     op = c.child_by_field_name("operator")
@@ -193,15 +199,21 @@ def while_header(node: Node) -> LoopHeader | None:
         bound_op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[o]
     else:
         return None
+    h = _body_update(body, var)
+    if h is not None:
+        return LoopHeader(var, None, bound, bound_op, h[0], h[1])
+    return None
+
+
+def _body_update(body: Node, var: str) -> tuple[Node | None, str] | None:
+    """The step of ``var`` by a top-level statement of a loop body."""
     stmts = body.named_children if body.type == "compound_statement" else [body]
     for st in stmts:
         if st.type != "expression_statement" or not st.named_children:
             continue
-        e = st.named_children[0]
-        h = _update(e, var)
+        h = _update(st.named_children[0], var)
         if h is not None:
-            step, step_op = h
-            return LoopHeader(var, None, bound, bound_op, step, step_op)
+            return h
     return None
 
 
