@@ -160,3 +160,19 @@ def test_a_compute_verdict_that_holds_only_on_removed_bytes_is_less_sure(gpu) ->
     # kept: one decade from the ridge: 0.5 + 0.45 tanh(1 / 0.8) = 0.5 + 0.45 x 0.848 = 0.882
     assert static_confidence(kept, ai, ridge, "fp32") == pytest.approx(0.882, abs=1e-3)
     assert static_confidence(removed, ai, ridge, "fp32") == pytest.approx(0.5, abs=1e-3)
+
+
+def test_an_offloaded_loop_bound_by_a_host_parameter_names_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "v.c"
+    path.write_text(
+        "void vadd(int n, const float *a, float *c) {\n"
+        "#pragma omp target teams distribute parallel for map(to: a[0:n]) map(from: c[0:n])\n"
+        "  for (int i = 0; i < n; i++) c[i] = a[i] + 1.0f;\n"
+        "}\n"
+    )
+    det = detect(path.read_bytes(), str(path))
+    v = estimate(det.kernels[0], det, gpu)
+    (t,) = [t for t in v.terms if isinstance(t, AssumptionTerm)]
+    # n is vadd's parameter, called from nowhere: the work-shared loop's 16 default trips,
+    # all the work of the region; a hint on n settles it
+    assert (t.kind, t.line, t.value, t.names, t.share) == ("trips", 3, 16, ("n",), 1.0)

@@ -320,14 +320,14 @@ class LoopWalker(CallWalker):
                     if self.inputs.lookup_host(nm) is None and nm not in self.inputs.macros:
                         names.append(nm)
                 elif (
-                    self.cursor.scopes[0].get(nm) is v
+                    (self.cursor.scopes[0].get(nm) is v or self.inputs.globals.get(nm) is v)
                     and v.val is None
                     and v.buffer is None
                     and not v.deps
                     and v.type.kind != "unknown"
                     and not v.type.pointer
                 ):
-                    names.append(nm)  # a kernel parameter the launch does not give
+                    names.append(nm)  # a parameter (host variable) nothing gives a value
         return tuple(names), data
 
     def value_source(self, hdr: LoopHeader) -> str:
