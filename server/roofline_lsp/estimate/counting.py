@@ -17,7 +17,7 @@ Device functions and ``declare target`` functions are inlined (with their pointe
 bound to the caller's buffers), function-like and expression macros expanded and parsed.
 
 The walker is split by concern (``walk_state``: state and bookkeeping; ``walk_branches``,
-``walk_references``, ``walk_expressions``, ``walk_calls``, ``walk_loops``,
+``walk_references``, ``walk_expressions``, ``walk_groups``, ``walk_calls``, ``walk_loops``,
 ``walk_statements``); :class:`ThreadCounter` is the complete walker and builds the result.
 """
 

@@ -7,8 +7,8 @@ The walker's mutable state is grouped by what it describes: the fixed inputs of 
 device-function cost summaries (:class:`InlineCache`).
 
 The walker itself is split by concern into a chain of classes, one module each
-(``walk_branches`` <- ``walk_references`` <- ``walk_expressions`` <- ``walk_calls`` <-
-``walk_loops`` <- ``walk_statements`` <- ``counting.ThreadCounter``); :class:`WalkerBase`
+(``walk_branches`` <- ``walk_references`` <- ``walk_expressions`` <- ``walk_groups`` <-
+``walk_calls`` <- ``walk_loops`` <- ``walk_statements`` <- ``counting.ThreadCounter``); :class:`WalkerBase`
 declares the few methods a lower layer calls on a higher one.
 """
 
