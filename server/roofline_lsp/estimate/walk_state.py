@@ -8,8 +8,8 @@ device-function cost summaries (:class:`InlineCache`).
 
 The walker itself is split by concern into a chain of classes, one module each
 (``walk_branches`` <- ``walk_references`` <- ``walk_expressions`` <- ``walk_groups`` <-
-``walk_calls`` <- ``walk_loops`` <- ``walk_statements`` <- ``counting.ThreadCounter``); :class:`WalkerBase`
-declares the few methods a lower layer calls on a higher one.
+``walk_calls`` <- ``walk_loops`` <- ``walk_statements`` <- ``counting.ThreadCounter``);
+:class:`WalkerBase` declares the few methods a lower layer calls on a higher one.
 """
 
 from __future__ import annotations
