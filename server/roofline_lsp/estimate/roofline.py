@@ -324,7 +324,9 @@ def _root(node: Node) -> Node:
 
 def _template_bindings(kernel: Kernel, ctx: HostContext, aliases: dict[str, str]) -> None:
     """``template <typename T, int BS>``: T from the launch's template arguments, else
-    ``float``; BS from them when numeric, else from a default argument."""
+    deduced from the launch's arguments, else ``float``; BS from them when numeric, else
+    from a default argument; a function passed as a template argument by name."""
+    deduced = _deduced_types(kernel, ctx)
     for i, tp in enumerate(kernel.template_params):
         tp = tp.strip()
         arg = ctx.template_args[i].strip() if i < len(ctx.template_args) else None
@@ -336,14 +338,38 @@ def _template_bindings(kernel: Kernel, ctx: HostContext, aliases: dict[str, str]
         if not parts:
             continue
         name = parts[-1].lstrip("*&.")
+        fp = re.search(r"\(\s*\*\s*(\w+)\s*\)", tp)  # float (*F)(float): a function
+        if fp is not None:
+            name = fp.group(1)
         if parts[0] in ("typename", "class"):
-            aliases[name] = arg or default or "float"
+            aliases[name] = arg or deduced.get(name) or default or "float"
         else:
             src = arg or default
             if src is not None and name not in ctx.fixed:
                 v = ctx.eval_text(src)
                 if v is not None:
                     ctx.fixed[name] = v
+                elif re.fullmatch(r"&?\s*[A-Za-z_][\w:]*", src):
+                    aliases[name] = src.lstrip("& ")  # a function: F(x) calls it
+
+
+def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
+    """Template type parameters deduced from the launch's arguments, as C++ does: a
+    parameter ``Op op`` given ``Square()``/``Square{..}`` or a host variable of type
+    ``Square`` makes ``Op`` = ``Square`` (so ``op(x)`` runs ``Square::operator()``)."""
+    if ctx.launch is None or kernel.node is None:
+        return {}
+    out: dict[str, str] = {}
+    for (ptype, _), arg in zip(function_params(kernel.node), ctx.launch.args, strict=False):
+        t = ptype.replace("const", "").replace("&", "").strip()
+        if not re.fullmatch(r"[A-Za-z_]\w*", t):
+            continue
+        m = re.match(r"\s*([A-Za-z_][\w:]*)\s*(?:<[^(){}]*>)?\s*[({]", arg)
+        if m is not None:
+            out.setdefault(t, m.group(1))
+        elif arg.strip() in ctx.types:
+            out.setdefault(t, ctx.types[arg.strip()].replace("const", "").strip())
+    return out
 
 
 def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> None:
