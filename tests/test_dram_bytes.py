@@ -110,3 +110,16 @@ def test_tiled_sgemm_4096_is_compute_bound_on_every_gpu(profile: GpuProfile) -> 
     v = estimate(det.kernels[0], det, profile)
     assert v.bound == "compute"
     assert v.ai["fp32"] is not None and v.ai["fp32"] > profile.ridges()["fp32"]
+
+
+def test_a_kernel_file_included_by_another_sees_its_definitions(gpu: GpuProfile) -> None:
+    # kernels.cu is compiled inside main.cu, after state.h: REAL is double and V_U, V_V, V_W
+    # are planes 0, 1, 2 of n = 2^22 values. 2^22 threads read u, v and w (+=), write w:
+    # 3 x 32 MiB read, 32 MiB written (without main.cu's context: 4-byte elements of an
+    # unknown type, and one plane for the three accesses)
+    path = FIXTURES / "included" / "kernels.cu"
+    det = detect(path.read_bytes(), str(path))
+    a = analyze(det.kernels[0], det, gpu)
+    assert a.threads == 2**22
+    assert a.counts.flops["fp64"] == pytest.approx(3.0)  # u - v, dt * (.) + w: FADD + FMA
+    assert _buffer(a, "state") == pytest.approx((96 * MIB, 96 * MIB, 32 * MIB))

@@ -20,6 +20,7 @@ justified below and its fit on the dev set is shown by ``scripts/calibration.py`
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, replace
 
@@ -32,7 +33,7 @@ from roofline_lsp.detect.bindings import (
     host_context,
     parse_assignments,
 )
-from roofline_lsp.detect.program import FunctionTable
+from roofline_lsp.detect.program import FunctionTable, units_mentioning
 from roofline_lsp.estimate.counting import ThreadCounter
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
@@ -131,6 +132,17 @@ def analyze(
     root = _root(kernel.node if kernel.node is not None else kernel.body)
     decls = declarations(root, detection.macros)
     aliases = dict(decls.aliases)
+    macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
+    constants = set(detection.constants)
+    for unit in _includers(detection.file, read):
+        # a kernel file #included by another sees the includer's macros and constants
+        for m in unit.macros.values():
+            macros.setdefault(m.name, (m.params, m.body))
+            if m.params is None and m.body and parse_type(m.body).kind != "unknown":
+                aliases.setdefault(m.name, m.body.strip())  # #define REAL double
+        for name, text_ in unit.constants.items():
+            ctx.texts.setdefault(name, text_)
+            constants.add(name)
     offload = kernel.is_offload
     block = ctx.block or cal.default_block
     grid = ctx.grid or cal.default_grid
@@ -165,7 +177,6 @@ def analyze(
             ctx.extents.setdefault(g.name, g.elements)
     # the file's functions, then separately compiled device code in sibling files (-rdc)
     functions = FunctionTable(detection, exclude=kernel.name, read=view)
-    macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
     counter = ThreadCounter(
         functions=functions,
         macros=macros,
@@ -178,7 +189,7 @@ def analyze(
         block=block,
         grid=grid,
         offload=offload,
-        constants=frozenset(detection.constants),
+        constants=frozenset(constants),
     )
     body = kernel.body
     if offload:
@@ -320,6 +331,16 @@ def _root(node: Node) -> Node:
     while node.parent is not None:
         node = node.parent
     return node
+
+
+def _includers(path: str, read: SourceReader | None) -> list[Detection]:
+    """Detections of the sibling files that ``#include`` the file at ``path`` (a kernel
+    file compiled as part of another translation unit, ``#include "kernels.cu"``)."""
+    name = os.path.basename(path)
+    if not name:
+        return []
+    pattern = re.compile(rb'#\s*include\s*"(?:[^"]*/)?' + re.escape(name.encode()) + rb'"')
+    return [u.detection for u in units_mentioning(path, pattern, read)]
 
 
 def _template_bindings(kernel: Kernel, ctx: HostContext, aliases: dict[str, str]) -> None:
