@@ -56,7 +56,7 @@ def test_vector_loads_and_stores_move_sixteen_bytes(gpu: GpuProfile) -> None:
         ("map_deduced", 1.0, "Square::operator()"),  # op(in[i]), Op deduced from Square()
         ("map_named", 1.0, "Square::operator()"),  # Op()(in[i]) with Op = Square (first launch)
         ("map_function", 2.0, "cube"),  # F(in[i]) with F = cube: x * x * x
-        ("map_lambda", 2.0, "lambda f"),  # in[j] * in[j] + 1.0f: one FMA
+        ("map_lambda", 2.0, "lambda f (line 40)"),  # in[j] * in[j] + 1.0f: one FMA
     ],
 )
 def test_callables_are_followed(gpu: GpuProfile, kernel: str, fp32: float, callee: str) -> None:

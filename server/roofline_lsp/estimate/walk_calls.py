@@ -242,7 +242,8 @@ class CallWalker(ExpressionWalker):
         if fn.type == "identifier":
             lam = _lambda_named(short, node)
             if lam is not None:
-                return "lambda " + short, lam
+                # named by its line too: two lambdas may share a name in one kernel
+                return f"lambda {short} (line {lam.start_point[0] + 1})", lam
         ops = self.call_operators(node)
         if not ops:
             return None
