@@ -152,10 +152,34 @@ class Detector:
             value = decl.child_by_field_name("value")
             if name is not None and value is not None and name.type == "identifier":
                 self.constants.setdefault(text(name), text(value))
+        for node in caps.get("enum", []):
+            self.enumerators(node)
         for node in caps.get("include", []):
             path_node = node.child_by_field_name("path")
             if path_node is not None and path_node.type == "string_literal":
                 self.follow_include(text(path_node).strip('"'))
+
+    def enumerators(self, body: Node) -> None:
+        """An enum's enumerators as constants: the given value, else the previous plus one
+        (index arithmetic such as ``states[n * STATE_V + i]`` needs their values)."""
+        nxt: int | None = 0
+        prev = ""
+        for e in body.named_children:
+            name = e.child_by_field_name("name")
+            if e.type != "enumerator" or name is None:
+                continue
+            val = e.child_by_field_name("value")
+            if val is not None:
+                expr = text(val).strip()
+                try:
+                    nxt = int(expr, 0)
+                except ValueError:
+                    nxt = None
+            else:
+                expr = str(nxt) if nxt is not None else f"({prev}) + 1"
+            self.constants.setdefault(text(name), str(nxt) if nxt is not None else expr)
+            nxt = nxt + 1 if nxt is not None else None
+            prev = text(name)
 
     def follow_include(self, rel: str) -> None:
         if self.depth >= MAX_INCLUDE_DEPTH or not self.path:

@@ -38,7 +38,18 @@ class ThreadCounter(StatementWalker):
         iterations of the region)."""
         inv = 1.0 / scale if scale > 0 else 1.0
         accesses = tuple(
-            Access(r.buffer, r.space, r.elem, r.kind, r.weight * inv, r.distinct, r.line, r.index)
+            Access(
+                r.buffer,
+                r.space,
+                r.elem,
+                r.kind,
+                r.weight * inv,
+                r.distinct,
+                r.line,
+                r.index,
+                r.interval,
+                r.unfollowed,
+            )
             for r in self.tally.accesses.values()
         )
         lines = {

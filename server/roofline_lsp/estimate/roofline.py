@@ -20,6 +20,7 @@ justified below and its fit on the dev set is shown by ``scripts/calibration.py`
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, replace
 
@@ -32,7 +33,7 @@ from roofline_lsp.detect.bindings import (
     host_context,
     parse_assignments,
 )
-from roofline_lsp.detect.program import FunctionTable
+from roofline_lsp.detect.program import FunctionTable, units_mentioning
 from roofline_lsp.estimate.counting import ThreadCounter
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
@@ -131,6 +132,17 @@ def analyze(
     root = _root(kernel.node if kernel.node is not None else kernel.body)
     decls = declarations(root, detection.macros)
     aliases = dict(decls.aliases)
+    macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
+    constants = set(detection.constants)
+    for unit in _includers(detection.file, read):
+        # a kernel file #included by another sees the includer's macros and constants
+        for m in unit.macros.values():
+            macros.setdefault(m.name, (m.params, m.body))
+            if m.params is None and m.body and parse_type(m.body).kind != "unknown":
+                aliases.setdefault(m.name, m.body.strip())  # #define REAL double
+        for name, text_ in unit.constants.items():
+            ctx.texts.setdefault(name, text_)
+            constants.add(name)
     offload = kernel.is_offload
     block = ctx.block or cal.default_block
     grid = ctx.grid or cal.default_grid
@@ -165,7 +177,6 @@ def analyze(
             ctx.extents.setdefault(g.name, g.elements)
     # the file's functions, then separately compiled device code in sibling files (-rdc)
     functions = FunctionTable(detection, exclude=kernel.name, read=view)
-    macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
     counter = ThreadCounter(
         functions=functions,
         macros=macros,
@@ -178,7 +189,7 @@ def analyze(
         block=block,
         grid=grid,
         offload=offload,
-        constants=frozenset(detection.constants),
+        constants=frozenset(constants),
     )
     body = kernel.body
     if offload:
@@ -322,9 +333,21 @@ def _root(node: Node) -> Node:
     return node
 
 
+def _includers(path: str, read: SourceReader | None) -> list[Detection]:
+    """Detections of the sibling files that ``#include`` the file at ``path`` (a kernel
+    file compiled as part of another translation unit, ``#include "kernels.cu"``)."""
+    name = os.path.basename(path)
+    if not name:
+        return []
+    pattern = re.compile(rb'#\s*include\s*"(?:[^"]*/)?' + re.escape(name.encode()) + rb'"')
+    return [u.detection for u in units_mentioning(path, pattern, read)]
+
+
 def _template_bindings(kernel: Kernel, ctx: HostContext, aliases: dict[str, str]) -> None:
     """``template <typename T, int BS>``: T from the launch's template arguments, else
-    ``float``; BS from them when numeric, else from a default argument."""
+    deduced from the launch's arguments, else ``float``; BS from them when numeric, else
+    from a default argument; a function passed as a template argument by name."""
+    deduced = _deduced_types(kernel, ctx)
     for i, tp in enumerate(kernel.template_params):
         tp = tp.strip()
         arg = ctx.template_args[i].strip() if i < len(ctx.template_args) else None
@@ -336,14 +359,38 @@ def _template_bindings(kernel: Kernel, ctx: HostContext, aliases: dict[str, str]
         if not parts:
             continue
         name = parts[-1].lstrip("*&.")
+        fp = re.search(r"\(\s*\*\s*(\w+)\s*\)", tp)  # float (*F)(float): a function
+        if fp is not None:
+            name = fp.group(1)
         if parts[0] in ("typename", "class"):
-            aliases[name] = arg or default or "float"
+            aliases[name] = arg or deduced.get(name) or default or "float"
         else:
             src = arg or default
             if src is not None and name not in ctx.fixed:
                 v = ctx.eval_text(src)
                 if v is not None:
                     ctx.fixed[name] = v
+                elif re.fullmatch(r"&?\s*[A-Za-z_][\w:]*", src):
+                    aliases[name] = src.lstrip("& ")  # a function: F(x) calls it
+
+
+def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
+    """Template type parameters deduced from the launch's arguments, as C++ does: a
+    parameter ``Op op`` given ``Square()``/``Square{..}`` or a host variable of type
+    ``Square`` makes ``Op`` = ``Square`` (so ``op(x)`` runs ``Square::operator()``)."""
+    if ctx.launch is None or kernel.node is None:
+        return {}
+    out: dict[str, str] = {}
+    for (ptype, _), arg in zip(function_params(kernel.node), ctx.launch.args, strict=False):
+        t = ptype.replace("const", "").replace("&", "").strip()
+        if not re.fullmatch(r"[A-Za-z_]\w*", t):
+            continue
+        m = re.match(r"\s*([A-Za-z_][\w:]*)\s*(?:<[^(){}]*>)?\s*[({]", arg)
+        if m is not None:
+            out.setdefault(t, m.group(1))
+        elif arg.strip() in ctx.types:
+            out.setdefault(t, ctx.types[arg.strip()].replace("const", "").strip())
+    return out
 
 
 def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> None:

@@ -19,6 +19,8 @@ class Access:
     distinct: float | None  # distinct elements over the launch (None: data-dependent)
     line: int
     index: str = ""  # index text (for explanations)
+    interval: tuple[float, float] | None = None  # [lo, hi] of the index, in elements, if known
+    unfollowed: bool = False  # the index holds a value the walk could not follow
 
 
 @dataclass(frozen=True)

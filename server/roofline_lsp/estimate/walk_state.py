@@ -33,6 +33,11 @@ Macros = dict[str, tuple[tuple[str, ...] | None, str]]
 AccessKey = tuple[str, str, str, int]  # buffer, kind, index text, line
 
 
+# dependence on a value the walk could not follow (an unknown name, the fields of an object
+# built by a constructor): always with DATA, and not assumed to repeat across accesses
+UNFOLLOWED = "?unfollowed"
+
+
 @dataclass
 class AccessRecord:
     """An access being counted (its weight grows as identical accesses are merged)."""
@@ -45,6 +50,8 @@ class AccessRecord:
     distinct: float | None
     line: int
     index: str
+    interval: tuple[float, float] | None = None  # the index's [lo, hi] when known
+    unfollowed: bool = False  # the index holds a value the walk could not follow
 
 
 # per-call costs of an inlined function: ops, accesses (key, record, weight), its value
@@ -140,6 +147,7 @@ class InlineCache:
 
     inline_calls: dict[str, int] = field(default_factory=dict)
     summaries: dict[tuple[object, ...], InlineSummary] = field(default_factory=dict)
+    call_operators: dict[int, dict[str, Node]] = field(default_factory=dict)  # by tree root
 
 
 class WalkerBase:

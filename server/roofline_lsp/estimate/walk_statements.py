@@ -10,8 +10,9 @@ import re
 from tree_sitter import Node
 
 from roofline_lsp.estimate.macro_expansion import loop_macro
-from roofline_lsp.estimate.value_domain import NOTHING, Var
+from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var
 from roofline_lsp.estimate.walk_loops import LoopWalker
+from roofline_lsp.estimate.walk_state import UNFOLLOWED
 from roofline_lsp.syntax.datatypes import UNKNOWN, DataType
 from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
 
@@ -259,9 +260,14 @@ class StatementWalker(LoopWalker):
                 space = "shared" if shared else "local"
                 self.declare(name, Var(vt, NOTHING, None, space, name, arrdims))
                 continue
+            # an object built by a constructor, or left to be filled field by field: the
+            # walk does not track its fields, so their values are unexplained
+            opaque = (
+                NOTHING if vt.pointer or vt.kind != "unknown" else frozenset({DATA, UNFOLLOWED})
+            )
             if value_node is not None:
                 if value_node.type in ("initializer_list", "argument_list"):
-                    deps: frozenset[str] = NOTHING
+                    deps: frozenset[str] = opaque if value_node.type == "argument_list" else NOTHING
                     last = None
                     for c in value_node.named_children:
                         last = self.expr(c)
@@ -293,7 +299,7 @@ class StatementWalker(LoopWalker):
             elif shared:
                 self.declare(name, Var(vt, NOTHING, None, "shared", name))
             else:
-                self.declare(name, Var(vt, NOTHING, None, group=group))
+                self.declare(name, Var(vt, NOTHING if group is not None else opaque, None, group=group))
 
     def template_declaration(self, node: Node) -> bool:
         """A declaration with a template type that the parser read as comparisons,
