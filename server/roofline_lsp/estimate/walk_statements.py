@@ -299,7 +299,9 @@ class StatementWalker(LoopWalker):
             elif shared:
                 self.declare(name, Var(vt, NOTHING, None, "shared", name))
             else:
-                self.declare(name, Var(vt, NOTHING if group is not None else opaque, None, group=group))
+                self.declare(
+                    name, Var(vt, NOTHING if group is not None else opaque, None, group=group)
+                )
 
     def template_declaration(self, node: Node) -> bool:
         """A declaration with a template type that the parser read as comparisons,
