@@ -32,7 +32,7 @@ from roofline_lsp.detect.bindings import (
     host_context,
     parse_assignments,
 )
-from roofline_lsp.detect.program import FunctionTable
+from roofline_lsp.detect.program import FunctionTable, included_body
 from roofline_lsp.estimate.counting import ThreadCounter
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
@@ -179,6 +179,8 @@ def analyze(
         grid=grid,
         offload=offload,
         constants=frozenset(detection.constants),
+        include=lambda rel, including: included_body(rel, including, view),
+        file=detection.file,
     )
     body = kernel.body
     if offload:

@@ -79,6 +79,8 @@ class StatementWalker(LoopWalker):
         if t == "preproc_call":
             self.pragma(node)
             return 1.0
+        if t == "preproc_include":
+            return self.included(node)
         if t in ("case_statement",):
             return self.block_stmts(node.named_children[1:], scoped=False)
         if t == "else_clause":
@@ -92,6 +94,31 @@ class StatementWalker(LoopWalker):
             self.set_line(node)
             self.expr(node)
         return 1.0
+
+    def included(self, node: Node) -> float:
+        """``#include "body.h"`` inside a kernel or offload region: the header's statements
+        run here (textual inclusion), their cost booked on the ``#include`` line."""
+        path_node = node.child_by_field_name("path")
+        if self.inputs.include is None or path_node is None:
+            return 1.0
+        if path_node.type != "string_literal":
+            return 1.0
+        including = self.cursor.include_stack[-1] if self.cursor.include_stack else ""
+        found = self.inputs.include(text(path_node).strip('"'), including or self.inputs.file)
+        if found is None or found[0] in self.cursor.include_stack or len(
+            self.cursor.include_stack
+        ) >= 4:
+            return 1.0
+        path, root = found
+        self.set_line(node)
+        saved_base = self.cursor.line_base
+        self.cursor.line_base = self.cursor.line
+        self.cursor.include_stack.append(path)
+        try:
+            return self.block_stmts(root.named_children, scoped=False)
+        finally:
+            self.cursor.include_stack.pop()
+            self.cursor.line_base = saved_base
 
     def region(self, kind: str, node: Node) -> float:
         """An OpenMP ``parallel`` (every thread of the team runs it), ``teams`` (every team)
