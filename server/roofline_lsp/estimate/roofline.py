@@ -32,6 +32,13 @@ from roofline_lsp.detect.bindings import (
     host_context,
     parse_assignments,
 )
+from roofline_lsp.detect.pragmas import (
+    Pragma,
+    acc_loop_sharing,
+    mapped_sections,
+    parse_pragma,
+    pragma_text,
+)
 from roofline_lsp.detect.program import FunctionTable, included_body
 from roofline_lsp.estimate.counting import ThreadCounter
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
@@ -184,8 +191,13 @@ def analyze(
     )
     body = kernel.body
     if offload:
+        sections = mapped_sections(
+            (*kernel.clauses, *(c for r in detection.data_regions for c in r.clauses))
+        )
         for name, tyt in ctx.types.items():
             t = parse_type(tyt, aliases)
+            if not t.pointer and t.kind == "unknown" and name in sections:
+                t = replace(t, pointer=1)  # `auto p = v.data()` moved as a section `p[0:n]`
             if t.pointer:
                 globals_.setdefault(
                     name, Var(t, buffer=name, space="global", arrdims=tyt.count("[]"))
@@ -378,15 +390,21 @@ def _team_shape(
     grid: tuple[int, int, int],
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """Threads per team and teams of an offload region: the launch when known, else the
-    ``thread_limit``/``num_threads`` and ``num_teams`` clauses."""
+    ``thread_limit``/``num_threads`` and ``num_teams`` clauses (OpenACC: ``num_workers`` x
+    ``vector_length`` threads per gang, ``num_gangs`` gangs)."""
     if ctx.block and ctx.grid:
         return block, grid
-    threads = teams = None
+    threads = teams = workers = None
     for c in kernel.clauses:
         if c.name in ("thread_limit", "num_threads", "vector_length") and c.items:
             threads = ctx.eval_text(c.items[0])
         elif c.name in ("num_teams", "num_gangs") and c.items:
             teams = ctx.eval_text(c.items[0])
+        elif c.name == "num_workers" and c.items:
+            workers = ctx.eval_text(c.items[0])
+    if workers and workers > 0:
+        # an OpenACC gang has num_workers x vector_length threads (NVHPC's vector default 128)
+        threads = workers * (threads if threads and threads > 0 else 128.0)
     b = (int(threads), 1, 1) if threads and threads > 0 else block
     g = (int(teams), 1, 1) if teams and teams > 0 else grid
     return b, g
@@ -402,15 +420,15 @@ def _offload_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -
     pragma just before the statement counts too."""
     # detection appends nested constructs after "|" ("target teams | parallel"): the
     # counter meets those pragmas itself
+    if kernel.language == "acc":
+        return _acc_region(kernel, body, counter)
     words = set(kernel.directive.split("|", 1)[0].split())
     collapse = 1
     for c in kernel.clause("collapse"):
         m = re.search(r"\d+", c.text)
         if m:
             collapse = int(m.group(0))
-    workshare = bool(words & _WORKSHARE) or (
-        kernel.language == "acc" and bool(words & {"loop", "kernels"})
-    )
+    workshare = bool(words & _WORKSHARE)
     prev = kernel.body.prev_named_sibling if kernel.body is not None else None
     while (
         prev is not None
@@ -436,9 +454,46 @@ def _offload_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -
         if "parallel" in words:
             counter.par.pending_region = "parallel"
         return "teams"
-    if "parallel" in words or kernel.language == "acc":
+    if "parallel" in words:
         return "parallel"
     return None
+
+
+def _acc_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -> str | None:
+    """How an OpenACC compute construct's statement runs: a ``parallel loop`` (or a
+    ``parallel``/``kernels`` pragma stacked over a ``loop`` pragma) shares the loop
+    (:func:`acc_loop_sharing`; returns None); a ``parallel`` region runs once per gang
+    (gang-redundant mode, like an OpenMP ``teams`` region: returns ``"teams"``) until a
+    ``loop gang`` shares a loop among the gangs; in a ``kernels`` region the compiler
+    parallelises the outermost loops; a ``serial`` region runs once."""
+    node = kernel.node
+    if node is not None and node.type == "preproc_call":
+        pragmas = [parse_pragma(pragma_text(node))]  # its own clauses, not the nested ones
+    else:
+        pragmas = [Pragma("acc", tuple(kernel.directive.split("|", 1)[0].split()), ())]
+    prev = kernel.body.prev_named_sibling if kernel.body is not None else None
+    while (
+        prev is not None
+        and prev.type == "preproc_call"
+        and prev.start_byte > kernel.span.start_byte
+    ):
+        arg = prev.child_by_field_name("argument")
+        t = arg.text.decode("utf-8", "replace") if arg is not None and arg.text else ""
+        pragmas.append(parse_pragma(t))
+        prev = prev.prev_named_sibling
+    words = {w for p in pragmas for w in p.words}
+    sharing = next((s for p in pragmas if (s := acc_loop_sharing(p)) is not None), None)
+    is_loop = body is not None and body.type in ("for_statement", "while_statement")
+    if sharing is not None and is_loop:
+        counter.par.pending_parallel = sharing.collapse
+        counter.par.pending_distribute = sharing.gangs
+        return None
+    if "kernels" in words:
+        counter.par.auto_loops = True
+        return None
+    if "serial" in words or "loop" in words:  # serial, or parallel loop seq
+        return None
+    return "teams"
 
 
 def with_calibration(cal: Calibration, **changes: float) -> Calibration:

@@ -137,6 +137,7 @@ class Parallelism:
     parallel_product: float = 1.0
     max_parallel: float = 1.0  # parallel units of the region (iterations or threads)
     team_mult: float = 1.0  # the teams multiplier in force (a distribute loop removes it)
+    auto_loops: bool = False  # OpenACC kernels region: the compiler shares outermost loops
 
 
 @dataclass

@@ -9,6 +9,7 @@ import re
 
 from tree_sitter import Node
 
+from roofline_lsp.detect.pragmas import acc_loop_sharing, parse_pragma
 from roofline_lsp.estimate.macro_expansion import loop_macro
 from roofline_lsp.estimate.value_domain import NOTHING, Var
 from roofline_lsp.estimate.walk_loops import LoopWalker
@@ -187,11 +188,14 @@ class StatementWalker(LoopWalker):
             if len(words) > 1:
                 n = self.lookup_num(" ".join(words[1:]).strip("()"))
             self.cursor.pending_unroll = n if n else math.inf
-        elif words[0] in ("omp", "acc") and self.inputs.offload:
+        elif words[0] == "acc" and self.inputs.offload:
+            sharing = acc_loop_sharing(parse_pragma(arg))
+            if sharing is not None:
+                self.par.pending_parallel = sharing.collapse
+                self.par.pending_distribute = sharing.gangs
+        elif words[0] == "omp" and self.inputs.offload:
             rest = set(words[1:])
-            workshare = {"for", "distribute", "loop"} & rest or (
-                words[0] == "acc" and ("loop" in rest or "kernels" in rest)
-            )
+            workshare = {"for", "distribute", "loop"} & rest
             if workshare:
                 m = re.search(r"collapse\s*\(\s*(\d+)\s*\)", arg)
                 self.par.pending_parallel = int(m.group(1)) if m else 1
