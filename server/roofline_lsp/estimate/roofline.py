@@ -363,6 +363,9 @@ def _template_bindings(kernel: Kernel, ctx: HostContext, aliases: dict[str, str]
                     ctx.fixed[name] = v
 
 
+_VALUE_PARAMETERS = ("parameter_declaration", "optional_parameter_declaration")
+
+
 def _enclosing_template(
     kernel: Kernel,
     aliases: dict[str, str],
@@ -395,10 +398,7 @@ def _enclosing_template(
                         name,
                         default.text.decode() if default is not None and default.text else "float",
                     )
-        elif arg and ctx is not None and tp.type in (
-            "parameter_declaration",
-            "optional_parameter_declaration",
-        ):
+        elif arg and ctx is not None and tp.type in _VALUE_PARAMETERS:
             declarator = tp.child_by_field_name("declarator")
             v = ctx.eval_text(arg)
             if declarator is not None and declarator.text and v is not None:

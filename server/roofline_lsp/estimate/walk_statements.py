@@ -106,9 +106,11 @@ class StatementWalker(LoopWalker):
             return 1.0
         including = self.cursor.include_stack[-1] if self.cursor.include_stack else ""
         found = self.inputs.include(text(path_node).strip('"'), including or self.inputs.file)
-        if found is None or found[0] in self.cursor.include_stack or len(
-            self.cursor.include_stack
-        ) >= 4:
+        if (
+            found is None
+            or found[0] in self.cursor.include_stack
+            or len(self.cursor.include_stack) >= 4
+        ):
             return 1.0
         path, root = found
         self.set_line(node)
