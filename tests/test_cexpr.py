@@ -32,3 +32,16 @@ def test_dim3_forms():
 
 def test_split_args_respects_nesting():
     assert split_args("a, f(b, c), d[1, 2]") == ["a", "f(b, c)", "d[1, 2]"]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("static_cast<uint64_t>(a) * b", 30),  # a size computed in 64 bits
+        ("static_cast<int>(c)", 4),  # to an integer type: truncated
+        ("static_cast<double>(a) / 4", 2.5),
+        ("static_cast<float*>(a)", None),  # a pointer is no number
+    ],
+)
+def test_named_casts(text: str, value: float | None) -> None:
+    assert evaluate(text, {"a": "10", "b": "3", "c": "4.5"}) == value
