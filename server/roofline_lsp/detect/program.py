@@ -247,6 +247,8 @@ def included_body(
     """The parse of a header included inside a function body (``#include "body.h"`` in a
     kernel or an offload region, a common way to share one body between programs): its path,
     relative to the including file, and its root, whose children are the statements."""
+    if not including or os.path.isabs(rel):
+        return None  # a buffer without a file has no folder; absolute paths are not local
     full = os.path.normpath(os.path.join(os.path.dirname(including), rel))
     view = source_view(read)
     version = file_version(full, view)

@@ -173,11 +173,11 @@ class _Parser:
                 words.append(self.take()[1])
             self.take(">")
             self.take("(")
-            v = self.expr()
+            operand = self.expr()
             self.take(")")
             if not words or any(w == "*" for w in words):
                 raise _Fail
-            return cast(v, not any(w in ("float", "double") for w in words))
+            return cast(operand, not any(w in ("float", "double") for w in words))
         if self.peek() == ("op", "("):
             self.take("(")
             args: list[float] = []
