@@ -55,3 +55,16 @@ def test_a_view_listing_no_names_still_gives_its_values() -> None:
     # N = 2^20 from the view: 2^20 / 256 = 4096 blocks
     assert evaluate("N / 256", _Given()) == 4096
     assert evaluate_dim3("N / 256", _Given()) == (4096, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("static_cast<uint64_t>(a) * b", 30),  # a size computed in 64 bits
+        ("static_cast<int>(c)", 4),  # to an integer type: truncated
+        ("static_cast<double>(a) / 4", 2.5),
+        ("static_cast<float*>(a)", None),  # a pointer is no number
+    ],
+)
+def test_named_casts(text: str, value: float | None) -> None:
+    assert evaluate(text, {"a": "10", "b": "3", "c": "4.5"}) == value

@@ -306,3 +306,75 @@ def test_broken_source_does_not_crash(gpu, tmp_path: Path) -> None:  # type: ign
         v = estimate(k, det, gpu)
         assert v.bound in ("compute", "bandwidth")
         assert all(x is None or not math.isnan(x) for x in v.ai.values())
+
+
+_ACC_FORMS = ("plain", "mapped", "region", "kernels_region", "split")
+
+
+@pytest.mark.parametrize("name", _ACC_FORMS)
+def test_openacc_parallelism_mapping_keeps_the_iteration_count(gpu, name: str) -> None:  # type: ignore[no-untyped-def]
+    # The same saxpy over N = 2^20 elements, whatever gang/worker/vector clauses and
+    # num_gangs/num_workers/vector_length say: 2^20 iterations of 2 FP32 FLOP (one FMA) and
+    # 15 (runtime loop control) + 2 (i < N, ++i) + 2 (x[i], y[i] addresses) = 19 int ops;
+    # DRAM: x read (4 MiB), y read and written (8 MiB), plus the launch floor. (Before, the
+    # `parallel num_workers(4) vector_length(32)` region + `loop gang worker vector` form
+    # counted every iteration once per vector lane: 32x.)
+    k, det = _kernel("acc_saxpy.c", name)
+    a = analyze(k, det, gpu)
+    assert a.threads == 2**20
+    assert [lp.trips for lp in a.counts.loops if lp.parallel] == [2**20]
+    assert a.counts.flops["fp32"] == pytest.approx(2.0)
+    assert a.totals["fp32"] == pytest.approx(2.0 * 2**20)
+    assert a.counts.int_ops == pytest.approx(19.0)
+    assert a.memory.dram_bytes == pytest.approx(12 * 2**20 + FLOOR)
+    assert estimate(k, det, gpu).bound == "bandwidth"
+
+
+def test_openacc_parallel_region_is_gang_redundant(gpu) -> None:  # type: ignore[no-untyped-def]
+    # `parallel num_gangs(8) vector_length(32)` { y[0] += 1 }: outside a gang loop every gang
+    # runs the statement once (one lane per gang): 8 FADD in all, not 8 x 32.
+    a = analyze(*_kernel("acc_saxpy.c", "redundant"), gpu)
+    assert a.totals["fp32"] == pytest.approx(8.0)
+
+
+def test_openacc_loop_seq_is_not_shared(gpu) -> None:  # type: ignore[no-untyped-def]
+    # `parallel loop gang` over 1024 rows, `loop seq` over 1024 columns inside: 1024
+    # parallel iterations of 1024 sequential FADD each = 2^20 FP32 FLOP.
+    a = analyze(*_kernel("acc_saxpy.c", "sequential_inner"), gpu)
+    assert [(lp.trips, lp.parallel) for lp in a.counts.loops] == [(1024, True), (1024, False)]
+    assert a.threads == 1024
+    assert a.totals["fp32"] == pytest.approx(2.0**20)
+
+
+def test_openmp_body_in_an_included_header(gpu) -> None:  # type: ignore[no-untyped-def]
+    # `#include "omp_host_forms_body.h"` inside the loop: x[i] = a * x[i] + 1.0f is one FMA
+    # (2 FP32 FLOP) per iteration; N = 4096 from `#define N 4096  // elements`; x is read
+    # and written, booked on the #include line (11).
+    a = analyze(*_kernel("omp_host_forms.cpp", "scale"), gpu)
+    assert a.threads == 4096
+    assert a.counts.flops["fp32"] == pytest.approx(2.0)
+    assert {(x.buffer, x.kind, x.line) for x in a.counts.accesses} == {
+        ("x", "load", 11),
+        ("x", "store", 11),
+    }
+
+
+def test_openmp_auto_pointer_mapped_as_a_section(gpu) -> None:  # type: ignore[no-untyped-def]
+    # `auto p = v.data()` mapped as `p[0:N]` is a device buffer: 4096 elements of 4 bytes
+    # (element type unknown: 4) read and written = 16 KiB each way.
+    a = analyze(*_kernel("omp_host_forms.cpp", "square"), gpu)
+    assert {(x.buffer, x.kind) for x in a.counts.accesses} == {("p", "load"), ("p", "store")}
+    assert a.memory.bytes_loaded >= 4 * 4096
+
+
+def test_openmp_template_instantiation(gpu) -> None:  # type: ignore[no-untyped-def]
+    # axpy_k<double, 4>: per iteration K = 4 FMA on doubles = 8 FP64 FLOP, no FP32; without
+    # the instantiation T is float and K unknown (the 16-trip default): FP32, no FP64.
+    k, det = _kernel("omp_host_forms.cpp", "axpy_k")
+    a = analyze(k, det, gpu, Inputs(template_args=("double", "4")))
+    assert a.counts.flops["fp64"] == pytest.approx(8.0)
+    assert a.counts.flops["fp32"] == 0.0
+    assert [lp.trips for lp in a.counts.loops] == [4096, 4]
+    b = analyze(k, det, gpu)
+    assert b.counts.flops["fp64"] == 0.0
+    assert b.counts.flops["fp32"] == pytest.approx(2 * 16.0)

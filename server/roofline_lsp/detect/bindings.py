@@ -276,7 +276,11 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
     """Record the host declarations/assignments of ``fn`` before ``stop`` into ``ctx``."""
     for ptype, pname in function_params(fn):
         if pname:
-            ctx.types.setdefault(pname, ptype)
+            if "*" in ptype or "[" in ptype:
+                # a declared pointer stays one (a caller's argument may be an array typedef)
+                ctx.types[pname] = ptype
+            else:
+                ctx.types.setdefault(pname, ptype)
     for node, _depth in host_statements(fn, stop):
         if node.type == "declaration":
             ty = text(node.child_by_field_name("type"))

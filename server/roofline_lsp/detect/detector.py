@@ -22,6 +22,7 @@ from roofline_lsp.detect.textscan import (
     params_end,
     skip_blank,
     statement_end,
+    strip_comments,
 )
 from roofline_lsp.detect.treewalk import (
     called_names,
@@ -131,10 +132,10 @@ class Detector:
             name = node.child_by_field_name("name")
             value = node.child_by_field_name("value")
             if name is not None:
-                self.constants.setdefault(text(name), text(value).strip())
+                body = strip_comments(text(value).strip())
+                self.constants.setdefault(text(name), body)
                 self.macros.setdefault(
-                    text(name),
-                    Macro(text(name), None, text(value).strip(), start_line(node), self.path),
+                    text(name), Macro(text(name), None, body, start_line(node), self.path)
                 )
         for node in caps.get("macro", []):
             name = node.child_by_field_name("name")

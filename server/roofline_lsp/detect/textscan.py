@@ -10,6 +10,19 @@ import re
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
+_COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'', re.S)
+
+
+def strip_comments(text: str) -> str:
+    """``text`` without its ``//`` and ``/* */`` comments (string and character literals
+    kept): a ``#define N 4096 // elements`` value is ``4096``."""
+    if "/" not in text:
+        return text
+    return _COMMENT_OR_STRING.sub(
+        lambda m: m.group(0) if m.group(0)[0] in "\"'" else " ", text
+    ).strip()
+
+
 def kernel_ref(text: str) -> str:
     """`(void*)k`, `k<T, 4>`, `HIP_KERNEL_NAME(k<T>)`, `&k`, `ns::k` -> `k`."""
     text = text.strip()

@@ -33,7 +33,14 @@ from roofline_lsp.detect.bindings import (
     host_context,
     parse_assignments,
 )
-from roofline_lsp.detect.program import FunctionTable, units_mentioning
+from roofline_lsp.detect.pragmas import (
+    Pragma,
+    acc_loop_sharing,
+    mapped_sections,
+    parse_pragma,
+    pragma_text,
+)
+from roofline_lsp.detect.program import FunctionTable, included_body, units_mentioning
 from roofline_lsp.estimate.counting import ThreadCounter
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
@@ -60,6 +67,9 @@ class Inputs:
     grid: tuple[int, int, int] | None = None
     args: str | None = None  # program command line, e.g. "8192 10000"
     values: tuple[tuple[str, float], ...] = ()  # named values, e.g. (("n", 1048576.0),)
+    # the instantiation of a template that holds an offload region, e.g. ("double",) for
+    # `dot<double>` (a profile names it; otherwise type parameters default to float)
+    template_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -151,7 +161,7 @@ def analyze(
     if not offload:
         _template_bindings(kernel, ctx, aliases)
     else:
-        _enclosing_template(kernel, aliases)
+        _enclosing_template(kernel, aliases, inputs.template_args, ctx)
     settings = Settings(
         default_trips=cal.default_trips,
         default_while=cal.default_while,
@@ -190,11 +200,18 @@ def analyze(
         grid=grid,
         offload=offload,
         constants=frozenset(constants),
+        include=lambda rel, including: included_body(rel, including, view),
+        file=detection.file,
     )
     body = kernel.body
     if offload:
+        sections = mapped_sections(
+            (*kernel.clauses, *(c for r in detection.data_regions for c in r.clauses))
+        )
         for name, tyt in ctx.types.items():
             t = parse_type(tyt, aliases)
+            if not t.pointer and t.kind == "unknown" and name in sections:
+                t = replace(t, pointer=1)  # `auto p = v.data()` moved as a section `p[0:n]`
             if t.pointer:
                 globals_.setdefault(
                     name, Var(t, buffer=name, space="global", arrdims=tyt.count("[]"))
@@ -393,8 +410,17 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
     return out
 
 
-def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> None:
-    """An offload region inside ``template <typename T> void f(...)``: T is ``float``
+_VALUE_PARAMETERS = ("parameter_declaration", "optional_parameter_declaration")
+
+
+def _enclosing_template(
+    kernel: Kernel,
+    aliases: dict[str, str],
+    args: tuple[str, ...] = (),
+    ctx: HostContext | None = None,
+) -> None:
+    """An offload region inside ``template <typename T, int N> void f(...)``: the
+    instantiation's arguments ``args`` when given (T a type, N a value), else T is ``float``
     unless a type is given as a default."""
     node = kernel.node if kernel.node is not None else kernel.body
     p = node.parent if node is not None else None
@@ -403,17 +429,27 @@ def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> None:
     if p is None or p.parent is None or p.parent.type != "template_declaration":
         return
     params = p.parent.child_by_field_name("parameters")
-    for tp in params.named_children if params is not None else []:
+    for i, tp in enumerate(params.named_children if params is not None else []):
+        arg = args[i].strip() if i < len(args) else None
         if tp.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
             name_node = tp.child_by_field_name("name") or next(
                 (c for c in tp.named_children if c.type == "type_identifier"), None
             )
             default = tp.child_by_field_name("default_type")
             if name_node is not None and name_node.text:
-                aliases.setdefault(
-                    name_node.text.decode(),
-                    default.text.decode() if default is not None and default.text else "float",
-                )
+                name = name_node.text.decode()
+                if arg:
+                    aliases[name] = arg
+                else:
+                    aliases.setdefault(
+                        name,
+                        default.text.decode() if default is not None and default.text else "float",
+                    )
+        elif arg and ctx is not None and tp.type in _VALUE_PARAMETERS:
+            declarator = tp.child_by_field_name("declarator")
+            v = ctx.eval_text(arg)
+            if declarator is not None and declarator.text and v is not None:
+                ctx.fixed.setdefault(declarator.text.decode(), v)
 
 
 def _team_shape(
@@ -423,15 +459,21 @@ def _team_shape(
     grid: tuple[int, int, int],
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """Threads per team and teams of an offload region: the launch when known, else the
-    ``thread_limit``/``num_threads`` and ``num_teams`` clauses."""
+    ``thread_limit``/``num_threads`` and ``num_teams`` clauses (OpenACC: ``num_workers`` x
+    ``vector_length`` threads per gang, ``num_gangs`` gangs)."""
     if ctx.block and ctx.grid:
         return block, grid
-    threads = teams = None
+    threads = teams = workers = None
     for c in kernel.clauses:
         if c.name in ("thread_limit", "num_threads", "vector_length") and c.items:
             threads = ctx.eval_text(c.items[0])
         elif c.name in ("num_teams", "num_gangs") and c.items:
             teams = ctx.eval_text(c.items[0])
+        elif c.name == "num_workers" and c.items:
+            workers = ctx.eval_text(c.items[0])
+    if workers and workers > 0:
+        # an OpenACC gang has num_workers x vector_length threads (NVHPC's vector default 128)
+        threads = workers * (threads if threads and threads > 0 else 128.0)
     b = (int(threads), 1, 1) if threads and threads > 0 else block
     g = (int(teams), 1, 1) if teams and teams > 0 else grid
     return b, g
@@ -447,15 +489,15 @@ def _offload_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -
     pragma just before the statement counts too."""
     # detection appends nested constructs after "|" ("target teams | parallel"): the
     # counter meets those pragmas itself
+    if kernel.language == "acc":
+        return _acc_region(kernel, body, counter)
     words = set(kernel.directive.split("|", 1)[0].split())
     collapse = 1
     for c in kernel.clause("collapse"):
         m = re.search(r"\d+", c.text)
         if m:
             collapse = int(m.group(0))
-    workshare = bool(words & _WORKSHARE) or (
-        kernel.language == "acc" and bool(words & {"loop", "kernels"})
-    )
+    workshare = bool(words & _WORKSHARE)
     prev = kernel.body.prev_named_sibling if kernel.body is not None else None
     while (
         prev is not None
@@ -481,9 +523,46 @@ def _offload_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -
         if "parallel" in words:
             counter.par.pending_region = "parallel"
         return "teams"
-    if "parallel" in words or kernel.language == "acc":
+    if "parallel" in words:
         return "parallel"
     return None
+
+
+def _acc_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -> str | None:
+    """How an OpenACC compute construct's statement runs: a ``parallel loop`` (or a
+    ``parallel``/``kernels`` pragma stacked over a ``loop`` pragma) shares the loop
+    (:func:`acc_loop_sharing`; returns None); a ``parallel`` region runs once per gang
+    (gang-redundant mode, like an OpenMP ``teams`` region: returns ``"teams"``) until a
+    ``loop gang`` shares a loop among the gangs; in a ``kernels`` region the compiler
+    parallelises the outermost loops; a ``serial`` region runs once."""
+    node = kernel.node
+    if node is not None and node.type == "preproc_call":
+        pragmas = [parse_pragma(pragma_text(node))]  # its own clauses, not the nested ones
+    else:
+        pragmas = [Pragma("acc", tuple(kernel.directive.split("|", 1)[0].split()), ())]
+    prev = kernel.body.prev_named_sibling if kernel.body is not None else None
+    while (
+        prev is not None
+        and prev.type == "preproc_call"
+        and prev.start_byte > kernel.span.start_byte
+    ):
+        arg = prev.child_by_field_name("argument")
+        t = arg.text.decode("utf-8", "replace") if arg is not None and arg.text else ""
+        pragmas.append(parse_pragma(t))
+        prev = prev.prev_named_sibling
+    words = {w for p in pragmas for w in p.words}
+    sharing = next((s for p in pragmas if (s := acc_loop_sharing(p)) is not None), None)
+    is_loop = body is not None and body.type in ("for_statement", "while_statement")
+    if sharing is not None and is_loop:
+        counter.par.pending_parallel = sharing.collapse
+        counter.par.pending_distribute = sharing.gangs
+        return None
+    if "kernels" in words:
+        counter.par.auto_loops = True
+        return None
+    if "serial" in words or "loop" in words:  # serial, or parallel loop seq
+        return None
+    return "teams"
 
 
 def with_calibration(cal: Calibration, **changes: float) -> Calibration:

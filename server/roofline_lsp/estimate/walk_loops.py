@@ -120,6 +120,8 @@ class LoopWalker(CallWalker):
     def for_stmt(self, node: Node) -> None:
         self.set_line(node)
         unroll = self.cursor.pending_unroll
+        if self.par.auto_loops and not self.cursor.loops and not self.par.pending_parallel:
+            self.par.pending_parallel, self.par.pending_distribute = 1, True
         parallel = self.par.pending_parallel > 0
         self.cursor.pending_unroll = None
         collapse_left = self.par.pending_parallel - 1 if parallel else 0

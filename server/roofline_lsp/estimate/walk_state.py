@@ -30,6 +30,8 @@ class FunctionLookup(Protocol):
 
 
 Macros = dict[str, tuple[tuple[str, ...] | None, str]]
+# ``#include "x.h"`` inside a kernel body: (header text, including file) -> (its path, its parse)
+IncludeResolver = Callable[[str, str], tuple[str, Node] | None]
 AccessKey = tuple[str, str, str, int]  # buffer, kind, index text, line
 
 
@@ -73,6 +75,8 @@ class WalkInputs:
     grid: tuple[int, int, int]
     offload: bool
     constants: frozenset[str]
+    include: IncludeResolver | None = None
+    file: str = ""  # the kernel's file (``#include`` paths are relative to it)
 
 
 @dataclass
@@ -111,6 +115,7 @@ class Cursor:
     unknown_depth: int = 0  # enclosing loops whose trip count is a default
     nodes: int = 0
     pending_unroll: float | None = None
+    include_stack: list[str] = field(default_factory=list)  # headers being walked
 
 
 @dataclass
@@ -139,6 +144,7 @@ class Parallelism:
     parallel_product: float = 1.0
     max_parallel: float = 1.0  # parallel units of the region (iterations or threads)
     team_mult: float = 1.0  # the teams multiplier in force (a distribute loop removes it)
+    auto_loops: bool = False  # OpenACC kernels region: the compiler shares outermost loops
 
 
 @dataclass
@@ -168,6 +174,8 @@ class WalkerBase:
         grid: tuple[int, int, int],
         offload: bool = False,
         constants: frozenset[str] = frozenset(),
+        include: IncludeResolver | None = None,
+        file: str = "",
     ) -> None:
         self.inputs = WalkInputs(
             functions=functions,
@@ -181,6 +189,8 @@ class WalkerBase:
             grid=grid,
             offload=offload,
             constants=constants,
+            include=include,
+            file=file,
         )
         self.type_cache: dict[str, DataType] = {}
         self.tally = Tally()

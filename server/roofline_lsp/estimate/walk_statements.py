@@ -9,6 +9,7 @@ import re
 
 from tree_sitter import Node
 
+from roofline_lsp.detect.pragmas import acc_loop_sharing, parse_pragma
 from roofline_lsp.estimate.macro_expansion import loop_macro
 from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var
 from roofline_lsp.estimate.walk_loops import LoopWalker
@@ -81,6 +82,8 @@ class StatementWalker(LoopWalker):
         if t == "preproc_call":
             self.pragma(node)
             return 1.0
+        if t == "preproc_include":
+            return self.included(node)
         if t in ("case_statement",):
             return self.block_stmts(node.named_children[1:], scoped=False)
         if t == "else_clause":
@@ -94,6 +97,33 @@ class StatementWalker(LoopWalker):
             self.set_line(node)
             self.expr(node)
         return 1.0
+
+    def included(self, node: Node) -> float:
+        """``#include "body.h"`` inside a kernel or offload region: the header's statements
+        run here (textual inclusion), their cost booked on the ``#include`` line."""
+        path_node = node.child_by_field_name("path")
+        if self.inputs.include is None or path_node is None:
+            return 1.0
+        if path_node.type != "string_literal":
+            return 1.0
+        including = self.cursor.include_stack[-1] if self.cursor.include_stack else ""
+        found = self.inputs.include(text(path_node).strip('"'), including or self.inputs.file)
+        if (
+            found is None
+            or found[0] in self.cursor.include_stack
+            or len(self.cursor.include_stack) >= 4
+        ):
+            return 1.0
+        path, root = found
+        self.set_line(node)
+        saved_base = self.cursor.line_base
+        self.cursor.line_base = self.cursor.line
+        self.cursor.include_stack.append(path)
+        try:
+            return self.block_stmts(root.named_children, scoped=False)
+        finally:
+            self.cursor.include_stack.pop()
+            self.cursor.line_base = saved_base
 
     def region(self, kind: str, node: Node) -> float:
         """An OpenMP ``parallel`` (every thread of the team runs it), ``teams`` (every team)
@@ -162,11 +192,14 @@ class StatementWalker(LoopWalker):
             if len(words) > 1:
                 n = self.lookup_num(" ".join(words[1:]).strip("()"))
             self.cursor.pending_unroll = n if n else math.inf
-        elif words[0] in ("omp", "acc") and self.inputs.offload:
+        elif words[0] == "acc" and self.inputs.offload:
+            sharing = acc_loop_sharing(parse_pragma(arg))
+            if sharing is not None:
+                self.par.pending_parallel = sharing.collapse
+                self.par.pending_distribute = sharing.gangs
+        elif words[0] == "omp" and self.inputs.offload:
             rest = set(words[1:])
-            workshare = {"for", "distribute", "loop"} & rest or (
-                words[0] == "acc" and ("loop" in rest or "kernels" in rest)
-            )
+            workshare = {"for", "distribute", "loop"} & rest
             if workshare:
                 m = re.search(r"collapse\s*\(\s*(\d+)\s*\)", arg)
                 self.par.pending_parallel = int(m.group(1)) if m else 1

@@ -29,6 +29,7 @@ _TOKEN = re.compile(
     r"|(?P<name>[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*(?:\.[xyz])?)"
     r"|(?P<op><<|>>|<=|>=|==|!=|&&|\|\||[-+*/%()<>?:,&|^~!]))"
 )
+_NAMED_CASTS = frozenset({"static_cast", "const_cast"})
 _CASTS = {
     "int",
     "long",
@@ -164,6 +165,19 @@ class _Parser:
             return number
         if kind != "name":
             raise _Fail
+        if value in _NAMED_CASTS and self.peek() == ("op", "<"):
+            # static_cast<uint64_t>(x): the type's words up to the closing '>'
+            self.take("<")
+            words: list[str] = []
+            while (tok := self.peek()) is not None and tok != ("op", ">"):
+                words.append(self.take()[1])
+            self.take(">")
+            self.take("(")
+            operand = self.expr()
+            self.take(")")
+            if not words or any(w == "*" for w in words):
+                raise _Fail
+            return cast(operand, not any(w in ("float", "double") for w in words))
         if self.peek() == ("op", "("):
             self.take("(")
             args: list[float] = []
