@@ -492,8 +492,11 @@ def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:
 _IDENT = re.compile(r"[A-Za-z_]\w*(?:\.[xyz]\b)?")  # a name, or a dim3 component
 
 
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
 def _assign(ctx: HostContext, name: str, expr: str, argv: list[str]) -> None:
-    expr = substitute_host(expr, argv, ctx.types)
+    expr = substitute_host(_COMMENT.sub(" ", expr) if "/" in expr else expr, argv, ctx.types)
     if name in expr and name in _IDENT.findall(expr):
         prev = ctx.texts.get(name)
         if prev is None:

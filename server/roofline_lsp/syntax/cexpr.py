@@ -69,6 +69,12 @@ _FUNCS: dict[str, Callable[..., float]] = {
     "std::min": min,
     "std::max": max,
     "dim3": lambda *a: a[0] if a else 1,
+    "floorf": math.floor,
+    "ceilf": math.ceil,
+    "fmin": min,
+    "fmax": max,
+    "fminf": min,
+    "fmaxf": max,
 }
 _BINARY = [
     ("||",),
@@ -230,7 +236,7 @@ class _Parser:
                 r = self.call(value, args)
                 if r is not None:
                     return r
-            fn = _FUNCS.get(value)
+            fn = _FUNCS.get(value) or _FUNCS.get(value.removeprefix("std::"))
             if fn is None or not args and value != "dim3":
                 return self.fail()
             try:
