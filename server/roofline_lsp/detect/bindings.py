@@ -4,7 +4,11 @@ an offload region reads, allocation sizes of its buffers and the launch dimensio
 Sources, in order of precedence: values the user gave (``Inputs.values``, ``// roofline: n=1<<20``
 hint comments), the program arguments (``atoi(argv[1])`` with ``Inputs.args``), the host code
 before the launch (declarations and assignments of the launching function, and of its callers
-for its parameters), ``#define``/``constexpr`` constants. Allocation sizes come from
+for its parameters; ``dim3`` components; only the branch of an ``if`` the values decide;
+values read or counted at run time are unknown), ``#define``/``constexpr`` constants, and the
+helpers a launch expression calls (function-like macros, functions returning an expression:
+``ceil_div(n, bs)``). Without program arguments ``argc`` is 1, so the program's own defaults
+apply (``argc > 1 ? atoi(argv[1]) : 1024``). Allocation sizes come from
 ``cudaMalloc``/``malloc``/``new T[n]``/``std::vector<T> v(n)`` and OpenMP ``map(a[0:n])``.
 Pure text and tree analysis; nothing is executed.
 """
