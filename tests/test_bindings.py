@@ -231,3 +231,18 @@ def test_dim3_components_assigned_after_declaration(tmp_path: Path) -> None:
     ctx = ctx_for(tmp_path, {"d.cu": src}, "d.cu")
     # 224 x 224 blocks of 128 threads: every component, not only x
     assert ctx.block == (128, 1, 1) and ctx.grid == (224, 224, 1)
+
+
+def test_a_size_read_at_run_time_is_not_its_initial_value(tmp_path: Path) -> None:
+    src = (
+        "__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n"
+        "int main() {\n"
+        "  int n = 1000;\n"
+        '  scanf("%d", &n);\n'
+        "  float *d;\n"
+        "  k<<<(n + 255) / 256, 256>>>(d, n);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"s.cu": src}, "s.cu")
+    # not the 4 blocks of the initial 1000: the grid is unknown (an assumed launch follows)
+    assert ctx.block == (256, 1, 1) and ctx.grid is None and ctx.get("n") is None

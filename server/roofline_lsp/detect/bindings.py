@@ -734,14 +734,16 @@ def host_context(
         root = unit.root
         call = root.descendant_for_byte_range(site.span.start_byte, site.span.end_byte)
         fn = enclosing_function(call) if call is not None else None
-        if fn is not None and site.file == unit.detection.file:
+        scoped = fn is not None and site.file == unit.detection.file
+        if fn is not None and scoped:
             _host_scope(ctx, unit.detection, fn, site.span.start_byte, argv, view)
         src = unit.detection.source.decode("utf-8", "replace")
-        # the host scope (callers, assignments, run-time reads) before detection's locals
+        # the host scope (callers, assignments, run-time reads) knows more than detection's
+        # declarations before the launch: what it cannot evaluate is unknown
         if block is None:
-            block = _dim(ctx, site.block, argv) or site.block_value
+            block = _dim(ctx, site.block, argv) if scoped else site.block_value
         if grid is None:
-            grid = _dim(ctx, site.grid, argv) or site.grid_value
+            grid = _dim(ctx, site.grid, argv) if scoped else site.grid_value
         # an empty dimension is no launch (a value read at run time was taken for 0)
         block = block if block is None or 0 not in block else None
         grid = grid if grid is None or 0 not in grid else None
