@@ -24,13 +24,15 @@ def strip_comments(text: str) -> str:
 
 
 def kernel_ref(text: str) -> str:
-    """`(void*)k`, `k<T, 4>`, `HIP_KERNEL_NAME(k<T>)`, `&k`, `ns::k` -> `k`."""
+    """`(void*)k`, `k<T, 4>`, `(k<T, 4>)`, `HIP_KERNEL_NAME(k<T>)`, `&k`, `ns::k` -> `k`."""
     text = text.strip()
     if _IDENTIFIER.fullmatch(text):  # the common case, cheaply
         return text
     m = re.match(r"\s*HIP_KERNEL_NAME\s*\((.*)\)\s*$", text, re.S)
     if m:
         text = m.group(1)
+    while text.startswith("(") and text.endswith(")") and "(" not in text[1:-1]:
+        text = text[1:-1].strip()  # `hipLaunchKernelGGL((k<T, 4>), ...)`
     text = re.sub(r"^\(\s*(?:const\s+)?void\s*\*\s*\)", "", text).strip().lstrip("&").strip()
     text = re.sub(r"\(\s*void\s*\*\s*\)", "", text).strip()
     depth, out = 0, []

@@ -23,6 +23,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from tree_sitter import Node
 
@@ -30,6 +31,7 @@ from roofline_lsp.compiler.kernel_ptx import CompiledCounts
 from roofline_lsp.detect.bindings import (
     HostContext,
     function_params,
+    guard_bounds,
     host_context,
     parse_assignments,
 )
@@ -156,6 +158,9 @@ def analyze(
     offload = kernel.is_offload
     block = ctx.block or cal.default_block
     grid = ctx.grid or cal.default_grid
+    launch_from = _launch_from(kernel, ctx, inputs, block)
+    if launch_from == "guard":
+        grid = _covering_grid(guard_bounds(kernel, ctx), block)
     if offload:
         block, grid = _team_shape(kernel, ctx, block, grid)
     if not offload:
@@ -282,7 +287,7 @@ def analyze(
     for p in ("fp64", "fp32", "fp16", "int"):
         ops = totals[p]
         ai[p] = ops / dram if dram > 0 else (math.inf if ops > 0 else 0.0)
-    return KernelEstimate(counts, mem, threads, gpu_threads, totals, ai, ctx)
+    return KernelEstimate(counts, mem, threads, gpu_threads, totals, ai, ctx, launch_from)
 
 
 def estimate(
@@ -335,6 +340,7 @@ def estimate(
             per="iteration" if kernel.is_offload else "thread",
             threads=a.threads,
             counts_from="ptx" if compiled is not None and compiled.ok else "source",
+            launch_from=a.launch_from,
         ),
     )
 
@@ -358,6 +364,33 @@ def _includers(path: str, read: SourceReader | None) -> list[Detection]:
         return []
     pattern = re.compile(rb'#\s*include\s*"(?:[^"]*/)?' + re.escape(name.encode()) + rb'"')
     return [u.detection for u in units_mentioning(path, pattern, read)]
+
+
+def _launch_from(
+    kernel: Kernel, ctx: HostContext, inputs: Inputs, block: tuple[int, int, int]
+) -> Literal["given", "source", "guard", "assumed"]:
+    """Where a CUDA launch's size comes from. When the source does not give the grid, the
+    launch is assumed to cover the kernel's bounds check exactly when its bound is known
+    ("guard": no assumed thread idles past it, doing index work and moving no bytes), else
+    assumed outright (the bound, if any, is then inferred from the assumed launch)."""
+    if kernel.is_offload:
+        return "given" if inputs.block and inputs.grid else "source"
+    if inputs.block and inputs.grid:
+        return "given"
+    if ctx.grid is not None and ctx.block is not None:
+        return "source"
+    if ctx.grid is None and guard_bounds(kernel, ctx):
+        return "guard"
+    return "assumed"
+
+
+def _covering_grid(bounds: dict[str, float], block: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The grid whose threads cover ``bounds`` (by dimension) with ``block``."""
+    return (
+        max(1, math.ceil(bounds.get("x", block[0]) / block[0])),
+        max(1, math.ceil(bounds.get("y", block[1]) / block[1])),
+        max(1, math.ceil(bounds.get("z", block[2]) / block[2])),
+    )
 
 
 def _template_bindings(kernel: Kernel, ctx: HostContext, aliases: dict[str, str]) -> None:
