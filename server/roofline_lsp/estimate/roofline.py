@@ -69,9 +69,6 @@ class Inputs:
     grid: tuple[int, int, int] | None = None
     args: str | None = None  # program command line, e.g. "8192 10000"
     values: tuple[tuple[str, float], ...] = ()  # named values, e.g. (("n", 1048576.0),)
-    # the instantiation of a template that holds an offload region, e.g. ("double",) for
-    # `dot<double>` (a profile names it; otherwise type parameters default to float)
-    template_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -166,7 +163,7 @@ def analyze(
     if not offload:
         _template_bindings(kernel, ctx, aliases)
     else:
-        _enclosing_template(kernel, aliases, inputs.template_args, ctx)
+        _enclosing_template(kernel, aliases)
     settings = Settings(
         default_trips=cal.default_trips,
         default_while=cal.default_while,
@@ -446,14 +443,8 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
 _VALUE_PARAMETERS = ("parameter_declaration", "optional_parameter_declaration")
 
 
-def _enclosing_template(
-    kernel: Kernel,
-    aliases: dict[str, str],
-    args: tuple[str, ...] = (),
-    ctx: HostContext | None = None,
-) -> None:
-    """An offload region inside ``template <typename T, int N> void f(...)``: the
-    instantiation's arguments ``args`` when given (T a type, N a value), else T is ``float``
+def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> None:
+    """An offload region inside ``template <typename T> void f(...)``: T is ``float``
     unless a type is given as a default."""
     node = kernel.node if kernel.node is not None else kernel.body
     p = node.parent if node is not None else None
@@ -462,27 +453,17 @@ def _enclosing_template(
     if p is None or p.parent is None or p.parent.type != "template_declaration":
         return
     params = p.parent.child_by_field_name("parameters")
-    for i, tp in enumerate(params.named_children if params is not None else []):
-        arg = args[i].strip() if i < len(args) else None
+    for tp in params.named_children if params is not None else []:
         if tp.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
             name_node = tp.child_by_field_name("name") or next(
                 (c for c in tp.named_children if c.type == "type_identifier"), None
             )
             default = tp.child_by_field_name("default_type")
             if name_node is not None and name_node.text:
-                name = name_node.text.decode()
-                if arg:
-                    aliases[name] = arg
-                else:
-                    aliases.setdefault(
-                        name,
-                        default.text.decode() if default is not None and default.text else "float",
-                    )
-        elif arg and ctx is not None and tp.type in _VALUE_PARAMETERS:
-            declarator = tp.child_by_field_name("declarator")
-            v = ctx.eval_text(arg)
-            if declarator is not None and declarator.text and v is not None:
-                ctx.fixed.setdefault(declarator.text.decode(), v)
+                aliases.setdefault(
+                    name_node.text.decode(),
+                    default.text.decode() if default is not None and default.text else "float",
+                )
 
 
 def _team_shape(

@@ -18,7 +18,6 @@ from typing import Any
 from roofline_lsp.estimate.roofline import Inputs
 from roofline_lsp.model.kernel import Detection, Kernel
 from roofline_lsp.model.verdict import Verdict
-from roofline_lsp.syntax.cexpr import split_args
 
 
 class DatasetError(ValueError):
@@ -61,27 +60,7 @@ class Row:
             block=dim(self.data.get("block")),
             grid=dim(self.data.get("grid")),
             args=self.data.get("exe_args") or None,
-            template_args=instantiation(
-                str(self.data.get("signature") or ""), str(self.data.get("kernel") or "")
-            ),
         )
-
-
-def instantiation(signature: str, name: str) -> tuple[str, ...]:
-    """The template arguments a row's demangled signature gives its function:
-    ``void conv1d<short>(short const*, ...)`` -> ``("short",)``; () when it has none."""
-    short = name.rsplit("::", 1)[-1]
-    at = signature.find(short + "<") if short else -1
-    if at < 0:
-        return ()
-    i = start = at + len(short) + 1
-    depth = 1
-    while i < len(signature) and depth:
-        depth += {"<": 1, ">": -1}.get(signature[i], 0)
-        i += 1
-    if depth or not signature[i:].lstrip().startswith("("):
-        return ()
-    return tuple(a.strip() for a in split_args(signature[start : i - 1]))
 
 
 def load_rows(dataset: str) -> list[Row]:
