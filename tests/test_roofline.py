@@ -367,19 +367,6 @@ def test_openmp_auto_pointer_mapped_as_a_section(gpu) -> None:  # type: ignore[n
     assert a.memory.bytes_loaded >= 4 * 4096
 
 
-def test_openmp_template_instantiation(gpu) -> None:  # type: ignore[no-untyped-def]
-    # axpy_k<double, 4>: per iteration K = 4 FMA on doubles = 8 FP64 FLOP, no FP32; without
-    # the instantiation T is float and K unknown (the 16-trip default): FP32, no FP64.
-    k, det = _kernel("omp_host_forms.cpp", "axpy_k")
-    a = analyze(k, det, gpu, Inputs(template_args=("double", "4")))
-    assert a.counts.flops["fp64"] == pytest.approx(8.0)
-    assert a.counts.flops["fp32"] == 0.0
-    assert [lp.trips for lp in a.counts.loops] == [4096, 4]
-    b = analyze(k, det, gpu)
-    assert b.counts.flops["fp64"] == 0.0
-    assert b.counts.flops["fp32"] == pytest.approx(2 * 16.0)
-
-
 LAUNCH = Path(__file__).parent / "fixtures" / "launch"
 
 

@@ -440,9 +440,6 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
     return out
 
 
-_VALUE_PARAMETERS = ("parameter_declaration", "optional_parameter_declaration")
-
-
 def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> None:
     """An offload region inside ``template <typename T> void f(...)``: T is ``float``
     unless a type is given as a default."""
