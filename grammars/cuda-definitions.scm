@@ -10,3 +10,5 @@
   (declaration declarator: (init_declarator) @const.decl) @const)
 (declaration_list
   (declaration declarator: (init_declarator) @const.decl) @const)
+; enumerators are integer constants (enum { A, B = 4, C } -> 0, 4, 5)
+(enum_specifier body: (enumerator_list) @enum)

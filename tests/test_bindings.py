@@ -155,3 +155,94 @@ def test_a_caller_in_an_unsaved_sibling_is_not_served_from_the_cache(tmp_path: P
     ctx = host_context(det.kernels[0], det, read=read)
     assert ctx.get("n") == 256 and ctx.grid == (4, 1, 1)
     assert host_context(det.kernels[0], det).get("n") == 4096
+
+
+LAUNCH = Path(__file__).parent / "fixtures" / "launch"
+
+
+def _fixture_ctx(name: str, **kw):  # type: ignore[no-untyped-def]
+    path = LAUNCH / name
+    det = detect(path.read_bytes(), str(path))
+    return host_context(det.kernels[0], det, **kw)
+
+
+def test_a_ceil_div_helper_launch() -> None:
+    # n = 3,000,000, bs = 256: ceil_div(n, bs) = (3,000,000 + 255) / 256 = 11,719 blocks
+    ctx = _fixture_ctx("ceil_div.cu")
+    assert ctx.block == (256, 1, 1) and ctx.grid == (11719, 1, 1)
+    assert ctx.get("n") == 3_000_000
+
+
+def test_constexpr_function_macro_and_dim3_fields() -> None:
+    # block.x = THREADS(4) = 128; grid = blocks_for(N) = (4,194,304 + 127) / 128 = 32,768
+    ctx = _fixture_ctx("constexpr_blocks.cu")
+    assert ctx.block == (128, 1, 1) and ctx.grid == (32768, 1, 1)
+    assert ctx.get("n") == 1 << 22
+
+
+def test_command_line_with_a_default() -> None:
+    # no arguments: n = 1 << 20, blocks = (1,048,576 + 255) / 256 = 4,096; reps keeps 4
+    ctx = _fixture_ctx("argv_default.cu")
+    assert ctx.grid == (4096, 1, 1) and ctx.get("n") == 1 << 20
+    # "65536 9": n = 65,536 -> 256 blocks
+    ctx = _fixture_ctx("argv_default.cu", args="65536 9")
+    assert ctx.grid == (256, 1, 1) and ctx.get("n") == 65536
+
+
+def test_a_global_set_at_run_time_is_not_its_initial_value() -> None:
+    # `int g_n = 0;` is assigned from argv in parse(): no 0-thread launch, the size is unknown
+    ctx = _fixture_ctx("runtime_global.cu")
+    assert ctx.grid is None and ctx.get("n") is None
+    path = LAUNCH / "runtime_global.cu"
+    assert "g_n" not in detect(path.read_bytes(), str(path)).constants
+
+
+def test_values_read_or_counted_at_run_time_are_unknown(tmp_path: Path) -> None:
+    src = (
+        "__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n"
+        "int main() {\n"
+        "  int rows = 0, nnz = 0, w = 0, fixed = 8;\n"
+        "  std::cin >> rows;\n"  # read from a stream
+        "  for (int i = 0; i < 100; i++) if (i % 3) nnz++;\n"  # counted in a loop
+        '  load_image("a.ppm", &w);\n'  # set through its address
+        "  fixed++;\n"  # once, outside any loop: 9
+        "  float *d;\n"
+        "  k<<<rows + nnz + w, 64>>>(d, fixed);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"r.cu": src}, "r.cu")
+    assert ctx.grid is None  # neither 0 blocks nor a guess
+    assert ctx.get("n") == 9
+
+
+def test_dim3_components_assigned_after_declaration(tmp_path: Path) -> None:
+    src = (
+        "#define INSTANCES 224\n"
+        "__global__ void k(float *x) { x[threadIdx.x] = 0; }\n"
+        "int main() {\n"
+        "  dim3 block; dim3 grid;\n"
+        "  block.x = 128;\n"
+        "  grid.x = INSTANCES; grid.y = INSTANCES;\n"
+        "  dim3 copy = grid;\n"
+        "  float *d;\n"
+        "  k<<<copy, block>>>(d);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"d.cu": src}, "d.cu")
+    # 224 x 224 blocks of 128 threads: every component, not only x
+    assert ctx.block == (128, 1, 1) and ctx.grid == (224, 224, 1)
+
+
+def test_a_size_read_at_run_time_is_not_its_initial_value(tmp_path: Path) -> None:
+    src = (
+        "__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n"
+        "int main() {\n"
+        "  int n = 1000;\n"
+        '  scanf("%d", &n);\n'
+        "  float *d;\n"
+        "  k<<<(n + 255) / 256, 256>>>(d, n);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"s.cu": src}, "s.cu")
+    # not the 4 blocks of the initial 1000: the grid is unknown (an assumed launch follows)
+    assert ctx.block == (256, 1, 1) and ctx.grid is None and ctx.get("n") is None

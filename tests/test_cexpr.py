@@ -1,3 +1,5 @@
+from collections.abc import Iterator, Mapping
+
 import pytest
 
 from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3, split_args
@@ -32,3 +34,83 @@ def test_dim3_forms():
 
 def test_split_args_respects_nesting():
     assert split_args("a, f(b, c), d[1, 2]") == ["a", "f(b, c)", "d[1, 2]"]
+
+
+class _Given(Mapping[str, float]):
+    """A view that lists no names but answers some (as the host context's hint values)."""
+
+    def __getitem__(self, key: str) -> float:
+        if key == "N":
+            return 1 << 20
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def test_a_view_listing_no_names_still_gives_its_values() -> None:
+    # N = 2^20 from the view: 2^20 / 256 = 4096 blocks
+    assert evaluate("N / 256", _Given()) == 4096
+    assert evaluate_dim3("N / 256", _Given()) == (4096, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("static_cast<uint64_t>(a) * b", 30),  # a size computed in 64 bits
+        ("static_cast<int>(c)", 4),  # to an integer type: truncated
+        ("static_cast<double>(a) / 4", 2.5),
+        ("static_cast<float*>(a)", None),  # a pointer is no number
+    ],
+)
+def test_named_casts(text: str, value: float | None) -> None:
+    assert evaluate(text, {"a": "10", "b": "3", "c": "4.5"}) == value
+
+
+def test_helper_functions_and_macros_are_evaluated():
+    from roofline_lsp.syntax.cexpr import TextFunction
+
+    fns = {
+        # int ceil_div(int a, int b) { return (a + b - 1) / b; }
+        "ceil_div": TextFunction(("a", "b"), "(a + b - 1) / b", (True, True), True),
+        # #define DIV_UP(a, b) (((a) + (b) - 1) / (b))
+        "DIV_UP": TextFunction(("a", "b"), "(((a) + (b) - 1) / (b))"),
+        # float half(float x) { return x / 2; }
+        "half": TextFunction(("x",), "x / 2", (False,), False),
+    }
+    # ceil(3,000,000 / 256) = 11,719 (C integer division, not 11,718.75)
+    assert evaluate("ceil_div(n, 256)", {"n": "3000000"}, functions=fns) == 11719
+    assert evaluate("DIV_UP(1000, bs)", {"bs": "256"}, functions=fns) == 4
+    assert evaluate("ns::ceil_div<int>(10, 4)", functions=fns) == 3  # qualified, templated
+    assert evaluate("half(3)", functions=fns) == 1.5  # the argument converts to float
+    assert evaluate("ceil_div(n)", {"n": "3"}, functions=fns) is None  # wrong arity
+    assert evaluate("unknown_fn(3)", functions=fns) is None
+
+
+def test_only_the_branch_taken_needs_a_value():
+    # no command-line argument: argc = 1, the default is taken and argv[1] never read
+    assert evaluate("argc > 1 ? atoi(argv[1]) : 1 << 20", {"argc": "1"}) == 1048576
+    assert evaluate("argc > 1 ? atoi(argv[1]) : 1 << 20", {"argc": "2"}) is None
+    assert evaluate("argc > 2 && atoi(argv[2]) > 0", {"argc": "1"}) == 0
+    assert evaluate("c ? 1 : 2") is None  # an unknown condition decides nothing
+    assert evaluate("1 ? y : 2") is None  # the branch taken must be known
+    assert evaluate("v[2]", {"v": "3"}) is None
+
+
+def test_inner_text_strips_one_pair():
+    from roofline_lsp.syntax.cexpr import inner_text
+
+    assert inner_text("((n + 7) / 8, (m + 3) / 4)") == "(n + 7) / 8, (m + 3) / 4"
+    assert inner_text("{a, b}") == "a, b"
+    assert inner_text("(a) * (b)") == "(a) * (b)"
+    # `dim3 grid((Z + 7) / 8, ...)`: the components keep their own parentheses
+    assert evaluate_dim3(
+        "dim3((Z + 7) / 8, (Y + 7) / 8, (X + 3) / 4)", {"Z": 400, "Y": 400, "X": 400}
+    ) == (
+        50,
+        50,
+        100,
+    )

@@ -45,6 +45,26 @@ def test_check_json_fields(tmp_path):
             assert v["source"] in ("static", "llm", "profile")
 
 
+def test_check_json_lists_what_was_assumed(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text(
+        "__global__ void k(float *x, int m) {\n"
+        "  float s = 0.f;\n"
+        "  for (int j = 0; j < m; j++) s += x[j];\n"
+        "  x[threadIdx.x] = s;\n"
+        "}\n"
+    )
+    code, out, _ = run("check", str(src), "--gpu", "h100", "--format", "json", "--counts", "source")
+    assert code == EXIT_OK
+    (v,) = json.loads(out)[0]["verdicts"]
+    # no launch anywhere: 256 x 4096 threads assumed; m is given by no launch: 16 trips,
+    # the whole work of the thread but the store, a hint on m settles it
+    launch, loop = v["assumed"]
+    assert launch == {"kind": "launch", "value": 1048576.0, "why": "no launch", "hint_names": []}
+    assert (loop["kind"], loop["value"], loop["line"], loop["var"]) == ("trips", 16.0, 3, "j")
+    assert loop["hint_names"] == ["m"] and loop["share"] > 0.8
+
+
 def test_check_sarif_is_valid_2_1_0():
     from sarif_pydantic import Sarif
 

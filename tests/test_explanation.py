@@ -3,6 +3,7 @@ confidence."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
 from roofline_lsp.model.gpus import load_registry
-from roofline_lsp.model.terms import LoopTerm, MemoryTerm, WorkTerm
+from roofline_lsp.model.terms import AssumptionTerm, LoopTerm, MemoryTerm, WorkTerm
 from roofline_lsp.model.verdict import classify_bound
 
 SAXPY = (
@@ -70,3 +71,108 @@ def test_a_loop_term_carries_its_line_and_work_per_iteration(gpu, tmp_path: Path
     flops, _int_ops, refs = loop.per_iteration
     assert dict(flops) == {"fp32": pytest.approx(2.0)}
     assert refs == pytest.approx(4.0)
+
+
+ASSUMING = (
+    "__global__ void k(float *x, const int *rp, int m) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  float s = 0.f;\n"
+    "  for (int j = 0; j < m; j++) s += x[j];\n"
+    "  for (int j = rp[i]; j < rp[i + 1]; j++) s += x[j];\n"
+    "  x[i] = s;\n"
+    "}\n"
+    "int main(int argc, char **argv) {\n"
+    "  float *x; int *rp; int m = atoi(argv[1]);\n"
+    "  k<<<(N + 255) / 256, 256>>>(x, rp, m);\n"
+    "}\n"
+)
+
+
+def test_what_was_assumed_is_data_on_the_verdict(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "k.cu"
+    path.write_text(ASSUMING)
+    det = detect(path.read_bytes(), str(path))
+    v = estimate(det.kernels[0], det, gpu)
+    assumed = [t for t in v.terms if isinstance(t, AssumptionTerm)]
+    launch = [t for t in assumed if t.kind == "launch"]
+    trips = {t.line: t for t in assumed if t.kind == "trips"}
+    # the grid (N + 255) / 256 has no N anywhere: the default launch, 256 x 4096 threads,
+    # and the hint that settles it names N
+    assert [(t.why, t.value, t.names) for t in launch] == [("unknown values", 256 * 4096, ("N",))]
+    # line 4: j < m, m = atoi(argv[1]) with no program arguments: 16 trips; a hint on m
+    assert (trips[4].why, trips[4].value, trips[4].names, trips[4].var) == (
+        "unknown values",
+        16,
+        ("m",),
+        "j",
+    )
+    # line 5: bounds read from rp[]: no hint can give them
+    assert (trips[5].why, trips[5].names) == ("data", ())
+    # each loop holds one FADD and about as many integer ops: about half the work each
+    assert trips[4].share == pytest.approx(trips[5].share, rel=0.2)
+    # a hint for both settles the launch and the first loop
+    path.write_text("// roofline: N=1<<20, m=64\n" + ASSUMING)
+    det = detect(path.read_bytes(), str(path))
+    settled = estimate(det.kernels[0], det, gpu)
+    left = [t for t in settled.terms if isinstance(t, AssumptionTerm)]
+    assert [(t.kind, t.line) for t in left] == [("trips", 6)]  # the data-bound loop, moved down
+    assert settled.confidence > v.confidence
+
+
+def test_confidence_discounts_defaulted_loops_and_an_assumed_launch(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    src = (
+        "__global__ void k(const float *x, float *y, int m) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float s = 0.f;\n"
+        "  for (int j = 0; j < m; j++) s += x[i] * 1.5f;\n"
+        "  y[i] = s;\n"
+        "}\n"
+    )
+    path = tmp_path / "k.cu"
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    launch = Inputs(block=(256, 1, 1), grid=(4096, 1, 1))
+    known = estimate(det.kernels[0], det, gpu, replace(launch, values=(("m", 16.0),)))
+    defaulted = estimate(det.kernels[0], det, gpu, launch)
+    no_launch = estimate(det.kernels[0], det, gpu, Inputs(values=(("m", 16.0),)))
+    # m = 16 given or defaulted to 16: the same counts and verdict; the defaulted one rests on
+    # an assumption for nearly all its work (the loop): about 0.1 less confidence
+    assert known.ai == defaulted.ai and known.bound == defaulted.bound
+    assert known.confidence - defaulted.confidence == pytest.approx(0.1, abs=0.02)
+    # no launch: the default 256 x 4096 threads, the same per-thread work; 0.1 less
+    assert no_launch.ai == known.ai
+    assert known.confidence - no_launch.confidence == pytest.approx(0.1, abs=1e-3)
+
+
+def test_a_compute_verdict_that_holds_only_on_removed_bytes_is_less_sure(gpu) -> None:  # type: ignore[no-untyped-def]
+    """Two verdicts at the same distance above the ridge: the one whose DRAM bytes are a
+    hundredth of the bytes referenced stands, with every referenced byte from DRAM, 100x lower:
+    below the ridge, so its confidence is that of a verdict on the ridge (0.5)."""
+    det_path = Path(__file__).parent / "fixtures" / "estimator" / "saxpy.cu"
+    det = detect(det_path.read_bytes(), str(det_path))
+    a = analyze(det.kernels[0], det, gpu, Inputs(block=(256, 1, 1), grid=(4096, 1, 1)))
+    ridge = gpu.ridges()
+    ai = {"fp64": 0.0, "fp32": ridge["fp32"] * 10, "fp16": 0.0, "int": 0.0}  # 10x above
+    kept = replace(a, memory=replace(a.memory, bytes_loaded=1e6, bytes_stored=0.0, references=1e6))
+    removed = replace(
+        a, memory=replace(a.memory, bytes_loaded=1e6, bytes_stored=0.0, references=1e8)
+    )
+    # kept: one decade from the ridge: 0.5 + 0.45 tanh(1 / 0.8) = 0.5 + 0.45 x 0.848 = 0.882
+    assert static_confidence(kept, ai, ridge, "fp32") == pytest.approx(0.882, abs=1e-3)
+    assert static_confidence(removed, ai, ridge, "fp32") == pytest.approx(0.5, abs=1e-3)
+
+
+def test_an_offloaded_loop_bound_by_a_host_parameter_names_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "v.c"
+    path.write_text(
+        "void vadd(int n, const float *a, float *c) {\n"
+        "#pragma omp target teams distribute parallel for map(to: a[0:n]) map(from: c[0:n])\n"
+        "  for (int i = 0; i < n; i++) c[i] = a[i] + 1.0f;\n"
+        "}\n"
+    )
+    det = detect(path.read_bytes(), str(path))
+    v = estimate(det.kernels[0], det, gpu)
+    (t,) = [t for t in v.terms if isinstance(t, AssumptionTerm)]
+    # n is vadd's parameter, called from nowhere: the work-shared loop's 16 default trips,
+    # all the work of the region; a hint on n settles it
+    assert (t.kind, t.line, t.value, t.names, t.share) == ("trips", 3, 16, ("n",), 1.0)

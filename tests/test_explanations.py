@@ -3,7 +3,7 @@ from its terms and its deciding precision; a measured or LLM verdict keeps its o
 
 from __future__ import annotations
 
-from roofline_lsp.model.terms import LoopTerm, MemoryTerm, NoteTerm, WorkTerm
+from roofline_lsp.model.terms import AssumptionTerm, LoopTerm, MemoryTerm, NoteTerm, WorkTerm
 from roofline_lsp.model.verdict import Verdict
 from roofline_lsp.present.explanations import explanation, term_text
 
@@ -80,3 +80,24 @@ def test_measured_and_llm_verdicts_keep_their_own_words() -> None:
     assert explanation(verdict(rationale="kernel too deeply nested to analyse")) == (
         "kernel too deeply nested to analyse"
     )
+
+
+def test_what_was_assumed_in_words_with_the_hint_that_settles_it() -> None:
+    assert [
+        term_text(t)
+        for t in (
+            AssumptionTerm("launch", 1_048_576, "unknown values", ("n", "bs")),
+            AssumptionTerm("launch", 1_048_576, "no launch"),
+            AssumptionTerm("trips", 16, "unknown values", ("m",), 12, "j", 0.9),
+            AssumptionTerm("trips", 16, "unknown values", (), 14, "k", 0.5),
+            AssumptionTerm("trips", 16, "data", (), 20, "e", 0.3),
+            AssumptionTerm("trips", 16, "while", (), 25, None, 0.1),
+        )
+    ] == [
+        "launch size unknown: assumed 1.05 M threads; add `// roofline: n=..., bs=...`",
+        "no launch found: assumed 1.05 M threads",
+        "loop over j (line 12): trip count unknown, assumed 16; add `// roofline: m=...`",
+        "loop over k (line 14): trip count unknown, assumed 16",
+        "loop over e (line 20): bound read from memory, assumed 16 trips",
+        "loop (line 25): no counted bound, assumed 16 trips",
+    ]

@@ -50,6 +50,10 @@ def test_value_unknown_name() -> None:
         ("for (int s = 1; s < 256; s *= 2) ;", 8),
         ("for (int s = 128; s > 0; s >>= 1) ;", 8),
         ("for (int s = 128; s >= 32; s /= 2) ;", 3),
+        # the counter is the second declarator; the clause on it is the second of the &&
+        # (idx < n mentions "i" only as a substring of "idx")
+        ("for (int idx = 7, i = 0; idx < n && i < 12; ++i) ;", 12),
+        ("for (int i = 2; i < 9 && idx < n; i++) ;", 7),
     ],
 )
 def test_trips(loop: str, expected: int) -> None:
@@ -67,3 +71,14 @@ def test_while_header() -> None:
     assert h is not None
     assert (h.var, h.bound_op, h.step_op) == ("i", "<", "+")
     assert while_header(first("while (x) { x = f(x); }", "while_statement")) is None
+
+
+def test_while_header_of_a_variable_halved_to_zero() -> None:
+    # while (k) { ...; k >>= 1; }: k, k/2, ... 1 (the test is k != 0, i.e. k > 0 for counts)
+    h = while_header(first("while (k) { s += k; k >>= 1; }", "while_statement"))
+    assert h is not None
+    assert (h.var, h.bound, h.bound_op, h.step_op) == ("k", None, ">", ">>")
+    # k = 1024: 1024, 512, ..., 1 -> 11 trips
+    assert trips(1024, 0, h.bound_op, 1, h.step_op) == 11
+    # a variable counted up has no bound to stop it
+    assert while_header(first("while (k) { k++; }", "while_statement")) is None

@@ -67,3 +67,23 @@ def test_launch_card_names_the_definition_line() -> None:
 def test_line_text_orders_the_shares_and_marks_small_ones() -> None:
     text = line_text(LineShare(42, flops=0.0, int_ops=0.004, dram_bytes=0.61))
     assert text == "line 42: 61% of DRAM bytes, <1% of integer ops, 0% of FLOPs"
+
+
+def test_card_names_what_was_assumed_and_the_hint_that_settles_it() -> None:
+    # launched over N threads, N given nowhere: the default launch (256 x 4096 threads) is
+    # assumed, and a hint on N settles it
+    src = SOURCE + b"int main() { double *x, *y; NAME<<<N / 256, 256>>>(N, x, y); }\n"
+    src = src.replace(b"NAME", SOURCE.split(b"(")[0].split()[-1])
+    det = detect(src, "horner.cu")
+    k = det.kernels[0]
+    kr = KernelReport(k, (estimate(k, det, load_registry().get("h100")),))
+    hint = "// roofline: N=..."
+    md = kernel_card(kr, plain=False)
+    assert f"Assumed: launch size unknown: assumed 1.05 M threads; add `{hint}`" in md, md
+    plain = kernel_card(kr, plain=True)
+    assert f"; add {hint}" in plain and "`" not in plain, plain
+    # with the hint, nothing is assumed
+    det = detect(b"// roofline: N=1<<20\n" + src, "horner.cu")
+    k = det.kernels[0]
+    kr = KernelReport(k, (estimate(k, det, load_registry().get("h100")),))
+    assert "Assumed:" not in kernel_card(kr, plain=True)

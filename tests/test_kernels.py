@@ -276,3 +276,13 @@ def test_detection_tells_the_headers_it_read(tmp_path):
     assert [os.path.basename(s.path) for s in buffered] == ["sizes.h", "inner.h"]
     assert buffered[1].version != reads[1].version
     assert detect_with_reads(b"__global__ void k() {}\n", str(main))[1] == ()
+
+
+def test_launch_api_argument_arrays_and_cooperative_launches():
+    path = Path(__file__).parent / "fixtures" / "launch" / "three_launches.cu"
+    det = detect(path.read_bytes(), str(path))
+    sites = det.launches
+    assert [s.form for s in sites] == ["chevron", "cudaLaunchKernel", "cudaLaunchKernel"]
+    # `void *args[] = {&n, ...}` / `{(void *)&n, ...}` read like the <<<>>> arguments
+    assert all(s.args == ("n", "a", "x", "y", "reps") for s in sites)
+    assert sites[2].grid == "n / 256" and sites[2].grid_value == (65536, 1, 1)

@@ -103,3 +103,41 @@ def test_resident_writes_stay_in_l2() -> None:
 def test_launch_floor() -> None:
     m = estimate_traffic(counts(1, acc("a", "store", 1, 1)), {}, L2, CacheModel())
     assert m.bytes_loaded == CacheModel().launch_floor
+
+
+def ranged(buffer: str, kind: str, lo: float, hi: float, elem: int = 4) -> Access:
+    n = hi - lo + 1
+    return Access(buffer, "global", elem, kind, 1, n, 1, interval=(lo, hi))
+
+
+def test_disjoint_index_ranges_add_up_and_overlapping_ones_merge() -> None:
+    # 1M threads read a[t] and a[t + 2M] (two disjoint 4 MiB ranges: 8 MiB) and b[t - 1],
+    # b[t], b[t + 1] (one range of 1M + 2 elements)
+    n = 2**20
+    m = estimate_traffic(
+        counts(
+            n,
+            ranged("a", "load", 0, n - 1),
+            ranged("a", "load", 2 * n, 3 * n - 1),
+            ranged("b", "load", -1, n - 2),
+            ranged("b", "load", 0, n - 1),
+            ranged("b", "load", 1, n),
+        ),
+        {},
+        L2,
+        MODEL,
+    )
+    foot = {b.buffer: b.footprint for b in m.buffers}
+    assert foot == {"a": pytest.approx(8 * n), "b": pytest.approx(4 * (n + 2))}
+
+
+def test_cold_cache_reads_the_whole_footprint_even_when_it_fits_l2() -> None:
+    # labels come from replays with flushed caches: a 1 MiB working set that fits the 5 MiB
+    # L2 is still read from DRAM once; only writes may stay in the write-back L2 (half)
+    n = 2**18
+    m = estimate_traffic(
+        counts(n, acc("x", "load", 1, n), acc("y", "store", 1, n)), {}, L2, CacheModel()
+    )
+    assert m.resident
+    assert m.bytes_loaded == pytest.approx(4 * n + 4096)
+    assert m.bytes_stored == pytest.approx(0.5 * 4 * n)

@@ -10,3 +10,30 @@ def test_parse_pragma_clauses():
         ("map", "always, to", ("x[0:n]",)),
         ("nowait", "", ()),
     ]
+
+
+def test_acc_loop_sharing_levels():
+    from roofline_lsp.detect.pragmas import acc_loop_sharing
+
+    def sharing(text: str) -> tuple[int, bool] | None:
+        s = acc_loop_sharing(parse_pragma(text))
+        return None if s is None else (s.collapse, s.gangs)
+
+    assert sharing("acc parallel loop gang worker vector num_workers(4) vector_length(32)") == (
+        1,
+        True,
+    )
+    assert sharing("acc loop worker vector") == (1, False)  # within a gang
+    assert sharing("acc loop collapse(2)") == (2, True)  # no level: the compiler's gang
+    assert sharing("acc loop seq") is None
+    assert sharing("acc parallel num_gangs(8)") is None  # no loop directive
+    assert sharing("omp parallel for") is None
+
+
+def test_mapped_sections():
+    from roofline_lsp.detect.pragmas import mapped_sections
+
+    p = parse_pragma("omp target teams map(to: a[0:n], s) map(from: b[:m][0:k]) firstprivate(c)")
+    q = parse_pragma("acc parallel copyin(x[0:n]) present(y) create(z[0:8])")
+    assert mapped_sections(p.clauses) == {"a", "b"}
+    assert mapped_sections(q.clauses) == {"x", "z"}

@@ -11,6 +11,7 @@ from roofline_lsp.detect.kernels import detect
 from roofline_lsp.detect.program import (
     FunctionTable,
     defined_in_siblings,
+    included_body,
     sibling_stamps,
     units_mentioning,
 )
@@ -110,3 +111,32 @@ def test_sibling_stamps(tmp_path: Path) -> None:
     assert [s.path for s in buffered] == [s.path for s in disk]
     assert buffered != sibling_stamps(path, reader({}))
     assert sibling_stamps("k.cu") == ()
+
+
+REGION = b"""void scale(float *x, int n) {
+  #pragma omp target teams distribute parallel for map(tofrom: x[0:n])
+  for (int i = 0; i < n; i++) {
+    #include "body.h"
+  }
+}
+"""
+
+
+def test_a_body_included_in_a_region_is_read_through_the_reader(tmp_path: Path) -> None:
+    # body.h on disk does one FADD per iteration; the unsaved buffer does an FMA as well
+    path = str(tmp_path / "scale.cpp")
+    body = str(tmp_path / "body.h")
+    (tmp_path / "scale.cpp").write_bytes(REGION)
+    (tmp_path / "body.h").write_bytes(b"x[i] = x[i] + 1.0f;\n")
+    found = included_body("body.h", path)
+    assert found is not None and found[0] == body
+    assert included_body("body.h", "") is None  # an unsaved file has no folder
+    assert included_body("missing.h", path) is None
+    gpu = load_registry().get("h100")
+    det = detect(REGION, path)
+    disk = estimate(det.kernels[0], det, gpu)
+    edited = estimate(
+        det.kernels[0], det, gpu, read=reader({body: b"x[i] = x[i] * 2.0f + 1.0f;\n"})
+    )
+    assert disk.counts is not None and edited.counts is not None
+    assert disk.counts.flops["fp32"] == 1.0 and edited.counts.flops["fp32"] == 2.0

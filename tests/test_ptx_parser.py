@@ -26,6 +26,21 @@ def test_integer_hash_per_line_mix() -> None:
     check_hash(load("int_hash.ptx"))
 
 
+# call_loop.cu: the inner loop `for (j...) acc += step(xi, (float)j);` on line 15 runs per
+# pass, on its own line: cvt.rn.f32.s32 (a conversion), the call sequence (3 st/ld.param,
+# the call), add.f32 acc (1 FLOP), add.s32 j + setp.ne (int 2) and the back branch; the
+# call's work is step()'s, named in ``calls``. The outer loop (line 13, back edge there)
+# runs add.s32 t + setp.lt per pass on line 13, the inner loop's lines left out.
+def test_loop_control_line_mix_and_calls() -> None:
+    m = load("call_loop.ptx")
+    inner, outer = sorted(m.functions["_Z5pairsPKfPfi"].loops, key=lambda lp: -lp.depth)
+    assert inner.control[1] == 15 and outer.control[1] == 13
+    assert inner.calls == ("_Z4stepff",) and inner.inlined_mix.nonzero() == {}
+    own = inner.control_mix
+    assert (own.flops_fp32, own.int_ops, own.conversions, own.call_count) == (1, 2, 1, 1)
+    assert outer.calls == () and outer.control_mix.int_ops == 2
+
+
 SYNTHETIC = r"""
 .version 8.0
 .target sm_80

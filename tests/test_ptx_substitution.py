@@ -164,3 +164,25 @@ def test_explanation_and_counts_name_the_source_of_the_counts():
     assert "counts: source (nvcc: not found)" in explanation(v)
     assert v.counts is not None and v.counts.int_ops == 6  # the source counts
     assert v.counts.counts_from == "source"
+
+
+# call_loop.cu with n = 100 (examples/nbody.cu's shape): the inner one-line loop of line 15
+# calls step() (a .func in the counting compile: sub 1 + mul 1 + fma 2 = 4 FP32 FLOP) and
+# adds its result (add.f32: 1 FLOP) on every one of its 64 trips, inside the 100-trip loop of
+# line 13:
+#   line 15 FP32: (4 + 1) x 64 x 100 = 32000 FLOP (before: the call counted once per entry of
+#           the inner loop, 1 x 6400 + 4 x 100 = 6800)
+#   line 15 int: the loop control add.s32 + setp (2) once per group of 4 (64 trips, not fully
+#           unrolled: more than 32) -> 2 x 16 x 100 = 3200; the cvt is a conversion, the call
+#           body has no integer work
+def test_a_call_in_a_one_line_inner_loop_runs_every_iteration():
+    k, det, module = kernel_of("call_loop")
+    kp = kernel_ptx(module, k)
+    assert kp is not None
+    assert kp.per_iteration_body[15] == (0, 4, 0, 0)
+    inputs = Inputs(block=(256, 1, 1), grid=(64, 1, 1), values=(("n", 100.0),))
+    comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
+    assert comp.counts.lines[15] == pytest.approx((0.0, 32000.0, 0.0, 3200.0))
+    src = analyze(k, det, GPU, inputs)
+    # the source count agrees within the difference of the int->float conversion
+    assert src.counts.flops["fp32"] == pytest.approx(comp.counts.flops["fp32"], rel=0.25)

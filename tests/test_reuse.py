@@ -177,3 +177,25 @@ def test_reads_of_the_file_itself_never_stop_reuse(tmp_path):
     )
     assert after.kernels[0].verdicts is before.kernels[0].verdicts
     assert after.kernels[1].verdicts is not before.kernels[1].verdicts
+
+
+HELPER = b"""static inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+__global__ void grow(float *x, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int k = 0; k < gridDim.x; k++) x[i] += 1.0f;
+}
+
+void run(float *x) { grow<<<ceil_div(1 << 20, 256), 256>>>(x, 1 << 20); }
+"""
+
+
+def test_an_edit_in_a_helper_the_launch_calls_re_estimates_the_kernel():
+    g = gpus()
+    before = analyze_file(HELPER, "h.cu", g)
+    edited = HELPER.replace(b"return (a + b - 1) / b;", b"return 4 * ((a + b - 1) / b);")
+    after = analyze_file(edited, "h.cu", g, previous=before)
+    assert after.kernels[0].key != before.kernels[0].key
+    assert after.kernels[0].verdicts == analyze_file(edited, "h.cu", g).kernels[0].verdicts
+    assert after.kernels[0].verdicts != before.kernels[0].verdicts

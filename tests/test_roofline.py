@@ -96,9 +96,11 @@ def test_stencil_2d_reuse(gpu) -> None:  # type: ignore[no-untyped-def]
     assert a.counts.flops["fp32"] == pytest.approx(4 * p)
     refs = sum(b.references for b in a.memory.buffers)
     assert refs == pytest.approx(5 * 4 * 4096 * 4096 * p)
-    # (the footprint is bounded by the p x threads interior threads that read)
+    # the four index ranges overlap: their union is [-4096, 4096^2 + 4095] (the rows above
+    # and below the grid included, the bounds check is not in the ranges), 4096^2 + 8192
+    # elements
     loaded = next(b.loaded for b in a.memory.buffers if b.buffer == "in")
-    assert loaded == pytest.approx(4 * 4096 * 4096 * p)
+    assert loaded == pytest.approx(4 * (4096 * 4096 + 8192))
     # int: x, y -> 1 + 1; four comparisons (p ~ 1 each) -> ~4; indices:
     #   y*NX+x-1 -> 1, y*NX+x+1 -> 1, (y-1)*NX+x -> 1.5, (y+1)*NX+x -> 1.5, y*NX+x -> 1
     #   plus 5 addresses, all x p; prologue 2 -> 2 + 2 + ~4 + 11 p ~ 19
@@ -304,3 +306,163 @@ def test_broken_source_does_not_crash(gpu, tmp_path: Path) -> None:  # type: ign
         v = estimate(k, det, gpu)
         assert v.bound in ("compute", "bandwidth")
         assert all(x is None or not math.isnan(x) for x in v.ai.values())
+
+
+_ACC_FORMS = ("plain", "mapped", "region", "kernels_region", "split")
+
+
+@pytest.mark.parametrize("name", _ACC_FORMS)
+def test_openacc_parallelism_mapping_keeps_the_iteration_count(gpu, name: str) -> None:  # type: ignore[no-untyped-def]
+    # The same saxpy over N = 2^20 elements, whatever gang/worker/vector clauses and
+    # num_gangs/num_workers/vector_length say: 2^20 iterations of 2 FP32 FLOP (one FMA) and
+    # 15 (runtime loop control) + 2 (i < N, ++i) + 2 (x[i], y[i] addresses) = 19 int ops;
+    # DRAM: x read (4 MiB), y read and written (8 MiB), plus the launch floor. (Before, the
+    # `parallel num_workers(4) vector_length(32)` region + `loop gang worker vector` form
+    # counted every iteration once per vector lane: 32x.)
+    k, det = _kernel("acc_saxpy.c", name)
+    a = analyze(k, det, gpu)
+    assert a.threads == 2**20
+    assert [lp.trips for lp in a.counts.loops if lp.parallel] == [2**20]
+    assert a.counts.flops["fp32"] == pytest.approx(2.0)
+    assert a.totals["fp32"] == pytest.approx(2.0 * 2**20)
+    assert a.counts.int_ops == pytest.approx(19.0)
+    assert a.memory.dram_bytes == pytest.approx(12 * 2**20 + FLOOR)
+    assert estimate(k, det, gpu).bound == "bandwidth"
+
+
+def test_openacc_parallel_region_is_gang_redundant(gpu) -> None:  # type: ignore[no-untyped-def]
+    # `parallel num_gangs(8) vector_length(32)` { y[0] += 1 }: outside a gang loop every gang
+    # runs the statement once (one lane per gang): 8 FADD in all, not 8 x 32.
+    a = analyze(*_kernel("acc_saxpy.c", "redundant"), gpu)
+    assert a.totals["fp32"] == pytest.approx(8.0)
+
+
+def test_openacc_loop_seq_is_not_shared(gpu) -> None:  # type: ignore[no-untyped-def]
+    # `parallel loop gang` over 1024 rows, `loop seq` over 1024 columns inside: 1024
+    # parallel iterations of 1024 sequential FADD each = 2^20 FP32 FLOP.
+    a = analyze(*_kernel("acc_saxpy.c", "sequential_inner"), gpu)
+    assert [(lp.trips, lp.parallel) for lp in a.counts.loops] == [(1024, True), (1024, False)]
+    assert a.threads == 1024
+    assert a.totals["fp32"] == pytest.approx(2.0**20)
+
+
+def test_openmp_body_in_an_included_header(gpu) -> None:  # type: ignore[no-untyped-def]
+    # `#include "omp_host_forms_body.h"` inside the loop: x[i] = a * x[i] + 1.0f is one FMA
+    # (2 FP32 FLOP) per iteration; N = 4096 from `#define N 4096  // elements`; x is read
+    # and written, booked on the #include line (11).
+    a = analyze(*_kernel("omp_host_forms.cpp", "scale"), gpu)
+    assert a.threads == 4096
+    assert a.counts.flops["fp32"] == pytest.approx(2.0)
+    assert {(x.buffer, x.kind, x.line) for x in a.counts.accesses} == {
+        ("x", "load", 11),
+        ("x", "store", 11),
+    }
+
+
+def test_openmp_auto_pointer_mapped_as_a_section(gpu) -> None:  # type: ignore[no-untyped-def]
+    # `auto p = v.data()` mapped as `p[0:N]` is a device buffer: 4096 elements of 4 bytes
+    # (element type unknown: 4) read and written = 16 KiB each way.
+    a = analyze(*_kernel("omp_host_forms.cpp", "square"), gpu)
+    assert {(x.buffer, x.kind) for x in a.counts.accesses} == {("p", "load"), ("p", "store")}
+    assert a.memory.bytes_loaded >= 4 * 4096
+
+
+LAUNCH = Path(__file__).parent / "fixtures" / "launch"
+
+
+def _launch_fixture(name: str):  # type: ignore[no-untyped-def]
+    path = LAUNCH / name
+    return detect(path.read_bytes(), str(path))
+
+
+def test_the_same_kernel_launched_three_ways_has_one_verdict(gpu) -> None:  # type: ignore[no-untyped-def]
+    """<<<>>>, cudaLaunchKernel and cudaLaunchCooperativeKernel (argument arrays), and
+    hipLaunchKernelGGL with dim3(...): n = 1 << 24 threads, reps = 3 bound from each, so
+    4 FP32 FLOP per thread (a * x[i] hoisted, 3 adds) and 12 B per thread (x, y read, y
+    written): 64 MFLOP for 201 MB, bandwidth-bound every way."""
+    import dataclasses
+
+    det = _launch_fixture("three_launches.cu")
+    hip = _launch_fixture("hip_launch.hip")
+    forms = [(det, (s,)) for s in det.launches] + [(hip, hip.launches)]
+    assert [s.form for _, (s, *_) in forms] == [
+        "chevron",
+        "cudaLaunchKernel",
+        "cudaLaunchKernel",
+        "hipLaunchKernelGGL",
+    ]
+    results = []
+    for d, sites in forms:
+        one = dataclasses.replace(d, launches=sites)
+        a = analyze(one.kernels[0], one, gpu)
+        v = estimate(one.kernels[0], one, gpu)
+        assert a.context.get("reps") == 3 and a.counts.loops[0].trips == 3
+        assert a.threads == 1 << 24 and a.launch_from == "source"
+        assert a.totals["fp32"] == 4 * (1 << 24)
+        assert a.memory.dram_bytes == pytest.approx(12 * (1 << 24) + FLOOR, rel=0.01)
+        results.append((v.bound, v.ai["fp32"], v.ai["int"]))
+    assert results[0][0] == "bandwidth"
+    assert all(r == results[0] for r in results)
+
+
+def test_an_unknown_launch_covers_a_known_bounds_check(gpu) -> None:  # type: ignore[no-untyped-def]
+    """n = 50,000 but the grid (sms * 8) is unknown: the assumed launch is the 196 blocks of
+    256 threads (50,176) that cover `if (i < n)`, each thread inside loading and storing 4 B:
+    50,000 FLOP; the 200 kB fit in L2, so 200,000 B read + half the 200,000 B written + the
+    launch floor reach DRAM; only the 176 threads past n idle."""
+    det = _launch_fixture("known_bound.cu")
+    a = analyze(det.kernels[0], det, gpu)
+    assert a.launch_from == "guard"
+    assert a.threads == 196 * 256
+    assert a.totals["fp32"] == 50_000
+    assert a.memory.dram_bytes == pytest.approx(4 * 50_000 + 2 * 50_000 + FLOOR, rel=0.01)
+    assert a.totals["int"] / a.memory.dram_bytes < 1.0  # not the 14 ops/B of 1M idle threads
+    v = estimate(det.kernels[0], det, gpu)
+    assert v.bound == "bandwidth" and v.counts is not None and v.counts.launch_from == "guard"
+
+
+def test_an_unknown_size_is_assumed_consistently(gpu) -> None:  # type: ignore[no-untyped-def]
+    """g_n is set at run time: the launch is assumed (256 x 4096 threads) and the bound of
+    `if (i < n)` is taken equal to it, so every assumed thread loads and stores its 4 B
+    (4 MiB read, half of the 4 MiB written reach DRAM: it fits in L2); never a 0-thread
+    launch."""
+    det = _launch_fixture("runtime_global.cu")
+    a = analyze(det.kernels[0], det, gpu)
+    assert a.launch_from == "assumed"
+    assert a.threads == 256 * 4096
+    assert a.memory.dram_bytes == pytest.approx(6 * 256 * 4096 + FLOOR, rel=0.01)
+    given = analyze(det.kernels[0], det, gpu, Inputs(block=(128, 1, 1), grid=(10, 1, 1)))
+    assert given.launch_from == "given" and given.threads == 1280
+
+
+def test_launch_through_helpers_and_command_line_defaults(gpu) -> None:  # type: ignore[no-untyped-def]
+    """ceil_div(3,000,000, 256) = 11,719 blocks; argc > 1 ? atoi(argv[1]) : 1 << 20 without
+    arguments = 1,048,576 threads: sizes from the source, not the default launch."""
+    det = _launch_fixture("ceil_div.cu")
+    a = analyze(det.kernels[0], det, gpu)
+    assert a.launch_from == "source" and a.threads == 11719 * 256
+    assert a.totals["fp32"] == 3_000_000  # one multiply per element inside the guard
+    det = _launch_fixture("argv_default.cu")
+    a = analyze(det.kernels[0], det, gpu)
+    assert a.launch_from == "source" and a.threads == 1 << 20
+    a = analyze(det.kernels[0], det, gpu, Inputs(args="65536"))
+    assert a.threads == 65536
+
+
+def test_template_arguments_from_every_launch_form(gpu) -> None:  # type: ignore[no-untyped-def]
+    """sum_items<double, 64>: 64 FP64 adds per thread x 2^20 threads, however launched."""
+    import dataclasses
+
+    det = _launch_fixture("templated_launches.cu")
+    assert [s.form for s in det.launches] == [
+        "chevron",
+        "hipLaunchKernelGGL",
+        "hipLaunchKernelGGL",
+        "cudaLaunchKernel",
+    ]
+    for site in det.launches:
+        one = dataclasses.replace(det, launches=(site,))
+        a = analyze(one.kernels[0], one, gpu)
+        assert a.context.template_args == ("double", "64")
+        assert a.threads == 1 << 20
+        assert a.totals["fp64"] == 64 * (1 << 20) and a.totals["fp32"] == 0

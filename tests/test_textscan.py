@@ -8,6 +8,7 @@ from roofline_lsp.detect.textscan import (
     mask_outside,
     params_end,
     statement_end,
+    strip_comments,
 )
 
 
@@ -41,3 +42,17 @@ def test_statement_end_and_mask() -> None:
     assert end is not None and src[:end].endswith(b"}")
     masked = mask_outside(b"ab\ncd\nef", 3, 5)
     assert masked == b"  \ncd\n  "
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("4096       // accumulation count", "4096"),
+        ("(1 << 20) /* elements */", "(1 << 20)"),
+        ('"a//b" // c', '"a//b"'),
+        ("x / 2", "x / 2"),
+    ],
+)
+def test_strip_comments(text: str, value: str) -> None:
+    # a `#define N 4096 // comment` value is the number, not the comment
+    assert strip_comments(text) == value

@@ -127,6 +127,33 @@ async def test_hover_on_name_launch_and_body_with_utf16_columns(client: Recordin
     assert await hover(client, uri, position_of(text, "cudaDeviceSynchronize")) is None
 
 
+ASSUMING = (
+    "__global__ void grow(float *x, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) x[i] += 1.0f;\n"
+    "}\n"
+    "void run(float *x) { grow<<<(N + 255) / 256, 256>>>(x, N); }\n"
+)
+
+
+async def test_hover_names_what_was_assumed_until_a_hint_settles_it(
+    client: RecordingClient,
+) -> None:
+    await initialize(client, {"counts": "source"})
+    uri = uri_of("assumed.cu")
+    open_text(client, uri, ASSUMING)
+    await diagnostics_for(client, uri, 1)
+    card = hover_text(await hover(client, uri, position_of(ASSUMING, "grow(")))
+    # N is defined nowhere: the launch is the default one and the card says which hint fixes it
+    assert "Assumed: launch size unknown: assumed 1.05 M threads; add `// roofline: N=...`" in card
+    since = len(client.published)
+    change(client, uri, 2, (0, 0), (0, 0), "// roofline: N=1<<24\n")
+    await diagnostics_for(client, uri, 2, since=since)
+    text = "// roofline: N=1<<24\n" + ASSUMING
+    card = hover_text(await hover(client, uri, position_of(text, "grow(")))
+    assert "bandwidth-bound" in card and "Assumed:" not in card, card
+
+
 async def test_results_on_open_without_waiting_for_diagnostics(client: RecordingClient) -> None:
     # The requests an editor sends right after didOpen answer from the first analysis.
     await initialize(client, {"counts": "source"})

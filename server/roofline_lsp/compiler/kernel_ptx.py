@@ -26,7 +26,9 @@ Mapping PTX lines onto the counter's lines:
   that runs once per iteration in the ``-O1`` code. The build that runs (``-O3``) unrolls a loop
   of unknown trip count by 4 and a small constant one completely, as the counter assumes
   (``Settings.unroll_default`` / ``Loop.unrolled``): its integer instructions are weighted by
-  ``trips / unroll`` executions (once when fully unrolled).
+  ``trips / unroll`` executions (once when fully unrolled). Work inlined or called on that
+  line inside the loop (``for (...) a = f(a);`` on one line, ``f`` a ``.func``) is body
+  work: it runs every iteration (``KernelPtx.per_iteration_body``).
 - A line of the kernel with PTX instructions but no statement start of its own (a continued
   expression) takes the weight of the nearest statement line above it; a line the counter
   costed but PTX has no instruction for costs nothing (folded or removed by the compiler).
@@ -74,8 +76,13 @@ class KernelPtx:
     keep_source: frozenset[int] = frozenset()  # OpenMP pragma line (runtime model)
     compiler: str = "nvcc"
     # loop statement lines: the part of the line's (fp64, fp32, fp16, int) counts that runs
-    # every iteration (the rest, e.g. the initialisation, runs once per entry of the loop)
+    # every iteration as loop control (its integer part once per unrolled group), the part
+    # that is body work inlined or called on that line (every iteration); the rest, e.g. the
+    # initialisation, runs once per entry of the loop
     per_iteration: Mapping[int, tuple[int, int, int, int]] = field(
+        default_factory=dict, compare=False
+    )
+    per_iteration_body: Mapping[int, tuple[int, int, int, int]] = field(
         default_factory=dict, compare=False
     )
     others: tuple[KernelPtx, ...] = ()  # other instantiations of a template kernel
@@ -228,26 +235,30 @@ def _kernel_ptx(
         return None  # no line information matching the kernel's source (e.g. no -lineinfo)
     keep = frozenset({kernel.line}) if kernel.is_offload else frozenset()
     per_iter: dict[int, tuple[int, int, int, int]] = {}
+    per_body: dict[int, tuple[int, int, int, int]] = {}
     for name in order:
         f = module.functions[name]
         for lp in f.loops:
             if not in_span(lp.control):
                 continue
-            # one pass through the loop minus the other lines of its body: what the loop
-            # statement's line runs per iteration (the compare, the increments)
-            rest = [0, 0, 0, 0]
-            for k in lp.lines:
-                if k != lp.control:
-                    m = f.lines.get(k, EMPTY)
-                    for i, v in enumerate(line_quad(m)):
-                        rest[i] += v
-            line = line_quad(f.lines.get(lp.control, EMPTY))
-            body = line_quad(lp.mix)
-            part = tuple(max(0, min(body[i] - rest[i], line[i])) for i in range(4))
-            old = per_iter.get(lp.control[1], (0, 0, 0, 0))
-            w, x, y, z = (max(a, b) for a, b in zip(old, part, strict=True))
-            per_iter[lp.control[1]] = (w, x, y, z)
-    return KernelPtx(entry.name, lines, frozenset(fallback), keep, compiler, per_iter)
+            # what one pass through the loop runs on the loop statement's line: its own
+            # instructions (the compare, the increments), and work inlined or called there
+            # (a one-line loop's body); the rest of the line runs once per entry
+            ln = lp.control[1]
+            line = line_quad(lines.get(ln, EMPTY))
+            body = lp.inlined_mix
+            for c in lp.calls:
+                cost = _call_cost(module, c, in_span)
+                body = body + (cost if cost is not None else EMPTY)
+            own = line_quad(lp.control_mix)
+            each = tuple(min(own[i], line[i]) for i in range(4))
+            rest = line_quad(body)
+            body_part = tuple(min(rest[i], line[i] - each[i]) for i in range(4))
+            for into, part in ((per_iter, each), (per_body, body_part)):
+                old = into.get(ln, (0, 0, 0, 0))
+                w, x, y, z = (max(a, b) for a, b in zip(old, part, strict=True))
+                into[ln] = (w, x, y, z)
+    return KernelPtx(entry.name, lines, frozenset(fallback), keep, compiler, per_iter, per_body)
 
 
 def line_quad(m: LineMix) -> tuple[int, int, int, int]:

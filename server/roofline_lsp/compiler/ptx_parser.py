@@ -22,7 +22,13 @@ Key = tuple[str, int]  # (source file, 1-based line); line 0 = compiler-generate
 @dataclass(frozen=True)
 class PtxLoop:
     """A loop found from a backward branch: its label, the source lines of its body (direct
-    attribution) and the counts of one pass through the body."""
+    attribution) and the counts of one pass through the body.
+
+    ``control_mix``/``inlined_mix``/``calls`` describe what one pass runs *on the loop
+    statement's line* (call-site attribution, nested loops with another control line left
+    out): the line's own instructions (the compare, the increments; in a one-line loop also
+    the body), code inlined there from a callee, and the ``.func`` symbols called there. A
+    one-line loop whose body is a device-function call has all its work in the last two."""
 
     label: str
     first_line: int  # smallest / largest line of the body in ``file``
@@ -32,6 +38,9 @@ class PtxLoop:
     depth: int  # 1 = outermost
     mix: LineMix
     control: Key = ("", 0)  # the line of the back edge: the loop statement (``for``/``while``)
+    control_mix: LineMix = EMPTY
+    inlined_mix: LineMix = EMPTY
+    calls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -311,7 +320,7 @@ def _build_function(
                 lst = where.setdefault(kk, [])
                 if target not in lst:
                     lst.append(target)
-    loops = _loops(instrs, labels, sparse, key)
+    loops = _loops(instrs, labels, sparse, targets, key)
     return PtxFunction(
         name,
         ptx_base_name(name),
@@ -328,6 +337,7 @@ def _loops(
     instrs: list[_Instr],
     labels: dict[str, int],
     sparse: list[tuple[tuple[int, int], ...]],
+    targets: list[str | None],
     key: Callable[[tuple[int, int]], Key],
 ) -> tuple[PtxLoop, ...]:
     best: dict[str, tuple[int, int]] = {}  # header label -> widest back edge
@@ -359,6 +369,25 @@ def _loops(
         main = max(sorted(by_file), key=lambda f: len(by_file[f])) if by_file else ""
         lns = by_file.get(main, [0])
         control = key(instrs[end].direct)
+        # one pass on the control line: skip the ranges of nested loops with their own line
+        inner = [
+            (s2, e2)
+            for _, (s2, e2) in items
+            if start <= s2 and e2 <= end and (s2, e2) != (start, end)
+            and key(instrs[e2].direct) != control
+        ]  # fmt: skip
+        own = [0] * nf
+        inl = [0] * nf
+        called: list[str] = []
+        for j in range(start, end + 1):
+            if key(instrs[j].callsite) != control or any(a <= j <= b for a, b in inner):
+                continue
+            into = own if key(instrs[j].direct) == control else inl
+            for idx, v in sparse[j]:
+                into[idx] += v
+            t = targets[j]
+            if t and t not in called:
+                called.append(t)
         out.append(
             PtxLoop(
                 label,
@@ -369,6 +398,9 @@ def _loops(
                 depth,
                 _to_mix(acc),
                 control,
+                _to_mix(own),
+                _to_mix(inl),
+                tuple(called),
             )  # fmt: skip
         )
     return tuple(out)

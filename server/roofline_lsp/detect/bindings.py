@@ -4,7 +4,11 @@ an offload region reads, allocation sizes of its buffers and the launch dimensio
 Sources, in order of precedence: values the user gave (``Inputs.values``, ``// roofline: n=1<<20``
 hint comments), the program arguments (``atoi(argv[1])`` with ``Inputs.args``), the host code
 before the launch (declarations and assignments of the launching function, and of its callers
-for its parameters), ``#define``/``constexpr`` constants. Allocation sizes come from
+for its parameters; ``dim3`` components; only the branch of an ``if`` the values decide;
+values read or counted at run time are unknown), ``#define``/``constexpr`` constants, and the
+helpers a launch expression calls (function-like macros, functions returning an expression:
+``ceil_div(n, bs)``). Without program arguments ``argc`` is 1, so the program's own defaults
+apply (``argc > 1 ? atoi(argv[1]) : 1024``). Allocation sizes come from
 ``cudaMalloc``/``malloc``/``new T[n]``/``std::vector<T> v(n)`` and OpenMP ``map(a[0:n])``.
 Pure text and tree analysis; nothing is executed.
 """
@@ -21,10 +25,10 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from roofline_lsp.detect.program import Unit, sibling_stamps, units_mentioning
-from roofline_lsp.detect.treewalk import enclosing_function
+from roofline_lsp.detect.treewalk import descendants_of_type, enclosing_function, text_functions
 from roofline_lsp.model.kernel import Detection, Kernel, LaunchSite
 from roofline_lsp.model.stamps import FileStamp
-from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3, split_args
+from roofline_lsp.syntax.cexpr import Functions, evaluate, evaluate_dim3, inner_text, split_args
 from roofline_lsp.syntax.datatypes import parse_type
 from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
 from roofline_lsp.syntax.sources import SourceReader, SourceView, source_view
@@ -65,25 +69,35 @@ class HostContext:
     grid: Dim3 | None = None
     template_args: tuple[str, ...] = ()
     launch: LaunchSite | None = None
-    _cache: dict[str, float | None] = field(default_factory=dict)
+    functions: Functions = field(default_factory=dict)  # macros / helpers launch text calls
+    _cache: dict[str, int | float | None] = field(default_factory=dict)
 
     def get(self, name: str) -> float | None:
         """The numeric value of ``name`` if the host side determines it."""
+        v = self.value(name)
+        return float(v) if v is not None else None
+
+    def value(self, name: str) -> int | float | None:
+        """``get``, an integer staying an integer (C division of host values truncates)."""
         if name in self.fixed:
             return self.fixed[name]
         if name in self._cache:
             return self._cache[name]
         self._cache[name] = None  # cycle guard
         t = self.texts.get(name)
-        v = evaluate(t, _Env(self)) if t is not None else None
+        v = evaluate(t, _Env(self), functions=self.functions) if t is not None else None
         if v is not None and (math.isnan(v) or math.isinf(v)):
             v = None
-        self._cache[name] = float(v) if v is not None else None
-        return self._cache[name]
+        self._cache[name] = v
+        return v
 
     def eval_text(self, expr: str) -> float | None:
-        v = evaluate(expr, _Env(self))
+        v = self.eval_value(expr)
         return float(v) if v is not None else None
+
+    def eval_value(self, expr: str) -> int | float | None:
+        """``eval_text``, an integer staying an integer."""
+        return evaluate(expr, _Env(self), functions=self.functions)
 
 
 class _Env(Mapping[str, "str | float | int"]):
@@ -93,7 +107,7 @@ class _Env(Mapping[str, "str | float | int"]):
         self.ctx = ctx
 
     def __getitem__(self, key: str) -> str | float | int:
-        v = self.ctx.get(key)
+        v = self.ctx.value(key)
         if v is None:
             raise KeyError(key)
         return v
@@ -101,7 +115,7 @@ class _Env(Mapping[str, "str | float | int"]):
     def get(  # type: ignore[override]
         self, key: str, default: str | float | int | None = None
     ) -> str | float | int | None:
-        v = self.ctx.get(key)
+        v = self.ctx.value(key)
         return default if v is None else v
 
     def __iter__(self) -> Iterator[str]:
@@ -276,8 +290,15 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
     """Record the host declarations/assignments of ``fn`` before ``stop`` into ``ctx``."""
     for ptype, pname in function_params(fn):
         if pname:
-            ctx.types.setdefault(pname, ptype)
-    for node, _depth in host_statements(fn, stop):
+            if "*" in ptype or "[" in ptype:
+                # a declared pointer stays one (a caller's argument may be an array typedef)
+                ctx.types[pname] = ptype
+            else:
+                ctx.types.setdefault(pname, ptype)
+    for node, depth in host_statements(fn, stop):
+        for read in _read_at_run_time(node):
+            if read in ctx.texts:
+                _assign(ctx, read, "", argv)
         if node.type == "declaration":
             ty = text(node.child_by_field_name("type"))
             for d in node.children_by_field_name("declarator"):
@@ -285,7 +306,10 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
                 if not name:
                     continue
                 ctx.types[name] = ty + " " + declarator_stars(d)
-                if d.type == "init_declarator":
+                if "dim3" in ty and d.type in ("init_declarator", "identifier"):
+                    v = d.child_by_field_name("value") if d.type == "init_declarator" else None
+                    _assign_dim3(ctx, name, text(v) if v is not None else "", argv)
+                elif d.type == "init_declarator":
                     v = d.child_by_field_name("value")
                     if v is None:
                         continue
@@ -294,8 +318,6 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
                         inner = v.named_children
                         if len(inner) == 1:
                             vt = text(inner[0])
-                        elif "dim3" in ty:
-                            vt = "dim3(" + vt.strip("(){}") + ")"
                         else:
                             if "vector" in ty and inner:
                                 ctx.extents[name] = _maybe(ctx, text(inner[0]), argv)
@@ -303,26 +325,131 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
                     _assign(ctx, name, vt, argv)
                 elif d.type == "function_declarator" and "dim3" in ty:
                     params = d.child_by_field_name("parameters")
-                    _assign(ctx, name, "dim3(" + text(params).strip("()") + ")", argv)
+                    _assign_dim3(ctx, name, text(params), argv)
                 elif d.type == "array_declarator":
                     size = d.child_by_field_name("size")
                     if size is not None:
                         ctx.extents[name] = _maybe(ctx, text(size), argv)
         else:
             e = node.named_children[0] if node.named_children else None
-            if e is not None and e.type == "assignment_expression":
+            if e is not None and e.type == "update_expression":
+                arg = e.child_by_field_name("argument")
+                counter = _target(arg) if arg is not None else None
+                if counter in ctx.texts and _branch_taken(node, fn, ctx, argv):
+                    sign = "+" if "++" in text(e) else "-"
+                    # counted in a loop (``nnz++`` per element read): known only at run time
+                    step = f"({counter}) {sign} 1" if depth == 0 else ""
+                    _assign(ctx, str(counter), step, argv)
+            elif e is not None and e.type == "assignment_expression":
                 left = e.child_by_field_name("left")
                 op = e.child_by_field_name("operator")
                 right = e.child_by_field_name("right")
-                if left is None or right is None or left.type != "identifier" or op is None:
+                if left is None or right is None or op is None:
                     continue
-                name = text(left)
+                target = _target(left)
+                if target is None or not _branch_taken(node, fn, ctx, argv):
+                    continue
                 rt = text(right)
-                if op.type == "=":
-                    _assign(ctx, name, rt, argv)
-                elif op.type in ("*=", "+=", "-=", "/=", "<<=", ">>=") and name in ctx.texts:
-                    _assign(ctx, name, f"({name}) {op.type[:-1]} ({rt})", argv)
+                if op.type == "=" and "dim3" in ctx.types.get(target, ""):
+                    _assign_dim3(ctx, target, rt, argv)
+                elif op.type == "=":
+                    # ``n = n * 2`` in a loop: known only at run time
+                    looped = depth > 0 and target in _IDENT.findall(rt)
+                    _assign(ctx, target, "" if looped else rt, argv)
+                elif op.type in ("*=", "+=", "-=", "/=", "<<=", ">>=") and target in ctx.texts:
+                    # accumulated in a loop: the value after it is known only at run time
+                    upd = f"({target}) {op.type[:-1]} ({rt})" if depth == 0 else ""
+                    _assign(ctx, target, upd, argv)
     _options(text(fn), ctx, argv)
+
+
+def _assign_dim3(ctx: HostContext, name: str, value: str, argv: list[str]) -> None:
+    """``dim3 name(value)``, ``dim3 name = value`` or ``name = value``: the components
+    ``name.x``/``.y``/``.z`` get their texts (1 when absent, as ``dim3`` defaults), and
+    ``name`` the ``dim3`` of them, so that ``name.x = 256`` later updates it."""
+    value = value.strip()
+    if value.startswith("dim3"):
+        value = value[4:].strip()
+    inner = inner_text(value)
+    if not value:
+        parts = []
+    elif inner != value:
+        parts = split_args(inner)
+    elif "dim3" in ctx.types.get(value, "") and re.fullmatch(r"[A-Za-z_]\w*", value):
+        parts = [f"{value}.{c}" for c in "xyz"]
+    else:
+        parts = [value]
+    if len(parts) > 3:
+        return
+    parts += ["1"] * (3 - len(parts))
+    for c, part in zip("xyz", parts, strict=True):
+        _assign(ctx, f"{name}.{c}", part, argv)
+    _assign(ctx, name, f"dim3({name}.x, {name}.y, {name}.z)", argv)
+
+
+def _read_at_run_time(node: Node) -> list[str]:
+    """Variables a statement sets at run time: passed by address to a call
+    (``fscanf(f, "%d", &n)``, ``loadPPM(file, &width)``) or read from a stream
+    (``file >> n``)."""
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "pointer_expression":
+            op = n.child_by_field_name("operator")
+            arg = n.child_by_field_name("argument")
+            if op is not None and op.type == "&" and arg is not None and arg.type == "identifier":
+                p = n.parent
+                if p is not None and p.type == "argument_list":
+                    out.append(text(arg))
+        elif n.type == "binary_expression" and n.parent is not None:
+            op = n.child_by_field_name("operator")
+            right = n.child_by_field_name("right")
+            if (
+                op is not None
+                and op.type == ">>"
+                and n.parent.type == "expression_statement"
+                and right is not None
+                and right.type == "identifier"
+            ):
+                out.append(text(right))
+        stack.extend(n.named_children)
+    return out
+
+
+def _target(left: Node) -> str | None:
+    """The name an assignment sets: ``n`` or a ``dim3``'s component ``grid.x``."""
+    if left.type == "identifier":
+        return text(left)
+    if left.type == "field_expression":
+        arg = left.child_by_field_name("argument")
+        fld = left.child_by_field_name("field")
+        if (
+            arg is not None
+            and fld is not None
+            and arg.type == "identifier"
+            and text(fld) in ("x", "y", "z")
+        ):
+            return f"{text(arg)}.{text(fld)}"
+    return None
+
+
+def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bool:
+    """False when ``node`` sits in a branch of an ``if`` whose condition the host values
+    decide against (``if (argc > 2) reps = atoi(argv[2]);`` run without a second argument)."""
+    child, p = node, node.parent
+    while p is not None and p != fn:
+        if p.type == "if_statement":
+            cond = p.child_by_field_name("condition")
+            cond_text = inner_text(text(cond)) if cond is not None else ""
+            v = ctx.eval_text(substitute_host(cond_text, argv, ctx.types)) if cond_text else None
+            if v is not None:
+                alt = p.child_by_field_name("alternative")
+                in_else = alt is not None and alt.start_byte <= child.start_byte < alt.end_byte
+                if bool(v) == in_else:
+                    return False
+        child, p = p, p.parent
+    return True
 
 
 _CONVERT = (
@@ -370,19 +497,20 @@ def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:
     return v if v is not None else math.nan
 
 
-_IDENT = re.compile(r"[A-Za-z_]\w*")
+_IDENT = re.compile(r"[A-Za-z_]\w*(?:\.[xyz]\b)?")  # a name, or a dim3 component
+
+
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
 def _assign(ctx: HostContext, name: str, expr: str, argv: list[str]) -> None:
-    expr = substitute_host(expr, argv, ctx.types)
+    expr = substitute_host(_COMMENT.sub(" ", expr) if "/" in expr else expr, argv, ctx.types)
     if name in expr and name in _IDENT.findall(expr):
         prev = ctx.texts.get(name)
         if prev is None:
             return
         expr = _IDENT.sub(lambda m: f"({prev})" if m.group(0) == name else m.group(0), expr)
-    if len(expr) > 400:
-        return
-    ctx.texts[name] = expr
+    ctx.texts[name] = expr if len(expr) <= 400 else ""  # "": not known
     ctx._cache.clear()
 
 
@@ -524,14 +652,16 @@ def _bind_callers(
         args = [text(a) for a in (args_node.named_children if args_node else [])]
         if len(args) > len(params):
             continue
-        sub = HostContext(fixed=ctx.fixed)
+        sub = HostContext(
+            fixed=ctx.fixed, functions=text_functions(detection.functions, detection.macros)
+        )
         sub.texts.update(detection.constants)
         _bind_callers(caller, detection, sub, argv, depth + 1, view, looked)
         _scan_function(caller, call.start_byte, sub, argv)
         for (_ptype, pname), a in zip(params, args, strict=False):
             if not pname:
                 continue
-            v = sub.eval_text(a)
+            v = sub.eval_value(a)
             if v is not None:
                 ctx.texts[pname] = repr(v)
             base = re.sub(r"[&()\s]", "", a).split("+")[0].split("[")[0]
@@ -562,23 +692,22 @@ def host_context(
     files of the folder are read through ``read`` (open buffers first), else from disk."""
     view = source_view(read)
     argv = argv_of(args)
-    ctx = HostContext()
+    ctx = HostContext(functions=text_functions(detection.functions, detection.macros))
     ctx.texts.update(detection.constants)
     hints: dict[str, str | float] = dict(parse_hints(detection.source))
     if values:
         hints.update(values)
     values = hints
-    ctx.texts["argc"] = str(len(argv) + 1) if args is not None else ctx.texts.get("argc", "")
-    if not ctx.texts["argc"]:
-        del ctx.texts["argc"]
+    # no arguments given: the program's own defaults (``argc > 1 ? atoi(argv[1]) : 1024``)
+    ctx.texts["argc"] = str(len(argv) + 1)
     if values:
         for k, v in values.items():
             if isinstance(v, int | float):
-                ctx.fixed[k] = float(v)
+                ctx.fixed[k] = v
             else:
                 val = evaluate(v, ctx.texts)
                 if val is not None:
-                    ctx.fixed[k] = float(val)
+                    ctx.fixed[k] = val
             ctx.origin[k] = "hint"
     src = detection.source.decode("utf-8", "replace")
     if kernel.is_offload:
@@ -603,16 +732,25 @@ def host_context(
     site = _pick_launch(sites, block, grid)
     ctx.launch = site
     if site is not None and unit is not None:
+        if unit.detection is not detection:
+            ctx.functions = text_functions(unit.detection.functions, unit.detection.macros)
+            ctx._cache.clear()
         root = unit.root
         call = root.descendant_for_byte_range(site.span.start_byte, site.span.end_byte)
         fn = enclosing_function(call) if call is not None else None
-        if fn is not None and site.file == unit.detection.file:
+        scoped = fn is not None and site.file == unit.detection.file
+        if fn is not None and scoped:
             _host_scope(ctx, unit.detection, fn, site.span.start_byte, argv, view)
         src = unit.detection.source.decode("utf-8", "replace")
+        # the host scope (callers, assignments, run-time reads) knows more than detection's
+        # declarations before the launch: what it cannot evaluate is unknown
         if block is None:
-            block = site.block_value or _dim(ctx, site.block, argv)
+            block = _dim(ctx, site.block, argv) if scoped else site.block_value
         if grid is None:
-            grid = site.grid_value or _dim(ctx, site.grid, argv)
+            grid = _dim(ctx, site.grid, argv) if scoped else site.grid_value
+        # an empty dimension is no launch (a value read at run time was taken for 0)
+        block = block if block is None or 0 not in block else None
+        grid = grid if grid is None or 0 not in grid else None
         # launch arguments are evaluated in the host's scope first, then become the
         # kernel's parameter values (a parameter may share a host variable's name)
         bound: dict[str, float] = {}
@@ -620,7 +758,7 @@ def host_context(
         for (_ptype, pname), a in zip(kernel.params, site.args, strict=False):
             if not pname:
                 continue
-            pv = ctx.eval_text(substitute_host(a, argv, ctx.types))
+            pv = ctx.eval_value(substitute_host(a, argv, ctx.types))
             if pv is not None and pname not in ctx.fixed:
                 bound[pname] = pv
             base = re.sub(r"^\(.*?\)|[&()\s]", "", a).split("+")[0].split("[")[0].split(".")[-1]
@@ -633,7 +771,8 @@ def host_context(
         ctx.extents.update(extents)
         ctx._cache.clear()
         m = re.search(
-            re.escape(kernel.name) + r"\s*<(.*?)>\s*(<<<|\()",
+            # `k<T, 4><<<...>>>(...)`, or the kernel argument of the launch APIs
+            re.escape(kernel.name) + r"\s*<(.*?)>\s*(<<<|\(|\)|,)",
             src[site.span.start_byte : site.span.end_byte],
         )
         if m and "<<" not in m.group(1):
@@ -697,8 +836,67 @@ def _host_scope(
         _SCOPES.popitem(last=False)
 
 
+_INDEX_TERM = re.compile(r"(blockIdx|blockDim|threadIdx)\.([xyz])")
+_CASTS_SPACES = re.compile(r"\s+|\((?:unsigned\s*)?(?:int|long|size_t|unsigned|int64_t)\)")
+_INDEX_PARTS = {"blockIdx", "blockDim", "threadIdx"}
+_COMPARISON = re.compile(r"([A-Za-z_]\w*)\s*(<=|>=|<|>)\s*([A-Za-z_]\w*|\d+)")
+
+
+def _global_index(value: str) -> str | None:
+    """The dimension of a global thread index ``blockIdx.x * blockDim.x + threadIdx.x`` (in
+    any order, with casts), else None."""
+    flat = _CASTS_SPACES.sub("", value).replace("(", "").replace(")", "")
+    terms = _INDEX_TERM.findall(flat)
+    dims = {d for _, d in terms}
+    if len(terms) != 3 or len(dims) != 1 or {t for t, _ in terms} != _INDEX_PARTS:
+        return None
+    rest = _INDEX_TERM.sub("", flat)
+    return dims.pop() if rest in ("*+", "+*") else None
+
+
+def guard_bounds(kernel: Kernel, ctx: HostContext) -> dict[str, float]:
+    """The known bounds of a kernel's bounds checks by dimension: ``int i = blockIdx.x *
+    blockDim.x + threadIdx.x; if (i < n)`` with ``n`` known -> {"x": n}. A launch the source
+    does not give is assumed to cover them exactly (every assumed thread does a thread's
+    work inside the guard)."""
+    body = kernel.body
+    if body is None or kernel.is_offload:
+        return {}
+    index: dict[str, str] = {}
+    for decl in descendants_of_type(body, "init_declarator", stop=body.end_byte):
+        name = decl.child_by_field_name("declarator")
+        value = decl.child_by_field_name("value")
+        if name is not None and value is not None and name.type == "identifier":
+            d = _global_index(text(value))
+            if d is not None:
+                index.setdefault(text(name), d)
+    bounds: dict[str, float] = {}
+    for stmt in descendants_of_type(body, "if_statement", stop=body.end_byte):
+        cond = stmt.child_by_field_name("condition")
+        for m in _COMPARISON.finditer(text(cond) if cond is not None else ""):
+            left, op, right = m.groups()
+            if left not in index and right in index:
+                left, right = right, left
+                op = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}[op]
+            if left not in index or op not in ("<", ">=") or index[left] in bounds:
+                continue
+            v = ctx.get(right) if not right.isdigit() else float(right)
+            if v is not None and v > 0:
+                bounds[index[left]] = v
+    return bounds
+
+
 def _dim(ctx: HostContext, expr: str, argv: list[str]) -> Dim3 | None:
-    return evaluate_dim3(substitute_host(expr, argv, ctx.types), _Env(ctx))
+    """A launch dimension; a name (``grid``, ``dim3(grid)``) is followed to its ``dim3`` text
+    (the environment gives numbers, which would keep only a ``dim3``'s ``x``)."""
+    for _ in range(4):
+        expr = expr.strip()
+        m = re.fullmatch(r"(?:dim3\s*)?\(\s*([A-Za-z_]\w*)\s*\)|([A-Za-z_]\w*)", expr)
+        name = m and (m.group(1) or m.group(2))
+        if not name or name in ctx.fixed or name not in ctx.texts:
+            break
+        expr = ctx.texts[name]
+    return evaluate_dim3(substitute_host(expr, argv, ctx.types), _Env(ctx), ctx.functions)
 
 
 def _pick_launch(

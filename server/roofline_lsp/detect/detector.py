@@ -22,8 +22,10 @@ from roofline_lsp.detect.textscan import (
     params_end,
     skip_blank,
     statement_end,
+    strip_comments,
 )
 from roofline_lsp.detect.treewalk import (
+    argument_array,
     called_names,
     enclosing_function,
     function_declarator,
@@ -32,6 +34,7 @@ from roofline_lsp.detect.treewalk import (
     local_values,
     qualified_declarator_name,
     start_line,
+    text_functions,
     unqualified_name,
 )
 from roofline_lsp.model.kernel import (
@@ -92,6 +95,7 @@ _NOT_NAMES = frozenset(
     ]
 )
 MAX_INCLUDE_DEPTH = 4
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
 # (header path, its include depth) -> what detection found in it, or None (unreadable, a
 # cycle, too deep)
@@ -131,10 +135,10 @@ class Detector:
             name = node.child_by_field_name("name")
             value = node.child_by_field_name("value")
             if name is not None:
-                self.constants.setdefault(text(name), text(value).strip())
+                body = strip_comments(text(value).strip())
+                self.constants.setdefault(text(name), body)
                 self.macros.setdefault(
-                    text(name),
-                    Macro(text(name), None, text(value).strip(), start_line(node), self.path),
+                    text(name), Macro(text(name), None, body, start_line(node), self.path)
                 )
         for node in caps.get("macro", []):
             name = node.child_by_field_name("name")
@@ -151,11 +155,55 @@ class Detector:
             name = decl.child_by_field_name("declarator")
             value = decl.child_by_field_name("value")
             if name is not None and value is not None and name.type == "identifier":
-                self.constants.setdefault(text(name), text(value))
+                placeholder = evaluate(text(value), self.constants) in (0, None)
+                if not (placeholder and self.set_at_run_time(decl, text(name))):
+                    self.constants.setdefault(text(name), text(value))
+        for node in caps.get("enum", []):
+            self.enumerators(node)
         for node in caps.get("include", []):
             path_node = node.child_by_field_name("path")
             if path_node is not None and path_node.type == "string_literal":
                 self.follow_include(text(path_node).strip('"'))
+
+    def enumerators(self, body: Node) -> None:
+        """An enum's enumerators as constants: the given value, else the previous plus one
+        (index arithmetic such as ``states[n * STATE_V + i]`` needs their values)."""
+        nxt: int | None = 0
+        prev = ""
+        for e in body.named_children:
+            name = e.child_by_field_name("name")
+            if e.type != "enumerator" or name is None:
+                continue
+            val = e.child_by_field_name("value")
+            if val is not None:
+                expr = text(val).strip()
+                try:
+                    nxt = int(expr, 0)
+                except ValueError:
+                    nxt = None
+            else:
+                expr = str(nxt) if nxt is not None else f"({prev}) + 1"
+            self.constants.setdefault(text(name), str(nxt) if nxt is not None else expr)
+            nxt = nxt + 1 if nxt is not None else None
+            prev = text(name)
+
+    def set_at_run_time(self, decl: Node, name: str) -> bool:
+        """A file-scope variable that is not ``const`` and is assigned (or passed by address)
+        elsewhere in the file. Its initial value is no constant when it is a placeholder
+        (``int g_n = 0;`` set from the command line); a real default (``int size = 1 << 25;``
+        that an option may override) is kept."""
+        outer = decl.parent
+        if outer is not None and re.search(rb"\b(const|constexpr)\b", outer.text or b""):
+            return False
+        n = re.escape(name.encode())
+        pattern = re.compile(
+            rb"\b" + n + rb"\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)"  # n = ..., n += ...
+            rb"|(?<![\w)\]&])&\s*" + n + rb"\b"  # &n passed to a call
+            rb"|(?:\+\+|--)\s*" + n + rb"\b|\b" + n + rb"\s*(?:\+\+|--)"  # ++n, n++
+        )
+        return any(
+            not decl.start_byte <= m.start() < decl.end_byte for m in pattern.finditer(self.source)
+        )
 
     def follow_include(self, rel: str) -> None:
         if self.depth >= MAX_INCLUDE_DEPTH or not self.path:
@@ -466,19 +514,23 @@ class Detector:
                 return
             name = kernel_ref(args[0])
             parts = [args[1], args[2], *(args[4:6])]
-            rest = args[3:4]
+            rest = list(argument_array(call, args[3])) if len(args) > 3 else []
         if not name or len(parts) < 2:
             return
         env = self.environment(call)
         shmem = parts[2] if len(parts) > 2 else None
+        fns = text_functions(self.functions, self.macros)
+        called = tuple(
+            (n, fns[n]) for n in sorted(set(_WORD.findall(" ".join(parts[:3])))) if n in fns
+        )
         grid_v, block_v, shmem_v = _reuse(
             self.old.launches,
             self.memo.launches,
-            (parts[0], parts[1], shmem, *env.items()),
+            (parts[0], parts[1], shmem, *env.items(), *called),
             lambda: (
-                evaluate_dim3(parts[0], env),
-                evaluate_dim3(parts[1], env),
-                evaluate(shmem, env) if shmem else None,
+                evaluate_dim3(parts[0], env, fns),
+                evaluate_dim3(parts[1], env, fns),
+                evaluate(shmem, env, functions=fns) if shmem else None,
             ),
         )
         self.launches.append(

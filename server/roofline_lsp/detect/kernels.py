@@ -199,7 +199,10 @@ def _detect(
     )
 
 
-_LAUNCH_API = re.compile(rb"\b(hipLaunchKernelGGL|cudaLaunchKernel|hipLaunchKernel)\s*\(")
+_LAUNCH_API = re.compile(
+    rb"\b(hipLaunchKernelGGL|cudaLaunchKernel|hipLaunchKernel|cudaLaunchCooperativeKernel|"
+    rb"hipLaunchCooperativeKernel)\s*\("
+)
 
 
 def _api_calls(source: bytes, root: Node) -> list[Node]:

@@ -5,6 +5,7 @@ and find the statement a pragma applies to.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -116,6 +117,58 @@ def parse_pragma(text: str) -> Pragma:
             continue
         clauses.append(_clause(word, args))
     return Pragma(family, tuple(words), tuple(clauses))
+
+
+@dataclass(frozen=True)
+class LoopSharing:
+    """How an OpenACC ``loop`` shares its iterations: over ``collapse`` nested loops, among
+    the gangs (``gang``) or only among a gang's workers and vector lanes."""
+
+    collapse: int
+    gangs: bool
+
+
+def acc_loop_sharing(p: Pragma) -> LoopSharing | None:
+    """An OpenACC ``loop`` (or ``parallel loop``/``kernels loop``) directive's sharing, None
+    when it shares nothing (``loop seq``) or is no loop directive.
+
+    ``gang``, ``worker`` and ``vector`` say which levels of parallelism run the iterations,
+    ``num_gangs``/``num_workers``/``vector_length`` how many of each exist: neither changes
+    how many times the body runs, which is the loop's trip count. A loop with no level clause
+    (or ``auto``/``independent`` only) is the compiler's choice: gang (and vector) for the
+    outermost loop, as NVHPC and GCC do."""
+    if p.family != "acc" or "loop" not in p.words:
+        return None
+    names = {c.name for c in p.clauses}
+    if "seq" in names:
+        return None
+    collapse = 1
+    for c in p.clauses:
+        if c.name == "collapse" and c.items:
+            m = re.match(r"\s*(?:force\s*:\s*)?(\d+)", c.items[0])
+            if m:
+                collapse = max(int(m.group(1)), 1)
+    levels = names & {"gang", "worker", "vector"}
+    return LoopSharing(collapse, "gang" in levels or not levels)
+
+
+_DATA_CLAUSES = frozenset(
+    ["map", "copy", "copyin", "copyout", "create", "present", "to", "from", "deviceptr"]
+)
+
+
+def mapped_sections(clauses: Iterable[Clause]) -> frozenset[str]:
+    """Variables that data clauses move as array sections (``map(to: a[0:n])``,
+    ``copyin(b[:n])``): pointers or arrays on the device, whatever their declared type says
+    (``auto p = v.data()``)."""
+    out: set[str] = set()
+    for c in clauses:
+        if c.name in _DATA_CLAUSES:
+            for item in c.items:
+                m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\[[^\]]*:.*", item, re.S)
+                if m:
+                    out.add(m.group(1))
+    return frozenset(out)
 
 
 def _clause(name: str, args: str | None) -> Clause:

@@ -16,7 +16,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tree_sitter import Node
+from tree_sitter import Node, Tree
 
 from roofline_lsp.detect.kernels import detect_with_reads
 from roofline_lsp.model.kernel import Detection, Function
@@ -25,6 +25,7 @@ from roofline_lsp.syntax.parsing import SOURCE_EXTENSIONS, parse
 from roofline_lsp.syntax.sources import (
     SourceReader,
     SourceView,
+    file_version,
     is_current,
     read_from_disk,
     source_view,
@@ -231,3 +232,32 @@ class FunctionTable:
                 found = fn.node
         self.extra[name] = found
         return found
+
+
+# (header path, its version) -> its parse
+_INCLUDED: dict[tuple[str, Version], Tree] = {}
+
+
+def included_body(
+    rel: str, including: str, read: SourceReader | None = None
+) -> tuple[str, Node] | None:
+    """The parse of a header included inside a function body (``#include "body.h"`` in a
+    kernel or an offload region, a common way to share one body between programs): its path,
+    relative to the including file, and its root, whose children are the statements."""
+    if not including or os.path.isabs(rel):
+        return None  # a buffer without a file has no folder; absolute paths are not local
+    full = os.path.normpath(os.path.join(os.path.dirname(including), rel))
+    view = source_view(read)
+    version = file_version(full, view)
+    if version is None:
+        return None
+    tree = _INCLUDED.get((full, version))
+    if tree is None:
+        data = view(full) if view is not None else read_from_disk(full)
+        if data is None or len(data) > MAX_SIBLING_BYTES or b"\0" in data[:4096]:
+            return None
+        tree = parse(data)
+        if len(_INCLUDED) >= MAX_UNITS:
+            _INCLUDED.pop(next(iter(_INCLUDED)), None)
+        _INCLUDED[(full, version)] = tree
+    return full, tree.root_node

@@ -10,14 +10,29 @@ import re
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
+_COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'', re.S)
+
+
+def strip_comments(text: str) -> str:
+    """``text`` without its ``//`` and ``/* */`` comments (string and character literals
+    kept): a ``#define N 4096 // elements`` value is ``4096``."""
+    if "/" not in text:
+        return text
+    return _COMMENT_OR_STRING.sub(
+        lambda m: m.group(0) if m.group(0)[0] in "\"'" else " ", text
+    ).strip()
+
+
 def kernel_ref(text: str) -> str:
-    """`(void*)k`, `k<T, 4>`, `HIP_KERNEL_NAME(k<T>)`, `&k`, `ns::k` -> `k`."""
+    """`(void*)k`, `k<T, 4>`, `(k<T, 4>)`, `HIP_KERNEL_NAME(k<T>)`, `&k`, `ns::k` -> `k`."""
     text = text.strip()
     if _IDENTIFIER.fullmatch(text):  # the common case, cheaply
         return text
     m = re.match(r"\s*HIP_KERNEL_NAME\s*\((.*)\)\s*$", text, re.S)
     if m:
         text = m.group(1)
+    while text.startswith("(") and text.endswith(")") and "(" not in text[1:-1]:
+        text = text[1:-1].strip()  # `hipLaunchKernelGGL((k<T, 4>), ...)`
     text = re.sub(r"^\(\s*(?:const\s+)?void\s*\*\s*\)", "", text).strip().lstrip("&").strip()
     text = re.sub(r"\(\s*void\s*\*\s*\)", "", text).strip()
     depth, out = 0, []

@@ -5,10 +5,13 @@ qualifiers, calls and the local declarations before a point.
 from __future__ import annotations
 
 import bisect
+import re
 
 from tree_sitter import Node
 
 from roofline_lsp.detect.textscan import kernel_ref
+from roofline_lsp.model.kernel import Function, Macro
+from roofline_lsp.syntax.cexpr import TextFunction, inner_text
 from roofline_lsp.syntax.expr import text
 from roofline_lsp.syntax.parsing import captures
 
@@ -81,19 +84,53 @@ def local_values(body: Node, stop: int) -> dict[str, str]:
                 if name is not None and name.type == "identifier" and value is not None:
                     v = text(value)
                     if value.type in ("argument_list", "initializer_list"):
-                        v = "dim3(" + v.strip("(){}") + ")"
+                        v = "dim3(" + inner_text(v) + ")"
                     env[text(name)] = v
             elif d.type == "function_declarator":  # `dim3 grid(n / 256)` (vexing parse)
                 name = d.child_by_field_name("declarator")
                 params = d.child_by_field_name("parameters")
                 if name is not None and params is not None:
-                    env[text(name)] = "dim3(" + text(params).strip("()") + ")"
+                    env[text(name)] = "dim3(" + inner_text(text(params)) + ")"
     return env
 
 
 # (node id, type) -> (the node, kept so that its id is not reused; its descendants of the
 # type by start): a function with many launches is walked once, not once per launch
 _DESCENDANTS: dict[tuple[int, str], tuple[Node, list[Node], list[int]]] = {}
+_ADDRESS_OF = re.compile(r"^(?:\(\s*(?:const\s+)?void\s*\*\s*\)\s*)?&\s*(.+)$", re.S)
+
+
+def argument_array(call: Node, array: str) -> tuple[str, ...]:
+    """The kernel arguments of ``cudaLaunchKernel(k, grid, block, args, ...)``: the items of
+    ``void *args[] = {&n, (void *)&x}`` declared before the call in its function, each
+    without its ``&`` (so they read like the arguments of ``k<<<grid, block>>>(n, x)``).
+    Empty when the array is not a local initialised that way."""
+    array = array.strip()
+    if not re.fullmatch(r"[A-Za-z_]\w*", array):
+        return ()
+    fn = enclosing_function(call)
+    body = fn.child_by_field_name("body") if fn is not None else None
+    if body is None:
+        return ()
+    items: tuple[str, ...] = ()
+    for decl in descendants_of_type(body, "declaration", stop=call.start_byte):
+        for d in decl.children_by_field_name("declarator"):
+            target = d.child_by_field_name("declarator") if d.type == "init_declarator" else None
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            while target is not None and target.type == "pointer_declarator":
+                target = target.child_by_field_name("declarator")
+            if target is None or value is None or value.type != "initializer_list":
+                continue
+            if target.type != "array_declarator" or qualified_declarator_name(target) != array:
+                continue
+            found = []
+            for item in value.named_children:
+                if item.type == "comment":
+                    continue
+                m = _ADDRESS_OF.match(text(item).strip())
+                found.append(m.group(1).strip() if m else text(item).strip())
+            items = tuple(found)
+    return items
 
 
 def descendants_of_type(node: Node, type_: str, stop: int) -> list[Node]:
@@ -134,3 +171,80 @@ def called_names(node: Node) -> tuple[str, ...]:
         unqualified_name(kernel_ref(text(n)))
         for n in captures("cuda-calls", node).get("callee", [])
     )
+
+
+_INTEGER_TYPE = re.compile(
+    r"\b(int|long|short|char|unsigned|signed|size_t|ptrdiff_t|u?int(8|16|32|64)_t|uint|bool)\b"
+)
+_FLOAT_TYPE = re.compile(r"\b(float|double)\b")
+
+
+def _numeric_kind(type_text: str) -> bool | None:
+    """True for an integer type, False for a floating one, None otherwise (a template
+    parameter, a pointer, a class)."""
+    if "*" in type_text or "[" in type_text:
+        return None
+    if _FLOAT_TYPE.search(type_text):
+        return False
+    if _INTEGER_TYPE.search(type_text):
+        return True
+    return None
+
+
+def text_function(fn: Node) -> TextFunction | None:
+    """A function definition whose body only returns an expression of its parameters
+    (``inline int div_up(int a, int b) { return (a + b - 1) / b; }``), as a
+    :class:`TextFunction`; None for any other function."""
+    body = fn.child_by_field_name("body")
+    fdecl = function_declarator(fn)
+    if body is None or fdecl is None or body.type != "compound_statement":
+        return None
+    stmts = [c for c in body.named_children if c.type != "comment"]
+    if len(stmts) != 1 or stmts[0].type != "return_statement" or not stmts[0].named_children:
+        return None
+    value = stmts[0].named_children[0]
+    plist = fdecl.child_by_field_name("parameters")
+    params: list[str] = []
+    kinds: list[bool | None] = []
+    for p in plist.named_children if plist is not None else []:
+        if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            if p.type == "comment":
+                continue
+            return None  # variadic
+        name = qualified_declarator_name(p.child_by_field_name("declarator"))
+        if not name:
+            return None
+        ptype = p.child_by_field_name("type")
+        decl = p.child_by_field_name("declarator")
+        ref = decl is not None and decl.type in ("pointer_declarator", "array_declarator")
+        params.append(name)
+        kinds.append(None if ref or ptype is None else _numeric_kind(text(ptype)))
+    rtype = fn.child_by_field_name("type")
+    result = _numeric_kind(text(rtype)) if rtype is not None else None
+    return TextFunction(tuple(params), text(value), tuple(kinds), result)
+
+
+_TEXT_FUNCTIONS: dict[int, tuple[object, object, dict[str, TextFunction]]] = {}
+
+
+def text_functions(
+    functions: dict[str, Function], macros: dict[str, Macro]
+) -> dict[str, TextFunction]:
+    """The function-like macros and expression-returning functions of a file by name, for
+    evaluating launch expressions that call them (cached on the two tables' identity)."""
+    key = id(functions)
+    hit = _TEXT_FUNCTIONS.get(key)
+    if hit is not None and hit[0] is functions and hit[1] is macros:
+        return hit[2]
+    out: dict[str, TextFunction] = {}
+    for m in macros.values():
+        if m.params is not None and m.body and all(p.isidentifier() for p in m.params):
+            out[m.name] = TextFunction(m.params, m.body)
+    for name, f in functions.items():
+        tf = text_function(f.node)
+        if tf is not None:
+            out.setdefault(name, tf)
+    _TEXT_FUNCTIONS[key] = (functions, macros, out)
+    if len(_TEXT_FUNCTIONS) > 256:
+        _TEXT_FUNCTIONS.pop(next(iter(_TEXT_FUNCTIONS)))
+    return out

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
+from roofline_lsp.detect.treewalk import text_functions
 from roofline_lsp.estimate.roofline import Inputs
 from roofline_lsp.measured.ncu import MeasuredProfile
 from roofline_lsp.model.config import Config
@@ -114,6 +115,11 @@ def context_key(kernel: Kernel, detection: Detection, file_context: bytes) -> st
         if host is None:  # a region outside any function (a broken parse): all of it
             h.update(src)
         hosts.append(host)
+    # helpers a launch expression may call (``ceil_div(n, bs)``), evaluated by their text
+    for name, tf in sorted(text_functions(detection.functions, detection.macros).items()):
+        h.update(
+            f"{name}({','.join(tf.params)})={tf.body};{tf.integer};{tf.integer_result}".encode()
+        )
     seen: set[str] = set()
     for _ in range(3):  # the host functions, their callers and theirs
         level = [f for f in hosts if f is not None and f.name not in seen]

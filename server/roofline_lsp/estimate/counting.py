@@ -17,7 +17,7 @@ Device functions and ``declare target`` functions are inlined (with their pointe
 bound to the caller's buffers), function-like and expression macros expanded and parsed.
 
 The walker is split by concern (``walk_state``: state and bookkeeping; ``walk_branches``,
-``walk_references``, ``walk_expressions``, ``walk_calls``, ``walk_loops``,
+``walk_references``, ``walk_expressions``, ``walk_groups``, ``walk_calls``, ``walk_loops``,
 ``walk_statements``); :class:`ThreadCounter` is the complete walker and builds the result.
 """
 
@@ -38,7 +38,18 @@ class ThreadCounter(StatementWalker):
         iterations of the region)."""
         inv = 1.0 / scale if scale > 0 else 1.0
         accesses = tuple(
-            Access(r.buffer, r.space, r.elem, r.kind, r.weight * inv, r.distinct, r.line, r.index)
+            Access(
+                r.buffer,
+                r.space,
+                r.elem,
+                r.kind,
+                r.weight * inv,
+                r.distinct,
+                r.line,
+                r.index,
+                r.interval,
+                r.unfollowed,
+            )
             for r in self.tally.accesses.values()
         )
         lines = {

@@ -4,6 +4,7 @@ thread, the launch's DRAM traffic and totals, the arithmetic intensities)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from roofline_lsp.detect.bindings import HostContext
 from roofline_lsp.estimate.memory import MemoryEstimate
@@ -21,3 +22,4 @@ class KernelEstimate:
     totals: dict[str, float]  # fp64, fp32, fp16, int over the launch
     ai: dict[str, float | None]
     context: HostContext = field(repr=False)
+    launch_from: Literal["given", "source", "guard", "assumed"] = "source"  # see Counts

@@ -4,15 +4,19 @@ From the counter's accesses (per-thread executions and the distinct elements eac
 the launch) the model takes, per buffer:
 
 * references: executions x threads x element size (what a cache-less GPU would move);
-* footprint: the distinct bytes touched (reuse across threads and loop iterations removed),
-  capped by the buffer's allocated size when the host code shows it;
+* footprint: the distinct bytes touched, capped by the buffer's allocated size when the host
+  code shows it. Reuse is removed only where the index proves it: an index's distinct values
+  follow from the thread and loop dimensions it depends on, accesses at known index ranges
+  overlap only where the ranges do, and an index that depends on data or on values the walk
+  could not follow is charged every reference (up to the allocation);
 * DRAM bytes: the footprint once (compulsory misses), plus re-reads of the reused part when
   the whole working set overflows L2 (capacity misses, growing with footprint / L2), with
   stores written back once per byte written.
 
-When the working set fits in L2 the data a kernel reads was typically just written or read by
-the previous kernel or the host copy and is still resident, and its writes stay in L2 until
-evicted: only a fraction of the footprint reaches DRAM (``CacheModel.resident_fraction``).
+Measured traffic comes from replays with cold caches (Nsight Compute flushes them before each
+profiled launch), so every byte read comes from DRAM at least once, even when the working set
+fits in L2 (``CacheModel.resident_fraction`` = 1); written lines may stay in the write-back L2
+(``resident_write_fraction``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from dataclasses import dataclass
 from roofline_lsp.estimate.thread_counts import Access, ThreadCounts
 
 SECTOR = 32  # bytes of a DRAM/L2 sector
+# one access's share of a buffer: footprint bytes, index range (elements) if known, and
+# whether its index holds a value the walk could not follow
+Part = tuple[float, tuple[float, float] | None, bool]
 
 
 @dataclass(frozen=True)
@@ -89,7 +96,8 @@ def estimate_traffic(
         if cap is not None and (math.isnan(cap) or cap <= 0):
             cap = None
         refs_l = refs_s = 0.0
-        foot_l = foot_s = 0.0
+        parts_l: list[Part] = []
+        parts_s: list[Part] = []
         for a in accs:
             execs = a.weight * threads
             refs = execs * a.elem
@@ -106,12 +114,16 @@ def estimate_traffic(
             if cap is not None:
                 unique = min(unique, cap)
             foot = unique * per
+            part = (foot, a.interval, a.unfollowed)
             if a.kind in ("load", "atomic"):
                 refs_l += refs
-                foot_l = max(foot_l, foot)
+                parts_l.append(part)
             if a.kind in ("store", "atomic"):
                 refs_s += refs
-                foot_s = max(foot_s, foot)
+                parts_s.append(part)
+        limit = cap * elem if cap is not None else math.inf
+        foot_l = min(_union(parts_l, elem), limit)
+        foot_s = min(_union(parts_s, elem), limit)
         buffers.append(
             BufferTraffic(name, elem, refs_l + refs_s, max(foot_l, foot_s), foot_l, foot_s)
         )
@@ -142,6 +154,32 @@ def estimate_traffic(
         resident=resident,
         buffers=tuple(buffers),
     )
+
+
+def _union(parts: list[Part], elem: int) -> float:
+    """Distinct bytes of several accesses to one buffer. Accesses whose index ranges are
+    known overlap only where the ranges do (``in[t]`` and ``in[t + 9 * n]`` are two arrays'
+    worth, ``u[i - 1]``, ``u[i]``, ``u[i + 1]`` one): each group of overlapping ranges
+    covers at most its union. Other accesses are assumed to cover the same elements as the
+    largest of them (one array indexed several ways, a table gathered from), except those
+    whose index holds a value the walk could not follow (``s[n * STATE_V + i]`` with
+    ``STATE_V`` unknown): nothing shows they overlap, so their footprints add up (the caller
+    caps the total by the allocation)."""
+    free = max((f for f, iv, unf in parts if iv is None and not unf), default=0.0)
+    free = max(free, sum(f for f, iv, unf in parts if iv is None and unf))
+    ranged = sorted(((iv[0], iv[1], f) for f, iv, _ in parts if iv is not None), key=lambda r: r[0])
+    total = 0.0
+    group: tuple[float, float, float] | None = None  # lo, hi, summed footprint
+    for lo, hi, f in ranged:
+        if group is not None and lo <= group[1] + 1:
+            group = (group[0], max(group[1], hi), group[2] + f)
+            continue
+        if group is not None:
+            total += min(group[2], (group[1] - group[0] + 1) * elem)
+        group = (lo, hi, f)
+    if group is not None:
+        total += min(group[2], (group[1] - group[0] + 1) * elem)
+    return max(total, free)
 
 
 def _local_memory(

@@ -76,13 +76,16 @@ def substitute(
             new[ln] = (line[0] * w, line[1] * w, line[2] * w, line[3] * w)
             continue
         # a loop statement: its per-iteration part (all of it when PTX found no loop there)
-        # runs trips times per entry; the loop control (integer) once per unrolled group
+        # runs trips times per entry: the body work inlined or called on the line every
+        # iteration, the loop control (integer) once per unrolled group
         trips = max(lp.trips, 0.0)
         each = ptx.per_iteration.get(ln, line)
-        once = [line[i] - each[i] for i in range(4)]
+        body = ptx.per_iteration_body.get(ln, (0, 0, 0, 0))
+        once = [max(line[i] - each[i] - body[i], 0) for i in range(4)]
         groups = 0.0 if lp.unrolled else trips / max(unroll_default, 1.0)
-        fp = [(once[i] + each[i] * trips) * lp.weight for i in range(3)]
-        new[ln] = (fp[0], fp[1], fp[2], (once[3] + each[3] * groups) * lp.weight)
+        fp = [(once[i] + (each[i] + body[i]) * trips) * lp.weight for i in range(3)]
+        ints = (once[3] + each[3] * groups + body[3] * trips) * lp.weight
+        new[ln] = (fp[0], fp[1], fp[2], ints)
     tot = [0.0, 0.0, 0.0, 0.0]
     for row in new.values():
         for i in range(4):

@@ -20,8 +20,10 @@ justified below and its fit on the dev set is shown by ``scripts/calibration.py`
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from tree_sitter import Node
 
@@ -29,10 +31,18 @@ from roofline_lsp.compiler.kernel_ptx import CompiledCounts
 from roofline_lsp.detect.bindings import (
     HostContext,
     function_params,
+    guard_bounds,
     host_context,
     parse_assignments,
 )
-from roofline_lsp.detect.program import FunctionTable
+from roofline_lsp.detect.pragmas import (
+    Pragma,
+    acc_loop_sharing,
+    mapped_sections,
+    parse_pragma,
+    pragma_text,
+)
+from roofline_lsp.detect.program import FunctionTable, included_body, units_mentioning
 from roofline_lsp.estimate.counting import ThreadCounter
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
@@ -131,9 +141,23 @@ def analyze(
     root = _root(kernel.node if kernel.node is not None else kernel.body)
     decls = declarations(root, detection.macros)
     aliases = dict(decls.aliases)
+    macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
+    constants = set(detection.constants)
+    for unit in _includers(detection.file, read):
+        # a kernel file #included by another sees the includer's macros and constants
+        for m in unit.macros.values():
+            macros.setdefault(m.name, (m.params, m.body))
+            if m.params is None and m.body and parse_type(m.body).kind != "unknown":
+                aliases.setdefault(m.name, m.body.strip())  # #define REAL double
+        for name, text_ in unit.constants.items():
+            ctx.texts.setdefault(name, text_)
+            constants.add(name)
     offload = kernel.is_offload
     block = ctx.block or cal.default_block
     grid = ctx.grid or cal.default_grid
+    launch_from = _launch_from(kernel, ctx, inputs, block)
+    if launch_from == "guard":
+        grid = _covering_grid(guard_bounds(kernel, ctx), block)
     if offload:
         block, grid = _team_shape(kernel, ctx, block, grid)
     if not offload:
@@ -165,7 +189,6 @@ def analyze(
             ctx.extents.setdefault(g.name, g.elements)
     # the file's functions, then separately compiled device code in sibling files (-rdc)
     functions = FunctionTable(detection, exclude=kernel.name, read=view)
-    macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
     counter = ThreadCounter(
         functions=functions,
         macros=macros,
@@ -178,12 +201,19 @@ def analyze(
         block=block,
         grid=grid,
         offload=offload,
-        constants=frozenset(detection.constants),
+        constants=frozenset(constants),
+        include=lambda rel, including: included_body(rel, including, view),
+        file=detection.file,
     )
     body = kernel.body
     if offload:
+        sections = mapped_sections(
+            (*kernel.clauses, *(c for r in detection.data_regions for c in r.clauses))
+        )
         for name, tyt in ctx.types.items():
             t = parse_type(tyt, aliases)
+            if not t.pointer and t.kind == "unknown" and name in sections:
+                t = replace(t, pointer=1)  # `auto p = v.data()` moved as a section `p[0:n]`
             if t.pointer:
                 globals_.setdefault(
                     name, Var(t, buffer=name, space="global", arrdims=tyt.count("[]"))
@@ -254,7 +284,7 @@ def analyze(
     for p in ("fp64", "fp32", "fp16", "int"):
         ops = totals[p]
         ai[p] = ops / dram if dram > 0 else (math.inf if ops > 0 else 0.0)
-    return KernelEstimate(counts, mem, threads, gpu_threads, totals, ai, ctx)
+    return KernelEstimate(counts, mem, threads, gpu_threads, totals, ai, ctx, launch_from)
 
 
 def estimate(
@@ -307,6 +337,7 @@ def estimate(
             per="iteration" if kernel.is_offload else "thread",
             threads=a.threads,
             counts_from="ptx" if compiled is not None and compiled.ok else "source",
+            launch_from=a.launch_from,
         ),
     )
 
@@ -322,9 +353,48 @@ def _root(node: Node) -> Node:
     return node
 
 
+def _includers(path: str, read: SourceReader | None) -> list[Detection]:
+    """Detections of the sibling files that ``#include`` the file at ``path`` (a kernel
+    file compiled as part of another translation unit, ``#include "kernels.cu"``)."""
+    name = os.path.basename(path)
+    if not name:
+        return []
+    pattern = re.compile(rb'#\s*include\s*"(?:[^"]*/)?' + re.escape(name.encode()) + rb'"')
+    return [u.detection for u in units_mentioning(path, pattern, read)]
+
+
+def _launch_from(
+    kernel: Kernel, ctx: HostContext, inputs: Inputs, block: tuple[int, int, int]
+) -> Literal["given", "source", "guard", "assumed"]:
+    """Where a CUDA launch's size comes from. When the source does not give the grid, the
+    launch is assumed to cover the kernel's bounds check exactly when its bound is known
+    ("guard": no assumed thread idles past it, doing index work and moving no bytes), else
+    assumed outright (the bound, if any, is then inferred from the assumed launch)."""
+    if kernel.is_offload:
+        return "given" if inputs.block and inputs.grid else "source"
+    if inputs.block and inputs.grid:
+        return "given"
+    if ctx.grid is not None and ctx.block is not None:
+        return "source"
+    if ctx.grid is None and guard_bounds(kernel, ctx):
+        return "guard"
+    return "assumed"
+
+
+def _covering_grid(bounds: dict[str, float], block: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The grid whose threads cover ``bounds`` (by dimension) with ``block``."""
+    return (
+        max(1, math.ceil(bounds.get("x", block[0]) / block[0])),
+        max(1, math.ceil(bounds.get("y", block[1]) / block[1])),
+        max(1, math.ceil(bounds.get("z", block[2]) / block[2])),
+    )
+
+
 def _template_bindings(kernel: Kernel, ctx: HostContext, aliases: dict[str, str]) -> None:
     """``template <typename T, int BS>``: T from the launch's template arguments, else
-    ``float``; BS from them when numeric, else from a default argument."""
+    deduced from the launch's arguments, else ``float``; BS from them when numeric, else
+    from a default argument; a function passed as a template argument by name."""
+    deduced = _deduced_types(kernel, ctx)
     for i, tp in enumerate(kernel.template_params):
         tp = tp.strip()
         arg = ctx.template_args[i].strip() if i < len(ctx.template_args) else None
@@ -336,14 +406,38 @@ def _template_bindings(kernel: Kernel, ctx: HostContext, aliases: dict[str, str]
         if not parts:
             continue
         name = parts[-1].lstrip("*&.")
+        fp = re.search(r"\(\s*\*\s*(\w+)\s*\)", tp)  # float (*F)(float): a function
+        if fp is not None:
+            name = fp.group(1)
         if parts[0] in ("typename", "class"):
-            aliases[name] = arg or default or "float"
+            aliases[name] = arg or deduced.get(name) or default or "float"
         else:
             src = arg or default
             if src is not None and name not in ctx.fixed:
                 v = ctx.eval_text(src)
                 if v is not None:
                     ctx.fixed[name] = v
+                elif re.fullmatch(r"&?\s*[A-Za-z_][\w:]*", src):
+                    aliases[name] = src.lstrip("& ")  # a function: F(x) calls it
+
+
+def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
+    """Template type parameters deduced from the launch's arguments, as C++ does: a
+    parameter ``Op op`` given ``Square()``/``Square{..}`` or a host variable of type
+    ``Square`` makes ``Op`` = ``Square`` (so ``op(x)`` runs ``Square::operator()``)."""
+    if ctx.launch is None or kernel.node is None:
+        return {}
+    out: dict[str, str] = {}
+    for (ptype, _), arg in zip(function_params(kernel.node), ctx.launch.args, strict=False):
+        t = ptype.replace("const", "").replace("&", "").strip()
+        if not re.fullmatch(r"[A-Za-z_]\w*", t):
+            continue
+        m = re.match(r"\s*([A-Za-z_][\w:]*)\s*(?:<[^(){}]*>)?\s*[({]", arg)
+        if m is not None:
+            out.setdefault(t, m.group(1))
+        elif arg.strip() in ctx.types:
+            out.setdefault(t, ctx.types[arg.strip()].replace("const", "").strip())
+    return out
 
 
 def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> None:
@@ -376,15 +470,21 @@ def _team_shape(
     grid: tuple[int, int, int],
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """Threads per team and teams of an offload region: the launch when known, else the
-    ``thread_limit``/``num_threads`` and ``num_teams`` clauses."""
+    ``thread_limit``/``num_threads`` and ``num_teams`` clauses (OpenACC: ``num_workers`` x
+    ``vector_length`` threads per gang, ``num_gangs`` gangs)."""
     if ctx.block and ctx.grid:
         return block, grid
-    threads = teams = None
+    threads = teams = workers = None
     for c in kernel.clauses:
         if c.name in ("thread_limit", "num_threads", "vector_length") and c.items:
             threads = ctx.eval_text(c.items[0])
         elif c.name in ("num_teams", "num_gangs") and c.items:
             teams = ctx.eval_text(c.items[0])
+        elif c.name == "num_workers" and c.items:
+            workers = ctx.eval_text(c.items[0])
+    if workers and workers > 0:
+        # an OpenACC gang has num_workers x vector_length threads (NVHPC's vector default 128)
+        threads = workers * (threads if threads and threads > 0 else 128.0)
     b = (int(threads), 1, 1) if threads and threads > 0 else block
     g = (int(teams), 1, 1) if teams and teams > 0 else grid
     return b, g
@@ -400,15 +500,15 @@ def _offload_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -
     pragma just before the statement counts too."""
     # detection appends nested constructs after "|" ("target teams | parallel"): the
     # counter meets those pragmas itself
+    if kernel.language == "acc":
+        return _acc_region(kernel, body, counter)
     words = set(kernel.directive.split("|", 1)[0].split())
     collapse = 1
     for c in kernel.clause("collapse"):
         m = re.search(r"\d+", c.text)
         if m:
             collapse = int(m.group(0))
-    workshare = bool(words & _WORKSHARE) or (
-        kernel.language == "acc" and bool(words & {"loop", "kernels"})
-    )
+    workshare = bool(words & _WORKSHARE)
     prev = kernel.body.prev_named_sibling if kernel.body is not None else None
     while (
         prev is not None
@@ -434,9 +534,46 @@ def _offload_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -
         if "parallel" in words:
             counter.par.pending_region = "parallel"
         return "teams"
-    if "parallel" in words or kernel.language == "acc":
+    if "parallel" in words:
         return "parallel"
     return None
+
+
+def _acc_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -> str | None:
+    """How an OpenACC compute construct's statement runs: a ``parallel loop`` (or a
+    ``parallel``/``kernels`` pragma stacked over a ``loop`` pragma) shares the loop
+    (:func:`acc_loop_sharing`; returns None); a ``parallel`` region runs once per gang
+    (gang-redundant mode, like an OpenMP ``teams`` region: returns ``"teams"``) until a
+    ``loop gang`` shares a loop among the gangs; in a ``kernels`` region the compiler
+    parallelises the outermost loops; a ``serial`` region runs once."""
+    node = kernel.node
+    if node is not None and node.type == "preproc_call":
+        pragmas = [parse_pragma(pragma_text(node))]  # its own clauses, not the nested ones
+    else:
+        pragmas = [Pragma("acc", tuple(kernel.directive.split("|", 1)[0].split()), ())]
+    prev = kernel.body.prev_named_sibling if kernel.body is not None else None
+    while (
+        prev is not None
+        and prev.type == "preproc_call"
+        and prev.start_byte > kernel.span.start_byte
+    ):
+        arg = prev.child_by_field_name("argument")
+        t = arg.text.decode("utf-8", "replace") if arg is not None and arg.text else ""
+        pragmas.append(parse_pragma(t))
+        prev = prev.prev_named_sibling
+    words = {w for p in pragmas for w in p.words}
+    sharing = next((s for p in pragmas if (s := acc_loop_sharing(p)) is not None), None)
+    is_loop = body is not None and body.type in ("for_statement", "while_statement")
+    if sharing is not None and is_loop:
+        counter.par.pending_parallel = sharing.collapse
+        counter.par.pending_distribute = sharing.gangs
+        return None
+    if "kernels" in words:
+        counter.par.auto_loops = True
+        return None
+    if "serial" in words or "loop" in words:  # serial, or parallel loop seq
+        return None
+    return "teams"
 
 
 def with_calibration(cal: Calibration, **changes: float) -> Calibration:

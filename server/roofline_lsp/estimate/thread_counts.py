@@ -19,6 +19,8 @@ class Access:
     distinct: float | None  # distinct elements over the launch (None: data-dependent)
     line: int
     index: str = ""  # index text (for explanations)
+    interval: tuple[float, float] | None = None  # [lo, hi] of the index, in elements, if known
+    unfollowed: bool = False  # the index holds a value the walk could not follow
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,10 @@ class Loop:
     parallel: bool = False  # an OpenMP/OpenACC work-shared loop (a thread dimension)
     unrolled: bool = False
     end_line: int = 0
+    # a defaulted trip count: the kernel parameters or host names its bound needs (a
+    # ``// roofline: name=...`` hint gives them), and whether it depends on loaded data
+    unknown_names: tuple[str, ...] = ()
+    data_bound: bool = False
 
 
 @dataclass(frozen=True)

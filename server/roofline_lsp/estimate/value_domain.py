@@ -22,7 +22,7 @@ class Var:
     """A variable: type, dependences, value (exact or mean), pointer target, array rank,
     constness and integer range; mutated as the walk assigns it."""
 
-    __slots__ = ("type", "deps", "val", "space", "buffer", "arrdims", "const", "rng")
+    __slots__ = ("type", "deps", "val", "space", "buffer", "arrdims", "const", "rng", "group")
 
     def __init__(
         self,
@@ -34,6 +34,7 @@ class Var:
         arrdims: int = 0,
         const: bool = False,
         rng: tuple[float, float] | None = None,
+        group: float | None = None,
     ) -> None:
         self.type = type_
         self.deps = deps
@@ -43,12 +44,13 @@ class Var:
         self.arrdims = arrdims
         self.const = const
         self.rng = rng
+        self.group = group  # threads of the cooperative group it holds (walk_groups.py)
 
 
 class Val:
     """An expression's value: type, dependences, numeric value (exact or mean), pointer."""
 
-    __slots__ = ("type", "deps", "val", "buffer", "space", "rng")
+    __slots__ = ("type", "deps", "val", "buffer", "space", "rng", "group")
 
     def __init__(
         self,
@@ -58,6 +60,7 @@ class Val:
         buffer: str | None = None,
         space: str | None = None,
         rng: tuple[float, float] | None = None,
+        group: float | None = None,
     ) -> None:
         self.type = type_
         self.deps = deps
@@ -65,6 +68,7 @@ class Val:
         self.buffer = buffer
         self.space = space
         self.rng = rng  # [lo, hi] over threads and iterations, for integer values
+        self.group = group  # threads of the cooperative group it denotes (walk_groups.py)
 
 
 def fold_binary(

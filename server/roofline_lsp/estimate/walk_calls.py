@@ -21,12 +21,16 @@ from roofline_lsp.estimate.value_domain import (
     fold_call,
     widest_type,
 )
-from roofline_lsp.estimate.walk_expressions import ExpressionWalker
+from roofline_lsp.estimate.walk_groups import GroupWalker
 from roofline_lsp.estimate.walk_state import Frame, InlineSummary
 from roofline_lsp.syntax.datatypes import DOUBLE, FLOAT, HALF, INT, UNKNOWN, VOID, DataType
-from roofline_lsp.syntax.expr import text
+from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
 
 MATH_NAMES = set(costs.MATH_F32) | set(costs.MATH_F64)
+# cache-hinted loads and stores (``__ldcs(p)``, ``__stcs(p, v)``): an ordinary access of
+# ``*p`` of the pointee's width (a ``float4*`` moves 16 bytes)
+CACHE_LOADS = frozenset(["__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"])
+CACHE_STORES = frozenset(["__stcs", "__stcg", "__stwb", "__stwt"])
 OMP_IDS = frozenset(
     [
         "omp_get_thread_num",
@@ -39,7 +43,7 @@ OMP_IDS = frozenset(
 )
 
 
-class CallWalker(ExpressionWalker):
+class CallWalker(GroupWalker):
     """Function calls, device-function inlining and macro expansion."""
 
     def call(self, node: Node) -> Val:
@@ -58,6 +62,9 @@ class CallWalker(ExpressionWalker):
             else:
                 fname = text(fn)
         short = fname.rsplit("::", 1)[-1].strip()
+        group = self.group_call(fn, short, args)
+        if group is not None:
+            return group
         if short in costs.ATOMICS:
             return self.atomic(short, args)
         if short in OMP_IDS:
@@ -69,12 +76,12 @@ class CallWalker(ExpressionWalker):
                 deps = deps | v.deps
             self.record(text(args[0]) if args else "tex", "global", 4, "load", deps, "tex")
             return Val(FLOAT, deps | {DATA})
-        if short in ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv") and args:
-            return (
-                self.deref(args[0], "load")
-                if args[0].type != "pointer_expression"
-                else (self.expr(args[0]))
-            )
+        if short in CACHE_LOADS and args:
+            return self.through_pointer(args[0], "load")
+        if short in CACHE_STORES and len(args) >= 2:
+            v = self.expr(args[1])
+            self.through_pointer(args[0], "store")
+            return Val(VOID, v.deps)
         if (
             short in ("static_cast", "reinterpret_cast", "const_cast", "bit_cast")
             and fn is not None
@@ -100,6 +107,19 @@ class CallWalker(ExpressionWalker):
         m = self.inputs.macros.get(short)
         if m is not None and m[0] is not None and short not in self.cursor.call_stack:
             return self.expand_macro(short, m, args, node)
+        named = self.inputs.aliases.get(short)  # template <float (*F)(float)>: F(x)
+        fnode = self.inputs.functions.get(named) if named and named != short else None
+        if (
+            fnode is not None
+            and named is not None
+            and named not in self.cursor.call_stack
+            and len(self.cursor.call_stack) < self.inputs.settings.max_inline_depth
+        ):
+            return self.inline(named, fnode, args)
+        if fn is not None and len(self.cursor.call_stack) < self.inputs.settings.max_inline_depth:
+            target = self.callable_object(fn, short, node)
+            if target is not None and target[0] not in self.cursor.call_stack:
+                return self.inline(target[0], target[1], args, closure=target[1].type == LAMBDA)
         vals = [self.expr(a) for a in args]
         deps = NOTHING
         for v in vals:
@@ -139,6 +159,23 @@ class CallWalker(ExpressionWalker):
         # unknown function: a small cost
         self.add_int(2.0, w)
         return Val(widest_type(vals) if vals else UNKNOWN, deps | {DATA})
+
+    def through_pointer(self, ptr: Node, kind: str) -> Val:
+        """``*ptr`` as a load or store: ``&a[i]`` is the access ``a[i]``, ``&s.f`` the field,
+        anything else (``p + i``, ``reinterpret_cast<float4*>(q)``) a dereference."""
+        while ptr.type == "parenthesized_expression" and ptr.named_children:
+            ptr = ptr.named_children[0]
+        if ptr.type == "pointer_expression":
+            op = ptr.child_by_field_name("operator")
+            inner = ptr.child_by_field_name("argument")
+            while inner is not None and inner.type == "parenthesized_expression":
+                inner = inner.named_children[0] if inner.named_child_count == 1 else None
+            if op is not None and op.type == "&" and inner is not None:
+                if inner.type == "subscript_expression":
+                    return self.memory(inner, kind)
+                if inner.type == "field_expression":
+                    return self.field(inner, kind)
+        return self.deref(ptr, kind)
 
     def omp_id(self, short: str) -> Val:
         if short == "omp_get_thread_num":
@@ -199,9 +236,57 @@ class CallWalker(ExpressionWalker):
             self.add_int(1.0)
         return Val(t, lv.deps | {DATA})
 
-    def inline(self, name: str, fnode: Node, args: list[Node]) -> Val:
-        params = function_params(fnode)
-        vals = [self.expr(a) for a in args]
+    def callable_object(self, fn: Node, short: str, node: Node) -> tuple[str, Node] | None:
+        """What a call of something that is not a function runs: a lambda bound to a local
+        (``auto f = [&](int j) {...}; f(i)``), or the ``operator()`` of a functor, named by
+        its type (``Op()(x)`` with ``Op`` = ``Square``, ``op(x)`` with ``op`` a ``Square``)
+        or, for a callable parameter of a template type the launch does not name, the only
+        ``operator()`` the file defines."""
+        if fn.type == "identifier":
+            lam = _lambda_named(short, node)
+            if lam is not None:
+                # named by its line too: two lambdas may share a name in one kernel
+                return f"lambda {short} (line {lam.start_point[0] + 1})", lam
+        ops = self.call_operators(node)
+        if not ops:
+            return None
+        type_name = ""
+        if fn.type == "call_expression":  # Op()(x): a temporary of type Op
+            inner = fn.child_by_field_name("function")
+            type_name = text(inner) if inner is not None else ""
+        elif fn.type in ("identifier", "template_function"):
+            var = self.var(short)
+            if var is None:
+                return None
+            type_name = var.type.name
+            if not type_name and var.type.kind in ("unknown", "f32") and len(ops) == 1:
+                type_name = next(iter(ops))
+        else:
+            return None
+        type_name = self.inputs.aliases.get(type_name, type_name).split("<", 1)[0].strip()
+        type_name = type_name.rsplit("::", 1)[-1]
+        op = ops.get(type_name)
+        return (type_name + "::operator()", op) if op is not None else None
+
+    def call_operators(self, node: Node) -> dict[str, Node]:
+        """``operator()`` definitions of the structs and classes of the kernel's file."""
+        root = node
+        while root.parent is not None:
+            root = root.parent
+        cached = self.inlining.call_operators.get(root.id)
+        if cached is None:
+            cached = self.inlining.call_operators[root.id] = _call_operators(root)
+        return cached
+
+    def inline(self, name: str, fnode: Node, args: list[Node], closure: bool = False) -> Val:
+        """Walk a device function's (``closure``: a lambda's, which sees the enclosing
+        function's variables) body with its parameters bound to the call's arguments."""
+        params = function_params(fnode) if not closure else _lambda_params(fnode)
+        outputs = output_params(fnode)
+        vals = [
+            self.lvalue(a, "store") if i in outputs and _is_lvalue(a) else self.expr(a)
+            for i, a in enumerate(args)
+        ]
         scope: dict[str, Var] = {}
         for i, (ptype, pname) in enumerate(params):
             if not pname:
@@ -231,7 +316,8 @@ class CallWalker(ExpressionWalker):
                     scope[pname] = Var(pt, v.deps, v.val)
             else:
                 scope[pname] = Var(pt)
-        ret_t = self.type_of(return_type_text(fnode))
+        self.bind_groups(params, args, vals, scope)
+        ret_t = self.type_of(return_type_text(fnode)) if not closure else UNKNOWN
         body = fnode.child_by_field_name("body")
         if body is None:
             return Val(ret_t)
@@ -248,7 +334,7 @@ class CallWalker(ExpressionWalker):
         ops0 = list(self.tally.ops)
         acc0 = {k: r.weight for k, r in self.tally.accesses.items()}
         saved_scopes = self.cursor.scopes
-        self.cursor.scopes = [saved_scopes[0], scope]
+        self.cursor.scopes = [*saved_scopes, scope] if closure else [saved_scopes[0], scope]
         self.cursor.call_stack.append(name)
         self.cursor.frames.append(Frame())
         saved_line, saved_base = self.cursor.line, self.cursor.line_base
@@ -320,6 +406,122 @@ class CallWalker(ExpressionWalker):
         finally:
             self.cursor.call_stack.pop()
             self.cursor.line_base = saved_base
+
+
+LAMBDA = "lambda_expression"
+
+
+def _lambda_named(name: str, node: Node) -> Node | None:
+    """The lambda a local ``name`` was initialised with in a block enclosing ``node``
+    (``auto name = [..](..) {..};`` before it), if any."""
+    p = node.parent
+    while p is not None and p.type != "function_definition":
+        if p.type == "compound_statement":
+            for st in p.named_children:
+                if st.start_byte >= node.start_byte:
+                    break
+                if st.type != "declaration":
+                    continue
+                for d in st.children_by_field_name("declarator"):
+                    value = d.child_by_field_name("value")
+                    if (
+                        d.type == "init_declarator"
+                        and value is not None
+                        and value.type == LAMBDA
+                        and declared_name(d.child_by_field_name("declarator")) == name
+                    ):
+                        return value
+        p = p.parent
+    return None
+
+
+def _lambda_params(lam: Node) -> list[tuple[str, str]]:
+    """(type text, name) of a lambda's parameters."""
+    decl = next((c for c in lam.named_children if c.type == "lambda_declarator"), None)
+    plist = decl.child_by_field_name("parameters") if decl is not None else None
+    if plist is None and decl is not None:
+        plist = next((c for c in decl.named_children if c.type == "parameter_list"), None)
+    out = []
+    for p in plist.named_children if plist is not None else []:
+        if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            continue
+        d = p.child_by_field_name("declarator")
+        ty = p.child_by_field_name("type")
+        out.append(
+            ((text(ty) if ty is not None else "") + " " + declarator_stars(d), declared_name(d))
+        )
+    return out
+
+
+def _call_operators(root: Node) -> dict[str, Node]:
+    """struct/class name -> its ``operator()`` definition, over the whole tree."""
+    found: dict[str, Node] = {}
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type in ("struct_specifier", "class_specifier"):
+            name = n.child_by_field_name("name")
+            body = n.child_by_field_name("body")
+            if name is not None and body is not None:
+                for m in body.named_children:
+                    if m.type == "template_declaration":
+                        defs = (c for c in m.named_children if c.type == "function_definition")
+                        m = next(defs, m)
+                    if m.type == "function_definition" and _is_call_operator(m):
+                        found.setdefault(text(name).split("<", 1)[0], m)
+        stack.extend(c for c in n.named_children if c.type not in _LEAF_STATEMENTS)
+    return found
+
+
+# statements that hold no struct definitions worth finding (speeds the tree scan)
+_LEAF_STATEMENTS = frozenset(["expression_statement", "return_statement", "preproc_def"])
+
+
+def _is_call_operator(fn: Node) -> bool:
+    d = fn.child_by_field_name("declarator")
+    while d is not None and d.type != "function_declarator":
+        d = d.child_by_field_name("declarator")
+    name = d.child_by_field_name("declarator") if d is not None else None
+    return (
+        name is not None
+        and name.type == "operator_name"
+        and text(name).replace(" ", "") == "operator()"
+    )
+
+
+def output_params(fn: Node) -> frozenset[int]:
+    """Positions of a function's non-const lvalue-reference parameters (``float& y``):
+    an element of memory bound to one is an output the callee writes (a store, not a
+    load)."""
+    if fn.type == LAMBDA:
+        d = next((c for c in fn.named_children if c.type == "lambda_declarator"), None)
+    else:
+        d = fn.child_by_field_name("declarator")
+        while d is not None and d.type != "function_declarator":
+            d = d.child_by_field_name("declarator")
+    plist = d.child_by_field_name("parameters") if d is not None else None
+    out = set()
+    params = [
+        p
+        for p in (plist.named_children if plist is not None else [])
+        if p.type in ("parameter_declaration", "optional_parameter_declaration")
+    ]
+    for i, p in enumerate(params):
+        decl = p.child_by_field_name("declarator")
+        if decl is None or decl.type != "reference_declarator" or text(decl).startswith("&&"):
+            continue
+        if any(c.type == "type_qualifier" and text(c) == "const" for c in p.children):
+            continue
+        out.add(i)
+    return frozenset(out)
+
+
+def _is_lvalue(arg: Node) -> bool:
+    """An element of memory: ``a[i]``, ``s.f``/``p->f``, ``*p``."""
+    if arg.type == "pointer_expression":
+        op = arg.child_by_field_name("operator")
+        return op is not None and op.type == "*"
+    return arg.type in ("subscript_expression", "field_expression")
 
 
 def math_function(short: str, vals: list[Val]) -> tuple[str | None, str]:

@@ -21,6 +21,7 @@ from roofline_lsp.estimate.value_domain import (
     value_range,
 )
 from roofline_lsp.estimate.walk_references import ReferenceWalker
+from roofline_lsp.estimate.walk_state import UNFOLLOWED
 from roofline_lsp.syntax.datatypes import (
     BOOL,
     DOUBLE,
@@ -84,6 +85,8 @@ class ExpressionWalker(ReferenceWalker):
             if arg is None:
                 return Val(UNKNOWN)
             if op is not None and op.type == "&":
+                while arg.type == "parenthesized_expression" and arg.named_child_count == 1:
+                    arg = arg.named_children[0]  # &(a[i]) is &a[i]
                 if arg.type == "subscript_expression":
                     return self.memory(arg, "address")
                 a = self.expr(arg) if arg.type != "identifier" else self.identifier(text(arg), arg)
@@ -177,7 +180,7 @@ class ExpressionWalker(ReferenceWalker):
             tree = macro_tree(m[1], expression=True)
             if tree is not None:
                 return self.in_macro(name, tree, expression=True)
-        return Val(UNKNOWN, frozenset({DATA}) if not name.isupper() else NOTHING)
+        return Val(UNKNOWN, frozenset({DATA, UNFOLLOWED}) if not name.isupper() else NOTHING)
 
     def binary(self, node: Node) -> Val:
         op_node = node.child_by_field_name("operator")

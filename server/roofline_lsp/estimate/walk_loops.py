@@ -14,6 +14,7 @@ from tree_sitter import Node
 from roofline_lsp.estimate.thread_counts import Loop
 from roofline_lsp.estimate.value_domain import DATA, NOTHING, THREAD_DIMS, Val, Var
 from roofline_lsp.estimate.walk_calls import CallWalker
+from roofline_lsp.estimate.walk_groups import WARP
 from roofline_lsp.syntax.datatypes import FLOAT, INT
 from roofline_lsp.syntax.expr import (
     LoopHeader,
@@ -37,6 +38,7 @@ class LoopWalker(CallWalker):
         cond = node.child_by_field_name("condition")
         body = node.child_by_field_name("body")
         var_name = None
+        hdr: LoopHeader | None = None
         if node.type == "for_range_loop":
             right = node.child_by_field_name("right")
             if right is not None:
@@ -50,6 +52,7 @@ class LoopWalker(CallWalker):
                     if node.type == "do_statement":
                         n = max(n, 1.0)
         dim = self.new_loop_dim(n)
+        names, data = self.unknown_bound(hdr if node.type != "for_range_loop" else None, source)
         self.tally.loop_records.append(
             Loop(
                 node.start_point.row + 1,
@@ -58,6 +61,8 @@ class LoopWalker(CallWalker):
                 source,
                 self.cursor.w,
                 end_line=node.end_point.row + 1,
+                unknown_names=names,
+                data_bound=data,
             )
         )
         if var_name:
@@ -119,6 +124,8 @@ class LoopWalker(CallWalker):
     def for_stmt(self, node: Node) -> None:
         self.set_line(node)
         unroll = self.cursor.pending_unroll
+        if self.par.auto_loops and not self.cursor.loops and not self.par.pending_parallel:
+            self.par.pending_parallel, self.par.pending_distribute = 1, True
         parallel = self.par.pending_parallel > 0
         self.cursor.pending_unroll = None
         collapse_left = self.par.pending_parallel - 1 if parallel else 0
@@ -144,6 +151,7 @@ class LoopWalker(CallWalker):
             unrolled = unroll == math.inf or (unroll >= n and source == "constant")
         elif source == "constant" and n <= self.inputs.settings.unroll_full_max and not parallel:
             unrolled = True
+        names, data = self.unknown_bound(hdr, source)
         self.tally.loop_records.append(
             Loop(
                 node.start_point.row + 1,
@@ -154,6 +162,8 @@ class LoopWalker(CallWalker):
                 parallel,
                 unrolled,
                 node.end_point.row + 1,
+                names,
+                data,
             )
         )
         if unrolled:
@@ -296,14 +306,48 @@ class LoopWalker(CallWalker):
             n = 1e9
         return n, source, sv
 
+    def unknown_bound(self, hdr: LoopHeader | None, source: str) -> tuple[tuple[str, ...], bool]:
+        """Why a loop's trip count is a default: the kernel parameters and host names without
+        a value that its start, bound and step use (a hint can give them), and whether they
+        depend on loaded data (no hint can)."""
+        if source != "default" or hdr is None:
+            return (), False
+        names: list[str] = []
+        data = False
+        for part in (hdr.start, hdr.bound, hdr.step):
+            if part is None:
+                continue
+            data = data or DATA in self.expr_quiet(part).deps
+            for nm in identifiers(part):
+                if nm in names or nm in self.inputs.constants or nm in self.inputs.aliases:
+                    continue
+                v = self.var(nm)
+                if v is None:
+                    if self.inputs.lookup_host(nm) is None and nm not in self.inputs.macros:
+                        names.append(nm)
+                elif (
+                    (self.cursor.scopes[0].get(nm) is v or self.inputs.globals.get(nm) is v)
+                    and v.val is None
+                    and v.buffer is None
+                    and not v.deps
+                    and v.type.kind != "unknown"
+                    and not v.type.pointer
+                ):
+                    names.append(nm)  # a parameter (host variable) nothing gives a value
+        return tuple(names), data
+
     def value_source(self, hdr: LoopHeader) -> str:
         names = set(re.findall(r"[A-Za-z_]\w*", text(hdr.bound) + " " + text(hdr.start)))
-        if names & {"blockDim", "gridDim"}:
+        if names & {"blockDim", "gridDim", "this_thread_block", "this_grid", "warpSize"}:
             return "launch"
         for nm in names:
             if nm in self.inputs.constants or nm in self.inputs.aliases:
                 continue
             v = self.var(nm)
+            if v is not None and v.group is not None:
+                # a cooperative group's size: a tile's (at most a warp) is a template
+                # argument the compiler knows; a block's or grid's comes with the launch
+                return "constant" if v.group <= WARP else "launch"
             if v is not None or self.inputs.lookup_host(nm) is not None:
                 return "argument"
         return "constant"
@@ -311,6 +355,31 @@ class LoopWalker(CallWalker):
 
 _ASSIGNED_CACHE: dict[tuple[int, int, bytes], frozenset[str]] = {}
 _LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "for_range_loop"})
+
+
+def identifiers(node: Node) -> list[str]:
+    """The variable names ``node`` reads (not called functions, fields or types)."""
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            parent = n.parent
+            called = (
+                parent is not None
+                and parent.type == "call_expression"
+                and parent.child_by_field_name("function") == n
+            )
+            if not called:
+                out.append(text(n))
+        elif n.type not in (
+            "field_identifier",
+            "type_identifier",
+            "string_literal",
+            "field_expression",
+        ):
+            stack.extend(n.named_children)  # (a struct's field: no hint names it)
+    return out
 
 
 def assigned_names(body: Node) -> frozenset[str]:

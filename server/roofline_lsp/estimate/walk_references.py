@@ -9,7 +9,7 @@ from tree_sitter import Node
 
 from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val
 from roofline_lsp.estimate.walk_branches import BranchWalker
-from roofline_lsp.estimate.walk_state import AccessRecord
+from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
 from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType, parse_type
 from roofline_lsp.syntax.expr import text
 
@@ -78,12 +78,13 @@ class ReferenceWalker(BranchWalker):
         elem = elem_t.size if not elem_t.pointer else 8
         if elem_t.kind == "unknown" and elem_t.name in self.inputs.structs:
             elem = struct_size(self.inputs.structs[elem_t.name], self.inputs.aliases)
-        span = None
+        interval = None
         if len(idx_vals) == 1 and idx_vals[0].rng is not None and idx_vals[0].deps == deps:
             # the index alone spans [lo, hi] (the base pointer does not move with threads)
-            lo, hi = idx_vals[0].rng
-            span = hi - lo + 1
-        self.record(buffer or "?", space or "global", elem, kind, deps, "|".join(key_parts), span)
+            interval = idx_vals[0].rng
+        self.record(
+            buffer or "?", space or "global", elem, kind, deps, "|".join(key_parts), interval
+        )
         loaded_deps = deps | {DATA}
         return Val(elem_t, loaded_deps, None, buffer if elem_t.pointer else None, space)
 
@@ -95,9 +96,10 @@ class ReferenceWalker(BranchWalker):
         kind: str,
         deps: frozenset[str],
         key: str,
-        span: float | None = None,
+        interval: tuple[float, float] | None = None,
     ) -> None:
-        """Book one access (merged with an identical one in the same loop body)."""
+        """Book one access (merged with an identical one in the same loop body);
+        ``interval``: the elements ``[lo, hi]`` its index spans, when known."""
         if space == "local":
             # a per-thread array indexed dynamically (by a rolled loop or by data) cannot
             # live in registers: it is in local memory (cached in L1/L2, backed by DRAM)
@@ -120,13 +122,22 @@ class ReferenceWalker(BranchWalker):
             seen.add(address)
             self.add_int(self.inputs.settings.int_address * (0.5 if space == "shared" else 1.0), w)
         distinct = self.extent(deps)
-        if span is not None and distinct is not None:
-            distinct = min(distinct, max(span, 1.0))
+        if interval is not None and distinct is not None:
+            distinct = min(distinct, max(interval[1] - interval[0] + 1, 1.0))
         akey = (buffer, kind, key, self.cursor.line)
         rec = self.tally.accesses.get(akey)
         if rec is None:
             self.tally.accesses[akey] = AccessRecord(
-                buffer, space, elem, kind, w, distinct, self.cursor.line, key
+                buffer,
+                space,
+                elem,
+                kind,
+                w,
+                distinct,
+                self.cursor.line,
+                key,
+                interval,
+                UNFOLLOWED in deps,
             )
         else:
             rec.weight += w

@@ -7,9 +7,9 @@ The walker's mutable state is grouped by what it describes: the fixed inputs of 
 device-function cost summaries (:class:`InlineCache`).
 
 The walker itself is split by concern into a chain of classes, one module each
-(``walk_branches`` <- ``walk_references`` <- ``walk_expressions`` <- ``walk_calls`` <-
-``walk_loops`` <- ``walk_statements`` <- ``counting.ThreadCounter``); :class:`WalkerBase`
-declares the few methods a lower layer calls on a higher one.
+(``walk_branches`` <- ``walk_references`` <- ``walk_expressions`` <- ``walk_groups`` <-
+``walk_calls`` <- ``walk_loops`` <- ``walk_statements`` <- ``counting.ThreadCounter``);
+:class:`WalkerBase` declares the few methods a lower layer calls on a higher one.
 """
 
 from __future__ import annotations
@@ -30,7 +30,14 @@ class FunctionLookup(Protocol):
 
 
 Macros = dict[str, tuple[tuple[str, ...] | None, str]]
+# ``#include "x.h"`` inside a kernel body: (header text, including file) -> (its path, its parse)
+IncludeResolver = Callable[[str, str], tuple[str, Node] | None]
 AccessKey = tuple[str, str, str, int]  # buffer, kind, index text, line
+
+
+# dependence on a value the walk could not follow (an unknown name, the fields of an object
+# built by a constructor): always with DATA, and not assumed to repeat across accesses
+UNFOLLOWED = "?unfollowed"
 
 
 @dataclass
@@ -45,6 +52,8 @@ class AccessRecord:
     distinct: float | None
     line: int
     index: str
+    interval: tuple[float, float] | None = None  # the index's [lo, hi] when known
+    unfollowed: bool = False  # the index holds a value the walk could not follow
 
 
 # per-call costs of an inlined function: ops, accesses (key, record, weight), its value
@@ -66,6 +75,8 @@ class WalkInputs:
     grid: tuple[int, int, int]
     offload: bool
     constants: frozenset[str]
+    include: IncludeResolver | None = None
+    file: str = ""  # the kernel's file (``#include`` paths are relative to it)
 
 
 @dataclass
@@ -104,6 +115,7 @@ class Cursor:
     unknown_depth: int = 0  # enclosing loops whose trip count is a default
     nodes: int = 0
     pending_unroll: float | None = None
+    include_stack: list[str] = field(default_factory=list)  # headers being walked
 
 
 @dataclass
@@ -132,6 +144,7 @@ class Parallelism:
     parallel_product: float = 1.0
     max_parallel: float = 1.0  # parallel units of the region (iterations or threads)
     team_mult: float = 1.0  # the teams multiplier in force (a distribute loop removes it)
+    auto_loops: bool = False  # OpenACC kernels region: the compiler shares outermost loops
 
 
 @dataclass
@@ -140,6 +153,7 @@ class InlineCache:
 
     inline_calls: dict[str, int] = field(default_factory=dict)
     summaries: dict[tuple[object, ...], InlineSummary] = field(default_factory=dict)
+    call_operators: dict[int, dict[str, Node]] = field(default_factory=dict)  # by tree root
 
 
 class WalkerBase:
@@ -160,6 +174,8 @@ class WalkerBase:
         grid: tuple[int, int, int],
         offload: bool = False,
         constants: frozenset[str] = frozenset(),
+        include: IncludeResolver | None = None,
+        file: str = "",
     ) -> None:
         self.inputs = WalkInputs(
             functions=functions,
@@ -173,6 +189,8 @@ class WalkerBase:
             grid=grid,
             offload=offload,
             constants=constants,
+            include=include,
+            file=file,
         )
         self.type_cache: dict[str, DataType] = {}
         self.tally = Tally()

@@ -9,9 +9,11 @@ import re
 
 from tree_sitter import Node
 
+from roofline_lsp.detect.pragmas import acc_loop_sharing, parse_pragma
 from roofline_lsp.estimate.macro_expansion import loop_macro
-from roofline_lsp.estimate.value_domain import NOTHING, Var
+from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var
 from roofline_lsp.estimate.walk_loops import LoopWalker
+from roofline_lsp.estimate.walk_state import UNFOLLOWED
 from roofline_lsp.syntax.datatypes import UNKNOWN, DataType
 from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
 
@@ -37,7 +39,8 @@ class StatementWalker(LoopWalker):
         if t == "expression_statement":
             self.set_line(node)
             for c in node.named_children:
-                self.expr(c)
+                if not self.template_declaration(c):
+                    self.expr(c)
             return 1.0
         if t == "declaration":
             self.set_line(node)
@@ -79,6 +82,8 @@ class StatementWalker(LoopWalker):
         if t == "preproc_call":
             self.pragma(node)
             return 1.0
+        if t == "preproc_include":
+            return self.included(node)
         if t in ("case_statement",):
             return self.block_stmts(node.named_children[1:], scoped=False)
         if t == "else_clause":
@@ -92,6 +97,33 @@ class StatementWalker(LoopWalker):
             self.set_line(node)
             self.expr(node)
         return 1.0
+
+    def included(self, node: Node) -> float:
+        """``#include "body.h"`` inside a kernel or offload region: the header's statements
+        run here (textual inclusion), their cost booked on the ``#include`` line."""
+        path_node = node.child_by_field_name("path")
+        if self.inputs.include is None or path_node is None:
+            return 1.0
+        if path_node.type != "string_literal":
+            return 1.0
+        including = self.cursor.include_stack[-1] if self.cursor.include_stack else ""
+        found = self.inputs.include(text(path_node).strip('"'), including or self.inputs.file)
+        if (
+            found is None
+            or found[0] in self.cursor.include_stack
+            or len(self.cursor.include_stack) >= 4
+        ):
+            return 1.0
+        path, root = found
+        self.set_line(node)
+        saved_base = self.cursor.line_base
+        self.cursor.line_base = self.cursor.line
+        self.cursor.include_stack.append(path)
+        try:
+            return self.block_stmts(root.named_children, scoped=False)
+        finally:
+            self.cursor.include_stack.pop()
+            self.cursor.line_base = saved_base
 
     def region(self, kind: str, node: Node) -> float:
         """An OpenMP ``parallel`` (every thread of the team runs it), ``teams`` (every team)
@@ -160,11 +192,14 @@ class StatementWalker(LoopWalker):
             if len(words) > 1:
                 n = self.lookup_num(" ".join(words[1:]).strip("()"))
             self.cursor.pending_unroll = n if n else math.inf
-        elif words[0] in ("omp", "acc") and self.inputs.offload:
+        elif words[0] == "acc" and self.inputs.offload:
+            sharing = acc_loop_sharing(parse_pragma(arg))
+            if sharing is not None:
+                self.par.pending_parallel = sharing.collapse
+                self.par.pending_distribute = sharing.gangs
+        elif words[0] == "omp" and self.inputs.offload:
             rest = set(words[1:])
-            workshare = {"for", "distribute", "loop"} & rest or (
-                words[0] == "acc" and ("loop" in rest or "kernels" in rest)
-            )
+            workshare = {"for", "distribute", "loop"} & rest
             if workshare:
                 m = re.search(r"collapse\s*\(\s*(\d+)\s*\)", arg)
                 self.par.pending_parallel = int(m.group(1)) if m else 1
@@ -239,6 +274,7 @@ class StatementWalker(LoopWalker):
         # shared by the team (in shared memory)
         shared = "__shared__" in head or "__shared__" in base_text or self.par.team_level
         const = "const" in head or "constexpr" in head
+        group = self.group_of_type(base_text)
         for d in node.children_by_field_name("declarator"):
             name = declared_name(d)
             if not name:
@@ -257,9 +293,14 @@ class StatementWalker(LoopWalker):
                 space = "shared" if shared else "local"
                 self.declare(name, Var(vt, NOTHING, None, space, name, arrdims))
                 continue
+            # an object built by a constructor, or left to be filled field by field: the
+            # walk does not track its fields, so their values are unexplained
+            opaque = (
+                NOTHING if vt.pointer or vt.kind != "unknown" else frozenset({DATA, UNFOLLOWED})
+            )
             if value_node is not None:
                 if value_node.type in ("initializer_list", "argument_list"):
-                    deps: frozenset[str] = NOTHING
+                    deps: frozenset[str] = opaque if value_node.type == "argument_list" else NOTHING
                     last = None
                     for c in value_node.named_children:
                         last = self.expr(c)
@@ -269,7 +310,7 @@ class StatementWalker(LoopWalker):
                         if last is not None and len(value_node.named_children) == 1
                         else None
                     )
-                    self.declare(name, Var(vt, deps, val, const=const))
+                    self.declare(name, Var(vt, deps, val, const=const, group=group))
                     continue
                 v = self.expr(value_node)
                 if vt is UNKNOWN or vt.kind == "unknown" and v.type.kind != "unknown":
@@ -282,7 +323,8 @@ class StatementWalker(LoopWalker):
                 val = v.val
                 if val is not None and vt.kind == "int":
                     val = float(math.trunc(val)) if not v.deps else val
-                self.declare(name, Var(vt, v.deps, val, const=const, rng=v.rng))
+                g = v.group if v.group is not None else group
+                self.declare(name, Var(vt, v.deps, val, const=const, rng=v.rng, group=g))
                 continue
             if arrdims:
                 space = "shared" if shared else "local"
@@ -290,7 +332,41 @@ class StatementWalker(LoopWalker):
             elif shared:
                 self.declare(name, Var(vt, NOTHING, None, "shared", name))
             else:
-                self.declare(name, Var(vt, NOTHING, None))
+                self.declare(
+                    name, Var(vt, NOTHING if group is not None else opaque, None, group=group)
+                )
+
+    def template_declaration(self, node: Node) -> bool:
+        """A declaration with a template type that the parser read as comparisons,
+        ``tile_t<32> w = make(...)`` as ``(tile_t < 32) > (w = make(...))``: declare ``w``
+        (its type, a cooperative group's size). False when ``node`` is not one."""
+        if node.type != "binary_expression":
+            return False
+        op = node.child_by_field_name("operator")
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        if op is None or op.type != ">" or left is None or right is None:
+            return False
+        lop = left.child_by_field_name("operator")
+        if left.type != "binary_expression" or lop is None or lop.type != "<":
+            return False
+        if right.type != "assignment_expression":
+            return False
+        if text(right.child_by_field_name("operator")) != "=":
+            return False
+        target = right.child_by_field_name("left")
+        value = right.child_by_field_name("right")
+        if target is None or target.type != "identifier" or value is None:
+            return False
+        type_text = text(left) + ">"
+        v = self.expr(value)
+        group = self.group_of_type(type_text)
+        vt = self.type_of(type_text)
+        if vt.kind == "unknown":
+            vt = v.type
+        g = v.group if v.group is not None else group
+        self.declare(text(target), Var(vt, v.deps, v.val, rng=v.rng, group=g))
+        return True
 
     def local_array_size(self, name: str, decl: Node, vt: DataType) -> None:
         """Bytes of a per-thread array (``float acc[64]``), for local-memory traffic."""

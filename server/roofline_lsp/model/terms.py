@@ -51,16 +51,40 @@ class NoteTerm:
     text: str
 
 
-Term = WorkTerm | LoopTerm | MemoryTerm | NoteTerm
+@dataclass(frozen=True)
+class AssumptionTerm:
+    """A number the estimate assumed because the source did not give it, and what would
+    settle it: the launch size (``kind="launch"``: ``value`` threads, ``line`` 0) or a loop's
+    trip count (``kind="trips"``: ``value`` trips of the loop on ``line`` over ``var``).
+
+    ``names``: the values a ``// roofline: name=...`` hint (or ``--args``) would supply;
+    ``why``: ``"no launch"`` (no launch site found), ``"unknown values"`` (the launch or the
+    bound uses values not found), ``"data"`` (a bound read from memory: no hint settles it),
+    ``"while"`` (a loop without a counted bound)."""
+
+    kind: Literal["launch", "trips"]
+    value: float
+    why: Literal["no launch", "unknown values", "data", "while"]
+    names: tuple[str, ...] = ()
+    line: int = 0
+    var: str | None = None
+    share: float = 1.0  # of the thread's work, the share that rests on the assumption
+
+
+Term = WorkTerm | LoopTerm | MemoryTerm | NoteTerm | AssumptionTerm
 
 
 def term_lines(term: Term) -> tuple[int, ...]:
     """The source lines ``term`` refers to."""
-    return (term.line,) if isinstance(term, LoopTerm) else ()
+    if isinstance(term, LoopTerm) or (isinstance(term, AssumptionTerm) and term.line):
+        return (term.line,)
+    return ()
 
 
 def moved_term(term: Term, delta: int) -> Term:
     """``term`` of a kernel moved by ``delta`` lines."""
     if isinstance(term, LoopTerm) and delta:
+        return replace(term, line=term.line + delta)
+    if isinstance(term, AssumptionTerm) and term.line and delta:
         return replace(term, line=term.line + delta)
     return term

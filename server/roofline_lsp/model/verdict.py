@@ -24,6 +24,9 @@ class Counts:
     per: Literal["thread", "iteration"] = "thread"
     threads: float | None = None  # threads or iterations per launch when known
     counts_from: Literal["source", "ptx"] = "source"
+    # where the launch size came from: the caller's inputs ("given"), the source ("source"),
+    # assumed to cover the kernel's bounds check exactly ("guard"), or assumed ("assumed")
+    launch_from: Literal["given", "source", "guard", "assumed"] = "source"
 
     @property
     def dram_bytes(self) -> float:

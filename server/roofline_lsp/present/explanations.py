@@ -3,8 +3,15 @@
 
 from __future__ import annotations
 
-from roofline_lsp.model.numbers import fmt_bytes, fmt_count
-from roofline_lsp.model.terms import LoopTerm, MemoryTerm, NoteTerm, Term, WorkTerm
+from roofline_lsp.model.numbers import fmt_bytes, fmt_count, fmt_si
+from roofline_lsp.model.terms import (
+    AssumptionTerm,
+    LoopTerm,
+    MemoryTerm,
+    NoteTerm,
+    Term,
+    WorkTerm,
+)
 from roofline_lsp.model.verdict import Verdict
 
 
@@ -57,6 +64,11 @@ def term_texts(v: Verdict) -> tuple[str, ...]:
     return tuple(term_text(t) for t in v.terms)
 
 
+def assumed_texts(v: Verdict) -> tuple[str, ...]:
+    """What the estimate assumed, in words, the launch first, then the heaviest loops."""
+    return tuple(assumption_text(t) for t in v.terms if isinstance(t, AssumptionTerm))
+
+
 def term_text(t: Term) -> str:
     """One term in words, e.g. ``loop over j (line 17, 32768 trips, argument): 19 FP32 FLOP,
     4 int ops and 16 B referenced per iteration``."""
@@ -82,5 +94,27 @@ def term_text(t: Term) -> str:
         return head + (
             f"{fmt_bytes(t.dram_bytes)} of the {fmt_bytes(t.references)} referenced come from DRAM"
         )
+    if isinstance(t, AssumptionTerm):
+        return assumption_text(t)
     assert isinstance(t, NoteTerm)
     return t.text
+
+
+def assumption_text(t: AssumptionTerm) -> str:
+    """``launch size unknown: assumed 1.05 M threads; add `// roofline: n=...``` or ``loop over
+    j (line 12): bound read from memory, assumed 16 trips``."""
+    hint = ""
+    if t.names:
+        hint = "; add `// roofline: " + ", ".join(f"{n}=..." for n in t.names) + "`"
+    if t.kind == "launch":
+        what = "no launch found" if t.why == "no launch" else "launch size unknown"
+        threads = fmt_si(t.value, "").strip() if t.value >= 1000 else fmt_count(t.value)
+        return f"{what}: assumed {threads} threads{hint}"
+    where = f"loop over {t.var}" if t.var else "loop"
+    head = f"{where} (line {t.line})"
+    n = fmt_count(t.value)
+    if t.why == "data":
+        return f"{head}: bound read from memory, assumed {n} trips"
+    if t.why == "while":
+        return f"{head}: no counted bound, assumed {n} trips"
+    return f"{head}: trip count unknown, assumed {n}{hint}"

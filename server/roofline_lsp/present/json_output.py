@@ -9,6 +9,7 @@ from typing import Any
 from roofline_lsp.advice.advise import file_advice, kernel_advice
 from roofline_lsp.advice.catalogue import Advice
 from roofline_lsp.model.report import FileReport, KernelReport
+from roofline_lsp.model.terms import AssumptionTerm
 from roofline_lsp.model.verdict import Verdict
 from roofline_lsp.present.explanations import explanation, term_texts
 from roofline_lsp.present.text_output import display_path, position
@@ -37,6 +38,18 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
             "threads": c.threads,
             "counts_from": c.counts_from,
         }
+    assumed = [t for t in v.terms if isinstance(t, AssumptionTerm)]
+    if assumed:
+        d["assumed"] = [
+            {
+                "kind": t.kind,
+                "value": t.value,
+                "why": t.why,
+                "hint_names": list(t.names),
+                **({"line": t.line, "var": t.var, "share": t.share} if t.kind == "trips" else {}),
+            }
+            for t in assumed
+        ]
     if v.suggestions:
         d["suggestions"] = [{"line": s.line, "message": s.message} for s in v.suggestions]
     return d

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from roofline_lsp.syntax.carith import (
     MATH_FUNCTIONS,
@@ -23,12 +24,30 @@ from roofline_lsp.syntax.carith import (
 
 Env = Mapping[str, "str | float | int"]
 
+
+@dataclass(frozen=True)
+class TextFunction:
+    """A function whose value is one expression of its parameters: a function-like macro
+    (``#define DIV_UP(a, b) (((a) + (b) - 1) / (b))``) or a host function that only returns
+    an expression (``constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }``).
+    ``integer`` says, per parameter, whether its argument converts to an integer (True), a
+    floating value (False) or stays as given (None, a macro's)."""
+
+    params: tuple[str, ...]
+    body: str
+    integer: tuple[bool | None, ...] = ()
+    integer_result: bool | None = None  # the declared return type converts the value
+
+
+Functions = Mapping[str, TextFunction]
+
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
     r"(?P<suffix>[uUlLfF]*)"
     r"|(?P<name>[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*(?:\.[xyz])?)"
-    r"|(?P<op><<|>>|<=|>=|==|!=|&&|\|\||[-+*/%()<>?:,&|^~!]))"
+    r"|(?P<op><<|>>|<=|>=|==|!=|&&|\|\||[-+*/%()<>?:,&|^~!\[\]]))"
 )
+_NAMED_CASTS = frozenset({"static_cast", "const_cast"})
 _CASTS = {
     "int",
     "long",
@@ -51,6 +70,12 @@ _FUNCS: dict[str, Callable[..., float]] = {
     "std::min": min,
     "std::max": max,
     "dim3": lambda *a: a[0] if a else 1,
+    "floorf": math.floor,
+    "ceilf": math.ceil,
+    "fmin": min,
+    "fmax": max,
+    "fminf": min,
+    "fmaxf": max,
 }
 _BINARY = [
     ("||",),
@@ -91,10 +116,17 @@ def tokenize(text: str) -> list[tuple[str, str]] | None:
 
 
 class _Parser:
-    def __init__(self, tokens: list[tuple[str, str]], lookup: Callable[[str], float | None]):
+    def __init__(
+        self,
+        tokens: list[tuple[str, str]],
+        lookup: Callable[[str], float | None],
+        call: Callable[[str, list[float]], float | None] | None = None,
+    ):
         self.t = tokens
         self.i = 0
         self.lookup = lookup
+        self.call = call
+        self.skipping = 0  # > 0 while parsing an operand whose value is not needed
 
     def peek(self) -> tuple[str, str] | None:
         return self.t[self.i] if self.i < len(self.t) else None
@@ -111,11 +143,27 @@ class _Parser:
         tok = self.peek()
         if tok == ("op", "?"):
             self.take("?")
-            a = self.expr()
+            a = self.operand(needed=bool(cond))
             self.take(":")
-            b = self.expr()
+            b = self.operand(needed=not cond)
             return a if cond else b
         return cond
+
+    def operand(self, needed: bool) -> float:
+        """Parse an operand; one whose value is not needed (the other branch of ``?:``, the
+        right side of a decided ``&&``/``||``) may name what cannot be evaluated."""
+        if needed:
+            return self.expr()
+        self.skipping += 1
+        try:
+            return self.expr()
+        finally:
+            self.skipping -= 1
+
+    def fail(self) -> float:
+        if self.skipping:
+            return 0
+        raise _Fail
 
     def binary(self, level: int) -> float:
         if level == len(_BINARY):
@@ -123,8 +171,18 @@ class _Parser:
         left = self.binary(level + 1)
         while (tok := self.peek()) and tok[0] == "op" and tok[1] in _BINARY[level]:
             op = self.take()[1]
-            right = self.binary(level + 1)
-            left = _apply(op, left, right)
+            decided = op == "&&" and not left or op == "||" and left
+            if decided:
+                self.skipping += 1
+            try:
+                right = self.binary(level + 1)
+            finally:
+                if decided:
+                    self.skipping -= 1
+            try:
+                left = _apply(op, left, right)
+            except _Fail:
+                left = self.fail()
         return left
 
     def unary(self) -> float:
@@ -164,6 +222,19 @@ class _Parser:
             return number
         if kind != "name":
             raise _Fail
+        if value in _NAMED_CASTS and self.peek() == ("op", "<"):
+            # static_cast<uint64_t>(x): the type's words up to the closing '>'
+            self.take("<")
+            words: list[str] = []
+            while (tok := self.peek()) is not None and tok != ("op", ">"):
+                words.append(self.take()[1])
+            self.take(">")
+            self.take("(")
+            operand = self.expr()
+            self.take(")")
+            if not words or any(w == "*" for w in words):
+                raise _Fail
+            return cast(operand, not any(w in ("float", "double") for w in words))
         if self.peek() == ("op", "("):
             self.take("(")
             args: list[float] = []
@@ -175,18 +246,30 @@ class _Parser:
             self.take(")")
             if value in _CASTS and len(args) == 1:
                 return cast(args[0], value not in ("float", "double"))
-            fn = _FUNCS.get(value)
+            if self.call is not None:
+                r = self.call(value, args)
+                if r is not None:
+                    return r
+            fn = _FUNCS.get(value) or _FUNCS.get(value.removeprefix("std::"))
             if fn is None or not args and value != "dim3":
-                raise _Fail
+                return self.fail()
             try:
                 return fn(*args)
             except (ValueError, TypeError, OverflowError) as e:
+                if self.skipping:
+                    return 0
                 raise _Fail from e
         if value in ("true", "false"):
             return int(value == "true")
+        if self.peek() == ("op", "["):  # an element's value is not known here
+            while self.peek() == ("op", "["):
+                self.take("[")
+                self.operand(needed=False)
+                self.take("]")
+            return self.fail()
         v = self.lookup(value)
         if v is None:
-            raise _Fail
+            return self.fail()
         return v
 
 
@@ -198,16 +281,33 @@ def _apply(op: str, a: float, b: float) -> float:
     return r
 
 
-def evaluate(text: str, env: Env | None = None, _depth: int = 0) -> float | None:
-    """The value of ``text`` or None if it cannot be determined."""
+_TEMPLATE_CALL = re.compile(r"\b([A-Za-z_][\w:]*)\s*<[\w\s:,*]*>\s*\(")
+
+
+def evaluate(
+    text: str,
+    env: Env | None = None,
+    _depth: int = 0,
+    *,
+    functions: Functions | None = None,
+    _bound: Mapping[str, float] | None = None,
+) -> float | None:
+    """The value of ``text`` or None if it cannot be determined. ``functions``: macros and
+    host functions a call in ``text`` may name (evaluated with their arguments bound)."""
     if _depth > 12 or len(text) > 2000:
         return None
+    if functions and "<" in text:
+        text = _TEMPLATE_CALL.sub(
+            lambda m: m.group(1) + "(" if _function(functions, m.group(1)) else m.group(0), text
+        )
     tokens = tokenize(text)
     if not tokens:
         return None
-    env = env or {}
+    env = env if env is not None else {}  # (an empty-looking view may still hold values)
 
     def lookup(name: str) -> float | None:
+        if _bound is not None and name in _bound:
+            return _bound[name]
         value = env.get(name)
         if value is None and "::" in name:
             value = env.get(name.rsplit("::", 1)[1])
@@ -215,9 +315,22 @@ def evaluate(text: str, env: Env | None = None, _depth: int = 0) -> float | None
             return None
         if isinstance(value, int | float):
             return value
-        return evaluate(value, env, _depth + 1)
+        return evaluate(value, env, _depth + 1, functions=functions)
 
-    parser = _Parser(tokens, lookup)
+    def call(name: str, args: list[float]) -> float | None:
+        fn = _function(functions, name) if functions else None
+        if fn is None or len(args) != len(fn.params):
+            return None
+        bound: dict[str, float] = {}
+        for i, (p, a) in enumerate(zip(fn.params, args, strict=True)):
+            integer = fn.integer[i] if i < len(fn.integer) else None
+            bound[p] = cast(a, integer) if integer is not None else a
+        r = evaluate(fn.body, env, _depth + 1, functions=functions, _bound=bound)
+        if r is None or fn.integer_result is None:
+            return r
+        return cast(r, fn.integer_result)
+
+    parser = _Parser(tokens, lookup, call if functions else None)
     try:
         result = parser.expr()
         if parser.i != len(tokens):
@@ -227,6 +340,15 @@ def evaluate(text: str, env: Env | None = None, _depth: int = 0) -> float | None
     if isinstance(result, float) and (math.isnan(result) or math.isinf(result)):
         return None
     return result
+
+
+def _function(functions: Functions | None, name: str) -> TextFunction | None:
+    if not functions:
+        return None
+    fn = functions.get(name)
+    if fn is None and "::" in name:
+        fn = functions.get(name.rsplit("::", 1)[1])
+    return fn
 
 
 def split_args(text: str) -> list[str]:
@@ -250,11 +372,27 @@ def split_args(text: str) -> list[str]:
     return parts
 
 
-def evaluate_dim3(text: str, env: Env | None = None) -> tuple[int, int, int] | None:
+def inner_text(text: str) -> str:
+    """``(a, (b + 1) / 2)`` -> ``a, (b + 1) / 2``: the text inside one outer pair of
+    parentheses or braces (``str.strip("()")`` would also eat the inner ones); ``(a) * (b)``
+    is returned whole."""
+    text = text.strip()
+    if len(text) >= 2 and (text[0], text[-1]) in (("(", ")"), ("{", "}")):
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += 1 if ch in "({[" else -1 if ch in ")}]" else 0
+            if depth == 0:
+                return text[1:-1].strip() if i == len(text) - 1 else text
+    return text
+
+
+def evaluate_dim3(
+    text: str, env: Env | None = None, functions: Functions | None = None
+) -> tuple[int, int, int] | None:
     """Evaluate a launch dimension: ``256``, ``dim3(a, b)``, ``{a, b, c}`` -> (x, y, z)."""
     text = text.strip()
     for _ in range(4):  # `grid` declared as `dim3 grid(...)`: follow the name
-        alias = (env or {}).get(text) if re.fullmatch(r"[A-Za-z_]\w*", text) else None
+        alias = env.get(text) if env is not None and re.fullmatch(r"[A-Za-z_]\w*", text) else None
         if not isinstance(alias, str):
             break
         text = alias.strip()
@@ -262,7 +400,7 @@ def evaluate_dim3(text: str, env: Env | None = None) -> tuple[int, int, int] | N
     parts = split_args(m.group(1)) if m and (text.startswith(("dim3", "{"))) else [text]
     if not 1 <= len(parts) <= 3:
         return None
-    values = [evaluate(p, env) for p in parts]
+    values = [evaluate(p, env, functions=functions) for p in parts]
     if any(v is None or v < 0 for v in values):
         return None
     dims = [int(v) for v in values if v is not None] + [1] * (3 - len(values))

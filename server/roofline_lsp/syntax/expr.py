@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -175,6 +176,12 @@ def while_header(node: Node) -> LoopHeader | None:
     c = cond.child_by_field_name("value") if cond.type == "condition_clause" else cond
     while c is not None and c.type == "parenthesized_expression" and c.named_children:
         c = c.named_children[0]
+    if c is not None and c.type == "identifier":
+        # while (k) { ...; k >>= 1; }: halved down to zero
+        h = _body_update(body, text(c))
+        if h is not None and h[1] in (">>", "/"):
+            return LoopHeader(text(c), None, None, ">", h[0], h[1])
+        return None
     if c is None or c.type != "binary_expression":
         return None
     op = c.child_by_field_name("operator")
@@ -192,15 +199,21 @@ def while_header(node: Node) -> LoopHeader | None:
         bound_op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[o]
     else:
         return None
+    h = _body_update(body, var)
+    if h is not None:
+        return LoopHeader(var, None, bound, bound_op, h[0], h[1])
+    return None
+
+
+def _body_update(body: Node, var: str) -> tuple[Node | None, str] | None:
+    """The step of ``var`` by a top-level statement of a loop body."""
     stmts = body.named_children if body.type == "compound_statement" else [body]
     for st in stmts:
         if st.type != "expression_statement" or not st.named_children:
             continue
-        e = st.named_children[0]
-        h = _update(e, var)
+        h = _update(st.named_children[0], var)
         if h is not None:
-            step, step_op = h
-            return LoopHeader(var, None, bound, bound_op, step, step_op)
+            return h
     return None
 
 
@@ -237,13 +250,15 @@ def loop_header(node: Node) -> LoopHeader | None:
     update = node.child_by_field_name("update")
     var: str | None = None
     start: Node | None = None
+    declared: dict[str, Node | None] = {}  # for (int idx = t, i = 0; ...; ++i): every one
     if init is not None:
         if init.type == "declaration":
             for d in init.children_by_field_name("declarator"):
                 if d.type == "init_declarator":
-                    var = text(d.child_by_field_name("declarator"))
-                    start = d.child_by_field_name("value")
-                    break
+                    name = text(d.child_by_field_name("declarator"))
+                    declared[name] = d.child_by_field_name("value")
+                    if var is None:
+                        var, start = name, declared[name]
         elif init.type == "assignment_expression":
             var = text(init.child_by_field_name("left"))
             start = init.child_by_field_name("right")
@@ -288,7 +303,9 @@ def loop_header(node: Node) -> LoopHeader | None:
     if var is None:
         var = uvar
     elif var != uvar:
-        return None
+        if uvar not in declared:
+            return None
+        var, start = uvar, declared[uvar]
     bound: Node | None = None
     bound_op = "<"
     c = cond
@@ -297,7 +314,8 @@ def loop_header(node: Node) -> LoopHeader | None:
         o = op.type if op is not None else ""
         if o == "&&":
             left = c.child_by_field_name("left")
-            c = left if var in text(left) else c.child_by_field_name("right")
+            mentions = left is not None and re.search(rf"\b{re.escape(var)}\b", text(left))
+            c = left if mentions else c.child_by_field_name("right")
             continue
         left = c.child_by_field_name("left")
         right = c.child_by_field_name("right")
