@@ -19,7 +19,6 @@ from roofline_lsp.model.gpus import (
     GpuProfile,
     GpuProfileError,
     UnknownGpuError,
-    format_table,
     gpu_json,
     load_registry,
     normalize_name,
@@ -408,33 +407,6 @@ def test_describe_is_one_short_line() -> None:
     assert text.startswith("RTX-3080 (NVIDIA, 68 SMs @ 1.44 GHz)")
     assert "FP32 25.07" in text and "DRAM 760.3 GB/s" in text and "L2 5 MiB" in text
     assert "LLC 256 MiB" in load_registry().get("mi300x").describe()
-
-
-def test_format_table_has_one_aligned_row_per_gpu() -> None:
-    reg = load_registry(str(FIXTURES / "add_gpu.toml"))
-    text = format_table(reg)
-    lines = text.splitlines()
-    rows = {ln.split()[0]: ln for ln in lines if ln and ln.split()[0] in reg.names()}
-    assert list(rows) == list(reg.names())
-    rtx = rows["RTX-3080"].split()
-    # name, FP64, FP32, FP16, INT32, DRAM, L2, then ridges fp64 fp32 fp16 int, then aliases.
-    assert rtx[1:11] == [
-        "0.3917",
-        "25.07",
-        "25.07",
-        "12.53",
-        "760.3",
-        "5",
-        "0.5152",
-        "32.97",
-        "32.97",
-        "16.49",
-    ]
-    assert "ga102" in rows["RTX-3080"] and "lab1" in rows["Lab-GPU-1"]
-    # Right-aligned numbers: every row's ridge columns end at the same place.
-    ends = {tuple(m.end() for m in re.finditer(r"\S+", ln))[1:11] for ln in rows.values()}
-    assert len(ends) == 1
-    assert "ridge" in lines[0] and "op/B" in text
 
 
 def test_to_json_describes_a_profile() -> None:

@@ -509,21 +509,13 @@ def _offload_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -
         if m:
             collapse = int(m.group(0))
     workshare = bool(words & _WORKSHARE)
-    prev = kernel.body.prev_named_sibling if kernel.body is not None else None
-    while (
-        prev is not None
-        and prev.type == "preproc_call"
-        and prev.start_byte > kernel.span.start_byte
-    ):
-        arg = prev.child_by_field_name("argument")
-        t = arg.text.decode("utf-8", "replace") if arg is not None and arg.text else ""
+    for t in _stacked_pragmas(kernel):
         words |= set(t.split())
         if _WORKSHARE & set(t.split()):
             workshare = True
             m = re.search(r"collapse\s*\(\s*(\d+)\s*\)", t)
             if m:
                 collapse = max(collapse, int(m.group(1)))
-        prev = prev.prev_named_sibling
     if workshare and body is not None and body.type in ("for_statement", "while_statement"):
         counter.par.pending_parallel = collapse
         counter.par.pending_distribute = bool(words & {"distribute", "gang", "loop"})
@@ -539,6 +531,22 @@ def _offload_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -
     return None
 
 
+def _stacked_pragmas(kernel: Kernel) -> list[str]:
+    """The texts of the pragmas stacked between a region's own pragma and its statement
+    (``#pragma omp target`` over ``#pragma omp parallel for``), innermost first."""
+    out: list[str] = []
+    prev = kernel.body.prev_named_sibling if kernel.body is not None else None
+    while (
+        prev is not None
+        and prev.type == "preproc_call"
+        and prev.start_byte > kernel.span.start_byte
+    ):
+        arg = prev.child_by_field_name("argument")
+        out.append(arg.text.decode("utf-8", "replace") if arg is not None and arg.text else "")
+        prev = prev.prev_named_sibling
+    return out
+
+
 def _acc_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -> str | None:
     """How an OpenACC compute construct's statement runs: a ``parallel loop`` (or a
     ``parallel``/``kernels`` pragma stacked over a ``loop`` pragma) shares the loop
@@ -551,16 +559,7 @@ def _acc_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -> st
         pragmas = [parse_pragma(pragma_text(node))]  # its own clauses, not the nested ones
     else:
         pragmas = [Pragma("acc", tuple(kernel.directive.split("|", 1)[0].split()), ())]
-    prev = kernel.body.prev_named_sibling if kernel.body is not None else None
-    while (
-        prev is not None
-        and prev.type == "preproc_call"
-        and prev.start_byte > kernel.span.start_byte
-    ):
-        arg = prev.child_by_field_name("argument")
-        t = arg.text.decode("utf-8", "replace") if arg is not None and arg.text else ""
-        pragmas.append(parse_pragma(t))
-        prev = prev.prev_named_sibling
+    pragmas.extend(parse_pragma(t) for t in _stacked_pragmas(kernel))
     words = {w for p in pragmas for w in p.words}
     sharing = next((s for p in pragmas if (s := acc_loop_sharing(p)) is not None), None)
     is_loop = body is not None and body.type in ("for_statement", "while_statement")

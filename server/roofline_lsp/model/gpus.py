@@ -58,7 +58,6 @@ __all__ = [
     "GpuProfileError",
     "GpuRegistry",
     "UnknownGpuError",
-    "format_table",
     "gpu_json",
     "load_registry",
     "normalize_name",
@@ -532,48 +531,6 @@ def _one_line(text: str) -> str:
 
 def _cache_label(p: GpuProfile) -> str:
     return "L2" if p.cache_kind.startswith("L2") else "LLC"
-
-
-def format_table(registry: GpuRegistry) -> str:
-    """The text of ``roofline-lsp gpus``: one aligned row per GPU."""
-    headers: tuple[str, ...] = ("GPU", "FP64", "FP32", "FP16", "INT32", "DRAM", "L2/LLC")
-    headers += ("fp64", "fp32", "fp16", "int", "aliases")
-    units = ("", "TFLOP/s", "TFLOP/s", "TFLOP/s", "TOP/s", "GB/s", "MiB") + ("op/B",) * 4 + ("",)
-    rows: list[tuple[str, ...]] = []
-    for p in registry.all():
-        r = p.ridges()
-        rows.append(
-            (
-                p.name,
-                fmt_fixed(p.fp64_flops / 1e12),
-                fmt_fixed(p.fp32_flops / 1e12),
-                fmt_fixed(p.fp16_flops / 1e12),
-                fmt_fixed(p.int32_ops / 1e12),
-                fmt_fixed(p.dram_bandwidth / 1e9),
-                fmt_fixed(p.l2_bytes / MIB),
-                *(fmt_fixed(r[k]) for k in PRECISIONS),
-                ", ".join(p.aliases) or "-",
-            )
-        )
-    table = [headers, units, *rows]
-    last = len(headers) - 1
-    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
-    lines = []
-    for row in table:
-        cells = [
-            cell.ljust(widths[i]) if i in (0, last) else cell.rjust(widths[i])
-            for i, cell in enumerate(row)
-        ]
-        lines.append("  ".join(cells).rstrip())
-    ridge_col = sum(widths[:7]) + 2 * 7
-    lines.insert(0, " " * ridge_col + "ridge points (ops per DRAM byte)")
-    lines.append("")
-    lines.append(
-        "Peaks: vector (non-tensor), dense, FMA = 2 ops; INT32 = lanes x 2 x clock. "
-        "Ridge = peak / DRAM bandwidth."
-    )
-    lines.append("Tensor/matrix peaks and the source of every number: roofline-lsp gpus --json")
-    return "\n".join(lines)
 
 
 def gpu_json(profile: GpuProfile) -> dict[str, Any]:
