@@ -35,6 +35,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "server"))
+from roofline_lsp.lsp.framing import frame, read_frame  # noqa: E402
+
 FIXTURES = REPO / "tests" / "fixtures" / "lsp"
 SERVER = [sys.executable, "-m", "roofline_lsp", "serve"]
 
@@ -185,17 +188,9 @@ class Client:
         out = self.proc.stdout
         assert out is not None
         while True:
-            length = -1
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                name, _, value = line.decode("ascii", "replace").partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value.strip())
-            body = out.read(length)
+            body = read_frame(out)
+            if body is None:
+                return
             msg = json.loads(body)
             if "method" in msg and "id" in msg:  # a request of the server's: answer null
                 self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
@@ -209,8 +204,7 @@ class Client:
             self.proc.stdin.flush()
 
     def send(self, msg: dict[str, Any]) -> None:
-        body = json.dumps(msg).encode("utf-8")
-        self.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.send_raw(frame(json.dumps(msg).encode("utf-8")))
 
     def notify(self, method: str, params: Any) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 
 import pytest
 
 import roofline_lsp.lsp.framing as framing
-from roofline_lsp.lsp.framing import ByteFeed, read_frames
+from roofline_lsp.lsp.framing import ByteFeed, frame, read_frame, read_frames
 
 
 async def frames(data: bytes, chunk: int = 7) -> list[bytes]:
@@ -80,3 +81,10 @@ async def test_a_long_length_takes_what_came_after_a_pause(monkeypatch) -> None:
 @pytest.mark.parametrize("data", [b"", b"Content-Length: 10\r\n\r\n"])
 async def test_the_end_of_the_stream_ends_the_reader(data: bytes) -> None:
     assert await frames(data) == []
+
+
+def test_a_client_reads_back_what_it_framed() -> None:
+    stream = io.BytesIO(frame(b'{"a":1}') + b"Content-Type: x\r\n" + frame('{"é":2}'.encode()))
+    assert read_frame(stream) == b'{"a":1}'
+    assert read_frame(stream) == '{"é":2}'.encode()
+    assert read_frame(stream) is None

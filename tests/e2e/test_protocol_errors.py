@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from roofline_lsp.lsp.framing import frame, read_frame
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "lsp" / "kernels.cu"
 URI = FIXTURE.as_uri()
 WAIT_S = 30.0  # generous: the suite runs on a shared machine
@@ -42,16 +44,10 @@ class Raw:
         out = self.proc.stdout
         assert out is not None
         while True:
-            length = -1
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line == b"\r\n":
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            msg = json.loads(out.read(length))
+            body = read_frame(out)
+            if body is None:
+                return
+            msg = json.loads(body)
             if "method" in msg and "id" in msg:
                 self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
             elif "method" not in msg:
@@ -68,8 +64,7 @@ class Raw:
         self.proc.stdin.flush()
 
     def send(self, msg: object) -> None:
-        body = json.dumps(msg).encode()
-        self.raw(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        self.raw(frame(json.dumps(msg).encode()))
 
     def request(self, rid: object, method: str, params: object = None) -> None:
         self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})

@@ -29,11 +29,11 @@ class KernelContext:
         self.gpu = gpu
         self.verdict = kr.verdict
         self.bound = self.verdict.bound
-        self.vars = thread_vars(self.k)
         self.index = BodyIndex(self.k.body)
+        self.vars = thread_vars(self.index.nodes)
         self.lanes = LaneAnalysis(self.k, self.index)
         self.counts = self.verdict.counts
-        self.aliases = pointer_aliases(self.k.body)
+        self.aliases = pointer_aliases(self.index.nodes)
         self.out: list[Advice] = []
         self.nodes = self.index.nodes
         self.constant_names: dict[str, bool] = {}  # name -> declared ``__constant__``

@@ -131,43 +131,39 @@ class BodyIndex:
     def __init__(self, body: Node | None) -> None:
         self.body = body
         self.nodes: list[Node] = []
-        self._up: dict[int, Node | None] = {}
-        # the innermost loop around each node that is the body or inside it, and the
-        # outermost loop around it anywhere in the tree (ancestors only, not the node)
-        self._inner: dict[int, Node | None] = {}
-        self._outer: dict[int, Node | None] = {}
+        # for each node that is the body or inside it: its parent, the innermost loop around
+        # it inside the body, and the outermost loop around it anywhere in the tree
+        # (ancestors only, not the node)
+        self._around: dict[int, tuple[Node | None, Node | None, Node | None]] = {}
         self.too_deep = False  # more than MAX_NESTING loops and branches nest in the body
         if body is None:
             return
-        self._up[body.id] = body.parent
-        self._inner[body.id] = None
-        self._outer[body.id] = next(
-            (p for p in reversed(list(parents(body))) if p.type in LOOPS), None
-        )
-        nesting: dict[int, int] = {body.id: 0}
-        stack = [body]
+        outer0 = next((p for p in reversed(list(parents(body))) if p.type in LOOPS), None)
+        self._around[body.id] = (body.parent, None, outer0)
+        nodes, around = self.nodes, self._around
+        stack: list[tuple[Node, int, Node | None, Node | None]] = [(body, 0, None, outer0)]
         while stack:
-            n = stack.pop()
-            self.nodes.append(n)
+            n, depth, inner, outer = stack.pop()
+            nodes.append(n)
             children = n.children
-            is_loop = n.type in LOOPS
-            depth = nesting.pop(n.id) + (n.type in BRANCHES)
-            if depth > MAX_NESTING:
-                self.too_deep = True
-            inner = n if is_loop else self._inner[n.id]
-            outer = self._outer[n.id] or (n if is_loop else None)
-            for c in children:
-                nesting[c.id] = depth
-                self._up[c.id] = n
-                self._inner[c.id] = inner
-                self._outer[c.id] = outer
-            stack.extend(reversed(children))
+            if not children:
+                continue
+            t = n.type
+            if t in BRANCHES:
+                depth += 1
+                if depth > MAX_NESTING:
+                    self.too_deep = True
+                if t in LOOPS:
+                    inner = n
+                    outer = outer or n
+            for c in reversed(children):
+                around[c.id] = (n, inner, outer)
+                stack.append((c, depth, inner, outer))
 
     def parent(self, node: Node) -> Node | None:
         """``node.parent``, from the index inside the body."""
-        if node.id in self._up:
-            return self._up[node.id]
-        return node.parent
+        around = self._around.get(node.id)
+        return around[0] if around is not None else node.parent
 
     def parents(self, node: Node) -> Iterator[Node]:
         """The ancestors of ``node``, innermost first (beyond the body: the tree's own)."""
@@ -178,9 +174,10 @@ class BodyIndex:
 
     def enclosing_loop(self, node: Node, stop: Node) -> Node | None:
         """The innermost loop around ``node`` inside ``stop`` (None when there is none)."""
-        if self.body is None or stop != self.body or node.id not in self._inner:
+        around = self._around.get(node.id)
+        if around is None or stop != self.body:
             return enclosing_loop(node, stop, self.parents(node))
-        loop = self._inner[node.id]
+        loop = around[1]
         if loop is not None and loop != stop:
             return loop
         return stop if stop.type in LOOPS else None
@@ -188,8 +185,8 @@ class BodyIndex:
     def share_a_loop(self, a: Node, b: Node) -> bool:
         """Some loop holds both ``a`` and ``b`` (nodes of the body): then the outermost loop
         around each is that loop or one around it, the same for both."""
-        outer = self._outer[a.id]
-        return outer is not None and outer == self._outer[b.id]
+        outer = self._around[a.id][2]
+        return outer is not None and outer == self._around[b.id][2]
 
     def is_inner_subscript(self, n: Node) -> bool:
         """``a[i]`` inside ``a[i][j]``: only the outer one is checked."""
@@ -234,12 +231,12 @@ def pointer_root(node: Node | None) -> str | None:
     return None
 
 
-def pointer_aliases(body: Node | None) -> dict[str, str]:
-    """Local pointers made from another array (``float *row = &c[i * n]``, ``row = c + k``):
-    each local name -> the array it points into (followed through chains of aliases).
-    Writes through the alias are writes to that array."""
+def pointer_aliases(body_nodes: Iterable[Node]) -> dict[str, str]:
+    """Local pointers made from another array (``float *row = &c[i * n]``, ``row = c + k``)
+    among a body's nodes: each local name -> the array it points into (followed through
+    chains of aliases). Writes through the alias are writes to that array."""
     direct: dict[str, str] = {}
-    for n in walk(body) if body is not None else ():
+    for n in body_nodes:
         if n.type == "init_declarator":
             d = n.child_by_field_name("declarator")
             if d is None or d.type != "pointer_declarator":

@@ -18,7 +18,6 @@ from roofline_lsp.advice.nodes import (
     SPECIAL_FUNCTIONS,
     call_args,
     call_name,
-    enclosing_loop,
     identifiers,
     is_pure,
     operator_text,
@@ -98,18 +97,21 @@ class PrecisionChecks(KernelContext):
         c = self.counts
         if c is not None and c.counts_from == "ptx" and c.flops.get("fp64", 0.0) == 0:
             return  # the compiled kernel has no fp64 instruction: the compiler kept it fp32
-        if not _is_fp32_kernel(self.k):
-            return
-        low = _fp64_rate(self.gpu) <= LOW_FP64_RATE
-        severity: Severity = "information" if low or self.bound == "compute" else "hint"
-        rate = f"1/{round(1 / _fp64_rate(self.gpu))}" if _fp64_rate(self.gpu) < 1 else "full"
         found = [
             n
             for n in self.nodes
             if n.type == "number_literal"
             and _FLOAT_LITERAL.match(text(n))
-            and not any(p.type in ("subscript_argument_list", "case_statement") for p in parents(n))
+            and not any(
+                p.type in ("subscript_argument_list", "case_statement")
+                for p in self.index.parents(n)
+            )
         ]
+        if not found or not _is_fp32_kernel(self.k):
+            return
+        low = _fp64_rate(self.gpu) <= LOW_FP64_RATE
+        severity: Severity = "information" if low or self.bound == "compute" else "hint"
+        rate = f"1/{round(1 / _fp64_rate(self.gpu))}" if _fp64_rate(self.gpu) < 1 else "full"
         literals = len(found)
         for n in found:
             lit = text(n)
@@ -205,6 +207,7 @@ class PrecisionChecks(KernelContext):
         if self.bound != "compute":
             return
         lines: set[int] = set()
+        changed: dict[int, set[str]] = {}  # loop id -> the names changed in it
         for n in self.nodes:
             what = None
             if n.type == "call_expression" and call_name(n) in SPECIAL_FUNCTIONS:
@@ -230,9 +233,13 @@ class PrecisionChecks(KernelContext):
                 )
             if what is None:
                 continue
-            loop = enclosing_loop(n, self.k.body)
-            if loop is None or n.start_point.row in lines or not _varies_in(n, loop):
+            loop = self.index.enclosing_loop(n, self.k.body)
+            if loop is None or n.start_point.row in lines:
                 continue
+            if loop.id not in changed:
+                changed[loop.id] = _changed_in(loop)
+            if not identifiers(n) & changed[loop.id]:
+                continue  # nothing in it changes in the loop: hoisted out of it
             lines.add(n.start_point.row)
             self.add(
                 "RL004",
@@ -258,9 +265,9 @@ def _cheap_divisor(right: Node) -> bool:
     return right.type == "identifier" and t.isupper()
 
 
-def _varies_in(node: Node, loop: Node) -> bool:
-    """Some name in ``node`` changes inside ``loop`` (its counter or a variable assigned in
-    it): the operation cannot be hoisted out of the loop."""
+def _changed_in(loop: Node) -> set[str]:
+    """The names that change inside ``loop`` (its counter, the variables and arrays assigned
+    in it): an operation naming one cannot be hoisted out of the loop."""
     changed: set[str] = set()
     for n in walk(loop):
         target = None
@@ -276,4 +283,4 @@ def _varies_in(node: Node, loop: Node) -> bool:
             name = root_identifier(target)
             if name:
                 changed.add(name)
-    return bool(identifiers(node) & changed)
+    return changed

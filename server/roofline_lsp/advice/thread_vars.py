@@ -4,12 +4,12 @@ the lanes of a warp is ``lanes.py``'s."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from roofline_lsp.advice.nodes import declarator_name, walk
-from roofline_lsp.model.kernel import Kernel
+from roofline_lsp.advice.nodes import declarator_name
 from roofline_lsp.syntax.expr import text
 
 
@@ -22,11 +22,11 @@ class ThreadVars:
     shared: bool
 
 
-def thread_vars(kernel: Kernel) -> ThreadVars:
-    """The local arrays of ``kernel``'s body (see :class:`ThreadVars`)."""
+def thread_vars(body_nodes: Iterable[Node]) -> ThreadVars:
+    """The local arrays of a kernel body, given its nodes (see :class:`ThreadVars`)."""
     arrays: set[str] = set()
     shared = False
-    for n in walk(kernel.body) if kernel.body is not None else ():
+    for n in body_nodes:
         if n.type == "declaration":
             if any(text(c) == "__shared__" for c in n.children):
                 shared = True

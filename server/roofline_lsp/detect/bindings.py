@@ -826,14 +826,62 @@ def _host_scope(
         ctx.extents.update(hit[3])
         ctx._cache.clear()
         return
-    looked: list[str] = []
-    _bind_callers(fn, detection, ctx, argv, 0, view, looked)
+    looked = _callers_bound(ctx, detection, fn, argv, view)
     _scan_function(fn, stop, ctx, argv)
     _allocations(text(fn), ctx, argv)
     seen = _siblings_seen(looked, view)
     _SCOPES[key] = (detection.source, dict(ctx.texts), dict(ctx.types), dict(ctx.extents), seen)
     if len(_SCOPES) > 2048:
         _SCOPES.popitem(last=False)
+
+
+# what the call sites of a host function give its parameters: the same for every launch in
+# it (the texts, types and extents bound, and the files whose folder was searched)
+_Bound = tuple[bytes, dict[str, str], dict[str, str], dict[str, float], list[str], _Seen]
+_CALLERS: OrderedDict[tuple[object, ...], _Bound] = OrderedDict()
+
+
+def _callers_bound(
+    ctx: HostContext, detection: Detection, fn: Node, argv: list[str], view: SourceView | None
+) -> list[str]:
+    """Bind the parameters of ``fn`` from its call sites (:func:`_bind_callers`), once per
+    function: ``_host_scope`` is asked once per launch, and a function often launches
+    several kernels. Returns the files whose folder was searched for callers."""
+    key = (
+        detection.file,
+        id(detection.source),
+        fn.start_byte,
+        fn.end_byte,
+        tuple(argv),
+        tuple(sorted(ctx.fixed.items())),
+        tuple(sorted(ctx.texts.items())),
+    )
+    hit = _CALLERS.get(key)
+    if (
+        hit is None
+        or hit[0] is not detection.source
+        or not all(stamps == sibling_stamps(p, view) for p, stamps in hit[5])
+    ):
+        before = (dict(ctx.texts), dict(ctx.types), dict(ctx.extents))
+        looked: list[str] = []
+        _bind_callers(fn, detection, ctx, argv, 0, view, looked)
+        hit = (
+            detection.source,
+            {k: v for k, v in ctx.texts.items() if before[0].get(k) != v},
+            {k: v for k, v in ctx.types.items() if before[1].get(k) != v},
+            {k: v for k, v in ctx.extents.items() if k not in before[2] or before[2][k] != v},
+            looked,
+            _siblings_seen(looked, view),
+        )
+        _CALLERS[key] = hit
+        if len(_CALLERS) > 512:
+            _CALLERS.popitem(last=False)
+        return looked
+    ctx.texts.update(hit[1])
+    ctx.types.update(hit[2])
+    ctx.extents.update(hit[3])
+    ctx._cache.clear()
+    return list(hit[4])
 
 
 _INDEX_TERM = re.compile(r"(blockIdx|blockDim|threadIdx)\.([xyz])")

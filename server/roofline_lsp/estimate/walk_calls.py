@@ -456,6 +456,8 @@ def _lambda_params(lam: Node) -> list[tuple[str, str]]:
 def _call_operators(root: Node) -> dict[str, Node]:
     """struct/class name -> its ``operator()`` definition, over the whole tree."""
     found: dict[str, Node] = {}
+    if b"operator" not in (root.text or b""):
+        return found  # most files define none: no walk of the tree
     stack = [root]
     while stack:
         n = stack.pop()

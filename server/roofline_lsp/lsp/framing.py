@@ -26,6 +26,7 @@ import os
 import re
 import threading
 from collections.abc import Callable
+from typing import BinaryIO
 
 log = logging.getLogger("roofline_lsp.lsp")
 
@@ -213,3 +214,27 @@ async def read_frames(
             length, in_headers, skipping = None, False, True
             continue
         length, in_headers, skipping = size, True, False
+
+
+# -- the client's side (the raw clients of the tests and benchmarks) ---------------------------
+
+
+def frame(body: bytes) -> bytes:
+    """``body`` with its ``Content-Length`` header."""
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def read_frame(stream: BinaryIO) -> bytes | None:
+    """The next message body from a blocking byte stream (a server's stdout, read by a
+    client); None at the end of the stream."""
+    length = -1
+    while True:
+        line = stream.readline()
+        if not line:
+            return None
+        if line in (b"\r\n", b"\n"):
+            break
+        m = _LENGTH.match(line)
+        if m:
+            length = int(m.group(1))
+    return stream.read(length)

@@ -21,6 +21,7 @@ from roofline_lsp.present.explanations import assumed_texts
 from roofline_lsp.present.markdown import (
     PRECISION_LABELS,
     card_terms,
+    counts_line,
     intensity_text,
     other_gpus_text,
 )
@@ -69,21 +70,6 @@ def _ai_rows(v: Verdict) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def _counts_text(v: Verdict) -> str | None:
-    c = v.counts
-    if c is None:
-        return None
-    per = "thread" if c.per == "thread" else "iteration"
-    parts = [f"{fmt_num(c.flops[p])} {p} FLOPs" for p in ("fp64", "fp32", "fp16") if c.flops.get(p)]
-    if c.int_ops:
-        parts.append(f"{fmt_num(c.int_ops)} int ops")
-    parts.append(f"{fmt_num(c.dram_bytes)} DRAM bytes")
-    text = f"Per {per}: " + ", ".join(parts)
-    if c.counts_from == "ptx":
-        text += " (counts: PTX)"
-    return text
-
-
 def _clip(line: str, width: int = MAX_COLUMNS) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
@@ -126,7 +112,7 @@ def kernel_card(
                 "",
             ]
     where = f"{kind}, line {k.line}" if launch else kind
-    counts = _counts_text(v)
+    counts = counts_line(v, detail=False)
     lines.append(f"{where}. {counts}" if counts else f"{where}.")
     extra: list[str] = []
     others = other_gpus_text(kr)

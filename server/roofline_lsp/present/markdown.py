@@ -101,22 +101,24 @@ def other_gpus_text(kr: KernelReport) -> list[str]:
     return out
 
 
-def _counts_line(v: Verdict) -> str | None:
+def counts_line(v: Verdict, detail: bool = True) -> str | None:
+    """The work per thread (or iteration) behind ``v``; ``detail``: the bytes loaded and
+    stored and the threads per launch too (the compact hover card leaves them out)."""
     c = v.counts
     if c is None:
         return None
     per = "thread" if c.per == "thread" else "iteration"
-    flops = [f"{fmt_num(c.flops[p])} {p} FLOPs" for p in ("fp64", "fp32", "fp16") if c.flops.get(p)]
-    parts = [*flops, f"{fmt_num(c.int_ops)} integer ops"] if c.int_ops else flops
-    parts.append(
-        f"{fmt_num(c.dram_bytes)} DRAM bytes ({fmt_num(c.bytes_loaded)} loaded, "
-        f"{fmt_num(c.bytes_stored)} stored)"
-    )
-    text = f"Per {per}: " + ", ".join(parts)
-    if c.threads:
+    parts = [f"{fmt_num(c.flops[p])} {p} FLOPs" for p in ("fp64", "fp32", "fp16") if c.flops.get(p)]
+    if c.int_ops:
+        parts.append(f"{fmt_num(c.int_ops)} {'integer' if detail else 'int'} ops")
+    dram = f"{fmt_num(c.dram_bytes)} DRAM bytes"
+    if detail:
+        dram += f" ({fmt_num(c.bytes_loaded)} loaded, {fmt_num(c.bytes_stored)} stored)"
+    text = f"Per {per}: " + ", ".join([*parts, dram])
+    if detail and c.threads:
         text += f"; {fmt_num(c.threads)} {per}s per launch"
     if c.counts_from == "ptx":
-        text += " (counts: PTX, from the compiler)"
+        text += " (counts: PTX, from the compiler)" if detail else " (counts: PTX)"
     return text
 
 
@@ -156,7 +158,7 @@ def hover_markdown(kr: KernelReport, advice: Sequence[Advice] = ()) -> str:
     table = _ai_table(v)
     if table:
         lines += [*table, ""]
-    counts = _counts_line(v)
+    counts = counts_line(v)
     if counts:
         lines += [counts, ""]
     if v.rationale.strip():
