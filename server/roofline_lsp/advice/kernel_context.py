@@ -36,7 +36,6 @@ class KernelContext:
         self.aliases = pointer_aliases(self.index.nodes)
         self.out: list[Advice] = []
         self.nodes = self.index.nodes
-        self.constant_names: dict[str, bool] = {}  # name -> declared ``__constant__``
 
     def add(
         self,

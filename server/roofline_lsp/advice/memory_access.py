@@ -7,6 +7,7 @@ parameter (``float *row = &c[i * n]``) count as accesses to it.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from tree_sitter import Node
@@ -197,12 +198,8 @@ class MemoryAccessChecks(KernelContext):
         )
 
     def _constant_memory(self, name: str) -> bool:
-        """``name`` is declared ``__constant__`` in the file (a search of the whole source,
-        once per name: a loop of thousands of accesses would search it each time)."""
-        if name not in self.constant_names:
-            pattern = rb"__constant__[^;{]*\b" + re.escape(name.encode()) + rb"\b"
-            self.constant_names[name] = re.search(pattern, self.source) is not None
-        return self.constant_names[name]
+        """``name`` is declared ``__constant__`` in the file."""
+        return name.encode() in constant_names(self.source)
 
     def _rereads(self, n: Node, loop: Node) -> bool:
         """``n`` is read in ``loop`` at an element that changes with the loop's counter and
@@ -248,3 +245,15 @@ def _small_trip_count(loop: Node) -> bool:
 
 def _inside(node: Node, outer: Node) -> bool:
     return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
+
+
+_CONSTANT_DECLARATION = re.compile(rb"__constant__[^;{]*")
+
+
+@functools.lru_cache(maxsize=8)  # asked for each kernel of the same source
+def constant_names(source: bytes) -> frozenset[bytes]:
+    """The names declared ``__constant__`` in ``source`` (every word of such a declaration:
+    the type's too, which no array access names)."""
+    return frozenset(
+        w for m in _CONSTANT_DECLARATION.finditer(source) for w in re.findall(rb"\w+", m.group())
+    )

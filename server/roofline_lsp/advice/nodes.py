@@ -136,12 +136,15 @@ class BodyIndex:
         # (ancestors only, not the node)
         self._around: dict[int, tuple[Node | None, Node | None, Node | None]] = {}
         self.too_deep = False  # more than MAX_NESTING loops and branches nest in the body
+        self._outer0: Node | None = None
+        self._outer0_found = False
         if body is None:
             return
-        outer0 = next((p for p in reversed(list(parents(body))) if p.type in LOOPS), None)
-        self._around[body.id] = (body.parent, None, outer0)
+        self._around[body.id] = (None, None, None)  # (its parent: from the tree when asked)
         nodes, around = self.nodes, self._around
-        stack: list[tuple[Node, int, Node | None, Node | None]] = [(body, 0, None, outer0)]
+        # the outermost loop around a node: the one around the body (found when first
+        # asked: ``Node.parent`` is slow on a long file), else the outermost in the body
+        stack: list[tuple[Node, int, Node | None, Node | None]] = [(body, 0, None, None)]
         while stack:
             n, depth, inner, outer = stack.pop()
             nodes.append(n)
@@ -163,7 +166,7 @@ class BodyIndex:
     def parent(self, node: Node) -> Node | None:
         """``node.parent``, from the index inside the body."""
         around = self._around.get(node.id)
-        return around[0] if around is not None else node.parent
+        return around[0] if around is not None and node != self.body else node.parent
 
     def parents(self, node: Node) -> Iterator[Node]:
         """The ancestors of ``node``, innermost first (beyond the body: the tree's own)."""
@@ -185,8 +188,15 @@ class BodyIndex:
     def share_a_loop(self, a: Node, b: Node) -> bool:
         """Some loop holds both ``a`` and ``b`` (nodes of the body): then the outermost loop
         around each is that loop or one around it, the same for both."""
-        outer = self._around[a.id][2]
-        return outer is not None and outer == self._around[b.id][2]
+        outer = self._outer_around_body() or self._around[a.id][2]
+        return outer is not None and outer == (self._outer_around_body() or self._around[b.id][2])
+
+    def _outer_around_body(self) -> Node | None:
+        if not self._outer0_found and self.body is not None:
+            ancestors = reversed(list(parents(self.body)))
+            self._outer0 = next((p for p in ancestors if p.type in LOOPS), None)
+            self._outer0_found = True
+        return self._outer0
 
     def is_inner_subscript(self, n: Node) -> bool:
         """``a[i]`` inside ``a[i][j]``: only the outer one is checked."""

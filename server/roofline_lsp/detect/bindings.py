@@ -15,6 +15,7 @@ Pure text and tree analysis; nothing is executed.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import shlex
@@ -127,18 +128,26 @@ class _Env(Mapping[str, "str | float | int"]):
 
 def parse_hints(source: bytes | str) -> dict[str, str]:
     """``// roofline: n=1<<20, m = 64`` comments -> {"n": "1<<20", "m": "64"}."""
-    s = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
-    if "roofline" not in s:
-        return {}
+    return dict(_hints(source))
+
+
+@functools.lru_cache(maxsize=16)  # asked once per kernel of the same source
+def _hints(source: bytes | str) -> tuple[tuple[str, str], ...]:
+    if isinstance(source, bytes):
+        if b"roofline" not in source:
+            return ()
+        source = source.decode("utf-8", "replace")
+    if "roofline" not in source:
+        return ()
     out: dict[str, str] = {}
-    for m in _HINT.finditer(s):
+    for m in _HINT.finditer(source):
         body = (m.group(1) or m.group(2) or "").strip()
         for part in split_args(body.replace(";", ",")):
             name, eq, val = part.partition("=")
             name = name.strip()
             if eq and re.fullmatch(r"[A-Za-z_][\w.]*", name) and val.strip():
                 out[name] = val.strip()
-    return out
+    return tuple(out.items())
 
 
 def parse_assignments(text_: str) -> dict[str, str]:
@@ -288,6 +297,14 @@ def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
 
 def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> None:
     """Record the host declarations/assignments of ``fn`` before ``stop`` into ``ctx``."""
+    _declare_params(fn, ctx)
+    for node, depth in host_statements(fn, stop):
+        _scan_statement(node, depth, fn, ctx, argv)
+    _options(text(fn), ctx, argv)
+
+
+def _declare_params(fn: Node, ctx: HostContext) -> None:
+    """The types of host function ``fn``'s parameters."""
     for ptype, pname in function_params(fn):
         if pname:
             if "*" in ptype or "[" in ptype:
@@ -295,72 +312,75 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
                 ctx.types[pname] = ptype
             else:
                 ctx.types.setdefault(pname, ptype)
-    for node, depth in host_statements(fn, stop):
-        for read in _read_at_run_time(node):
-            if read in ctx.texts:
-                _assign(ctx, read, "", argv)
-        if node.type == "declaration":
-            ty = text(node.child_by_field_name("type"))
-            for d in node.children_by_field_name("declarator"):
-                name = declared_name(d)
-                if not name:
+
+
+def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: list[str]) -> None:
+    """Record one declaration or expression statement of host function ``fn`` (``depth``:
+    the loops around it) into ``ctx``."""
+    for read in _read_at_run_time(node):
+        if read in ctx.texts:
+            _assign(ctx, read, "", argv)
+    if node.type == "declaration":
+        ty = text(node.child_by_field_name("type"))
+        for d in node.children_by_field_name("declarator"):
+            name = declared_name(d)
+            if not name:
+                continue
+            ctx.types[name] = ty + " " + declarator_stars(d)
+            if "dim3" in ty and d.type in ("init_declarator", "identifier"):
+                v = d.child_by_field_name("value") if d.type == "init_declarator" else None
+                _assign_dim3(ctx, name, text(v) if v is not None else "", argv)
+            elif d.type == "init_declarator":
+                v = d.child_by_field_name("value")
+                if v is None:
                     continue
-                ctx.types[name] = ty + " " + declarator_stars(d)
-                if "dim3" in ty and d.type in ("init_declarator", "identifier"):
-                    v = d.child_by_field_name("value") if d.type == "init_declarator" else None
-                    _assign_dim3(ctx, name, text(v) if v is not None else "", argv)
-                elif d.type == "init_declarator":
-                    v = d.child_by_field_name("value")
-                    if v is None:
+                vt = text(v)
+                if v.type in ("argument_list", "initializer_list"):
+                    inner = v.named_children
+                    if len(inner) == 1:
+                        vt = text(inner[0])
+                    else:
+                        if "vector" in ty and inner:
+                            ctx.extents[name] = _maybe(ctx, text(inner[0]), argv)
                         continue
-                    vt = text(v)
-                    if v.type in ("argument_list", "initializer_list"):
-                        inner = v.named_children
-                        if len(inner) == 1:
-                            vt = text(inner[0])
-                        else:
-                            if "vector" in ty and inner:
-                                ctx.extents[name] = _maybe(ctx, text(inner[0]), argv)
-                            continue
-                    _assign(ctx, name, vt, argv)
-                elif d.type == "function_declarator" and "dim3" in ty:
-                    params = d.child_by_field_name("parameters")
-                    _assign_dim3(ctx, name, text(params), argv)
-                elif d.type == "array_declarator":
-                    size = d.child_by_field_name("size")
-                    if size is not None:
-                        ctx.extents[name] = _maybe(ctx, text(size), argv)
-        else:
-            e = node.named_children[0] if node.named_children else None
-            if e is not None and e.type == "update_expression":
-                arg = e.child_by_field_name("argument")
-                counter = _target(arg) if arg is not None else None
-                if counter in ctx.texts and _branch_taken(node, fn, ctx, argv):
-                    sign = "+" if "++" in text(e) else "-"
-                    # counted in a loop (``nnz++`` per element read): known only at run time
-                    step = f"({counter}) {sign} 1" if depth == 0 else ""
-                    _assign(ctx, str(counter), step, argv)
-            elif e is not None and e.type == "assignment_expression":
-                left = e.child_by_field_name("left")
-                op = e.child_by_field_name("operator")
-                right = e.child_by_field_name("right")
-                if left is None or right is None or op is None:
-                    continue
-                target = _target(left)
-                if target is None or not _branch_taken(node, fn, ctx, argv):
-                    continue
-                rt = text(right)
-                if op.type == "=" and "dim3" in ctx.types.get(target, ""):
-                    _assign_dim3(ctx, target, rt, argv)
-                elif op.type == "=":
-                    # ``n = n * 2`` in a loop: known only at run time
-                    looped = depth > 0 and target in _IDENT.findall(rt)
-                    _assign(ctx, target, "" if looped else rt, argv)
-                elif op.type in ("*=", "+=", "-=", "/=", "<<=", ">>=") and target in ctx.texts:
-                    # accumulated in a loop: the value after it is known only at run time
-                    upd = f"({target}) {op.type[:-1]} ({rt})" if depth == 0 else ""
-                    _assign(ctx, target, upd, argv)
-    _options(text(fn), ctx, argv)
+                _assign(ctx, name, vt, argv)
+            elif d.type == "function_declarator" and "dim3" in ty:
+                params = d.child_by_field_name("parameters")
+                _assign_dim3(ctx, name, text(params), argv)
+            elif d.type == "array_declarator":
+                size = d.child_by_field_name("size")
+                if size is not None:
+                    ctx.extents[name] = _maybe(ctx, text(size), argv)
+    else:
+        e = node.named_children[0] if node.named_children else None
+        if e is not None and e.type == "update_expression":
+            arg = e.child_by_field_name("argument")
+            counter = _target(arg) if arg is not None else None
+            if counter in ctx.texts and _branch_taken(node, fn, ctx, argv):
+                sign = "+" if "++" in text(e) else "-"
+                # counted in a loop (``nnz++`` per element read): known only at run time
+                step = f"({counter}) {sign} 1" if depth == 0 else ""
+                _assign(ctx, str(counter), step, argv)
+        elif e is not None and e.type == "assignment_expression":
+            left = e.child_by_field_name("left")
+            op = e.child_by_field_name("operator")
+            right = e.child_by_field_name("right")
+            if left is None or right is None or op is None:
+                return
+            target = _target(left)
+            if target is None or not _branch_taken(node, fn, ctx, argv):
+                return
+            rt = text(right)
+            if op.type == "=" and "dim3" in ctx.types.get(target, ""):
+                _assign_dim3(ctx, target, rt, argv)
+            elif op.type == "=":
+                # ``n = n * 2`` in a loop: known only at run time
+                looped = depth > 0 and target in _IDENT.findall(rt)
+                _assign(ctx, target, "" if looped else rt, argv)
+            elif op.type in ("*=", "+=", "-=", "/=", "<<=", ">>=") and target in ctx.texts:
+                # accumulated in a loop: the value after it is known only at run time
+                upd = f"({target}) {op.type[:-1]} ({rt})" if depth == 0 else ""
+                _assign(ctx, target, upd, argv)
 
 
 def _assign_dim3(ctx: HostContext, name: str, value: str, argv: list[str]) -> None:
@@ -514,8 +534,23 @@ def _assign(ctx: HostContext, name: str, expr: str, argv: list[str]) -> None:
     ctx._cache.clear()
 
 
+# an allocation in host code: the buffer's name, the text of its size, whether in bytes
+_Allocation = tuple[str, str, bool]
+
+
 def _allocations(src: str, ctx: HostContext, argv: list[str]) -> None:
     """Buffer sizes (in elements) from allocation calls in ``src``."""
+    _record_allocations(_allocation_sites(src), ctx, argv)
+
+
+def _record_allocations(sites: list[_Allocation], ctx: HostContext, argv: list[str]) -> None:
+    for name, size, bytes_ in sites:
+        _record_alloc(ctx, name, size, argv, bytes_)
+
+
+def _allocation_sites(src: str) -> list[_Allocation]:
+    """The allocation calls in ``src``, in order."""
+    out: list[_Allocation] = []
     for m in _ALLOC_API.finditer(src):
         args = _call_args(src, m.end() - 1)
         if args is None or len(args) < 2:
@@ -523,30 +558,31 @@ def _allocations(src: str, ctx: HostContext, argv: list[str]) -> None:
         target = re.sub(r"^\(\s*void\s*\*\*\s*\)|[&()\s]", "", args[0])
         target = target.rsplit(".", 1)[-1].rsplit("->", 1)[-1]
         size_arg = args[2] if m.group(1) == "posix_memalign" and len(args) > 2 else args[1]
-        _record_alloc(ctx, target, size_arg, argv, bytes_=True)
+        out.append((target, size_arg, True))
     for m in _ALLOC_ASSIGN.finditer(src):
         name, kind = m.group(1), m.group(2)
         if kind.startswith("new"):
             close = _bracket_end(src, m.end())
             if close is None:
                 continue
-            _record_alloc(ctx, name, src[m.end() : close], argv, bytes_=False)
+            out.append((name, src[m.end() : close], False))
             continue
         args = _call_args(src, src.find("(", m.end() - 1))
         if not args:
             continue
         if kind == "calloc" and len(args) >= 2:
-            _record_alloc(ctx, name, f"({args[0]}) * ({args[1]})", argv, bytes_=True)
+            out.append((name, f"({args[0]}) * ({args[1]})", True))
         elif kind == "aligned_alloc" and len(args) >= 2:
-            _record_alloc(ctx, name, args[1], argv, bytes_=True)
+            out.append((name, args[1], True))
         elif kind.endswith(("malloc_device", "malloc_shared")):
-            _record_alloc(ctx, name, args[0], argv, bytes_=False)
+            out.append((name, args[0], False))
         else:
-            _record_alloc(ctx, name, args[0], argv, bytes_=True)
+            out.append((name, args[0], True))
     for m in _VECTOR_DECL.finditer(src):
         args = _call_args(src, m.end() - 1)
         if args:
-            _record_alloc(ctx, m.group(2), args[0], argv, bytes_=False)
+            out.append((m.group(2), args[0], False))
+    return out
 
 
 def _record_alloc(ctx: HostContext, name: str, size: str, argv: list[str], bytes_: bool) -> None:
@@ -709,7 +745,6 @@ def host_context(
                 if val is not None:
                     ctx.fixed[k] = val
             ctx.origin[k] = "hint"
-    src = detection.source.decode("utf-8", "replace")
     if kernel.is_offload:
         anchor = kernel.node if kernel.node is not None else kernel.body
         fn = enclosing_function(anchor)
@@ -741,7 +776,6 @@ def host_context(
         scoped = fn is not None and site.file == unit.detection.file
         if fn is not None and scoped:
             _host_scope(ctx, unit.detection, fn, site.span.start_byte, argv, view)
-        src = unit.detection.source.decode("utf-8", "replace")
         # the host scope (callers, assignments, run-time reads) knows more than detection's
         # declarations before the launch: what it cannot evaluate is unknown
         if block is None:
@@ -773,12 +807,14 @@ def host_context(
         m = re.search(
             # `k<T, 4><<<...>>>(...)`, or the kernel argument of the launch APIs
             re.escape(kernel.name) + r"\s*<(.*?)>\s*(<<<|\(|\)|,)",
-            src[site.span.start_byte : site.span.end_byte],
+            unit.detection.source[site.span.start_byte : site.span.end_byte].decode(
+                "utf-8", "replace"
+            ),
         )
         if m and "<<" not in m.group(1):
             ctx.template_args = tuple(split_args(m.group(1)))
     else:
-        _allocations(src, ctx, argv)
+        _allocations(detection.source.decode("utf-8", "replace"), ctx, argv)
     ctx.block, ctx.grid = block, grid
     return ctx
 
@@ -786,13 +822,40 @@ def host_context(
 # the source, the values found, and the sibling files searched for callers (with the versions
 # seen: the entry is valid while they are current)
 _Seen = tuple[tuple[str, tuple[FileStamp, ...]], ...]
-_Scope = tuple[bytes, dict[str, str], dict[str, str], dict[str, float], _Seen]
-_SCOPES: OrderedDict[tuple[object, ...], _Scope] = OrderedDict()
+_State = tuple[dict[str, str], dict[str, str], dict[str, float]]  # texts, types, extents
 
 
 def _siblings_seen(looked: list[str], view: SourceView | None) -> _Seen:
     """For each file whose folder was searched, the versions of its siblings."""
     return tuple((p, sibling_stamps(p, view)) for p in dict.fromkeys(looked))
+
+
+def _state(ctx: HostContext) -> _State:
+    return dict(ctx.texts), dict(ctx.types), dict(ctx.extents)
+
+
+@dataclass
+class _FunctionScan:
+    """A host function's scan, kept between the launches in it: a function often launches
+    many kernels, and scanning it from its start for each launch is quadratic. The values
+    its callers bind and its parameters' types (``start``) are the same for every launch;
+    then its statements are scanned in order up to the last launch asked for (``state``
+    after the first ``scanned``), and a later launch continues from there."""
+
+    seen: _Seen  # the sibling files searched for callers, with the versions seen
+    fn_text: str
+    statements: list[tuple[Node, int]]
+    allocations: list[_Allocation]
+    start: _State
+    stop: int = -1
+    scanned: int = 0
+    state: _State | None = None
+
+
+# file -> the scans of its functions, for one version of its source only (a scan keeps the
+# tree alive: an edited file's old trees are dropped), the files most recently used last
+_SCANS: OrderedDict[str, tuple[bytes, dict[tuple[object, ...], _FunctionScan]]] = OrderedDict()
+_SCANNED_FILES = 64
 
 
 def _host_scope(
@@ -804,84 +867,49 @@ def _host_scope(
     view: SourceView | None,
 ) -> None:
     """Host values, types and allocations visible at byte ``stop`` of host function ``fn``
-    (its callers' arguments, its declarations, its allocations), cached: several kernels
-    are usually launched from the same function."""
+    (its callers' arguments, its declarations, its allocations): what
+    :func:`_scan_function` and :func:`_allocations` record, from the function's
+    :class:`_FunctionScan`."""
     key = (
-        detection.file,
-        id(detection.source),
-        fn.start_byte,
-        fn.end_byte,
-        stop,
-        tuple(argv),
-        tuple(sorted(ctx.fixed.items())),
-    )
-    hit = _SCOPES.get(key)
-    if (
-        hit is not None
-        and hit[0] is detection.source
-        and all(stamps == sibling_stamps(p, view) for p, stamps in hit[4])
-    ):
-        ctx.texts.update(hit[1])
-        ctx.types.update(hit[2])
-        ctx.extents.update(hit[3])
-        ctx._cache.clear()
-        return
-    looked = _callers_bound(ctx, detection, fn, argv, view)
-    _scan_function(fn, stop, ctx, argv)
-    _allocations(text(fn), ctx, argv)
-    seen = _siblings_seen(looked, view)
-    _SCOPES[key] = (detection.source, dict(ctx.texts), dict(ctx.types), dict(ctx.extents), seen)
-    if len(_SCOPES) > 2048:
-        _SCOPES.popitem(last=False)
-
-
-# what the call sites of a host function give its parameters: the same for every launch in
-# it (the texts, types and extents bound, and the files whose folder was searched)
-_Bound = tuple[bytes, dict[str, str], dict[str, str], dict[str, float], list[str], _Seen]
-_CALLERS: OrderedDict[tuple[object, ...], _Bound] = OrderedDict()
-
-
-def _callers_bound(
-    ctx: HostContext, detection: Detection, fn: Node, argv: list[str], view: SourceView | None
-) -> list[str]:
-    """Bind the parameters of ``fn`` from its call sites (:func:`_bind_callers`), once per
-    function: ``_host_scope`` is asked once per launch, and a function often launches
-    several kernels. Returns the files whose folder was searched for callers."""
-    key = (
-        detection.file,
-        id(detection.source),
         fn.start_byte,
         fn.end_byte,
         tuple(argv),
         tuple(sorted(ctx.fixed.items())),
         tuple(sorted(ctx.texts.items())),
     )
-    hit = _CALLERS.get(key)
-    if (
-        hit is None
-        or hit[0] is not detection.source
-        or not all(stamps == sibling_stamps(p, view) for p, stamps in hit[5])
-    ):
-        before = (dict(ctx.texts), dict(ctx.types), dict(ctx.extents))
+    source, scans = _SCANS.pop(detection.file, (detection.source, {}))
+    if source is not detection.source:
+        scans = {}
+    _SCANS[detection.file] = (detection.source, scans)
+    if len(_SCANS) > _SCANNED_FILES:
+        _SCANS.popitem(last=False)
+    scan = scans.get(key)
+    if scan is None or not all(stamps == sibling_stamps(p, view) for p, stamps in scan.seen):
         looked: list[str] = []
         _bind_callers(fn, detection, ctx, argv, 0, view, looked)
-        hit = (
-            detection.source,
-            {k: v for k, v in ctx.texts.items() if before[0].get(k) != v},
-            {k: v for k, v in ctx.types.items() if before[1].get(k) != v},
-            {k: v for k, v in ctx.extents.items() if k not in before[2] or before[2][k] != v},
-            looked,
+        _declare_params(fn, ctx)
+        fn_text = text(fn)
+        scan = _FunctionScan(
             _siblings_seen(looked, view),
+            fn_text,
+            host_statements(fn, fn.end_byte),
+            _allocation_sites(fn_text),
+            _state(ctx),
         )
-        _CALLERS[key] = hit
-        if len(_CALLERS) > 512:
-            _CALLERS.popitem(last=False)
-        return looked
-    ctx.texts.update(hit[1])
-    ctx.types.update(hit[2])
-    ctx.extents.update(hit[3])
+        scans[key] = scan
+    if scan.state is None or stop < scan.stop:
+        scan.scanned, scan.state = 0, scan.start
+    ctx.texts.update(scan.state[0])
+    ctx.types.update(scan.state[1])
+    ctx.extents.update(scan.state[2])
     ctx._cache.clear()
-    return list(hit[4])
+    statements, i = scan.statements, scan.scanned
+    while i < len(statements) and statements[i][0].start_byte < stop:
+        _scan_statement(*statements[i], fn, ctx, argv)
+        i += 1
+    scan.scanned, scan.stop, scan.state = i, stop, _state(ctx)
+    _options(scan.fn_text, ctx, argv)
+    _record_allocations(scan.allocations, ctx, argv)
 
 
 _INDEX_TERM = re.compile(r"(blockIdx|blockDim|threadIdx)\.([xyz])")

@@ -127,6 +127,7 @@ class Detector:
         self.kernels: list[Kernel] = []
         self.launches: list[LaunchSite] = []
         self.data_regions: list[DataRegion] = []
+        self._texts: dict[int, bytes] = {}  # a node's id -> its text (``environment``)
         self.language: KernelLanguage = "hip" if is_hip_source(path, source) else "cuda"
 
     # -- definitions ------------------------------------------------------------------------
@@ -583,9 +584,14 @@ class Detector:
         env: dict[str, str] = dict(self.constants)
         fn = enclosing_function(at)
         body = fn.child_by_field_name("body") if fn is not None else None
-        if body is None or body.text is None:
+        if body is None:
             return env
-        key = (body.text, at.start_byte - body.start_byte)
+        # the body's text, one object per body: its hash is computed once, not per launch
+        body_text = self._texts.get(body.id) or body.text
+        if body_text is None:
+            return env
+        self._texts[body.id] = body_text
+        key = (body_text, at.start_byte - body.start_byte)
         local: dict[str, str] = _reuse(
             self.old.locals, self.memo.locals, key, lambda: local_values(body, at.start_byte)
         )

@@ -17,7 +17,7 @@ from tree_sitter import Tree
 from roofline_lsp.compiler.kernel_ptx import CompiledCounts
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.engine.refinement import kernel_verdicts
-from roofline_lsp.engine.reuse import context_key, file_context, moved_verdicts
+from roofline_lsp.engine.reuse import ContextKeys, file_context, moved_verdicts
 from roofline_lsp.estimate.roofline import Inputs
 from roofline_lsp.measured.ncu import MeasuredProfile
 from roofline_lsp.model.config import Config
@@ -66,11 +66,13 @@ def analyze_file(
     detection = detect(
         source, path, tree, previous.detection if previous is not None else None, read=view
     )
-    context = file_context(detection, tree.root_node, gpus, inputs, config, measured)
+    keys = ContextKeys(
+        detection, file_context(detection, tree.root_node, gpus, inputs, config, measured)
+    )
     reuse: dict[str, tuple[int, tuple[Verdict, ...]]] = {}
     reports = []
     for k in detection.kernels:
-        key = context_key(k, detection, context)
+        key = keys.of(k)
         cc = compiled.get(k.line) if compiled is not None else None
         # a kernel given a compile's outcome is estimated again: with its PTX counts, or with
         # the reason there are none in its terms

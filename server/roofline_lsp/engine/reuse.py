@@ -5,7 +5,7 @@ An edit re-estimates only the kernels it touched. A kernel keeps its verdicts wh
 that launch it or hold its offload region and their callers two levels up (the estimator binds
 sizes through calls), and the file context (GPUs, inputs, settings, measured profile, macros,
 constants, hint comments, file-scope types/structs/globals). Every estimator input must be
-part of :func:`file_context` or :func:`context_key`, or verdicts go stale.
+part of :func:`file_context` or :class:`ContextKeys`, or verdicts go stale.
 
 A kernel that moved keeps its verdicts with their line references moved, but only when every
 line they refer to moved with it (:func:`moved_verdicts`). Detection keeps its own per-node memo
@@ -14,6 +14,7 @@ line they refer to moved with it (:func:`moved_verdicts`). Detection keeps its o
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from dataclasses import replace
@@ -88,60 +89,100 @@ def _file_scope(root: Node) -> list[Node]:
     return out
 
 
-def context_key(kernel: Kernel, detection: Detection, file_context: bytes) -> str:
-    """What the kernel's verdicts depend on: its text, its callees (and where they are), the
-    host functions that launch it or hold its region, and their callers (the estimator binds
-    sizes through up to two levels of calls, ``bindings.host_context``)."""
-    src = detection.source
-    h = hashlib.sha256(file_context)
-    h.update(f"{kernel.language}:{kernel.name}".encode())
-    h.update(src[kernel.span.start_byte : kernel.span.end_byte])
-    for name in kernel.callees:
-        fn = detection.functions.get(name)
-        if fn is not None and fn.node is not None and fn.node.text is not None:
-            # in the same file: the distance, so that a kernel moved with its callees is
-            # reused with its line references moved (see moved_verdicts)
-            where = fn.line - kernel.line if fn.file == detection.file else fn.line
-            h.update(f"{fn.file}:{where}".encode())
-            h.update(fn.node.text)
-    hosts: list[Function | None] = []
-    for site in detection.launches_of(kernel):
-        host = _function_at(site.span.start_byte, detection)
-        if host is None:  # a launch outside any function
-            h.update(src[site.span.start_byte : site.span.end_byte])
-        hosts.append(host)
-    if kernel.is_offload:
-        host = _function_at(kernel.span.start_byte, detection)
-        if host is None:  # a region outside any function (a broken parse): all of it
-            h.update(src)
-        hosts.append(host)
-    # helpers a launch expression may call (``ceil_div(n, bs)``), evaluated by their text
-    for name, tf in sorted(text_functions(detection.functions, detection.macros).items()):
-        h.update(
-            f"{name}({','.join(tf.params)})={tf.body};{tf.integer};{tf.integer_result}".encode()
-        )
-    seen: set[str] = set()
-    for _ in range(3):  # the host functions, their callers and theirs
-        level = [f for f in hosts if f is not None and f.name not in seen]
-        for f in level:
-            seen.add(f.name)
-            h.update(src[f.span.start_byte : f.span.end_byte])
-        hosts = [
-            detection.functions.get(c) for f in level for c in detection.callers.get(f.name, ())
+class ContextKeys:
+    """The context key of each kernel of one file: what its verdicts depend on (its text,
+    its callees and where they are, the host functions that launch it or hold its region,
+    and their callers: the estimator binds sizes through up to two levels of calls,
+    ``bindings.host_context``). What the kernels share (the helpers' texts, each host
+    function's digest, where each function is) is computed once per file: a file may launch
+    thousands of kernels from one long ``main``."""
+
+    def __init__(self, detection: Detection, file_context: bytes) -> None:
+        self.detection = detection
+        self.file_context = file_context
+        self._helpers: bytes | None = None
+        self._digests: dict[int, bytes] = {}  # a function's start byte -> its text's digest
+        # this file's functions by start, and the largest end among the first i of them
+        here = [
+            (f.span.start_byte, i, f)
+            for i, f in enumerate(detection.functions.values())
+            if f.file == detection.file
         ]
-    return h.hexdigest()
+        here.sort(key=lambda t: (t[0], t[1]))
+        self._starts = [t[0] for t in here]
+        self._functions = [(t[1], t[2]) for t in here]
+        self._max_end: list[int] = []
+        for _start, _i, f in here:
+            self._max_end.append(max(f.span.end_byte, self._max_end[-1] if self._max_end else 0))
 
+    def of(self, kernel: Kernel) -> str:
+        detection, src = self.detection, self.detection.source
+        h = hashlib.sha256(self.file_context)
+        h.update(f"{kernel.language}:{kernel.name}".encode())
+        h.update(src[kernel.span.start_byte : kernel.span.end_byte])
+        for name in kernel.callees:
+            fn = detection.functions.get(name)
+            if fn is not None and fn.node is not None and fn.node.text is not None:
+                # in the same file: the distance, so that a kernel moved with its callees is
+                # reused with its line references moved (see moved_verdicts)
+                where = fn.line - kernel.line if fn.file == detection.file else fn.line
+                h.update(f"{fn.file}:{where}".encode())
+                h.update(fn.node.text)
+        hosts: list[Function | None] = []
+        for site in detection.launches_of(kernel):
+            host = self._function_at(site.span.start_byte)
+            if host is None:  # a launch outside any function
+                h.update(src[site.span.start_byte : site.span.end_byte])
+            hosts.append(host)
+        if kernel.is_offload:
+            host = self._function_at(kernel.span.start_byte)
+            if host is None:  # a region outside any function (a broken parse): all of it
+                h.update(src)
+            hosts.append(host)
+        h.update(self._helper_texts())
+        seen: set[str] = set()
+        for _ in range(3):  # the host functions, their callers and theirs
+            level = [f for f in hosts if f is not None and f.name not in seen]
+            for f in level:
+                seen.add(f.name)
+                h.update(self._digest(f))
+            hosts = [
+                detection.functions.get(c) for f in level for c in detection.callers.get(f.name, ())
+            ]
+        return h.hexdigest()
 
-def _function_at(offset: int, detection: Detection) -> Function | None:
-    """The function of this file holding byte ``offset``."""
-    return next(
-        (
-            f
-            for f in detection.functions.values()
-            if f.file == detection.file and f.span.start_byte <= offset < f.span.end_byte
-        ),
-        None,
-    )
+    def _helper_texts(self) -> bytes:
+        """The helpers a launch expression may call (``ceil_div(n, bs)``), evaluated by
+        their text."""
+        if self._helpers is None:
+            d = self.detection
+            h = hashlib.sha256()
+            for name, tf in sorted(text_functions(d.functions, d.macros).items()):
+                h.update(
+                    f"{name}({','.join(tf.params)})={tf.body};{tf.integer};"
+                    f"{tf.integer_result}".encode()
+                )
+            self._helpers = h.digest()
+        return self._helpers
+
+    def _digest(self, f: Function) -> bytes:
+        digest = self._digests.get(f.span.start_byte)
+        if digest is None:
+            text = self.detection.source[f.span.start_byte : f.span.end_byte]
+            digest = self._digests[f.span.start_byte] = hashlib.sha256(text).digest()
+        return digest
+
+    def _function_at(self, offset: int) -> Function | None:
+        """The function of this file holding byte ``offset`` (the first in the detection's
+        order when functions nest)."""
+        found: tuple[int, Function] | None = None
+        i = bisect.bisect_right(self._starts, offset) - 1
+        while i >= 0 and self._max_end[i] > offset:  # no function before i reaches offset
+            order, f = self._functions[i]
+            if offset < f.span.end_byte and (found is None or order < found[0]):
+                found = (order, f)
+            i -= 1
+        return found[1] if found is not None else None
 
 
 def moved_verdicts(

@@ -172,5 +172,15 @@ class Detection:
     callers: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
     memo: DetectMemo = field(default_factory=lambda: DetectMemo(), compare=False, repr=False)
 
+    # kernel name -> its launches (made on first use: a file may launch thousands)
+    launch_index: dict[str, tuple[LaunchSite, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
     def launches_of(self, kernel: Kernel) -> tuple[LaunchSite, ...]:
-        return tuple(s for s in self.launches if s.kernel == kernel.name)
+        if not self.launch_index and self.launches:
+            by_name: dict[str, list[LaunchSite]] = {}
+            for s in self.launches:
+                by_name.setdefault(s.kernel, []).append(s)
+            self.launch_index.update((k, tuple(v)) for k, v in by_name.items())
+        return self.launch_index.get(kernel.name, ())

@@ -15,7 +15,7 @@ from roofline_lsp.model.verdict import Verdict
 class KernelReport:
     kernel: Kernel
     verdicts: tuple[Verdict, ...]  # one per GPU, target GPU first
-    key: str = field(default="", compare=False)  # context key (``reuse.context_key``)
+    key: str = field(default="", compare=False)  # context key (``reuse.ContextKeys``)
 
     @property
     def verdict(self) -> Verdict:

@@ -44,7 +44,7 @@ _CACHE: OrderedDict[int, tuple[Node, Declarations]] = OrderedDict()
 
 def declarations(root: Node, macros: dict[str, Macro] | None = None) -> Declarations:
     """Declarations of the tree whose root is ``root`` (cached per tree)."""
-    key = id(root)
+    key = root.id  # the tree's node: a Node object is made anew each time it is reached
     hit = _CACHE.get(key)
     if hit is not None and hit[0] == root:
         _CACHE.move_to_end(key)
