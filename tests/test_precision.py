@@ -32,7 +32,8 @@ def test_pow_square_fixes() -> None:
     src, adv = run("advice.cu", "compute")
     pows = [a for a in adv if a.code == "RL003"]
     assert [src[a.start : a.end] for a in pows] == [b"pow(x[i], 2)", b"powf(x[i] + 1.0f, 2.0f)"]
-    assert all(a.severity == "information" for a in pows)  # compute-bound
+    # compute-bound, but the counts of this small kernel make each pow under 5%: a hint
+    assert all(a.gain is not None and a.gain.small and a.severity == "hint" for a in pows)
     fixed = apply(apply(src, pows[1]), pows[0])
     assert b"y[i] = (x[i] * x[i]) + ((x[i] + 1.0f) * (x[i] + 1.0f));" in fixed
     assert not has_error(fixed)

@@ -9,6 +9,7 @@ import re
 from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Fix, TextEdit
+from roofline_lsp.advice.impact import unmodelled
 from roofline_lsp.advice.kernel_context import KernelContext
 from roofline_lsp.advice.nodes import (
     LOOPS,
@@ -67,7 +68,13 @@ class DataClauseChecks(KernelContext):
                 where = (base + span[0], base + span[1])
             else:
                 where = self._pragma_line()
-            self.add("RL011", where, msg, "information", fix)
+            copied = "a copy" if len(read_only) == 1 else f"{len(read_only)} copies"
+            gain = unmodelled(
+                self.gpu,
+                f"{copied} device-to-host fewer each time the region runs (a host-link "
+                "transfer, outside the kernel's roofline)",
+            )
+            self.add("RL011", where, msg, "information", fix, gain=gain)
 
     def _pragma_line(self) -> tuple[int, int]:
         s = self.k.name_span.start_byte
@@ -113,6 +120,11 @@ class DataClauseChecks(KernelContext):
             f"slower than DRAM {self.on()}. Map it once around the loop "
             f"(`#pragma {self.k.language} {data} ...`) and use `present`/`update` inside.",
             lines=(loop.start_point.row + 1,) if "{0}" in where else (),
+            gain=unmodelled(
+                self.gpu,
+                "the transfers of every iteration but the first fewer (host-link transfers, "
+                "outside the kernel's roofline)",
+            ),
         )
 
 

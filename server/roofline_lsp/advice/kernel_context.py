@@ -58,5 +58,10 @@ class KernelContext:
             severity = "hint"
         self.out.append(Advice(code, self.k.name, start, end, message, severity, fix, lines, gain))
 
+    def offset(self, node: Node) -> int:
+        """``node``'s line as an offset from the kernel's first line (how ``Counts.line_ops``
+        and ``line_runs`` are keyed)."""
+        return node.start_point.row + 1 - self.k.line
+
     def on(self) -> str:
         return f"on {self.gpu.name}"

@@ -12,7 +12,7 @@ import re
 from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Fix, Severity, TextEdit
-from roofline_lsp.advice.impact import Gain, fewer_dram_bytes
+from roofline_lsp.advice.impact import Gain, fewer_dram_bytes, line_runs, unmodelled
 from roofline_lsp.advice.kernel_context import KernelContext
 from roofline_lsp.advice.lanes import int_literal, subscript_index
 from roofline_lsp.advice.nodes import (
@@ -23,6 +23,7 @@ from roofline_lsp.advice.nodes import (
 )
 from roofline_lsp.advice.thread_vars import loop_var
 from roofline_lsp.detect.treewalk import function_declarator
+from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.syntax.expr import text
 
 SECTOR = 32  # bytes a DRAM access moves at least
@@ -53,7 +54,8 @@ class MemoryAccessChecks(KernelContext):
             if not quals & {"__restrict__", "__restrict", "restrict"}:
                 pointers.append((declarator_name(d) or "?", d))
         names = {n for n, _ in pointers}
-        if len(pointers) < 2 or not self._reload_after_store(names):
+        reloads = self._reloads_after_stores(names) if len(pointers) >= 2 else []
+        if not reloads:
             return
         shared = self._aliased_at_launch(fn, names)
         if shared is None:
@@ -71,9 +73,29 @@ class MemoryAccessChecks(KernelContext):
             f"`__restrict__` if they never overlap{launches}.",
             "information",
             Fix("Add `__restrict__` to the pointer parameters", edits) if shared else None,
+            gain=self._reload_gain(reloads),
         )
 
-    def _reload_after_store(self, names: set[str]) -> bool:
+    def _reload_gain(self, reloads: list[Node]) -> Gain:
+        """The reloads aliasing forces, per thread (each load's line runs that often): they
+        hit L1, so the DRAM bytes and the roofline time stay; what is saved is load
+        instructions and their latency, which the roofline does not model."""
+        runs = 0.0
+        for ld in reloads:
+            r = line_runs(self.counts, self.offset(ld))
+            if r is None:
+                return unmodelled(self.gpu, "same DRAM bytes (the reloads hit L1)")
+            runs += r
+        return unmodelled(
+            self.gpu,
+            f"same DRAM bytes: up to {fmt_num(runs)} fewer L1 reloads per "
+            f"{'iteration' if self.k.is_offload else 'thread'}, which the roofline does not "
+            "count",
+        )
+
+    def _reloads_after_stores(self, names: set[str]) -> list[Node]:
+        """The loads through one of ``names`` that may follow a store through another (or
+        through itself, in the loop's next iteration): the ones aliasing makes reload."""
         stores: list[tuple[str, Node]] = []
         loads: list[tuple[str, Node]] = []
         index = self.index
@@ -92,13 +114,16 @@ class MemoryAccessChecks(KernelContext):
                 stores.append((name, p))  # the whole assignment: its loads come first
             if not index.is_plain_assignment_target(n):
                 loads.append((name, n))
-        for sname, s in stores:
-            for lname, ld in loads:
-                if ld.start_byte > s.end_byte:
-                    return True
-                if (lname != sname or not _inside(ld, s)) and index.share_a_loop(s, ld):
-                    return True  # the next iteration loads after this one's store
-        return False
+        out: list[Node] = []
+        for lname, ld in loads:
+            for sname, s in stores:
+                if ld.start_byte > s.end_byte or (
+                    # the next iteration loads after this one's store
+                    (lname != sname or not _inside(ld, s)) and index.share_a_loop(s, ld)
+                ):
+                    out.append(ld)
+                    break
+        return out
 
     def _param_of(self, name: str | None) -> str | None:
         """The pointer parameter a name accesses (itself, or the parameter a local pointer
@@ -231,7 +256,7 @@ class MemoryAccessChecks(KernelContext):
             "there; the reuse raises the arithmetic intensity"
             + (f", which is what limits this kernel {self.on()}." if sev == "information" else "."),
             sev,
-            gain=Gain(None, float(TILE), self.gpu.name),
+            gain=Gain(None, float(TILE), self.gpu.name, f"with {TILE}-wide tiles"),
         )
 
 

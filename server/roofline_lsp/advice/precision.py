@@ -12,7 +12,7 @@ import struct
 from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Fix, Severity, TextEdit
-from roofline_lsp.advice.impact import compute_bound_headroom, fp64_to_fp32
+from roofline_lsp.advice.impact import Gain, Ops, fewer_ops, fp64_to_fp32, line_ops, line_runs
 from roofline_lsp.advice.kernel_context import KernelContext
 from roofline_lsp.advice.nodes import (
     SPECIAL_FUNCTIONS,
@@ -25,6 +25,13 @@ from roofline_lsp.advice.nodes import (
     parents,
     root_identifier,
     walk,
+)
+from roofline_lsp.estimate.costs import (
+    FAST_INTRINSICS,
+    INT_DIV_CONST,
+    INT_DIV_VAR,
+    MATH_F32,
+    MATH_F64,
 )
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Kernel
@@ -168,6 +175,7 @@ class PrecisionChecks(KernelContext):
             if len(args) != 2 or text(args[1]).replace(" ", "") not in _TWO:
                 continue
             base = args[0]
+            gain = self._line_saving(n, [_call_saving(n, line_ops(self.counts, self.offset(n)))])
             if not is_pure(base):
                 self.add(
                     "RL003",
@@ -175,6 +183,7 @@ class PrecisionChecks(KernelContext):
                     "pow(x, 2) runs the general power function (exp/log, tens of "
                     "instructions); store x in a variable and multiply it by itself.",
                     severity,
+                    gain=gain,
                 )
                 continue
             x = text(base)
@@ -194,6 +203,7 @@ class PrecisionChecks(KernelContext):
                 f"instructions per call); `{xx}` is one multiply.",
                 severity,
                 Fix(f"Replace with `{xx}`", (TextEdit(n.start_byte, n.end_byte, xx),)),
+                gain=gain,
             )
 
     # RL004 ---------------------------------------------------------------------------------
@@ -204,7 +214,7 @@ class PrecisionChecks(KernelContext):
         of two (a multiply)."""
         if self.bound != "compute":
             return
-        lines: set[int] = set()
+        rows: dict[int, list[tuple[Node, str, str]]] = {}
         for n in self.nodes:
             what = None
             if n.type == "call_expression" and call_name(n) in SPECIAL_FUNCTIONS:
@@ -231,16 +241,73 @@ class PrecisionChecks(KernelContext):
             if what is None:
                 continue
             loop = enclosing_loop(n, self.k.body)
-            if loop is None or n.start_point.row in lines or not _varies_in(n, loop):
+            if loop is None or not _varies_in(n, loop):
                 continue
-            lines.add(n.start_point.row)
+            rows.setdefault(n.start_point.row, []).append((n, what, hint))
+        for found in rows.values():
+            n, what, hint = found[0]  # once per line, weighed with every slow operation on it
+            ops = line_ops(self.counts, self.offset(n))
             self.add(
                 "RL004",
                 n,
                 f"{what} in a loop of a compute-bound kernel {self.on()}: it takes many "
                 f"instructions on the special-function units; {hint}.",
-                gain=compute_bound_headroom(self.gpu, self.counts, 2.0),
+                gain=self._line_saving(n, [_call_saving(m, ops) for m, _w, _h in found]),
             )
+
+    def _line_saving(self, n: Node, savings: list[Ops | None]) -> Gain | None:
+        """What removing ``savings`` (per execution) from ``n``'s line is worth: times the
+        line's executions per thread, never more than the operations booked on it."""
+        runs = line_runs(self.counts, self.offset(n))
+        known = [x for x in savings if x is not None]
+        if runs is None or not known:
+            return None
+        ops = line_ops(self.counts, self.offset(n))
+        total = [runs * sum(x[i] for x in known) for i in range(4)]
+        capped = tuple(min(t, o) if t > 0 else t for t, o in zip(total, ops, strict=True))
+        return fewer_ops(self.gpu, self.counts, (capped[0], capped[1], capped[2], capped[3]))
+
+
+def _float_precision(ops: Ops) -> str | None:
+    """The float precision of a line's work: the one with more FLOP on it (None: none)."""
+    if ops[0] <= 0 and ops[1] <= 0:
+        return None
+    return "fp64" if ops[0] > ops[1] else "fp32"
+
+
+def _call_saving(n: Node, ops: Ops) -> Ops | None:
+    """Operations saved per execution of ``n`` when it is replaced by its fast form, from the
+    estimator's cost tables (``estimate.costs``): ``pow(x, 2)`` by one multiply, an fp32
+    special function by its intrinsic (``__expf``), a float division by a multiply with a
+    reciprocal, an integer division by a variable by a multiply-high with a precomputed
+    magic number. None where the fix has no cheaper form of the same precision (an fp64
+    special function) or the line's precision is unknown. ``ops``: the line's operations,
+    whose FLOP tell its float precision."""
+    prec = _float_precision(ops)
+    if n.type == "binary_expression":  # a division
+        if prec is None:
+            return (0.0, 0.0, 0.0, INT_DIV_VAR - INT_DIV_CONST) if ops[3] > 0 else None
+        f, i = (MATH_F64 if prec == "fp64" else MATH_F32)["div"]
+        return _in(prec, f - 1.0, i)
+    name = call_name(n)
+    base = name[:-1] if name.endswith("f") and name[:-1] in MATH_F32 else name
+    if name.endswith("f") and base != name:
+        prec = "fp32"
+    if prec is None or base not in MATH_F32:
+        return None
+    args = call_args(n)
+    if base == "pow" and len(args) == 2 and text(args[1]).replace(" ", "") in _TWO:
+        f, i = (MATH_F64 if prec == "fp64" else MATH_F32)["pow"]
+        return _in(prec, f - 1.0, i)
+    if prec == "fp64":
+        return None
+    f, i = MATH_F32[base]
+    fast_f, fast_i = FAST_INTRINSICS.get(f"__{base}f", (1.0, 0.0))
+    return _in(prec, f - fast_f, i - fast_i)
+
+
+def _in(prec: str, flops: float, ints: float) -> Ops:
+    return (flops, 0.0, 0.0, ints) if prec == "fp64" else (0.0, flops, 0.0, ints)
 
 
 def _cheap_divisor(right: Node) -> bool:

@@ -338,6 +338,8 @@ def estimate(
             threads=a.threads,
             counts_from="ptx" if compiled is not None and compiled.ok else "source",
             launch_from=a.launch_from,
+            line_ops={ln - kernel.line: ops for ln, ops in a.counts.lines.items()},
+            line_runs={ln - kernel.line: w for ln, w in a.counts.weights.items()},
         ),
     )
 

@@ -27,6 +27,14 @@ class Counts:
     # where the launch size came from: the caller's inputs ("given"), the source ("source"),
     # assumed to cover the kernel's bounds check exactly ("guard"), or assumed ("assumed")
     launch_from: Literal["given", "source", "guard", "assumed"] = "source"
+    # per source line, by its offset from the kernel's first line (so counts move with their
+    # kernel): the operations booked on it per thread (fp64, fp32, fp16 FLOP, int ops) and
+    # how many times it runs per thread. What advice weighs a fix on one line with; not
+    # part of the verdict (not compared)
+    line_ops: dict[int, tuple[float, float, float, float]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    line_runs: dict[int, float] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def dram_bytes(self) -> float:

@@ -72,7 +72,7 @@ def diagnostic_json(source: bytes, a: Advice) -> dict[str, Any]:
         "severity": a.severity,
         "estimated_gain": None
         if g is None
-        else {"speedup": g.speedup, "fewer_bytes": g.fewer_bytes, "gpu": g.gpu},
+        else {"speedup": g.speedup, "fewer_bytes": g.fewer_bytes, "gpu": g.gpu, "basis": g.basis},
         "help_uri": a.rule.href,
     }
     if a.fix is not None:

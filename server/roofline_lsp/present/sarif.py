@@ -133,6 +133,7 @@ def _advice_result(a: Advice, uri: str, source: bytes, index: int) -> dict[str, 
     if a.gain is not None:
         result["properties"]["estimatedSpeedup"] = a.gain.speedup
         result["properties"]["estimatedFewerBytes"] = a.gain.fewer_bytes
+        result["properties"]["estimateBasis"] = a.gain.basis
     if a.fix is not None:
         replacements = []
         for e in a.fix.edits:
