@@ -24,6 +24,7 @@ from roofline_lsp.advice.nodes import (
 from roofline_lsp.advice.thread_vars import loop_var
 from roofline_lsp.detect.treewalk import function_declarator
 from roofline_lsp.model.numbers import fmt_num
+from roofline_lsp.model.verdict import LineInstructions
 from roofline_lsp.syntax.expr import text
 
 SECTOR = 32  # bytes a DRAM access moves at least
@@ -55,6 +56,9 @@ class MemoryAccessChecks(KernelContext):
                 pointers.append((declarator_name(d) or "?", d))
         names = {n for n, _ in pointers}
         reloads = self._reloads_after_stores(names) if len(pointers) >= 2 else []
+        # with PTX counts, only loads the compiled code makes (a load of the value just
+        # stored through the same pointer is forwarded from the register)
+        reloads = [ld for ld in reloads if _loads(self.compiled(ld))]
         if not reloads:
             return
         shared = self._aliased_at_launch(fn, names)
@@ -269,6 +273,11 @@ def _small_trip_count(loop: Node) -> bool:
         return False
     k = int_literal(cond.child_by_field_name("right"))
     return k is not None and abs(k) <= SMALL_TABLE
+
+
+def _loads(ptx: LineInstructions | None) -> bool:
+    """The compiled statement loads from global memory (True with source counts)."""
+    return ptx is None or ptx.global_loads > 0
 
 
 def _inside(node: Node, outer: Node) -> bool:

@@ -36,6 +36,7 @@ from roofline_lsp.estimate.costs import (
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Kernel
 from roofline_lsp.model.numbers import fmt_num
+from roofline_lsp.model.verdict import LineInstructions
 from roofline_lsp.syntax.expr import text
 
 _FLOAT_LITERAL = re.compile(r"^(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?$|^\d+[eE][+-]?\d+$")
@@ -117,6 +118,9 @@ class PrecisionChecks(KernelContext):
             and _FLOAT_LITERAL.match(text(n))
             and not any(p.type in ("subscript_argument_list", "case_statement") for p in parents(n))
         ]
+        # with PTX counts, only literals whose statement the compiler computes in fp64 (a
+        # cvt.f64.f32 or fp64 arithmetic): `x * 0.5` is compiled as an fp32 multiply
+        found = [n for n in found if _promoted(self.compiled(n))]
         literals = len(found)
         for n in found:
             lit = text(n)
@@ -233,6 +237,9 @@ class PrecisionChecks(KernelContext):
                 right = n.child_by_field_name("right")
                 if right is None or _cheap_divisor(right):
                     continue
+                ptx = self.compiled(n)
+                if ptx is not None and not ptx.divisions:
+                    continue  # compiled without a div/rem: a constant divisor, a multiply
                 what = "division"
                 hint = (
                     "multiply by a reciprocal computed once outside the loop, or use "
@@ -266,6 +273,11 @@ class PrecisionChecks(KernelContext):
         total = [runs * sum(x[i] for x in known) for i in range(4)]
         capped = tuple(min(t, o) if t > 0 else t for t, o in zip(total, ops, strict=True))
         return fewer_ops(self.gpu, self.counts, (capped[0], capped[1], capped[2], capped[3]))
+
+
+def _promoted(ptx: LineInstructions | None) -> bool:
+    """The compiled statement computes in fp64 (True with source counts: not known)."""
+    return ptx is None or ptx.to_fp64 > 0 or ptx.fp64_flops > 0
 
 
 def _float_precision(ops: Ops) -> str | None:
