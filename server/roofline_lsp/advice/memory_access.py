@@ -22,6 +22,7 @@ from roofline_lsp.advice.nodes import (
     root_identifier,
 )
 from roofline_lsp.advice.thread_vars import loop_var
+from roofline_lsp.detect.program import units_mentioning
 from roofline_lsp.detect.treewalk import function_declarator
 from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.model.verdict import LineInstructions
@@ -67,7 +68,7 @@ class MemoryAccessChecks(KernelContext):
         stars = [next((c for c in d.children if c.type == "*"), None) for _n, d in pointers]
         edits = tuple(TextEdit(s.end_byte, s.end_byte, "__restrict__ ") for s in stars if s)
         listed = ", ".join(f"`{n}`" for n, _ in pointers)
-        launches = " (no launch in this file passes one buffer to two of them)" if shared else ""
+        launches = " (no launch passes one buffer to two of them)" if shared else ""
         self.add(
             "RL007",
             (self.k.name_span.start_byte, self.k.name_span.end_byte),
@@ -135,11 +136,20 @@ class MemoryAccessChecks(KernelContext):
         return self.aliases.get(name, name) if name is not None else None
 
     def _aliased_at_launch(self, fn: Node, names: set[str]) -> bool | None:
-        """True: launches of this kernel in the file, none passing one argument to two of
-        these parameters; None: one does; False: no launch seen."""
+        """True: launches of this kernel in the file (else in the other source files of its
+        folder, the program's), none passing one argument to two of these parameters; None:
+        one does; False: no launch seen."""
+        launches = self.detection.launches
+        if not any(site.kernel == self.k.name for site in launches) and self.detection.file:
+            pattern = re.compile(rb"\b" + re.escape(self.k.name.encode()) + rb"\s*<<<")
+            launches = tuple(
+                site
+                for unit in units_mentioning(self.detection.file, pattern)
+                for site in unit.detection.launches
+            )
         params = [n for _t, n in self.k.params]
         seen = False
-        for site in self.detection.launches:
+        for site in launches:
             if site.kernel != self.k.name or len(site.args) != len(params):
                 continue
             seen = True
