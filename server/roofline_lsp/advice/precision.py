@@ -262,17 +262,19 @@ class PrecisionChecks(KernelContext):
                 gain=self._line_saving(n, [_call_saving(m, ops) for m, _w, _h in found]),
             )
 
-    def _line_saving(self, n: Node, savings: list[Ops | None]) -> Gain | None:
+    def _line_saving(self, n: Node, savings: list[Saving | None]) -> Gain | None:
         """What removing ``savings`` (per execution) from ``n``'s line is worth: times the
-        line's executions per thread, never more than the operations booked on it."""
+        line's executions per thread, never more than the operations booked on it. Said to
+        be an upper bound when a saving is a call's whole cost (no cheaper form known)."""
         runs = line_runs(self.counts, self.offset(n))
         known = [x for x in savings if x is not None]
         if runs is None or not known:
             return None
         ops = line_ops(self.counts, self.offset(n))
-        total = [runs * sum(x[i] for x in known) for i in range(4)]
+        total = [runs * sum(x[0][i] for x in known) for i in range(4)]
         capped = tuple(min(t, o) if t > 0 else t for t, o in zip(total, ops, strict=True))
-        return fewer_ops(self.gpu, self.counts, (capped[0], capped[1], capped[2], capped[3]))
+        basis = "at most the calls' whole cost" if any(whole for _o, whole in known) else ""
+        return fewer_ops(self.gpu, self.counts, (capped[0], capped[1], capped[2], capped[3]), basis)
 
 
 def _promoted(ptx: LineInstructions | None) -> bool:
@@ -287,35 +289,40 @@ def _float_precision(ops: Ops) -> str | None:
     return "fp64" if ops[0] > ops[1] else "fp32"
 
 
-def _call_saving(n: Node, ops: Ops) -> Ops | None:
+# operations saved per execution, and whether that is the operation's whole cost (an upper
+# bound: no cheaper form of it is known)
+Saving = tuple[Ops, bool]
+
+
+def _call_saving(n: Node, ops: Ops) -> Saving | None:
     """Operations saved per execution of ``n`` when it is replaced by its fast form, from the
     estimator's cost tables (``estimate.costs``): ``pow(x, 2)`` by one multiply, an fp32
-    special function by its intrinsic (``__expf``), a float division by a multiply with a
-    reciprocal, an integer division by a variable by a multiply-high with a precomputed
-    magic number. None where the fix has no cheaper form of the same precision (an fp64
-    special function) or the line's precision is unknown. ``ops``: the line's operations,
-    whose FLOP tell its float precision."""
+    special function by its intrinsic (``__expf``; ``sqrtf`` by the one-instruction
+    approximation), a float division by a multiply with a reciprocal, an integer division by
+    a variable by a multiply-high with a precomputed magic number. A function with no fast
+    form in its precision (``fmodf``, any fp64 one) saves at most its whole cost. None
+    where the line's precision is unknown. ``ops``: the line's operations, whose FLOP tell
+    its float precision."""
     prec = _float_precision(ops)
     if n.type == "binary_expression":  # a division
         if prec is None:
-            return (0.0, 0.0, 0.0, INT_DIV_VAR - INT_DIV_CONST) if ops[3] > 0 else None
+            return ((0.0, 0.0, 0.0, INT_DIV_VAR - INT_DIV_CONST), False) if ops[3] > 0 else None
         f, i = (MATH_F64 if prec == "fp64" else MATH_F32)["div"]
-        return _in(prec, f - 1.0, i)
+        return _in(prec, f - 1.0, i), False
     name = call_name(n)
     base = name[:-1] if name.endswith("f") and name[:-1] in MATH_F32 else name
     if name.endswith("f") and base != name:
         prec = "fp32"
     if prec is None or base not in MATH_F32:
         return None
+    f, i = (MATH_F64 if prec == "fp64" else MATH_F32)[base]
     args = call_args(n)
     if base == "pow" and len(args) == 2 and text(args[1]).replace(" ", "") in _TWO:
-        f, i = (MATH_F64 if prec == "fp64" else MATH_F32)["pow"]
-        return _in(prec, f - 1.0, i)
-    if prec == "fp64":
-        return None
-    f, i = MATH_F32[base]
-    fast_f, fast_i = FAST_INTRINSICS.get(f"__{base}f", (1.0, 0.0))
-    return _in(prec, f - fast_f, i - fast_i)
+        return _in(prec, f - 1.0, i), False
+    fast = FAST_INTRINSICS.get(f"__{base}f") or ((1.0, 0.0) if base == "sqrt" else None)
+    if prec == "fp64" or fast is None:
+        return _in(prec, f, i), True
+    return _in(prec, f - fast[0], i - fast[1]), False
 
 
 def _in(prec: str, flops: float, ints: float) -> Ops:
