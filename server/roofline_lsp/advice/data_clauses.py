@@ -70,11 +70,15 @@ class DataClauseChecks(KernelContext):
                 where = (base + span[0], base + span[1])
             else:
                 where = self._pragma_line()
-            copied = "a copy" if len(read_only) == 1 else f"{len(read_only)} copies"
+            copies = (
+                "one device-to-host copy"
+                if len(read_only) == 1
+                else (f"{len(read_only)} device-to-host copies")
+            )
             gain = unmodelled(
                 self.gpu,
-                f"{copied} device-to-host fewer each time the region runs (a host-link "
-                "transfer, outside the kernel's roofline)",
+                f"{copies} fewer per run of the region (host-link transfers, outside the "
+                "kernel's roofline)",
             )
             self.add("RL011", where, msg, "information", fix, gain=gain)
 
@@ -130,8 +134,8 @@ class DataClauseChecks(KernelContext):
             lines=(loop.start_point.row + 1,) if "{0}" in where else (),
             gain=unmodelled(
                 self.gpu,
-                "the transfers of every iteration but the first fewer (host-link transfers, "
-                "outside the kernel's roofline)",
+                "the data transferred once instead of on every iteration (host-link "
+                "transfers, outside the kernel's roofline)",
             ),
         )
 
