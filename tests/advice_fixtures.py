@@ -9,8 +9,9 @@ from pathlib import Path
 from roofline_lsp.advice.advise import advise
 from roofline_lsp.advice.catalogue import Advice
 from roofline_lsp.engine.analysis import analyze_file
-from roofline_lsp.model.gpus import load_registry
+from roofline_lsp.model.gpus import GpuProfile, load_registry
 from roofline_lsp.model.report import FileReport
+from roofline_lsp.model.verdict import Counts
 from roofline_lsp.syntax.parsing import parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lsp"
@@ -48,3 +49,29 @@ def apply(src: bytes, advice: Advice) -> bytes:
 
 def has_error(src: bytes) -> bool:
     return parse(src).root_node.has_error
+
+
+def with_counts(rep: FileReport, counts: Counts) -> FileReport:
+    """``rep`` with every kernel's target verdict carrying ``counts`` (hand-made: the gains
+    a test derives by hand then do not depend on the estimator)."""
+    kernels = tuple(
+        dataclasses.replace(kr, verdicts=(dataclasses.replace(kr.verdict, counts=counts),))
+        for kr in rep.kernels
+    )
+    return dataclasses.replace(rep, kernels=kernels)
+
+
+# a GPU of round numbers, so that estimates can be derived by hand: 1 TFLOP/s fp32 and int,
+# 0.1 TFLOP/s fp64, 100 GB/s, 1 GHz
+ROUND = GpuProfile(
+    name="ROUND",
+    vendor="test",
+    fp64_flops=1e11,
+    fp32_flops=1e12,
+    fp16_flops=2e12,
+    int32_ops=1e12,
+    dram_bandwidth=1e11,
+    l2_bytes=1 << 20,
+    sm_count=10,
+    clock_ghz=1.0,
+)

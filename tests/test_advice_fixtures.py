@@ -12,6 +12,7 @@ import pytest
 from roofline_lsp.advice.advise import advise
 from roofline_lsp.engine.analysis import analyze_file
 from roofline_lsp.model.gpus import load_registry
+from roofline_lsp.model.verdict import LineInstructions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "advice"
 CASES = sorted(FIXTURES.glob("rl*"))
@@ -110,7 +111,9 @@ def test_fp64_literal_is_not_flagged_when_the_ptx_has_no_fp64_instruction() -> N
             v = kr.verdict
             assert v.counts is not None
             flops = {**v.counts.flops, "fp64": fp64}
-            counts = dataclasses.replace(v.counts, flops=flops, counts_from="ptx")
+            # with fp64 instructions, every line of the kernel converts to double
+            facts = {o: LineInstructions(to_fp64=1) for o in range(8)} if fp64 else {}
+            counts = dataclasses.replace(v.counts, flops=flops, counts_from="ptx", line_ptx=facts)
             kernels.append(
                 dataclasses.replace(kr, verdicts=(dataclasses.replace(v, counts=counts),))
             )

@@ -126,6 +126,9 @@ def test_a_named_non_source_file_is_skipped_like_a_folder_without_sources(tmp_pa
     assert "tool.py: skipped: not a source file" in err
     (tmp_path / "empty").mkdir()
     assert run("check", "--no-cache", str(tmp_path / "empty"))[0] == 3
+    # with a source file beside it the run goes on (as the README's exit codes say)
+    code, out, err = run("check", "--no-cache", "--counts", "source", str(py), str(FIXTURE))
+    assert code == 0 and "tool.py: skipped: not a source file" in err and out
 
 
 def test_flags_are_never_abbreviated() -> None:

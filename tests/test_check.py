@@ -10,6 +10,7 @@ import pytest
 from cli_helpers import DETECT, EXAMPLES, run
 
 from roofline_lsp.cli.arguments import EXIT_NOTHING, EXIT_OK, EXIT_USAGE
+from roofline_lsp.model.gpus import load_registry
 
 
 def test_check_text_one_line_per_kernel():
@@ -255,3 +256,45 @@ def test_json_list_is_dumps_of_the_list():
     items = [{"a": [1, {"b": "x\ny"}], "c": {}}, {"d": "é", "e": []}]
     assert json_list([dumps(d).rstrip("\n") for d in items]) == dumps(items)
     assert json_list([]) == dumps([])
+
+
+# a GPU only the user's TOML knows, with a 1/64 fp64 rate
+USER_GPU = """
+[MY-GPU]
+vendor = "NVIDIA"
+sm_count = 40
+clock_ghz = 1.5
+fp64_tflops = 0.3125
+fp32_tflops = 20.0
+fp16_tflops = 40.0
+int32_tops = 10.0
+dram_gbs = 500.0
+l2_mib = 4.0
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_advice_for_a_gpu_given_only_by_gpu_profiles(tmp_path, jobs):
+    toml = tmp_path / "gpus.toml"
+    toml.write_text(USER_GPU)
+    src = os.path.join(os.path.dirname(__file__), "fixtures", "advice", "rl008_coalescing.cu")
+    common = ("--gpu", "my-gpu", "--gpu-profiles", str(toml), "--counts", "source", "-j", jobs)
+    code, out, err = run("check", src, *common, "--no-cache")
+    assert code == EXIT_OK, err
+    notes = [ln for ln in out.splitlines() if ": note: [RL008]" in ln]
+    assert notes and all(ln.endswith("faster on MY-GPU)") for ln in notes)
+    code, out, _ = run("check", src, *common, "--format", "json", "--no-cache")
+    gains = [d["estimated_gain"] for k in json.loads(out) for d in k["diagnostics"]]
+    assert len(gains) == len(notes) and all(g["gpu"] == "MY-GPU" for g in gains)
+    code, out, _ = run("check", src, *common, "--format", "sarif", "--no-cache")
+    results = json.loads(out)["runs"][0]["results"]
+    assert sum(r["ruleId"] == "RL008" for r in results) == len(notes)
+    # overriding a bundled GPU's numbers: the advice uses the user's (RL001 names the rate)
+    fp32 = load_registry().get("rtx3080").fp32_flops / 1e12
+    toml.write_text(f"[RTX-3080]\nfp64_tflops = {fp32 / 2}\n")
+    lit = os.path.join(os.path.dirname(__file__), "fixtures", "advice", "rl001_fp64_literal.cu")
+    code, out, _ = run(
+        "check", lit, "--gpu", "rtx3080", "--gpu-profiles", str(toml), "--counts", "source",
+        "--no-cache", "-j", jobs,
+    )  # fmt: skip
+    assert "fp64 runs at 1/2 of the fp32 rate on RTX-3080" in out

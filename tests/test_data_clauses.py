@@ -49,3 +49,39 @@ def test_acc_copy_on_read_only_data() -> None:
     fixes = [a for a in adv if a.code == "RL011"]
     assert len(fixes) == 1
     assert b"#pragma acc parallel loop copyin(a[0:n]) copyout(c[0:n])" in apply(src, fixes[0])
+
+
+REGION = """void step(int n, float *x)
+{
+    #pragma omp target teams distribute parallel for map(tofrom: x[0:n])
+    for (int i = 0; i < n; i++) x[i] = x[i] * 0.5f + 1.0f;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("caller", "expected"),
+    [
+        # the region's function called from a loop of another file of the program
+        ("void step(int n, float *x);\nvoid drive(int n, int s, float *x)\n"
+         "{\n    for (int t = 0; t < s; t++) step(n, x);\n}\n", True),
+        # near misses: called once, or from a loop inside a data region
+        ("void step(int n, float *x);\nvoid once(int n, float *x) { step(n, x); }\n", False),
+        ("void step(int n, float *x);\nvoid drive(int n, int s, float *x)\n{\n"
+         "    #pragma omp target data map(tofrom: x[0:n])\n"
+         "    for (int t = 0; t < s; t++) step(n, x);\n}\n", False),
+    ],
+)  # fmt: skip
+def test_map_in_loop_across_the_files_of_a_program(
+    tmp_path: Path, caller: str, expected: bool
+) -> None:
+    (tmp_path / "region.cpp").write_text(REGION)
+    (tmp_path / "main.cpp").write_text(caller)
+    path = tmp_path / "region.cpp"
+    src = path.read_bytes()
+    found = [a for a in advise(report(src, str(path), "bandwidth"), RTX) if a.code == "RL012"]
+    if expected:
+        (a,) = found
+        assert "loop in `drive` (main.cpp) that calls `step`" in a.message
+    else:
+        assert found == []

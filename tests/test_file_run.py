@@ -68,7 +68,7 @@ def test_the_pool_gives_what_one_process_gives(tmp_path: Path) -> None:
     # the same as rendering the reports of the one-process run
     ws = Workspace(cfg)
     reports = run_files(ws, files, progress=lambda *s: None, say=lambda s: None)
-    assert one == [outcome_of(fr, None) for fr in reports]
+    assert one == [outcome_of(fr, None, ws.registry()) for fr in reports]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")

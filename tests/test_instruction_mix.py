@@ -28,6 +28,12 @@ def test_classify_widths_and_spaces() -> None:
     assert c("div.u32").int_ops == 20 and c("div.s64").int_ops == 70
     assert c("cvt.s64.s32").int_ops == 1 and c("cvt.u64.u32").int_ops == 0
     assert c("cvt.rn.f32.s32").conversions == 1 and c("cvt.f64.f32").conversions == 1
+    # what advice confirms its rules on: long divisions, floats promoted to double
+    assert c("div.u32").divisions == c("rem.s64").divisions == c("div.rn.f32").divisions == 1
+    assert c("div.rn.f64").divisions == 1
+    assert c("div.approx.f32").divisions == c("div.full.f32").divisions == 0
+    assert c("mul.hi.u32").divisions == 0 and c("shr.u32").divisions == 0
+    assert c("cvt.f64.f32").to_fp64 == 1 and c("cvt.rn.f32.f64").to_fp64 == 0
     assert c("mov.u32").int_ops == 0 and c("and.pred").int_ops == 0
     assert c("sin.approx.f32").special == 1 and c("rsqrt.approx.f32").flops_fp32 == 2
     assert c("rcp.rn.f64").flops_fp64 == 10 and c("sqrt.rn.f64").flops_fp64 == 13

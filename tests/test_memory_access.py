@@ -3,6 +3,9 @@ forced."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from advice_fixtures import RTX, apply, has_error, report, run, where
 
 from roofline_lsp.advice.advise import advise
@@ -34,3 +37,44 @@ def test_missing_restrict_only_where_aliasing_costs_reloads() -> None:
     fixed = apply(loop, a)
     assert b"const float *__restrict__ w, float *__restrict__ out" in fixed
     assert not has_error(fixed)
+
+
+KERNEL = b"""__global__ void k(int n, const float *w, float *out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int j = 0; j < n; j++) out[i] += w[j];
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("launch", "expected"),
+    [
+        # launched from another file of the program with two buffers: the fix is offered
+        ("k<<<n / 256, 256>>>(n, w, o);", "fix"),
+        # launched there with one buffer twice: restrict would change results, no advice
+        ("k<<<n / 256, 256>>>(n, o, o);", "none"),
+    ],
+)
+def test_missing_restrict_reads_the_launches_of_the_other_files(
+    tmp_path: Path, launch: str, expected: str
+) -> None:
+    (tmp_path / "k.cu").write_bytes(KERNEL)
+    (tmp_path / "main.cu").write_text(
+        "__global__ void k(int n, const float *w, float *out);\n"
+        f"void go(int n, float *w, float *o) {{ {launch} }}\n"
+    )
+    adv = advise(report(KERNEL, str(tmp_path / "k.cu"), "bandwidth"), RTX)
+    found = [a for a in adv if a.code == "RL007"]
+    if expected == "fix":
+        (a,) = found
+        assert a.fix is not None and "no launch passes one buffer to two" in a.message
+    else:
+        assert found == []
+    # alone in its folder (no launch seen): advice without a fix
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "k.cu").write_bytes(KERNEL)
+    (a,) = [x for x in advise(report(KERNEL, str(alone / "k.cu"), "bandwidth"), RTX)
+            if x.code == "RL007"]  # fmt: skip
+    assert a.fix is None

@@ -3,9 +3,12 @@ bound forced."""
 
 from __future__ import annotations
 
-from advice_fixtures import FIXTURES, H100, RTX, apply, has_error, report, run
+from dataclasses import replace
+
+from advice_fixtures import FIXTURES, H100, RTX, apply, has_error, report, run, with_counts
 
 from roofline_lsp.advice.advise import advise
+from roofline_lsp.model.verdict import Counts, LineInstructions
 
 
 def test_fp64_literal_in_fp32_kernel_with_fix() -> None:
@@ -32,7 +35,8 @@ def test_pow_square_fixes() -> None:
     src, adv = run("advice.cu", "compute")
     pows = [a for a in adv if a.code == "RL003"]
     assert [src[a.start : a.end] for a in pows] == [b"pow(x[i], 2)", b"powf(x[i] + 1.0f, 2.0f)"]
-    assert all(a.severity == "information" for a in pows)  # compute-bound
+    # compute-bound, but the counts of this small kernel make each pow under 5%: a hint
+    assert all(a.gain is not None and a.gain.small and a.severity == "hint" for a in pows)
     fixed = apply(apply(src, pows[1]), pows[0])
     assert b"y[i] = (x[i] * x[i]) + ((x[i] + 1.0f) * (x[i] + 1.0f));" in fixed
     assert not has_error(fixed)
@@ -43,3 +47,29 @@ def test_pow_with_side_effects_gets_no_mechanical_fix() -> None:
     adv = advise(report(src, "k.cu", "compute"), RTX)
     pows = [a for a in adv if a.code == "RL003"]
     assert len(pows) == 1 and pows[0].fix is None
+
+
+def test_ptx_counts_confirm_divisions_and_fp64_literals_per_line() -> None:
+    """With PTX counts, a division is advice only where its statement compiles to a
+    `div`/`rem`, a double literal only where it is compiled to fp64 (hand-made facts here;
+    tests/test_advice_ptx.py compiles with a real nvcc)."""
+    src = b"""__global__ void k(float *__restrict__ y, const float *__restrict__ x, float c, int d)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = x[i], acc = 0.0f;
+    for (int j = 0; j < 100; j++) {
+        acc += v / (c + j) + (i + j) / d;
+        acc += v * 0.1;
+    }
+    y[i] = acc;
+}
+"""
+
+    def codes(facts: dict[int, LineInstructions]) -> list[tuple[str, int]]:
+        counts = Counts({"fp32": 10.0, "fp64": 1.0}, 1.0, 4.0, 4.0, counts_from="ptx")
+        rep = with_counts(report(src, "k.cu", "compute"), replace(counts, line_ptx=facts))
+        return [(a.code, src[: a.start].count(b"\n") + 1) for a in advise(rep, RTX)]
+
+    both = codes({5: LineInstructions(divisions=2), 6: LineInstructions(to_fp64=1)})
+    assert sorted(both) == [("RL001", 7), ("RL004", 6)]
+    assert codes({}) == []  # no div, no fp64 on these lines: the compiler made them cheap

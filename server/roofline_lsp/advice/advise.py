@@ -13,7 +13,7 @@ from __future__ import annotations
 from roofline_lsp.advice.advisor import KernelAdvisor
 from roofline_lsp.advice.catalogue import Advice, by_impact
 from roofline_lsp.advice.launch_config import small_launches
-from roofline_lsp.model.gpus import GpuProfile, load_registry
+from roofline_lsp.model.gpus import GpuProfile, GpuRegistry, load_registry
 from roofline_lsp.model.report import FileReport, KernelReport
 
 VerdictKey = tuple[object, ...]
@@ -87,24 +87,27 @@ def advise(
     return tuple(unique)
 
 
-# the last report given to file_advice and its advice: the text, JSON and SARIF writers of
-# ``check`` each ask for the same report's advice in turn
-_last: list[tuple[FileReport, tuple[Advice, ...]]] = []
+# the last report given to file_advice, the registry and its advice: the text, JSON and SARIF
+# writers of ``check`` each ask for the same report's advice in turn
+_last: list[tuple[FileReport, GpuRegistry | None, tuple[Advice, ...]]] = []
 
 
-def file_advice(report: FileReport) -> tuple[Advice, ...]:
+def file_advice(report: FileReport, registry: GpuRegistry | None = None) -> tuple[Advice, ...]:
     """The advice of ``report`` for its target GPU (the first verdict's), as ``check``
-    prints it; none when that GPU is not a bundled profile."""
-    if _last and _last[0][0] is report:
-        return _last[0][1]
+    prints it. ``registry``: the GPU profiles the verdicts were made with (the bundled ones
+    and the user's ``--gpu-profiles``; the bundled ones when None); none when the target GPU
+    is not among them."""
+    if _last and _last[0][0] is report and _last[0][1] is registry:
+        return _last[0][2]
     target = next((kr.verdicts[0].gpu for kr in report.kernels if kr.verdicts), None)
     advice: tuple[Advice, ...] = ()
     if target is not None:
         try:
-            advice = advise(report, load_registry().get(target))
+            gpu = (registry if registry is not None else load_registry()).get(target)
         except ValueError:
-            advice = ()
-    _last[:] = [(report, advice)]
+            gpu = None
+        advice = advise(report, gpu) if gpu is not None else ()
+    _last[:] = [(report, registry, advice)]
     return advice
 
 

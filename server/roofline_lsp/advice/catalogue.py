@@ -107,6 +107,8 @@ class Advice:
                 if g.speedup >= 1.05
                 else f"under 5% faster on {g.gpu}"
             )
+        if g.basis:
+            parts.append(g.basis)
         return "est. " + ", ".join(parts) if parts else ""
 
     @property

@@ -4,11 +4,13 @@ reads (RL011) and data mapped on every iteration of a host loop (RL012).
 
 from __future__ import annotations
 
+import os
 import re
 
 from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Fix, TextEdit
+from roofline_lsp.advice.impact import unmodelled
 from roofline_lsp.advice.kernel_context import KernelContext
 from roofline_lsp.advice.nodes import (
     LOOPS,
@@ -18,6 +20,7 @@ from roofline_lsp.advice.nodes import (
     walk,
     written_names,
 )
+from roofline_lsp.detect.program import units_mentioning
 from roofline_lsp.detect.treewalk import function_declarator
 from roofline_lsp.syntax.expr import text
 
@@ -67,7 +70,17 @@ class DataClauseChecks(KernelContext):
                 where = (base + span[0], base + span[1])
             else:
                 where = self._pragma_line()
-            self.add("RL011", where, msg, "information", fix)
+            copies = (
+                "one device-to-host copy"
+                if len(read_only) == 1
+                else (f"{len(read_only)} device-to-host copies")
+            )
+            gain = unmodelled(
+                self.gpu,
+                f"{copies} fewer per run of the region (host-link transfers, outside the "
+                "kernel's roofline)",
+            )
+            self.add("RL011", where, msg, "information", fix, gain=gain)
 
     def _pragma_line(self) -> tuple[int, int]:
         s = self.k.name_span.start_byte
@@ -94,11 +107,17 @@ class DataClauseChecks(KernelContext):
                 loop = p
                 break
         where = "host loop at line {0}"
+        source = self.source
         if loop is None and fn is not None:
             # no line number: the caller is outside the kernel's context key (cached advice)
-            loop, caller = _calling_loop(fn, self.k.name)
+            loop, caller = _calling_loop(_root(fn), self.k.name, fn)
             where = f"loop in `{caller}` that calls `{self.k.name}`"
-        if loop is None or _data_region_around(loop, self.source):
+            if loop is None:  # a caller in another file of the program (the folder)
+                loop, caller, source, other = _calling_loop_elsewhere(
+                    self.detection.file, self.k.name
+                )
+                where = f"loop in `{caller}` ({other}) that calls `{self.k.name}`"
+        if loop is None or _data_region_around(loop, source):
             return
         var = _loop_counter(loop)
         if var is not None and all(var in _clause_names(c.text) for c in moving):
@@ -113,6 +132,11 @@ class DataClauseChecks(KernelContext):
             f"slower than DRAM {self.on()}. Map it once around the loop "
             f"(`#pragma {self.k.language} {data} ...`) and use `present`/`update` inside.",
             lines=(loop.start_point.row + 1,) if "{0}" in where else (),
+            gain=unmodelled(
+                self.gpu,
+                "the data transferred once instead of on every iteration (host-link "
+                "transfers, outside the kernel's roofline)",
+            ),
         )
 
 
@@ -132,12 +156,15 @@ def _clause_names(clause_text: str) -> set[str]:
     return set(re.findall(r"[A-Za-z_]\w*", clause_text))
 
 
-def _calling_loop(fn: Node, name: str) -> tuple[Node | None, str]:
-    """A loop of another function of the file that calls ``name`` (the function holding
-    the region) on every iteration."""
-    root = fn
-    while root.parent is not None:
-        root = root.parent
+def _root(node: Node) -> Node:
+    while node.parent is not None:
+        node = node.parent
+    return node
+
+
+def _calling_loop(root: Node, name: str, fn: Node | None = None) -> tuple[Node | None, str]:
+    """A loop of a function under ``root`` (other than ``fn``, the function holding the
+    region) that calls ``name`` on every iteration, and that function's name."""
     for n in walk(root):
         if n.type != "call_expression" or call_name(n) != name:
             continue
@@ -150,6 +177,20 @@ def _calling_loop(fn: Node, name: str) -> tuple[Node | None, str]:
                 named = decl.child_by_field_name("declarator") if decl is not None else None
                 return p, text(named) if named is not None else "?"
     return None, ""
+
+
+def _calling_loop_elsewhere(path: str, name: str) -> tuple[Node | None, str, bytes, str]:
+    """A loop calling ``name`` in another source file of ``path``'s folder (the program's
+    other files, read from disk as ``detect.program`` lists them): the loop, its function,
+    that file's bytes and base name."""
+    if not path:
+        return None, "", b"", ""
+    pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
+    for unit in units_mentioning(path, pattern):
+        loop, caller = _calling_loop(unit.root, name)
+        if loop is not None:
+            return loop, caller, unit.detection.source, os.path.basename(unit.path)
+    return None, "", b"", ""
 
 
 def _item_name(item: str) -> str:

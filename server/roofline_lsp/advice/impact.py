@@ -4,18 +4,26 @@ precision / its peak)`` for the verdict's counts; a fix changes some of those co
 estimate is the ratio of the two times (and of the DRAM bytes when the fix moves fewer bytes).
 
 These are static estimates, "up to" figures: they assume the rest of the kernel stays as it is.
+A fix on one line is weighed with that line's operations and executions per thread from the
+estimate (``Counts.line_ops`` / ``line_runs``); a fix whose worth the roofline cannot see (a
+reload that hits L1, a host-device transfer) says so in ``Gain.basis`` instead of a number.
 A fix worth less than :data:`HINT_BELOW` is given as a hint at most.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.verdict import Counts
 
 HINT_BELOW = 1.05  # a speedup under 5% is a hint at most
+# updates to one address the L2 serves per clock: same-address atomics serialize there
+SAME_ADDRESS_UPDATES_PER_CLOCK = 1.0
+
+# (fp64, fp32, fp16 FLOP, int ops) per thread: a kernel's or a line's operations
+Ops = tuple[float, float, float, float]
 
 
 @dataclass(frozen=True)
@@ -27,6 +35,9 @@ class Gain:
     speedup: float | None
     fewer_bytes: float | None = None
     gpu: str = ""
+    # what the figure is when it is not the plain roofline ratio (the assumption it rests
+    # on), or why there is none ("same DRAM bytes: ..."); "" for a roofline ratio
+    basis: str = ""
 
     @property
     def rank(self) -> float:
@@ -70,16 +81,6 @@ def fp64_to_fp32(gpu: GpuProfile, c: Counts | None, share: float = 1.0) -> Gain 
     return _ratio(gpu, _time(gpu, c), kernel_time(gpu, after, c.int_ops, c.dram_bytes))
 
 
-def compute_bound_headroom(gpu: GpuProfile, c: Counts | None, at_most: float) -> Gain | None:
-    """The most a fix of the arithmetic can give: the kernel's compute time shrinks by up to
-    ``at_most``, and it is never faster than its DRAM roof."""
-    if c is None:
-        return None
-    before = _time(gpu, c)
-    flops = {p: n / at_most for p, n in c.flops.items()}
-    return _ratio(gpu, before, kernel_time(gpu, flops, c.int_ops / at_most, c.dram_bytes))
-
-
 def fewer_dram_bytes(gpu: GpuProfile, c: Counts | None, extra: float) -> Gain | None:
     """A fix that removes ``extra`` (a fraction of the counted DRAM bytes) of traffic the
     counts do not include (uncoalesced sectors: the counts assume whole sectors are used)."""
@@ -87,6 +88,57 @@ def fewer_dram_bytes(gpu: GpuProfile, c: Counts | None, extra: float) -> Gain | 
         return None
     before = _time(gpu, c, 1.0 + extra)
     return Gain(_round(before / _time(gpu, c)), _round(1.0 + extra), gpu.name)
+
+
+def line_ops(c: Counts | None, offset: int) -> Ops:
+    """The operations per thread booked on the line ``offset`` lines below the kernel's
+    first line (zeros when none are)."""
+    if c is None:
+        return (0.0, 0.0, 0.0, 0.0)
+    return c.line_ops.get(offset, (0.0, 0.0, 0.0, 0.0))
+
+
+def line_runs(c: Counts | None, offset: int) -> float | None:
+    """How many times per thread that line runs (None when the estimate did not reach it)."""
+    return None if c is None else c.line_runs.get(offset)
+
+
+def fewer_ops(gpu: GpuProfile, c: Counts | None, saved: Ops, basis: str = "") -> Gain | None:
+    """The kernel with ``saved`` operations per thread (fp64, fp32, fp16 FLOP, int ops; a
+    negative entry is work the fix adds) removed; none of the kernel's counts goes below 0."""
+    if c is None or not any(saved):
+        return None
+    flops = dict(c.flops)
+    for p, n in zip(("fp64", "fp32", "fp16"), saved[:3], strict=True):
+        if n:
+            flops[p] = max(flops.get(p, 0.0) - n, 0.0)
+    after = kernel_time(gpu, flops, max(c.int_ops - saved[3], 0.0), c.dram_bytes)
+    g = _ratio(gpu, _time(gpu, c), after)
+    return None if g is None else replace(g, basis=basis)
+
+
+def serialized_updates(
+    gpu: GpuProfile, c: Counts | None, runs: float | None, after_share: float
+) -> Gain | None:
+    """Atomics on one address: ``runs`` per thread, each launch's ``threads x runs`` updates
+    served one after the other at :data:`SAME_ADDRESS_UPDATES_PER_CLOCK` per clock, beside
+    the roofline time of the launch; the fix leaves ``after_share`` of the updates (1/32:
+    one per warp after a warp reduction; 0: a reduction clause)."""
+    if c is None or runs is None or not c.threads:
+        return None
+    roof = c.threads * _time(gpu, c)
+    serial = c.threads * runs / (SAME_ADDRESS_UPDATES_PER_CLOCK * gpu.clock_ghz * 1e9)
+    after = max(roof, serial * after_share)
+    if after <= 0:
+        return None
+    basis = "if the L2 serves one update of an address per clock"
+    return Gain(_round(max(roof, serial) / after), None, gpu.name, basis)
+
+
+def unmodelled(gpu: GpuProfile, basis: str) -> Gain:
+    """A fix the roofline model does not see (same operations, same DRAM bytes): no figure,
+    only what it saves in words."""
+    return Gain(None, None, gpu.name, basis)
 
 
 def _ratio(gpu: GpuProfile, before: float, after: float) -> Gain | None:

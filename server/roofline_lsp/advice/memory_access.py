@@ -13,7 +13,7 @@ import re
 from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Fix, Severity, TextEdit
-from roofline_lsp.advice.impact import Gain, fewer_dram_bytes
+from roofline_lsp.advice.impact import Gain, fewer_dram_bytes, line_runs, unmodelled
 from roofline_lsp.advice.kernel_context import KernelContext
 from roofline_lsp.advice.lanes import int_literal, subscript_index
 from roofline_lsp.advice.nodes import (
@@ -23,7 +23,10 @@ from roofline_lsp.advice.nodes import (
     root_identifier,
 )
 from roofline_lsp.advice.thread_vars import loop_var
+from roofline_lsp.detect.program import units_mentioning
 from roofline_lsp.detect.treewalk import function_declarator
+from roofline_lsp.model.numbers import fmt_num
+from roofline_lsp.model.verdict import LineInstructions
 from roofline_lsp.syntax.expr import text
 
 SECTOR = 32  # bytes a DRAM access moves at least
@@ -54,7 +57,11 @@ class MemoryAccessChecks(KernelContext):
             if not quals & {"__restrict__", "__restrict", "restrict"}:
                 pointers.append((declarator_name(d) or "?", d))
         names = {n for n, _ in pointers}
-        if len(pointers) < 2 or not self._reload_after_store(names):
+        reloads = self._reloads_after_stores(names) if len(pointers) >= 2 else []
+        # with PTX counts, only loads the compiled code makes (a load of the value just
+        # stored through the same pointer is forwarded from the register)
+        reloads = [ld for ld in reloads if _loads(self.compiled(ld))]
+        if not reloads:
             return
         shared = self._aliased_at_launch(fn, names)
         if shared is None:
@@ -62,7 +69,7 @@ class MemoryAccessChecks(KernelContext):
         stars = [next((c for c in d.children if c.type == "*"), None) for _n, d in pointers]
         edits = tuple(TextEdit(s.end_byte, s.end_byte, "__restrict__ ") for s in stars if s)
         listed = ", ".join(f"`{n}`" for n, _ in pointers)
-        launches = " (no launch in this file passes one buffer to two of them)" if shared else ""
+        launches = " (no launch passes one buffer to two of them)" if shared else ""
         self.add(
             "RL007",
             (self.k.name_span.start_byte, self.k.name_span.end_byte),
@@ -72,9 +79,29 @@ class MemoryAccessChecks(KernelContext):
             f"`__restrict__` if they never overlap{launches}.",
             "information",
             Fix("Add `__restrict__` to the pointer parameters", edits) if shared else None,
+            gain=self._reload_gain(reloads),
         )
 
-    def _reload_after_store(self, names: set[str]) -> bool:
+    def _reload_gain(self, reloads: list[Node]) -> Gain:
+        """The reloads aliasing forces, per thread (each load's line runs that often): they
+        hit L1, so the DRAM bytes and the roofline time stay; what is saved is load
+        instructions and their latency, which the roofline does not model."""
+        runs = 0.0
+        for ld in reloads:
+            r = line_runs(self.counts, self.offset(ld))
+            if r is None:
+                return unmodelled(self.gpu, "same DRAM bytes (the reloads hit L1)")
+            runs += r
+        return unmodelled(
+            self.gpu,
+            f"same DRAM bytes: up to {fmt_num(runs)} fewer L1 reloads per "
+            f"{'iteration' if self.k.is_offload else 'thread'}, which the roofline does not "
+            "count",
+        )
+
+    def _reloads_after_stores(self, names: set[str]) -> list[Node]:
+        """The loads through one of ``names`` that may follow a store through another (or
+        through itself, in the loop's next iteration): the ones aliasing makes reload."""
         stores: list[tuple[str, Node]] = []
         loads: list[tuple[str, Node]] = []
         index = self.index
@@ -93,13 +120,16 @@ class MemoryAccessChecks(KernelContext):
                 stores.append((name, p))  # the whole assignment: its loads come first
             if not index.is_plain_assignment_target(n):
                 loads.append((name, n))
-        for sname, s in stores:
-            for lname, ld in loads:
-                if ld.start_byte > s.end_byte:
-                    return True
-                if (lname != sname or not _inside(ld, s)) and index.share_a_loop(s, ld):
-                    return True  # the next iteration loads after this one's store
-        return False
+        out: list[Node] = []
+        for lname, ld in loads:
+            for sname, s in stores:
+                if ld.start_byte > s.end_byte or (
+                    # the next iteration loads after this one's store
+                    (lname != sname or not _inside(ld, s)) and index.share_a_loop(s, ld)
+                ):
+                    out.append(ld)
+                    break
+        return out
 
     def _param_of(self, name: str | None) -> str | None:
         """The pointer parameter a name accesses (itself, or the parameter a local pointer
@@ -107,11 +137,20 @@ class MemoryAccessChecks(KernelContext):
         return self.aliases.get(name, name) if name is not None else None
 
     def _aliased_at_launch(self, fn: Node, names: set[str]) -> bool | None:
-        """True: launches of this kernel in the file, none passing one argument to two of
-        these parameters; None: one does; False: no launch seen."""
+        """True: launches of this kernel in the file (else in the other source files of its
+        folder, the program's), none passing one argument to two of these parameters; None:
+        one does; False: no launch seen."""
+        launches = self.detection.launches
+        if not any(site.kernel == self.k.name for site in launches) and self.detection.file:
+            pattern = re.compile(rb"\b" + re.escape(self.k.name.encode()) + rb"\s*<<<")
+            launches = tuple(
+                site
+                for unit in units_mentioning(self.detection.file, pattern)
+                for site in unit.detection.launches
+            )
         params = [n for _t, n in self.k.params]
         seen = False
-        for site in self.detection.launches:
+        for site in launches:
             if site.kernel != self.k.name or len(site.args) != len(params):
                 continue
             seen = True
@@ -228,7 +267,7 @@ class MemoryAccessChecks(KernelContext):
             "there; the reuse raises the arithmetic intensity"
             + (f", which is what limits this kernel {self.on()}." if sev == "information" else "."),
             sev,
-            gain=Gain(None, float(TILE), self.gpu.name),
+            gain=Gain(None, float(TILE), self.gpu.name, f"with {TILE}-wide tiles"),
         )
 
 
@@ -241,6 +280,11 @@ def _small_trip_count(loop: Node) -> bool:
         return False
     k = int_literal(cond.child_by_field_name("right"))
     return k is not None and abs(k) <= SMALL_TABLE
+
+
+def _loads(ptx: LineInstructions | None) -> bool:
+    """The compiled statement loads from global memory (True with source counts)."""
+    return ptx is None or ptx.global_loads > 0
 
 
 def _inside(node: Node, outer: Node) -> bool:

@@ -12,7 +12,7 @@ import struct
 from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Fix, Severity, TextEdit
-from roofline_lsp.advice.impact import compute_bound_headroom, fp64_to_fp32
+from roofline_lsp.advice.impact import Gain, Ops, fewer_ops, fp64_to_fp32, line_ops, line_runs
 from roofline_lsp.advice.kernel_context import KernelContext
 from roofline_lsp.advice.nodes import (
     SPECIAL_FUNCTIONS,
@@ -25,9 +25,17 @@ from roofline_lsp.advice.nodes import (
     root_identifier,
     walk,
 )
+from roofline_lsp.estimate.costs import (
+    FAST_INTRINSICS,
+    INT_DIV_CONST,
+    INT_DIV_VAR,
+    MATH_F32,
+    MATH_F64,
+)
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Kernel
 from roofline_lsp.model.numbers import fmt_num
+from roofline_lsp.model.verdict import LineInstructions
 from roofline_lsp.syntax.expr import text
 
 _FLOAT_LITERAL = re.compile(r"^(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?$|^\d+[eE][+-]?\d+$")
@@ -109,6 +117,9 @@ class PrecisionChecks(KernelContext):
         ]
         if not found or not _is_fp32_kernel(self.k):
             return
+        # with PTX counts, only literals whose statement the compiler computes in fp64 (a
+        # cvt.f64.f32 or fp64 arithmetic): `x * 0.5` is compiled as an fp32 multiply
+        found = [n for n in found if _promoted(self.compiled(n))]
         low = _fp64_rate(self.gpu) <= LOW_FP64_RATE
         severity: Severity = "information" if low or self.bound == "compute" else "hint"
         rate = f"1/{round(1 / _fp64_rate(self.gpu))}" if _fp64_rate(self.gpu) < 1 else "full"
@@ -170,6 +181,7 @@ class PrecisionChecks(KernelContext):
             if len(args) != 2 or text(args[1]).replace(" ", "") not in _TWO:
                 continue
             base = args[0]
+            gain = self._line_saving(n, [_call_saving(n, line_ops(self.counts, self.offset(n)))])
             if not is_pure(base):
                 self.add(
                     "RL003",
@@ -177,6 +189,7 @@ class PrecisionChecks(KernelContext):
                     "pow(x, 2) runs the general power function (exp/log, tens of "
                     "instructions); store x in a variable and multiply it by itself.",
                     severity,
+                    gain=gain,
                 )
                 continue
             x = text(base)
@@ -196,6 +209,7 @@ class PrecisionChecks(KernelContext):
                 f"instructions per call); `{xx}` is one multiply.",
                 severity,
                 Fix(f"Replace with `{xx}`", (TextEdit(n.start_byte, n.end_byte, xx),)),
+                gain=gain,
             )
 
     # RL004 ---------------------------------------------------------------------------------
@@ -206,7 +220,7 @@ class PrecisionChecks(KernelContext):
         of two (a multiply)."""
         if self.bound != "compute":
             return
-        lines: set[int] = set()
+        rows: dict[int, list[tuple[Node, str, str]]] = {}
         changed: dict[int, set[str]] = {}  # loop id -> the names changed in it
         for n in self.nodes:
             what = None
@@ -226,6 +240,9 @@ class PrecisionChecks(KernelContext):
                 right = n.child_by_field_name("right")
                 if right is None or _cheap_divisor(right):
                     continue
+                ptx = self.compiled(n)
+                if ptx is not None and not ptx.divisions:
+                    continue  # compiled without a div/rem: a constant divisor, a multiply
                 what = "division"
                 hint = (
                     "multiply by a reciprocal computed once outside the loop, or use "
@@ -234,20 +251,89 @@ class PrecisionChecks(KernelContext):
             if what is None:
                 continue
             loop = self.index.enclosing_loop(n, self.k.body)
-            if loop is None or n.start_point.row in lines:
+            if loop is None:
                 continue
             if loop.id not in changed:
                 changed[loop.id] = _changed_in(loop)
             if not identifiers(n) & changed[loop.id]:
                 continue  # nothing in it changes in the loop: hoisted out of it
-            lines.add(n.start_point.row)
+            rows.setdefault(n.start_point.row, []).append((n, what, hint))
+        for found in rows.values():
+            n, what, hint = found[0]  # once per line, weighed with every slow operation on it
+            ops = line_ops(self.counts, self.offset(n))
             self.add(
                 "RL004",
                 n,
                 f"{what} in a loop of a compute-bound kernel {self.on()}: it takes many "
                 f"instructions on the special-function units; {hint}.",
-                gain=compute_bound_headroom(self.gpu, self.counts, 2.0),
+                gain=self._line_saving(n, [_call_saving(m, ops) for m, _w, _h in found]),
             )
+
+    def _line_saving(self, n: Node, savings: list[Saving | None]) -> Gain | None:
+        """What removing ``savings`` (per execution) from ``n``'s line is worth: times the
+        line's executions per thread, never more than the operations booked on it. Said to
+        be an upper bound when a saving is a call's whole cost (no cheaper form known)."""
+        runs = line_runs(self.counts, self.offset(n))
+        known = [x for x in savings if x is not None]
+        if runs is None or not known:
+            return None
+        ops = line_ops(self.counts, self.offset(n))
+        total = [runs * sum(x[0][i] for x in known) for i in range(4)]
+        capped = tuple(min(t, o) if t > 0 else t for t, o in zip(total, ops, strict=True))
+        basis = "at most the calls' whole cost" if any(whole for _o, whole in known) else ""
+        return fewer_ops(self.gpu, self.counts, (capped[0], capped[1], capped[2], capped[3]), basis)
+
+
+def _promoted(ptx: LineInstructions | None) -> bool:
+    """The compiled statement computes in fp64 (True with source counts: not known)."""
+    return ptx is None or ptx.to_fp64 > 0 or ptx.fp64_flops > 0
+
+
+def _float_precision(ops: Ops) -> str | None:
+    """The float precision of a line's work: the one with more FLOP on it (None: none)."""
+    if ops[0] <= 0 and ops[1] <= 0:
+        return None
+    return "fp64" if ops[0] > ops[1] else "fp32"
+
+
+# operations saved per execution, and whether that is the operation's whole cost (an upper
+# bound: no cheaper form of it is known)
+Saving = tuple[Ops, bool]
+
+
+def _call_saving(n: Node, ops: Ops) -> Saving | None:
+    """Operations saved per execution of ``n`` when it is replaced by its fast form, from the
+    estimator's cost tables (``estimate.costs``): ``pow(x, 2)`` by one multiply, an fp32
+    special function by its intrinsic (``__expf``; ``sqrtf`` by the one-instruction
+    approximation), a float division by a multiply with a reciprocal, an integer division by
+    a variable by a multiply-high with a precomputed magic number. A function with no fast
+    form in its precision (``fmodf``, any fp64 one) saves at most its whole cost. None
+    where the line's precision is unknown. ``ops``: the line's operations, whose FLOP tell
+    its float precision."""
+    prec = _float_precision(ops)
+    if n.type == "binary_expression":  # a division
+        if prec is None:
+            return ((0.0, 0.0, 0.0, INT_DIV_VAR - INT_DIV_CONST), False) if ops[3] > 0 else None
+        f, i = (MATH_F64 if prec == "fp64" else MATH_F32)["div"]
+        return _in(prec, f - 1.0, i), False
+    name = call_name(n)
+    base = name[:-1] if name.endswith("f") and name[:-1] in MATH_F32 else name
+    if name.endswith("f") and base != name:
+        prec = "fp32"
+    if prec is None or base not in MATH_F32:
+        return None
+    f, i = (MATH_F64 if prec == "fp64" else MATH_F32)[base]
+    args = call_args(n)
+    if base == "pow" and len(args) == 2 and text(args[1]).replace(" ", "") in _TWO:
+        return _in(prec, f - 1.0, i), False
+    fast = FAST_INTRINSICS.get(f"__{base}f") or ((1.0, 0.0) if base == "sqrt" else None)
+    if prec == "fp64" or fast is None:
+        return _in(prec, f, i), True
+    return _in(prec, f - fast[0], i - fast[1]), False
+
+
+def _in(prec: str, flops: float, ints: float) -> Ops:
+    return (flops, 0.0, 0.0, ints) if prec == "fp64" else (0.0, flops, 0.0, ints)
 
 
 def _cheap_divisor(right: Node) -> bool:

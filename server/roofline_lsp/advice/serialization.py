@@ -9,7 +9,7 @@ import re
 from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Severity
-from roofline_lsp.advice.impact import compute_bound_headroom
+from roofline_lsp.advice.impact import Gain, Ops, fewer_ops, line_ops, line_runs, serialized_updates
 from roofline_lsp.advice.kernel_context import KernelContext
 from roofline_lsp.advice.lanes import WARP, int_literal
 from roofline_lsp.advice.nodes import LOOPS, call_args, call_name, operator_text, parents, walk
@@ -40,6 +40,7 @@ class SerializationChecks(KernelContext):
                     f"(`{text(args[0])}`): the updates serialize in L2. Reduce within the warp "
                     "(`__shfl_down_sync`) and the block (shared memory) first and issue one "
                     "atomic per block.",
+                    gain=self._serial_gain(n, 1 / WARP),
                 )
             elif n.type == "preproc_call" and _PRAGMA_ATOMIC.match(text(n)):
                 self._pragma_atomic(n)
@@ -76,7 +77,15 @@ class SerializationChecks(KernelContext):
             f"every iteration updates `{text(target)}` with `#pragma {lang} atomic`: the "
             f"updates of all threads serialize on one address. Put `{clause}` on the "
             "parallel loop instead (each thread keeps a private partial result).",
+            gain=self._serial_gain(stmt, 0.0),
         )
+
+    def _serial_gain(self, n: Node, after_share: float) -> Gain | None:
+        """What the serialized updates on ``n``'s line cost beside the kernel's roofline time,
+        and what is left of them after the fix (``after_share``: 1/32 when one lane per
+        warp updates, a lower bound of the fix's worth since it issues one per block)."""
+        runs = line_runs(self.counts, self.offset(n))
+        return serialized_updates(self.gpu, self.counts, runs, after_share)
 
     def _same_address(self, addr: Node) -> bool:
         """Every lane of a warp updates the same memory: ``sum``, ``&s[blockIdx.x]``."""
@@ -135,7 +144,7 @@ class SerializationChecks(KernelContext):
 
     def _diverges(self, cond: Node, b: Node) -> None:
         compute = self.bound == "compute"
-        gain = compute_bound_headroom(self.gpu, self.counts, 2.0) if compute else None
+        gain = self._branch_work(cond)
         sev: Severity = "information" if compute else "hint"
         cost = (
             "both paths run one after the other, which costs compute throughput "
@@ -154,6 +163,27 @@ class SerializationChecks(KernelContext):
             sev,
             gain=gain,
         )
+
+    def _branch_work(self, cond: Node) -> Gain | None:
+        """The most making warps take one path can save: the work of the branch's own lines
+        (its bodies; a loop's body), which a split warp runs with some lanes idle."""
+        branch = cond.parent
+        if branch is None or self.counts is None:
+            return None
+        bodies = [
+            c
+            for c in branch.named_children
+            if c != cond and c.type != "comment" and c.start_point.row > cond.end_point.row
+        ]
+        if not bodies:  # the body starts on the condition's line
+            bodies = [c for c in branch.named_children if c != cond]
+        first = min((b.start_point.row for b in bodies), default=cond.end_point.row)
+        last = max((b.end_point.row for b in bodies), default=cond.end_point.row)
+        work: Ops = (0.0, 0.0, 0.0, 0.0)
+        for row in range(first, last + 1):
+            ops = line_ops(self.counts, row + 1 - self.k.line)
+            work = (work[0] + ops[0], work[1] + ops[1], work[2] + ops[2], work[3] + ops[3])
+        return fewer_ops(self.gpu, self.counts, work, "at most the branch's own work")
 
 
 def _assigned(loop: Node) -> set[str]:

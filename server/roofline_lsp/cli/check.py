@@ -91,7 +91,7 @@ def cmd_check(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             bars.setdefault(stage, Progress(stage, err))(done, total)
 
         reports = run_files(ws, files, progress=progress, say=say, file_seconds=ns.file_timeout)
-        outcomes = [outcome_of(fr, base) for fr in reports]
+        outcomes = [outcome_of(fr, base, ws.registry()) for fr in reports]
     return _write(ns, out, err, outcomes, base, len(files))
 
 

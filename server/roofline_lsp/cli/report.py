@@ -92,5 +92,5 @@ def _kernels(
         if config.profile:
             ws.load_measured(config.profile)
         reports = run_files(ws, files, progress=progress, say=say)
-        outcomes = [outcome_of(fr, base) for fr in reports]
+        outcomes = [outcome_of(fr, base, ws.registry()) for fr in reports]
     return [json.loads(k) for o in outcomes for k in o.json]

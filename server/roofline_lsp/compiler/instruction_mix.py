@@ -63,6 +63,11 @@ class LineMix:
     int_ops: int = 0
     special: int = 0  # MUFU: sin/cos/ex2/lg2/rcp/rsqrt/sqrt/tanh approximations
     conversions: int = 0  # int<->float and float<->float cvt
+    # what advice confirms its rules on: divisions and remainders that run the long sequence
+    # (integer div/rem, IEEE float div; not div.approx/div.full, nor a division by a constant,
+    # which is compiled to a multiply), and float values promoted to double (cvt.f64.f32)
+    divisions: int = 0
+    to_fp64: int = 0
     tensor: int = 0  # mma/wmma instructions
     flops_tensor: int = 0
     ld_global: int = 0
@@ -271,6 +276,8 @@ def opcode_mix(opcode: str) -> LineMix:
             if (widen and src.startswith("s")) or "sat" in mods:
                 return add(int_ops=1)
             return add(other=1)
+        if types[:2] == ["f64", "f32"]:
+            return add(conversions=1, to_fp64=1)
         return add(conversions=1)
     # floating point
     if t in _FLOAT_PREC and base not in ("cvt",):
@@ -285,14 +292,16 @@ def opcode_mix(opcode: str) -> LineMix:
             return add(**{prec: width})
         if base == "div":
             if prec == "fp64":
-                return add(special=1, fp64=8, flops_fp64=15, fp32=3, int_ops=1, branches=1)
+                return add(
+                    special=1, fp64=8, flops_fp64=15, fp32=3, int_ops=1, branches=1, divisions=1
+                )
             if approx:
                 return add(special=1, fp32=1, flops_fp32=1)
             if "full" in mods:
                 return add(special=1, fp32=3, flops_fp32=2)
             if prec == "fp32":
-                return add(special=1, fp32=6, flops_fp32=10, branches=1)
-            return add(special=width, fp16=2 * width, flops_fp16=2 * width)
+                return add(special=1, fp32=6, flops_fp32=10, branches=1, divisions=1)
+            return add(special=width, fp16=2 * width, flops_fp16=2 * width, divisions=1)
         if base == "rcp":
             if approx:
                 return add(special=width)
@@ -323,8 +332,8 @@ def opcode_mix(opcode: str) -> LineMix:
         return add(other=1)
     if base in ("div", "rem"):
         if _TYPE_BYTES.get(t, 4) == 8:
-            return add(int_ops=70, special=1, conversions=2, branches=2)
-        return add(int_ops=20 if base == "div" else 15, special=1, conversions=2)
+            return add(int_ops=70, special=1, conversions=2, branches=2, divisions=1)
+        return add(int_ops=20 if base == "div" else 15, special=1, conversions=2, divisions=1)
     if base == "clz":
         return add(int_ops=2)
     if base in ("mul", "mad") and _TYPE_BYTES.get(t, 4) == 8 and "wide" not in mods:

@@ -42,6 +42,7 @@ from roofline_lsp.engine.time_budget import DEFAULT_FILE_SECONDS, OverBudget, cp
 from roofline_lsp.engine.workspace import Workspace, with_llm_answers
 from roofline_lsp.llm.backend import LlmError
 from roofline_lsp.model.config import Config
+from roofline_lsp.model.gpus import GpuRegistry
 from roofline_lsp.model.report import FileReport
 from roofline_lsp.model.verdict import Verdict
 from roofline_lsp.present.json_output import dumps, to_json
@@ -208,14 +209,15 @@ def _jtext(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def outcome_of(fr: FileReport, base: str | None) -> FileOutcome:
-    """The rendered output of one file's report."""
-    sarif = to_sarif([fr], base)["runs"][0]["results"]
+def outcome_of(fr: FileReport, base: str | None, registry: GpuRegistry) -> FileOutcome:
+    """The rendered output of one file's report; ``registry``: the GPU profiles its verdicts
+    were made with, so that a GPU given only by ``--gpu-profiles`` gets its advice too."""
+    sarif = to_sarif([fr], base, registry)["runs"][0]["results"]
     return FileOutcome(
         fr.path,
         None,
-        tuple(text_lines([fr], base)),
-        tuple(dumps(d).rstrip("\n") for d in to_json([fr], base)),
+        tuple(text_lines([fr], base, registry)),
+        tuple(dumps(d).rstrip("\n") for d in to_json([fr], base, registry)),
         tuple(_jtext(r) for r in sarif),
         len(fr.kernels),
     )
@@ -289,7 +291,7 @@ class _Worker:
         if self.ws.file_config(path)[0].counts != "source" and fr.detection.kernels:
             fr = asyncio.run(self.ws.with_compiled_counts(fr, source, read=view))
             extra = compile_deps(path, view)
-        return outcome_of(fr, self.run.base), read_deps(view.stamps()) + extra
+        return outcome_of(fr, self.run.base, self.ws.registry()), read_deps(view.stamps()) + extra
 
 
 Entry = tuple[str, dict[str, Any]]  # a results-cache key and its value

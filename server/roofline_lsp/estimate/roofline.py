@@ -55,7 +55,7 @@ from roofline_lsp.model.config import Config
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Detection, Kernel
 from roofline_lsp.model.terms import NoteTerm
-from roofline_lsp.model.verdict import Counts, Verdict, classify_bound
+from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
 from roofline_lsp.syntax.datatypes import parse_type
 from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.sources import SourceReader, source_view
@@ -338,6 +338,9 @@ def estimate(
             threads=a.threads,
             counts_from="ptx" if compiled is not None and compiled.ok else "source",
             launch_from=a.launch_from,
+            line_ops={ln - kernel.line: ops for ln, ops in a.counts.lines.items()},
+            line_runs={ln - kernel.line: w for ln, w in a.counts.weights.items()},
+            line_ptx=_line_instructions(kernel, compiled),
         ),
     )
 
@@ -345,6 +348,23 @@ def estimate(
 # --------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------
+
+
+def _line_instructions(
+    kernel: Kernel, compiled: CompiledCounts | None
+) -> dict[int, LineInstructions]:
+    """The PTX facts advice confirms its rules on, per line of the kernel (offset from its
+    first line); empty without PTX counts."""
+    if compiled is None or compiled.ptx is None:
+        return {}
+    out: dict[int, LineInstructions] = {}
+    for ln, m in compiled.ptx.lines.items():
+        facts = LineInstructions(
+            m.divisions, m.to_fp64, m.flops_fp64, m.ld_global + m.ld_generic + m.ld_tex
+        )
+        if facts != LineInstructions():  # a line left out has none of them
+            out[ln - kernel.line] = facts
+    return out
 
 
 def _root(node: Node) -> Node:

@@ -17,7 +17,8 @@ def diagnostic(a: DocumentAnalysis, adv: Advice, enc: Encoding) -> lsp.Diagnosti
     rule = adv.rule
     data: dict[str, object] = {"rule": rule.slug, "kernel": adv.kernel, "fix": adv.fix is not None}
     if adv.gain is not None:  # what the fix is worth on the target GPU (also in the message)
-        data["estimate"] = {"speedup": adv.gain.speedup, "fewerBytes": adv.gain.fewer_bytes}
+        g = adv.gain
+        data["estimate"] = {"speedup": g.speedup, "fewerBytes": g.fewer_bytes, "basis": g.basis}
     return lsp.Diagnostic(
         range=lsp_range(a.lines, adv.start, adv.end, enc),
         message=adv.message,

@@ -14,6 +14,18 @@ PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "fp16", "int")
 
 
 @dataclass(frozen=True)
+class LineInstructions:
+    """What the compiled code (PTX) of one source line holds, per execution, that advice
+    confirms its rules on: long divisions or remainders, float-to-double conversions, fp64
+    FLOPs and global-memory loads."""
+
+    divisions: int = 0
+    to_fp64: int = 0
+    fp64_flops: int = 0
+    global_loads: int = 0
+
+
+@dataclass(frozen=True)
 class Counts:
     """Work of one thread (CUDA) or one iteration of the offloaded loop nest (OpenMP/OpenACC)."""
 
@@ -27,6 +39,16 @@ class Counts:
     # where the launch size came from: the caller's inputs ("given"), the source ("source"),
     # assumed to cover the kernel's bounds check exactly ("guard"), or assumed ("assumed")
     launch_from: Literal["given", "source", "guard", "assumed"] = "source"
+    # per source line, by its offset from the kernel's first line (so counts move with their
+    # kernel): the operations booked on it per thread (fp64, fp32, fp16 FLOP, int ops) and
+    # how many times it runs per thread. What advice weighs a fix on one line with; not
+    # part of the verdict (not compared)
+    line_ops: dict[int, tuple[float, float, float, float]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    line_runs: dict[int, float] = field(default_factory=dict, compare=False, repr=False)
+    # with PTX counts, each line's compiled instructions (same keys); empty otherwise
+    line_ptx: dict[int, LineInstructions] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def dram_bytes(self) -> float:

@@ -8,6 +8,7 @@ from typing import Any
 
 from roofline_lsp.advice.advise import file_advice, kernel_advice
 from roofline_lsp.advice.catalogue import Advice
+from roofline_lsp.model.gpus import GpuRegistry
 from roofline_lsp.model.report import FileReport, KernelReport
 from roofline_lsp.model.terms import AssumptionTerm
 from roofline_lsp.model.verdict import Verdict
@@ -72,7 +73,7 @@ def diagnostic_json(source: bytes, a: Advice) -> dict[str, Any]:
         "severity": a.severity,
         "estimated_gain": None
         if g is None
-        else {"speedup": g.speedup, "fewer_bytes": g.fewer_bytes, "gpu": g.gpu},
+        else {"speedup": g.speedup, "fewer_bytes": g.fewer_bytes, "gpu": g.gpu, "basis": g.basis},
         "help_uri": a.rule.href,
     }
     if a.fix is not None:
@@ -109,12 +110,15 @@ def kernel_json(
     return d
 
 
-def to_json(reports: Iterable[FileReport], base: str | None = None) -> list[dict[str, Any]]:
-    """Every kernel of ``reports`` with its verdicts and diagnostics (most valuable first)."""
+def to_json(
+    reports: Iterable[FileReport], base: str | None = None, registry: GpuRegistry | None = None
+) -> list[dict[str, Any]]:
+    """Every kernel of ``reports`` with its verdicts and diagnostics (most valuable first);
+    ``registry``: the GPU profiles of the run (see ``advise.file_advice``)."""
     out = []
     for fr in reports:
         path = display_path(fr.path, base)
-        grouped = kernel_advice(fr, file_advice(fr))
+        grouped = kernel_advice(fr, file_advice(fr, registry))
         for kr, advice in zip(fr.kernels, grouped, strict=True):
             out.append(kernel_json(kr, path, advice, fr.detection.source))
     return out

@@ -9,6 +9,7 @@ from typing import Any
 from roofline_lsp import __version__
 from roofline_lsp.advice.advise import file_advice, kernel_advice
 from roofline_lsp.advice.catalogue import RULES, Advice
+from roofline_lsp.model.gpus import GpuRegistry
 from roofline_lsp.model.report import FileReport
 from roofline_lsp.present.explanations import explanation
 from roofline_lsp.present.text_output import display_path, position, verdict_summary
@@ -24,9 +25,12 @@ _VERDICT_RULES = {
 }
 
 
-def to_sarif(reports: Iterable[FileReport], base: str | None = None) -> dict[str, Any]:
+def to_sarif(
+    reports: Iterable[FileReport], base: str | None = None, registry: GpuRegistry | None = None
+) -> dict[str, Any]:
     """A SARIF 2.1.0 log: one ``note`` result per kernel and GPU, and one result per
-    diagnostic (``ruleId`` the rule's code, whose ``helpUri`` is its README section)."""
+    diagnostic (``ruleId`` the rule's code, whose ``helpUri`` is its README section);
+    ``registry``: the GPU profiles of the run (see ``advise.file_advice``)."""
     rules: list[dict[str, Any]] = [
         {
             "id": f"roofline/{rid}",
@@ -53,7 +57,7 @@ def to_sarif(reports: Iterable[FileReport], base: str | None = None) -> dict[str
     results: list[dict[str, Any]] = []
     for fr in reports:
         uri = display_path(fr.path, base).replace(os.sep, "/")
-        grouped = kernel_advice(fr, file_advice(fr))
+        grouped = kernel_advice(fr, file_advice(fr, registry))
         for kr, advice in zip(fr.kernels, grouped, strict=True):
             k = kr.kernel
             for v in kr.verdicts:
@@ -133,6 +137,7 @@ def _advice_result(a: Advice, uri: str, source: bytes, index: int) -> dict[str, 
     if a.gain is not None:
         result["properties"]["estimatedSpeedup"] = a.gain.speedup
         result["properties"]["estimatedFewerBytes"] = a.gain.fewer_bytes
+        result["properties"]["estimateBasis"] = a.gain.basis
     if a.fix is not None:
         replacements = []
         for e in a.fix.edits:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from roofline_lsp.advice.advise import file_advice, kernel_advice
 from roofline_lsp.advice.catalogue import Advice
+from roofline_lsp.model.gpus import GpuRegistry
 from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.model.report import FileReport
 from roofline_lsp.model.verdict import Verdict
@@ -51,13 +52,15 @@ def diagnostic_line(path: str, source: bytes, a: Advice) -> str:
     return f"{path}:{line}:{col}: note: [{a.code}] {a.message}"
 
 
-def text_lines(reports: Iterable[FileReport], base: str | None = None) -> list[str]:
+def text_lines(
+    reports: Iterable[FileReport], base: str | None = None, registry: GpuRegistry | None = None
+) -> list[str]:
     """Each kernel's verdict line(s), then its advice (most valuable first) as compiler-style
-    notes."""
+    notes; ``registry``: the GPU profiles of the run (see ``advise.file_advice``)."""
     out: list[str] = []
     for fr in reports:
         path = display_path(fr.path, base)
-        grouped = kernel_advice(fr, file_advice(fr))
+        grouped = kernel_advice(fr, file_advice(fr, registry))
         for kr, advice in zip(fr.kernels, grouped, strict=True):
             k = kr.kernel
             head = f"{path}:{k.line}: {k.name} [{k.language}]"
