@@ -776,11 +776,76 @@ def host_context(
             src[site.span.start_byte : site.span.end_byte],
         )
         if m and "<<" not in m.group(1):
-            ctx.template_args = tuple(split_args(m.group(1)))
+            targs = split_args(m.group(1))
+            if fn is not None:
+                targs = _instantiated(targs, fn, unit.detection, view)
+            ctx.template_args = tuple(targs)
     else:
         _allocations(src, ctx, argv)
     ctx.block, ctx.grid = block, grid
     return ctx
+
+
+def template_params(fn: Node) -> list[tuple[str, str | None]]:
+    """The template parameters of function ``fn`` (``template <typename T, int BS = 32>``),
+    by name with their default (no template: none)."""
+    decl = fn.parent
+    params = decl.child_by_field_name("parameters") if decl is not None else None
+    if decl is None or decl.type != "template_declaration" or params is None:
+        return []
+    out: list[tuple[str, str | None]] = []
+    for p in params.named_children:
+        if p.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
+            name = next((c for c in p.named_children if c.type == "type_identifier"), None)
+            default = p.child_by_field_name("default_type")
+        elif p.type in ("parameter_declaration", "optional_parameter_declaration"):
+            name = p.child_by_field_name("declarator")
+            default = p.child_by_field_name("default_value")
+        else:
+            continue
+        if name is not None and name.type in ("type_identifier", "identifier"):
+            out.append((text(name), text(default) if default is not None else None))
+    return out
+
+
+def _instantiated(
+    targs: list[str], fn: Node, detection: Detection, view: SourceView | None
+) -> list[str]:
+    """A launch's template arguments with the launching function's own template parameters
+    replaced by what its first explicit instantiation gives (``run<float>(n)`` makes the
+    ``T`` of ``k<T><<<...>>>`` float), else by their defaults, else empty (the kernel's own
+    default applies); other arguments are kept."""
+    params = template_params(fn)
+    own = {name for name, _ in params}
+    if not own & {a.strip() for a in targs}:
+        return targs
+    name = function_name(fn)
+    given: list[str] = []
+    calls = _call_sites(detection, _root(fn), name) if name else []
+    if name and not any(_explicit_args(c) for c in calls):
+        pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*<[^;(){}]*>\s*\(")
+        for u in units_mentioning(detection.file, pat, view):
+            calls = _call_sites(u.detection, u.root, name)
+            if any(_explicit_args(c) for c in calls):
+                break
+    given = next(
+        (g for c in calls if (g := _explicit_args(c)) and enclosing_function(c) is not fn), []
+    )
+    values = {
+        pname: given[i].strip() if i < len(given) else default
+        for i, (pname, default) in enumerate(params)
+    }
+    # a parameter nothing gives is left empty: the kernel's own default then applies
+    return [(values[a.strip()] or "") if a.strip() in values else a for a in targs]
+
+
+def _explicit_args(call: Node) -> list[str]:
+    """The explicit template arguments of a call (``f<float, 4>(x)``), or none."""
+    f = call.child_by_field_name("function")
+    targs = f.child_by_field_name("arguments") if f is not None else None
+    if f is None or f.type != "template_function" or targs is None:
+        return []
+    return [text(a) for a in targs.named_children]
 
 
 # the source, the values found, and the sibling files searched for callers (with the versions
