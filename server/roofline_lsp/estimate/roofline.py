@@ -57,7 +57,7 @@ from roofline_lsp.model.kernel import Detection, Kernel
 from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, Verdict, classify_bound
 from roofline_lsp.syntax.datatypes import parse_type
-from roofline_lsp.syntax.declarations import Declarations, declarations
+from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.sources import SourceReader, source_view
 
 
@@ -143,16 +143,7 @@ def analyze(
     aliases = dict(decls.aliases)
     macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
     constants = set(detection.constants)
-    includers = _includers(detection.file, read)
-    structs = dict(decls.structs)
-    for hdr in _headers(detection, includers, view):
-        # types of the local headers the kernel's translation unit includes
-        # (``using real = float;`` in "types.h"): an unknown type would count FLOPs as int ops
-        for name, ty in hdr.aliases.items():
-            aliases.setdefault(name, ty)
-        for name, fields in hdr.structs.items():
-            structs.setdefault(name, fields)
-    for unit in includers:
+    for unit in _includers(detection.file, read):
         # a kernel file #included by another sees the includer's macros and constants
         for m in unit.macros.values():
             macros.setdefault(m.name, (m.params, m.body))
@@ -203,7 +194,7 @@ def analyze(
         macros=macros,
         lookup=ctx.get,
         aliases=aliases,
-        structs=structs,
+        structs=decls.structs,
         globals_=globals_,
         settings=settings,
         dims=dims,
@@ -370,30 +361,6 @@ def _includers(path: str, read: SourceReader | None) -> list[Detection]:
         return []
     pattern = re.compile(rb'#\s*include\s*"(?:[^"]*/)?' + re.escape(name.encode()) + rb'"')
     return [u.detection for u in units_mentioning(path, pattern, read)]
-
-
-_LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
-
-
-def _headers(
-    detection: Detection, includers: list[Detection], view: SourceReader | None
-) -> list[Declarations]:
-    """Declarations of the local headers (``#include "x.h"``) of the kernel's file and of the
-    files that include it, and of the headers those include (three levels; at most 24)."""
-    out: list[Declarations] = []
-    seen = {detection.file, *(d.file for d in includers)}
-    todo = [(d.file, d.source, 0) for d in (detection, *includers)]
-    while todo and len(out) < 24:
-        path, source, depth = todo.pop(0)
-        for m in _LOCAL_INCLUDE.finditer(source):
-            hit = included_body(m.group(1).decode("utf-8", "replace"), path, view)
-            if hit is None or hit[0] in seen:
-                continue
-            seen.add(hit[0])
-            out.append(declarations(hit[1]))
-            if depth < 2 and hit[1].text is not None:
-                todo.append((hit[0], hit[1].text, depth + 1))
-    return out
 
 
 def _launch_from(
