@@ -478,14 +478,3 @@ def test_template_argument_of_the_launching_function_template(gpu) -> None:  # t
     assert a.threads == 1 << 20
     assert a.totals["fp64"] == 2 * (1 << 20) and a.totals["fp32"] == 0
 
-
-def test_types_from_local_headers(gpu) -> None:  # type: ignore[no-untyped-def]
-    """``real`` is ``double`` in types.h, included by body.h, included by the kernel file:
-    q.x * d + d and q.y * d are 3 FP64 FLOP per thread, the Point is 16 bytes (loaded and
-    stored once per thread: 32 bytes referenced)."""
-    det = _launch_fixture("header_types/kernels.cu")
-    a = analyze(det.kernels[0], det, gpu)
-    assert a.threads == 1 << 20
-    assert a.counts.flops.get("fp64") == 3 and a.counts.flops.get("fp32", 0) == 0
-    refs = sum(x.elem * x.weight for x in a.counts.accesses if x.space == "global")
-    assert refs == 32
