@@ -744,6 +744,10 @@ def host_context(
         src = unit.detection.source.decode("utf-8", "replace")
         # the host scope (callers, assignments, run-time reads) knows more than detection's
         # declarations before the launch: what it cannot evaluate is unknown
+        if scoped:  # a given launch size tells what its one unknown host value was
+            for given, expr in ((grid, site.grid), (block, site.block)):
+                if given is not None:
+                    _solve_size(ctx, expr, given, argv)
         if block is None:
             block = _dim(ctx, site.block, argv) if scoped else site.block_value
         if grid is None:
@@ -962,6 +966,84 @@ def _dim(ctx: HostContext, expr: str, argv: list[str]) -> Dim3 | None:
             break
         expr = ctx.texts[name]
     return evaluate_dim3(substitute_host(expr, argv, ctx.types), _Env(ctx), ctx.functions)
+
+
+_NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*(\()?")
+
+
+def _unknowns(ctx: HostContext, expr: str, depth: int = 0) -> set[str]:
+    """The host names ``expr`` needs that have no value, through the texts of the names it
+    reads (a called function's name is not one)."""
+    out: set[str] = set()
+    for m in _NAME.finditer(expr):
+        name = m.group(1)
+        if m.group(2) or name in _NOT_VALUES or ctx.value(name) is not None:
+            continue
+        t = ctx.texts.get(name)
+        if t is None or depth > 3 or _OPAQUE.search(t):
+            out.add(name)  # (``v.size()``, ``p->n``, ``a[0]``: the name is the unknown)
+        else:
+            inner = _unknowns(ctx, t, depth + 1)
+            out |= inner if inner else {name}
+    return out
+
+
+_OPAQUE = re.compile(r"[.\[]\s*[A-Za-z_\]]|->")
+_NOT_VALUES = frozenset({"dim3", "sizeof", "int", "unsigned", "long", "size_t", "float", "double"})
+
+
+def _solve_size(ctx: HostContext, expr: str, given: Dim3, argv: list[str]) -> None:
+    """A launch dimension the caller gives (``eval``'s measured launch) whose expression
+    holds one host value nothing determines (``<<<n, 1>>>`` with ``n`` computed at run time;
+    ``(n + 255) / 256``): the values giving this dimension, found by bisection (the
+    expression rising with the value), and of those the roundest."""
+    for _ in range(4):  # a dim3 variable: its components' texts
+        name = expr.strip()
+        if not re.fullmatch(r"[A-Za-z_]\w*", name) or name in ctx.fixed:
+            break
+        parts = [ctx.texts.get(f"{name}.{c}") for c in "xyz"]
+        if parts[0] is not None:
+            expr = f"dim3({', '.join(p or '1' for p in parts)})"
+            break
+        if name not in ctx.texts:
+            break
+        expr = ctx.texts[name]
+    if _dim(ctx, expr, argv) is not None:
+        return
+    unknown = _unknowns(ctx, substitute_host(expr, argv, ctx.types))
+    if len(unknown) != 1:
+        return
+    (name,) = unknown
+
+    def size(x: int) -> Dim3 | None:
+        ctx.fixed[name] = x
+        ctx._cache.clear()
+        return _dim(ctx, expr, argv)
+
+    def last(below: bool) -> int:
+        """The largest x whose size is below ``given`` (``below``) or at most ``given``."""
+        lo, hi = 0, 1 << 31
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            d = size(mid)
+            if d is not None and (d < given if below else d <= given):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    first, top = last(True) + 1, last(False)
+    found = first <= top < 1 << 31 and size(first) == given  # (capped: nothing implied)
+    del ctx.fixed[name]
+    if found:
+        # every value in [first, top] gives this launch: the roundest one (most trailing
+        # zero bits; sizes are usually powers of two or multiples of the block)
+        step = 1 << 31
+        while step > 1 and -(-first // step) * step > top:
+            step //= 2
+        ctx.texts[name] = str(-(-first // step) * step)
+        ctx.origin.setdefault(name, "launch")
+    ctx._cache.clear()
 
 
 def _pick_launch(
