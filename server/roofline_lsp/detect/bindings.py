@@ -968,7 +968,7 @@ def _dim(ctx: HostContext, expr: str, argv: list[str]) -> Dim3 | None:
     return evaluate_dim3(substitute_host(expr, argv, ctx.types), _Env(ctx), ctx.functions)
 
 
-_NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*(\()?")
+_NAME = re.compile(r"(?<![\w.:>])([A-Za-z_](?:\w|::)*)\s*(\()?")
 
 
 def _unknowns(ctx: HostContext, expr: str, depth: int = 0) -> set[str]:
@@ -1005,9 +1005,10 @@ def _solve_size(ctx: HostContext, expr: str, given: Dim3, argv: list[str]) -> No
         if parts[0] is not None:
             expr = f"dim3({', '.join(p or '1' for p in parts)})"
             break
-        if name not in ctx.texts:
-            break
-        expr = ctx.texts[name]
+        follow = ctx.texts.get(name, "").strip()
+        if not re.fullmatch(r"dim3\s*[({].*|\{.*\}|[A-Za-z_]\w*", follow, re.S):
+            break  # (a value's own text: the name is what is solved for)
+        expr = follow
     if _dim(ctx, expr, argv) is not None:
         return
     unknown = _unknowns(ctx, substitute_host(expr, argv, ctx.types))
