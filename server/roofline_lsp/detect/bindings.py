@@ -390,7 +390,7 @@ def _assign_dim3(ctx: HostContext, name: str, value: str, argv: list[str]) -> No
 def _read_at_run_time(node: Node) -> list[str]:
     """Variables a statement sets at run time: passed by address to a call
     (``fscanf(f, "%d", &n)``, ``loadPPM(file, &width)``) or read from a stream
-    (``file >> n``)."""
+    (``file >> n``, ``std::cin >> n >> m``)."""
     out: list[str] = []
     stack = [node]
     while stack:
@@ -405,10 +405,17 @@ def _read_at_run_time(node: Node) -> list[str]:
         elif n.type == "binary_expression" and n.parent is not None:
             op = n.child_by_field_name("operator")
             right = n.child_by_field_name("right")
+            top = n  # a chain ``in >> a >> b`` is ``(in >> a) >> b``: each name is read
+            while top.parent is not None and top.parent.type == "binary_expression":
+                up = top.parent.child_by_field_name("operator")
+                if up is None or up.type != ">>" or top.parent.child_by_field_name("left") != top:
+                    break
+                top = top.parent
             if (
                 op is not None
                 and op.type == ">>"
-                and n.parent.type == "expression_statement"
+                and top.parent is not None
+                and top.parent.type == "expression_statement"
                 and right is not None
                 and right.type == "identifier"
             ):
