@@ -477,4 +477,3 @@ def test_template_argument_of_the_launching_function_template(gpu) -> None:  # t
     assert a.context.template_args == ("double",)
     assert a.threads == 1 << 20
     assert a.totals["fp64"] == 2 * (1 << 20) and a.totals["fp32"] == 0
-

@@ -159,9 +159,8 @@ class GroupWalker(ExpressionWalker):
         if n <= 1:
             return Val(INT, NOTHING, 0.0)
         b = self.inputs.block
-        deps = frozenset(
-            d for d, k in (("tx", b[0]), ("ty", b[1]), ("tz", b[2])) if k > 1 and (d != "tx" or k > g)
-        )
+        dims = (("tx", b[0]), ("ty", b[1]), ("tz", b[2]))
+        deps = frozenset(d for d, k in dims if k > 1 and (d != "tx" or k > g))
         return Val(INT, deps or frozenset({"ty"}), (n - 1) / 2, rng=(0.0, n - 1))
 
     def bind_groups(self, params: list[tuple[str, str]], args: list[Node], vals: list[Val],
