@@ -246,3 +246,37 @@ def test_a_size_read_at_run_time_is_not_its_initial_value(tmp_path: Path) -> Non
     ctx = ctx_for(tmp_path, {"s.cu": src}, "s.cu")
     # not the 4 blocks of the initial 1000: the grid is unknown (an assumed launch follows)
     assert ctx.block == (256, 1, 1) and ctx.grid is None and ctx.get("n") is None
+
+
+def test_a_given_launch_size_gives_the_value_its_expression_lacks(tmp_path: Path) -> None:
+    """``n`` is read at run time; the launch given as 8 blocks of ``(n + 255) / 256`` makes
+    n one of 1793..2048, the roundest being 2048; with ``n / 256`` it is one of 2048..2303
+    (again 2048); a grid of ``m`` blocks given as 300 makes m = 300 exactly."""
+    src = (
+        "__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n"
+        "__global__ void j(float *x, int m) { x[threadIdx.x] = m; }\n"
+        "__global__ void c(float *x, int n) { x[threadIdx.x] = n; }\n"
+        "int main() {\n"
+        "  int n = 0, m = 0;\n"
+        "  std::cin >> n >> m;\n"
+        "  float *d;\n"
+        "  k<<<(n + 255) / 256, 256>>>(d, n);\n"
+        "  j<<<m, 1>>>(d, m);\n"
+        "  c<<<std::min(1024, (n + 255) / 256), 256>>>(d, n);\n"
+        "}\n"
+    )
+    (tmp_path / "s.cu").write_text(src)
+    path = tmp_path / "s.cu"
+    det = detect(path.read_bytes(), str(path))
+    k, j, c = det.kernels
+    assert host_context(k, det, (256, 1, 1), (8, 1, 1)).get("n") == 2048
+    assert host_context(j, det, (1, 1, 1), (300, 1, 1)).get("m") == 300
+    # below the cap, std::min(1024, ceil(n / 256)) = 6 makes n one of 1281..1536: 1536
+    assert host_context(c, det, (256, 1, 1), (6, 1, 1)).get("n") == 1536
+    # a capped grid implies no size; no given launch, nothing is solved
+    assert host_context(c, det, (256, 1, 1), (1024, 1, 1)).get("n") is None
+    assert host_context(k, det).get("n") is None
+    src2 = src.replace("(n + 255) / 256, 256>>>(d, n);\n  j", "n / 256, 256>>>(d, n);\n  j")
+    (tmp_path / "s.cu").write_text(src2)
+    det = detect(path.read_bytes(), str(path))
+    assert host_context(det.kernels[0], det, (256, 1, 1), (8, 1, 1)).get("n") == 2048

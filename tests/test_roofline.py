@@ -466,3 +466,14 @@ def test_template_arguments_from_every_launch_form(gpu) -> None:  # type: ignore
         assert a.context.template_args == ("double", "64")
         assert a.threads == 1 << 20
         assert a.totals["fp64"] == 64 * (1 << 20) and a.totals["fp32"] == 0
+
+
+def test_template_argument_of_the_launching_function_template(gpu) -> None:  # type: ignore[no-untyped-def]
+    """``scale<T>`` launched from ``run<T, BS = 256>``, instantiated as ``run<double>``: T is
+    double, so x[i] * a + a is 2 FP64 FLOP per thread over n = 2^20 threads (n / 256 blocks
+    of 256), and no integer op is booked for the arithmetic."""
+    det = _launch_fixture("templated_host/main.cu")
+    a = analyze(det.kernels[0], det, gpu)
+    assert a.context.template_args == ("double",)
+    assert a.threads == 1 << 20
+    assert a.totals["fp64"] == 2 * (1 << 20) and a.totals["fp32"] == 0

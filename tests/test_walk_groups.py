@@ -74,3 +74,26 @@ def test_a_tile_strided_loop(gpu, tmp_path: Path) -> None:  # type: ignore[no-un
     (lp,) = a.counts.loops
     assert (lp.trips, lp.source) == (pytest.approx(32.016, abs=1e-3), "grid-stride")
     assert a.counts.flops["fp32"] == pytest.approx(32.016, abs=1e-3)
+
+
+def test_rows_indexed_by_the_tile_index(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    src = (
+        "#include <cooperative_groups.h>\n"
+        "namespace cg = cooperative_groups;\n"
+        "__global__ void k(const float *in, float *out, int C) {\n"
+        "  auto warp = cg::tiled_partition<32>(cg::this_thread_block());\n"
+        "  int row = blockIdx.x * warp.meta_group_size() + warp.meta_group_rank();\n"
+        "  const float *x = in + row * C;\n"
+        "  float s = 0.f;\n"
+        "  for (int i = warp.thread_rank(); i < C; i += warp.size()) s += x[i];\n"
+        "  if (warp.thread_rank() == 0) out[row] = s;\n"
+        "}\n"
+        "int main() { float *a, *b; k<<<64, 128>>>(a, b, 1024); }\n"
+    )
+    a = count(gpu, tmp_path, src, block=(128, 1, 1), grid=(64, 1, 1))
+    # 4 warps per block of 128, 64 blocks: 256 rows of C = 1024 floats, each row read by
+    # its warp once (1024 / 32 = 32 loads per thread): 256 x 1024 distinct elements of in;
+    # an unknown tile index left the footprint unknown
+    (load,) = [x for x in a.counts.accesses if x.buffer == "in"]
+    assert load.weight == pytest.approx(32.0, abs=0.6)
+    assert load.distinct == pytest.approx(256 * 1024, rel=0.01)

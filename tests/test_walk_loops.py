@@ -124,3 +124,32 @@ def test_thousands_of_nested_loops_give_a_verdict_not_a_crash(gpu, tmp_path: Pat
         v = estimate(kernel, det, gpu)
         assert (v.bound != "unknown") == walked, v.rationale
         assert (v.rationale == "kernel too deeply nested to analyse") != walked
+
+
+def test_a_binary_search_halves_its_interval(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    src = (
+        "__global__ void k(const float *a, const float *z, int *r, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float v = z[i];\n"
+        "  int low = 0, high = n;\n"
+        "  while (high - low > 1) {\n"
+        "    int mid = low + (high - low) / 2;\n"
+        "    if (v < a[mid]) high = mid; else low = mid;\n"
+        "  }\n"
+        "  int lo = 0, hi = n - 1;\n"
+        "  while (lo <= hi) {\n"
+        "    int m = (lo + hi) >> 1;\n"
+        "    if (a[m] < v) lo = m + 1; else hi = m - 1;\n"
+        "  }\n"
+        "  int u = 0, w = n;\n"
+        "  while (u < w) { u++; }\n"  # not a bisection: the default
+        "  r[i] = low + lo + u;\n"
+        "}\n"
+        "int main() { float *a, *z; int *r; k<<<4096, 256>>>(a, z, r, 1 << 20); }\n"
+    )
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(4096, 1, 1))
+    trips = {lp.line: (lp.trips, lp.source) for lp in a.counts.loops}
+    # [0, 2^20): log2(2^20) + 1 = 21 halvings; [0, 2^20 - 1]: floor(log2(2^20 - 1)) + 1 = 20
+    assert trips[5] == (21.0, "bisection")
+    assert trips[10] == (20.0, "bisection")
+    assert trips[15][1] != "bisection"

@@ -410,7 +410,7 @@ def _assign_dim3(ctx: HostContext, name: str, value: str, argv: list[str]) -> No
 def _read_at_run_time(node: Node) -> list[str]:
     """Variables a statement sets at run time: passed by address to a call
     (``fscanf(f, "%d", &n)``, ``loadPPM(file, &width)``) or read from a stream
-    (``file >> n``)."""
+    (``file >> n``, ``std::cin >> n >> m``)."""
     out: list[str] = []
     stack = [node]
     while stack:
@@ -425,10 +425,17 @@ def _read_at_run_time(node: Node) -> list[str]:
         elif n.type == "binary_expression" and n.parent is not None:
             op = n.child_by_field_name("operator")
             right = n.child_by_field_name("right")
+            top = n  # a chain ``in >> a >> b`` is ``(in >> a) >> b``: each name is read
+            while top.parent is not None and top.parent.type == "binary_expression":
+                up = top.parent.child_by_field_name("operator")
+                if up is None or up.type != ">>" or top.parent.child_by_field_name("left") != top:
+                    break
+                top = top.parent
             if (
                 op is not None
                 and op.type == ">>"
-                and n.parent.type == "expression_statement"
+                and top.parent is not None
+                and top.parent.type == "expression_statement"
                 and right is not None
                 and right.type == "identifier"
             ):
@@ -778,6 +785,10 @@ def host_context(
             _host_scope(ctx, unit.detection, fn, site.span.start_byte, argv, view)
         # the host scope (callers, assignments, run-time reads) knows more than detection's
         # declarations before the launch: what it cannot evaluate is unknown
+        if scoped:  # a given launch size tells what its one unknown host value was
+            for given, expr in ((grid, site.grid), (block, site.block)):
+                if given is not None:
+                    _solve_size(ctx, expr, given, argv)
         if block is None:
             block = _dim(ctx, site.block, argv) if scoped else site.block_value
         if grid is None:
@@ -812,11 +823,76 @@ def host_context(
             ),
         )
         if m and "<<" not in m.group(1):
-            ctx.template_args = tuple(split_args(m.group(1)))
+            targs = split_args(m.group(1))
+            if fn is not None:
+                targs = _instantiated(targs, fn, unit.detection, view)
+            ctx.template_args = tuple(targs)
     else:
         _allocations(detection.source.decode("utf-8", "replace"), ctx, argv)
     ctx.block, ctx.grid = block, grid
     return ctx
+
+
+def template_params(fn: Node) -> list[tuple[str, str | None]]:
+    """The template parameters of function ``fn`` (``template <typename T, int BS = 32>``),
+    by name with their default (no template: none)."""
+    decl = fn.parent
+    params = decl.child_by_field_name("parameters") if decl is not None else None
+    if decl is None or decl.type != "template_declaration" or params is None:
+        return []
+    out: list[tuple[str, str | None]] = []
+    for p in params.named_children:
+        if p.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
+            name = next((c for c in p.named_children if c.type == "type_identifier"), None)
+            default = p.child_by_field_name("default_type")
+        elif p.type in ("parameter_declaration", "optional_parameter_declaration"):
+            name = p.child_by_field_name("declarator")
+            default = p.child_by_field_name("default_value")
+        else:
+            continue
+        if name is not None and name.type in ("type_identifier", "identifier"):
+            out.append((text(name), text(default) if default is not None else None))
+    return out
+
+
+def _instantiated(
+    targs: list[str], fn: Node, detection: Detection, view: SourceView | None
+) -> list[str]:
+    """A launch's template arguments with the launching function's own template parameters
+    replaced by what its first explicit instantiation gives (``run<float>(n)`` makes the
+    ``T`` of ``k<T><<<...>>>`` float), else by their defaults, else empty (the kernel's own
+    default applies); other arguments are kept."""
+    params = template_params(fn)
+    own = {name for name, _ in params}
+    if not own & {a.strip() for a in targs}:
+        return targs
+    name = function_name(fn)
+    given: list[str] = []
+    calls = _call_sites(detection, _root(fn), name) if name else []
+    if name and not any(_explicit_args(c) for c in calls):
+        pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*<[^;(){}]*>\s*\(")
+        for u in units_mentioning(detection.file, pat, view):
+            calls = _call_sites(u.detection, u.root, name)
+            if any(_explicit_args(c) for c in calls):
+                break
+    given = next(
+        (g for c in calls if (g := _explicit_args(c)) and enclosing_function(c) is not fn), []
+    )
+    values = {
+        pname: given[i].strip() if i < len(given) else default
+        for i, (pname, default) in enumerate(params)
+    }
+    # a parameter nothing gives is left empty: the kernel's own default then applies
+    return [(values[a.strip()] or "") if a.strip() in values else a for a in targs]
+
+
+def _explicit_args(call: Node) -> list[str]:
+    """The explicit template arguments of a call (``f<float, 4>(x)``), or none."""
+    f = call.child_by_field_name("function")
+    targs = f.child_by_field_name("arguments") if f is not None else None
+    if f is None or f.type != "template_function" or targs is None:
+        return []
+    return [text(a) for a in targs.named_children]
 
 
 # the source, the values found, and the sibling files searched for callers (with the versions
@@ -973,6 +1049,85 @@ def _dim(ctx: HostContext, expr: str, argv: list[str]) -> Dim3 | None:
             break
         expr = ctx.texts[name]
     return evaluate_dim3(substitute_host(expr, argv, ctx.types), _Env(ctx), ctx.functions)
+
+
+_NAME = re.compile(r"(?<![\w.:>])([A-Za-z_](?:\w|::)*)\s*(\()?")
+
+
+def _unknowns(ctx: HostContext, expr: str, depth: int = 0) -> set[str]:
+    """The host names ``expr`` needs that have no value, through the texts of the names it
+    reads (a called function's name is not one)."""
+    out: set[str] = set()
+    for m in _NAME.finditer(expr):
+        name = m.group(1)
+        if m.group(2) or name in _NOT_VALUES or ctx.value(name) is not None:
+            continue
+        t = ctx.texts.get(name)
+        if t is None or depth > 3 or _OPAQUE.search(t):
+            out.add(name)  # (``v.size()``, ``p->n``, ``a[0]``: the name is the unknown)
+        else:
+            inner = _unknowns(ctx, t, depth + 1)
+            out |= inner if inner else {name}
+    return out
+
+
+_OPAQUE = re.compile(r"[.\[]\s*[A-Za-z_\]]|->")
+_NOT_VALUES = frozenset({"dim3", "sizeof", "int", "unsigned", "long", "size_t", "float", "double"})
+
+
+def _solve_size(ctx: HostContext, expr: str, given: Dim3, argv: list[str]) -> None:
+    """A launch dimension the caller gives (``eval``'s measured launch) whose expression
+    holds one host value nothing determines (``<<<n, 1>>>`` with ``n`` computed at run time;
+    ``(n + 255) / 256``): the values giving this dimension, found by bisection (the
+    expression rising with the value), and of those the roundest."""
+    for _ in range(4):  # a dim3 variable: its components' texts
+        name = expr.strip()
+        if not re.fullmatch(r"[A-Za-z_]\w*", name) or name in ctx.fixed:
+            break
+        parts = [ctx.texts.get(f"{name}.{c}") for c in "xyz"]
+        if parts[0] is not None:
+            expr = f"dim3({', '.join(p or '1' for p in parts)})"
+            break
+        follow = ctx.texts.get(name, "").strip()
+        if not re.fullmatch(r"dim3\s*[({].*|\{.*\}|[A-Za-z_]\w*", follow, re.S):
+            break  # (a value's own text: the name is what is solved for)
+        expr = follow
+    if _dim(ctx, expr, argv) is not None:
+        return
+    unknown = _unknowns(ctx, substitute_host(expr, argv, ctx.types))
+    if len(unknown) != 1:
+        return
+    (name,) = unknown
+
+    def size(x: int) -> Dim3 | None:
+        ctx.fixed[name] = x
+        ctx._cache.clear()
+        return _dim(ctx, expr, argv)
+
+    def last(below: bool) -> int:
+        """The largest x whose size is below ``given`` (``below``) or at most ``given``."""
+        lo, hi = 0, 1 << 31
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            d = size(mid)
+            if d is not None and (d < given if below else d <= given):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    first, top = last(True) + 1, last(False)
+    found = first <= top < 1 << 31 and size(first) == given  # (capped: nothing implied)
+    del ctx.fixed[name]
+    if found:
+        # every value in [first, top] gives this launch: the roundest one (most trailing
+        # zero bits; sizes are usually powers of two or multiples of the block)
+        step = 1 << 31
+        while step > 1 and -(-first // step) * step > top:
+            step //= 2
+        ctx.texts[name] = str(-(-first // step) * step)
+        ctx.origin.setdefault(name, "launch")
+    ctx._cache.clear()
 
 
 def _pick_launch(

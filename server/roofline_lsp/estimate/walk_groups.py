@@ -125,6 +125,8 @@ class GroupWalker(ExpressionWalker):
             return self.rank_in(g)
         if short == "meta_group_size":
             return Val(INT, NOTHING, max(self.group_threads("block") / g, 1.0))
+        if short == "meta_group_rank":
+            return self.tile_index(g)
         if short == "sync" or short.startswith("shfl"):
             # a barrier, a register exchange: free, as __syncthreads and __shfl_* are
             vals = [self.expr(a) for a in args]
@@ -149,6 +151,17 @@ class GroupWalker(ExpressionWalker):
             gr = self.inputs.grid
             deps |= frozenset(d for d, n in (("bx", gr[0]), ("by", gr[1]), ("bz", gr[2])) if n > 1)
         return Val(INT, deps or frozenset({"tx"}), (g - 1) / 2, rng=(0.0, g - 1))
+
+    def tile_index(self, g: float) -> Val:
+        """``meta_group_rank()`` of a tile of ``g`` threads: its index among the block's
+        tiles (the thread's linear index in the block divided by ``g``)."""
+        n = max(self.group_threads("block") / g, 1.0)
+        if n <= 1:
+            return Val(INT, NOTHING, 0.0)
+        b = self.inputs.block
+        dims = (("tx", b[0]), ("ty", b[1]), ("tz", b[2]))
+        deps = frozenset(d for d, k in dims if k > 1 and (d != "tx" or k > g))
+        return Val(INT, deps or frozenset({"ty"}), (n - 1) / 2, rng=(0.0, n - 1))
 
     def bind_groups(self, params: list[tuple[str, str]], args: list[Node], vals: list[Val],
                     scope: dict[str, Var]) -> None:  # fmt: skip

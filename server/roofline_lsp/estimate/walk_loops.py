@@ -51,6 +51,10 @@ class LoopWalker(CallWalker):
                     n, source, var_name = trip, src, hdr.var
                     if node.type == "do_statement":
                         n = max(n, 1.0)
+            if source == "default" and cond is not None and body is not None:
+                halvings = self.bisection_trips(cond, body)
+                if halvings is not None:
+                    n, source = halvings, "bisection"
         dim = self.new_loop_dim(n)
         names, data = self.unknown_bound(hdr if node.type != "for_range_loop" else None, source)
         self.tally.loop_records.append(
@@ -92,6 +96,35 @@ class LoopWalker(CallWalker):
         self.cursor.seen.pop()
         self.cursor.loops.pop()
         self.cursor.w = saved
+
+    def bisection_trips(self, cond: Node, body: Node) -> float | None:
+        """A binary search (``while (lo < hi)``, ``while (hi - lo > 1)`` whose body sets
+        ``mid = (lo + hi) / 2`` or ``lo + (hi - lo) / 2`` and moves ``lo`` or ``hi`` to it):
+        the interval halves each trip, so it runs log2(hi - lo) + 1 times for the values
+        ``lo`` and ``hi`` have on entry; None when it is not one or they are unknown."""
+        names = list(dict.fromkeys(identifiers(cond)))
+        if len(names) != 2:
+            return None
+        lo, hi = names
+        moved = assigned_names(body)
+        if lo not in moved and hi not in moved:
+            return None
+        halves = set()
+        for a, b in ((lo, hi), (hi, lo)):
+            halves |= {
+                f"({a}+{b})/2",
+                f"{a}+({b}-{a})/2",
+                f"({a}+{b})>>1",
+                f"{a}+(({b}-{a})>>1)",
+                f"{a}+({b}-{a})>>1",
+            }
+        if not any(_compact(v) in halves for v in _assigned_values(body)):
+            return None
+        vlo, vhi = self.var(lo), self.var(hi)
+        if vlo is None or vhi is None or vlo.val is None or vhi.val is None:
+            return None
+        width = abs(vhi.val - vlo.val)
+        return math.floor(math.log2(width)) + 1.0 if width >= 1 else 1.0
 
     def default(self, base: float) -> float:
         """Trips assumed for a loop whose count is unknown: nested unknown loops get fewer
@@ -379,6 +412,32 @@ def identifiers(node: Node) -> list[str]:
             "field_expression",
         ):
             stack.extend(n.named_children)  # (a struct's field: no hint names it)
+    return out
+
+
+def _compact(node: Node) -> str:
+    """An expression's text without spaces or a cast's type (``(int)``, ``(size_t)``)."""
+    return re.sub(r"\((?:unsigned |const )?[A-Za-z_]\w*\)(?=[\w(])|\s+", "", text(node))
+
+
+def _assigned_values(body: Node) -> list[Node]:
+    """The values assigned (``x = v``) or initialising a declaration (``int x = v``) in a
+    loop body, outside the loops nested in it."""
+    out: list[Node] = []
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if n.type == "assignment_expression":
+            op = n.child_by_field_name("operator")
+            right = n.child_by_field_name("right")
+            if right is not None and (op is None or op.type == "="):
+                out.append(right)
+        elif n.type == "init_declarator":
+            value = n.child_by_field_name("value")
+            if value is not None:
+                out.append(value)
+        if n is body or n.type not in _LOOP_TYPES:
+            stack.extend(n.named_children)
     return out
 
 
