@@ -126,9 +126,7 @@ def estimate_traffic(
         foot_l = min(_union(parts_l, elem), limit)
         foot_s = min(_union(parts_s, elem), limit)
         buffers.append(
-            BufferTraffic(
-                name, elem, refs_l + refs_s, max(foot_l, foot_s), foot_l, foot_s, refs_l
-            )
+            BufferTraffic(name, elem, refs_l + refs_s, max(foot_l, foot_s), foot_l, foot_s, refs_l)
         )
     buffers = _merge_fields(buffers)
     footprint = sum(b.footprint for b in buffers)
