@@ -264,6 +264,12 @@ class ExpressionWalker(ReferenceWalker):
                 return costs.INT_DIV_POW2 * wide * 0.5
             if d is not None:
                 return costs.INT_DIV_CONST * wide
+            # one division serves x / n and x % n (and a repeat of either) in a loop body:
+            # the compiler computes the remainder from the quotient with one multiply-add
+            seen = self.cursor.seen[-1]
+            if ("/", text(left), text(right)) in seen or ("%", text(left), text(right)) in seen:
+                return 0.0 if (op, text(left), text(right)) in seen else costs.INT_OP * wide
+            seen.add((op, text(left), text(right)))
             return costs.INT_DIV_VAR64 if wide > 1 else costs.INT_DIV_VAR
         return costs.INT_OP * wide
 
