@@ -124,3 +124,25 @@ def test_thousands_of_nested_loops_give_a_verdict_not_a_crash(gpu, tmp_path: Pat
         v = estimate(kernel, det, gpu)
         assert (v.bound != "unknown") == walked, v.rationale
         assert (v.rationale == "kernel too deeply nested to analyse") != walked
+
+
+def test_work_of_an_unrolled_loop_copy_leaves_the_loops_around_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the c loop (3 trips) is unrolled: each copy's v * c depends on nothing the r loop
+    # changes, so it is computed 3 times, not 64 x 3; the running sum stays: 3 + 192 FP32
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *x, float *y) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float v = x[i], acc = 0.f;\n"
+        "  for (int r = 0; r < 64; r++) {\n"
+        "    for (int c = 0; c < 3; c++) {\n"
+        "      float t = v * (float)c;\n"
+        "      acc += t;\n"
+        "    }\n"
+        "  }\n"
+        "  y[i] = acc;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(3.0 + 192.0)

@@ -252,10 +252,16 @@ class WalkerBase:
 
     def hoisted_weight(self, deps: frozenset[str]) -> float:
         """Weight of a computation depending on ``deps``: loop-invariant work is hoisted out
-        of the sequential loops it does not depend on (not out of parallel loops)."""
+        of the sequential loops it does not depend on (not out of parallel loops). A loop
+        unrolled completely is no barrier: each copy of its body sees a constant index, and
+        the copies' invariant work leaves the loops around it."""
         w = self.cursor.w
         for dim, t, parallel in reversed(self.cursor.loops):
-            if parallel or dim in deps:
+            if parallel:
+                break
+            if dim in deps:
+                if dim in self.dimensions.unrolled_dims:
+                    continue
                 break
             if t > 0:
                 w /= t
