@@ -137,6 +137,9 @@ class Parallelism:
     pending_region: str | None = None  # "parallel" | "teams" | "single"
     pending_parallel: int = 0  # collapse levels of a work-shared loop pragma
     pending_distribute: bool = False
+    # types of the region's ``reduction`` variables: each iteration of its work-shared loop
+    # also folds them into the team's partial results (a warp shuffle tree)
+    reductions: tuple[DataType, ...] = ()
     parallel_dims: list[str] = field(default_factory=list)
     # OpenMP: iterations assumed for a work-shared loop whose bound is unknown (the
     # runtime sizes the launch to the loop: teams x threads)
