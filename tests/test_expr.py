@@ -54,6 +54,10 @@ def test_value_unknown_name() -> None:
         # (idx < n mentions "i" only as a substring of "idx")
         ("for (int idx = 7, i = 0; idx < n && i < 12; ++i) ;", 12),
         ("for (int i = 2; i < 9 && idx < n; i++) ;", 7),
+        # a comma update: the part stepping the tested variable (i = 32, 16, ..., 1), not the
+        # copy before it; and two counters stepped together count by the tested one
+        ("for (int i = 64 / 2, old_i = 64; i > 0; old_i = i, i /= 2) ;", 6),
+        ("for (int i = 0, j = 0; i < 10; j += 2, i++) ;", 10),
     ],
 )
 def test_trips(loop: str, expected: int) -> None:

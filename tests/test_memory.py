@@ -73,6 +73,24 @@ def test_capacity_misses_when_a_reused_buffer_outgrows_l2() -> None:
     assert m2.bytes_loaded == pytest.approx(f + 4096 * 4)
 
 
+def test_repeated_stores_and_read_modify_writes_read_nothing_again() -> None:
+    # 16M threads each update a[i] 100 times (the load hoisted, the store repeated) over a
+    # 64 MiB buffer that outgrows L2: a store needs no read, so DRAM reads the buffer once
+    # and writes it once; before, the 99 extra stores counted as capacity re-reads
+    f = 64 * 2**20
+    m = estimate_traffic(
+        counts(2**24, acc("a", "load", 1, 2**24), acc("a", "store", 100, 2**24)), {}, L2, MODEL
+    )
+    assert m.bytes_loaded == pytest.approx(f)
+    assert m.bytes_stored == pytest.approx(f)
+    # but a buffer both re-read (4 loads a thread) and written still re-reads its loads:
+    # 3 re-reads of 64 MiB x 2% x (1 - L2/F)
+    m2 = estimate_traffic(
+        counts(2**24, acc("a", "load", 4, 2**24), acc("a", "store", 1, 2**24)), {}, L2, MODEL
+    )
+    assert m2.bytes_loaded == pytest.approx(f + 3 * f * 0.02 * (1 - L2 / f))
+
+
 def test_fields_of_one_buffer_merge() -> None:
     # p[i] (16-byte struct) and p[j].x / p[j].y (4-byte fields) are one buffer
     m = estimate_traffic(

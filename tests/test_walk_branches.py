@@ -41,3 +41,30 @@ def test_bound_check_infers_problem_size(gpu, tmp_path: Path) -> None:  # type: 
         **LAUNCH,
     )
     assert a.counts.loops[0].trips == 1024 * 256
+
+
+def test_bound_check_on_an_index_the_walk_lost(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a tile's x/y come from the team number modulo an unknown team count: their values are
+    # lost, but `x < w && y < h` against unknown sizes is a bounds check every thread of a
+    # launch sized to the image passes: one load and one store each (not 0.5 x 0.5 of one)
+    a = count(
+        gpu,
+        tmp_path,
+        "#include <omp.h>\n"
+        "void t(const unsigned *in, unsigned *out, int w, int h, int tx) {\n"
+        "  #pragma omp target teams num_teams(1024) thread_limit(256)\n"
+        "  {\n"
+        "    #pragma omp parallel\n"
+        "    {\n"
+        "      unsigned lx = omp_get_thread_num() % 16, ly = omp_get_thread_num() / 16;\n"
+        "      unsigned x = (omp_get_team_num() % tx) * 16 + lx;\n"
+        "      unsigned y = (omp_get_team_num() / tx) * 16 + ly;\n"
+        "      if (x < w && y < h) out[y * w + x] = in[y * w + x];\n"
+        "    }\n"
+        "  }\n"
+        "}\n",
+        name="t.cpp",
+        **LAUNCH,
+    )
+    kinds = {(x.buffer, x.kind): x.weight for x in a.counts.accesses}
+    assert kinds == {("in", "load"): pytest.approx(1.0), ("out", "store"): pytest.approx(1.0)}

@@ -45,3 +45,21 @@ def test_division_and_special_functions(gpu, tmp_path: Path) -> None:  # type: i
     )
     assert a.counts.flops["fp32"] == pytest.approx(10 + 1 + 8 + 2 + 1)
     assert a.counts.flops["fp64"] == pytest.approx(14)
+
+
+def test_one_division_serves_quotient_and_remainder(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a 32-bit division by a variable costs 20 int ops; k % n after k / n reuses the quotient
+    # (one multiply-add: 19 fewer than a second division), a repeated k / n costs nothing
+    def ints(expr: str) -> float:
+        src = (
+            "__global__ void k(int *x, int n, int m) {\n"
+            "  int i = threadIdx.x;\n"
+            f"  x[i] = {expr};\n"
+            "}\n"
+        )
+        return count(gpu, tmp_path, src, **LAUNCH).counts.int_ops
+
+    apart = ints("i / n + i % m")
+    assert apart - ints("i / n + i % n") == pytest.approx(19.0)
+    assert ints("i / n + i / m") - ints("i / n + i / n") == pytest.approx(20.0)
+    assert ints("i / n + i / m") == pytest.approx(apart)

@@ -153,3 +153,48 @@ def test_a_binary_search_halves_its_interval(gpu, tmp_path: Path) -> None:  # ty
     assert trips[5] == (21.0, "bisection")
     assert trips[10] == (20.0, "bisection")
     assert trips[15][1] != "bisection"
+
+
+def test_work_of_an_unrolled_loop_copy_leaves_the_loops_around_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the c loop (3 trips) is unrolled: each copy's v * c depends on nothing the r loop
+    # changes, so it is computed 3 times, not 64 x 3; the running sum stays: 3 + 192 FP32
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *x, float *y) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float v = x[i], acc = 0.f;\n"
+        "  for (int r = 0; r < 64; r++) {\n"
+        "    for (int c = 0; c < 3; c++) {\n"
+        "      float t = v * (float)c;\n"
+        "      acc += t;\n"
+        "    }\n"
+        "  }\n"
+        "  y[i] = acc;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(3.0 + 192.0)
+
+
+def test_an_offload_reduction_folds_each_iteration_over_the_warp(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a dot product with reduction(+: sum, n): each iteration does its FMUL + FADD and the
+    # runtime folds the float sum over a warp (5 shuffle-add steps: 5 FP32) and the int
+    # count likewise (5 int); without the clause only the 2 FLOP remain
+    def run(clause: str) -> tuple[float, float]:
+        src = (
+            "float dot(const float *a, const float *b, int m) {\n"
+            "  float sum = 0.f;\n"
+            "  int n = 0;\n"
+            f"  #pragma omp target teams distribute parallel for {clause}\n"
+            "  for (int i = 0; i < 1048576; i++) { sum += a[i] * b[i]; n++; }\n"
+            "  return sum + n;\n"
+            "}\n"
+        )
+        c = count(gpu, tmp_path, src, name="dot.cpp").counts
+        return c.flops["fp32"], c.int_ops
+
+    (f0, i0), (f1, i1) = run(""), run("reduction(+: sum, n)")
+    assert f0 == pytest.approx(2.0)
+    assert f1 == pytest.approx(2.0 + 5.0)
+    assert i1 - i0 == pytest.approx(5.0)

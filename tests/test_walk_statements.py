@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import count
+from counting_helpers import LAUNCH, count
 
 
 def test_early_return_scales_the_rest(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -46,3 +46,24 @@ def test_openmp_teams_parallel_region(gpu, tmp_path: Path) -> None:  # type: ign
     assert a.counts.flops["fp32"] == pytest.approx(2.0)
     x = next(b for b in a.memory.buffers if b.buffer == "x")
     assert x.footprint == pytest.approx(512 * 128 * 4)
+
+
+def test_a_per_thread_array_varies_with_what_it_holds(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # s is refilled from x on every trip of the j loop: s[0] * s[1] varies with j although
+    # its index does not, so it stays in the loop: 64 x (FMUL + FADD) = 128 FP32 (not one
+    # hoisted multiply plus 64 adds)
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *x, float *y) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float acc = 0.f;\n"
+        "  for (int j = 0; j < 64; j++) {\n"
+        "    float s[2] = {x[i + j], x[i + j + 1]};\n"
+        "    acc += s[0] * s[1];\n"
+        "  }\n"
+        "  y[i] = acc;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(128.0)

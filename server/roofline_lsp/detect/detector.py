@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from tree_sitter import Node, Tree
 
+from roofline_lsp.detect.conditionals import branch_taken, defined_before
 from roofline_lsp.detect.pragmas import is_statement, parse_pragma, pragma_text, statement_after
 from roofline_lsp.detect.textscan import (
     blank_else_branches,
@@ -132,26 +133,12 @@ class Detector:
 
     # -- definitions ------------------------------------------------------------------------
     def definitions(self, caps: dict[str, list[Node]]) -> None:
-        for node in caps.get("define", []):
-            name = node.child_by_field_name("name")
-            value = node.child_by_field_name("value")
-            if name is not None:
-                body = strip_comments(text(value).strip())
-                self.constants.setdefault(text(name), body)
-                self.macros.setdefault(
-                    text(name), Macro(text(name), None, body, start_line(node), self.path)
-                )
-        for node in caps.get("macro", []):
-            name = node.child_by_field_name("name")
-            params = node.child_by_field_name("parameters")
-            value = node.child_by_field_name("value")
-            pnames = tuple(
-                text(c) for c in (params.named_children if params else []) if c.type != "comment"
-            )
-            self.macros.setdefault(
-                text(name),
-                Macro(text(name), pnames, text(value).strip(), start_line(node), self.path),
-            )
+        included = [
+            d
+            for node in caps.get("include", [])
+            if (d := self.included(node.child_by_field_name("path"))) is not None
+        ]
+        self.macro_definitions(caps, {name for d in included for name in d.macros})
         for decl in caps.get("const.decl", []):
             name = decl.child_by_field_name("declarator")
             value = decl.child_by_field_name("value")
@@ -161,10 +148,47 @@ class Detector:
                     self.constants.setdefault(text(name), text(value))
         for node in caps.get("enum", []):
             self.enumerators(node)
-        for node in caps.get("include", []):
-            path_node = node.child_by_field_name("path")
-            if path_node is not None and path_node.type == "string_literal":
-                self.follow_include(text(path_node).strip('"'))
+        for d in included:
+            for fname, fn in d.functions.items():
+                self.functions.setdefault(fname, fn)
+            for mname, macro in d.macros.items():
+                self.macros.setdefault(mname, macro)
+            for cname, body in d.constants.items():
+                self.constants.setdefault(cname, body)
+
+    def macro_definitions(self, caps: dict[str, list[Node]], included: set[str]) -> None:
+        """``#define``s, the one on the branch the preprocessor takes first (with the names
+        defined before it here or in ``included`` files), then those on branches it skips
+        (a name defined only there keeps that definition, as before branches were read)."""
+        nodes = sorted(caps.get("define", []) + caps.get("macro", []), key=lambda n: n.start_byte)
+        starts: dict[str, list[int]] = {}
+        values: dict[str, str] = {}
+        for node in nodes:
+            name = text(node.child_by_field_name("name"))
+            starts.setdefault(name, []).append(node.start_byte)
+            value = node.child_by_field_name("value")
+            if node.child_by_field_name("parameters") is None:
+                values.setdefault(name, strip_comments(text(value).strip()))
+        defined = defined_before(starts, included)
+        taken = [branch_taken(node, defined, values) is not False for node in nodes]
+        for node in [n for n, t in zip(nodes, taken, strict=True) if t] + [
+            n for n, t in zip(nodes, taken, strict=True) if not t
+        ]:
+            name_node = node.child_by_field_name("name")
+            if name_node is None:
+                continue
+            name = text(name_node)
+            value = node.child_by_field_name("value")
+            params = node.child_by_field_name("parameters")
+            if params is None:
+                body = strip_comments(text(value).strip())
+                self.constants.setdefault(name, body)
+                self.macros.setdefault(name, Macro(name, None, body, start_line(node), self.path))
+                continue
+            pnames = tuple(text(c) for c in params.named_children if c.type != "comment")
+            self.macros.setdefault(
+                name, Macro(name, pnames, text(value).strip(), start_line(node), self.path)
+            )
 
     def enumerators(self, body: Node) -> None:
         """An enum's enumerators as constants: the given value, else the previous plus one
@@ -206,19 +230,15 @@ class Detector:
             not decl.start_byte <= m.start() < decl.end_byte for m in pattern.finditer(self.source)
         )
 
-    def follow_include(self, rel: str) -> None:
+    def included(self, path_node: Node | None) -> Detection | None:
+        """The detection of a file ``#include "..."`` names (None past the depth limit)."""
+        if path_node is None or path_node.type != "string_literal":
+            return None
         if self.depth >= MAX_INCLUDE_DEPTH or not self.path:
-            return
+            return None
+        rel = text(path_node).strip('"')
         target = os.path.normpath(os.path.join(os.path.dirname(self.path), rel))
-        included = self.include(target, self.depth + 1)
-        if included is None:
-            return
-        for name, fn in included.functions.items():
-            self.functions.setdefault(name, fn)
-        for name, macro in included.macros.items():
-            self.macros.setdefault(name, macro)
-        for name, value in included.constants.items():
-            self.constants.setdefault(name, value)
+        return self.include(target, self.depth + 1)
 
     # -- functions and CUDA kernels ---------------------------------------------------------
     def function(

@@ -357,3 +357,4 @@ INT_DIV_POW2 = 2.0  # x / 2^k, x % 2^k with a sign fix-up
 INT_DIV_CONST = 4.0  # multiply-high + shifts
 INT_DIV_VAR = 20.0  # 32-bit division by a variable: float reciprocal + IMAD refinement
 INT_DIV_VAR64 = 60.0  # 64-bit division by a variable (a call into a slow path)
+WARP_TREE = 5.0  # steps of a shuffle reduction over a warp's 32 lanes (log2 32)

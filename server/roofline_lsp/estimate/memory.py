@@ -55,6 +55,7 @@ class BufferTraffic:
     footprint: float  # distinct bytes touched
     loaded: float  # DRAM bytes read
     stored: float  # DRAM bytes written
+    load_references: float  # bytes read by all threads (what can be read again)
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def estimate_traffic(
         foot_l = min(_union(parts_l, elem), limit)
         foot_s = min(_union(parts_s, elem), limit)
         buffers.append(
-            BufferTraffic(name, elem, refs_l + refs_s, max(foot_l, foot_s), foot_l, foot_s)
+            BufferTraffic(name, elem, refs_l + refs_s, max(foot_l, foot_s), foot_l, foot_s, refs_l)
         )
     buffers = _merge_fields(buffers)
     footprint = sum(b.footprint for b in buffers)
@@ -137,11 +138,12 @@ def estimate_traffic(
         loaded *= model.resident_fraction
         stored *= model.resident_write_fraction
     else:
-        # re-references of a buffer miss once the buffer itself outgrows L2 (a small hot
-        # table stays resident while larger buffers stream through)
+        # re-reads of a buffer miss once the buffer itself outgrows L2 (a small hot table
+        # stays resident while larger buffers stream through); a store needs no read (L2
+        # keeps per-byte masks), so only loads repeat: ``a[i] += x`` reads a[i] once
         for b in buffers:
             if b.loaded > 0 and b.footprint > l2_bytes:
-                reread = max(b.references - b.footprint, 0.0)
+                reread = max(b.load_references - b.loaded, 0.0)
                 loaded += reread * model.capacity_miss * (1.0 - l2_bytes / b.footprint)
     loaded += model.launch_floor + local_l
     stored += local_s
@@ -232,6 +234,7 @@ def _merge_fields(buffers: list[BufferTraffic]) -> list[BufferTraffic]:
                 picked[0],
                 picked[1],
                 picked[2],
+                sum(b.load_references for b in group),
             )
         )
     return out

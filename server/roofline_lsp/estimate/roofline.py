@@ -56,7 +56,7 @@ from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Detection, Kernel
 from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
-from roofline_lsp.syntax.datatypes import parse_type
+from roofline_lsp.syntax.datatypes import DataType, parse_type
 from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.sources import SourceReader, source_view
 
@@ -227,6 +227,7 @@ def analyze(
             loop = loop_macro(body, nxt, macros) if nxt is not None else None
             if loop is not None:
                 body = loop
+        counter.par.reductions = _reduction_types(kernel, ctx, aliases)
         region = _offload_region(kernel, body, counter)
         if body is not None:
             if region is not None:
@@ -508,6 +509,23 @@ def _team_shape(
     b = (int(threads), 1, 1) if threads and threads > 0 else block
     g = (int(teams), 1, 1) if teams and teams > 0 else grid
     return b, g
+
+
+def _reduction_types(
+    kernel: Kernel, ctx: HostContext, aliases: dict[str, str]
+) -> tuple[DataType, ...]:
+    """Types of the variables of an offload region's ``reduction(op: a, b)`` clauses (as
+    the host declares them; unknown ones are left out)."""
+    out: list[DataType] = []
+    for c in kernel.clause("reduction"):
+        for item in c.items:
+            name = item.strip()
+            tyt = ctx.types.get(name)
+            if tyt is not None:
+                t = parse_type(tyt, aliases)
+                if t.kind != "unknown" and not t.pointer:
+                    out.append(t)
+    return tuple(out)
 
 
 _WORKSHARE = frozenset({"for", "distribute", "loop"})

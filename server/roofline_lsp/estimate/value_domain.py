@@ -22,7 +22,18 @@ class Var:
     """A variable: type, dependences, value (exact or mean), pointer target, array rank,
     constness and integer range; mutated as the walk assigns it."""
 
-    __slots__ = ("type", "deps", "val", "space", "buffer", "arrdims", "const", "rng", "group")
+    __slots__ = (
+        "type",
+        "deps",
+        "val",
+        "space",
+        "buffer",
+        "arrdims",
+        "const",
+        "rng",
+        "group",
+        "held",
+    )
 
     def __init__(
         self,
@@ -45,6 +56,9 @@ class Var:
         self.const = const
         self.rng = rng
         self.group = group  # threads of the cooperative group it holds (walk_groups.py)
+        # a per-thread or shared array: what the values stored in it depend on (its reads
+        # vary with them, not only with the index)
+        self.held: frozenset[str] = frozenset()
 
 
 class Val:

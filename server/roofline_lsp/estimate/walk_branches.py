@@ -87,6 +87,14 @@ class BranchWalker(WalkerBase):
             op = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}[op]
         if b.deps and (DATA in b.deps or b.deps & THREAD_SET or b.deps & a.deps):
             return self.inputs.settings.default_branch  # both sides vary together: no simple model
+        if a.deps and a.val is None and not b.deps and b.val is None and a.deps <= THREAD_SET:
+            # a thread index whose value the walk lost (``team % numTeamsX``) against an
+            # unknown size: a bounds check, and launches are sized to the problem (as
+            # ``infer_size`` assumes when the index is known): nearly every thread passes
+            if op in ("<", "<="):
+                return 1.0
+            if op in (">", ">="):
+                return 0.0
         if not a.deps or b.val is None:
             return self.inputs.settings.default_branch
         # a bound that varies only with an enclosing loop is taken at its mean

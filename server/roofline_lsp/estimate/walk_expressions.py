@@ -241,6 +241,21 @@ class ExpressionWalker(ReferenceWalker):
             self.add_flop(ty, 1.0, w)
         return Val(ty, deps, val)
 
+    def hold(self, target: Node, deps: frozenset[str]) -> None:
+        """A store into a per-thread or shared array ``a[i] = v``: its reads vary with
+        ``v`` too (a tile refilled on every trip of a loop varies with that loop)."""
+        base = target
+        while base.type == "subscript_expression":
+            arg = base.child_by_field_name("argument")
+            if arg is None:
+                return
+            base = arg
+        if base is target or base.type != "identifier":
+            return
+        v = self.var(text(base))
+        if v is not None and v.space in ("local", "shared") and v.buffer == text(base):
+            v.held = v.held | deps
+
     def int_cost(self, op: str, a: Val, b: Val, ty: DataType, left: Node, right: Node) -> float:
         wide = 2.0 if ty.size > 4 else 1.0
         if op in ("+", "-"):
@@ -264,6 +279,12 @@ class ExpressionWalker(ReferenceWalker):
                 return costs.INT_DIV_POW2 * wide * 0.5
             if d is not None:
                 return costs.INT_DIV_CONST * wide
+            # one division serves x / n and x % n (and a repeat of either) in a loop body:
+            # the compiler computes the remainder from the quotient with one multiply-add
+            seen = self.cursor.seen[-1]
+            if ("/", text(left), text(right)) in seen or ("%", text(left), text(right)) in seen:
+                return 0.0 if (op, text(left), text(right)) in seen else costs.INT_OP * wide
+            seen.add((op, text(left), text(right)))
             return costs.INT_DIV_VAR64 if wide > 1 else costs.INT_DIV_VAR
         return costs.INT_OP * wide
 
@@ -287,6 +308,7 @@ class ExpressionWalker(ReferenceWalker):
                 cur = self.lvalue(left, "load")
                 self.arith_assign(op, cur.type, r)
             lv = self.lvalue(left, "store")
+            self.hold(left, r.deps)
             return Val(lv.type, lv.deps | r.deps, None)
         if left.type == "identifier":
             name = text(left)

@@ -11,6 +11,7 @@ import re
 
 from tree_sitter import Node
 
+from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.thread_counts import Loop
 from roofline_lsp.estimate.value_domain import DATA, NOTHING, THREAD_DIMS, Val, Var
 from roofline_lsp.estimate.walk_calls import CallWalker
@@ -262,6 +263,14 @@ class LoopWalker(CallWalker):
         if parallel:
             factor = 1.0
             self.add_int(self.inputs.settings.omp_iteration_ints)
+            if collapse_left == 0:
+                # the runtime folds each iteration's reduction variables into the team's
+                # partial results: a shuffle tree over the warp per variable
+                for t in self.par.reductions:
+                    if t.is_float:
+                        self.add_flop(t, costs.WARP_TREE)
+                    else:
+                        self.add_int(costs.WARP_TREE)
         elif unrolled:
             factor = math.inf
         else:

@@ -86,6 +86,10 @@ class ReferenceWalker(BranchWalker):
             buffer or "?", space or "global", elem, kind, deps, "|".join(key_parts), interval
         )
         loaded_deps = deps | {DATA}
+        if base.type == "identifier" and space in ("local", "shared"):
+            held = self.var(text(base))
+            if held is not None:
+                loaded_deps = loaded_deps | held.held
         return Val(elem_t, loaded_deps, None, buffer if elem_t.pointer else None, space)
 
     def record(

@@ -137,6 +137,9 @@ class Parallelism:
     pending_region: str | None = None  # "parallel" | "teams" | "single"
     pending_parallel: int = 0  # collapse levels of a work-shared loop pragma
     pending_distribute: bool = False
+    # types of the region's ``reduction`` variables: each iteration of its work-shared loop
+    # also folds them into the team's partial results (a warp shuffle tree)
+    reductions: tuple[DataType, ...] = ()
     parallel_dims: list[str] = field(default_factory=list)
     # OpenMP: iterations assumed for a work-shared loop whose bound is unknown (the
     # runtime sizes the launch to the loop: teams x threads)
@@ -252,10 +255,16 @@ class WalkerBase:
 
     def hoisted_weight(self, deps: frozenset[str]) -> float:
         """Weight of a computation depending on ``deps``: loop-invariant work is hoisted out
-        of the sequential loops it does not depend on (not out of parallel loops)."""
+        of the sequential loops it does not depend on (not out of parallel loops). A loop
+        unrolled completely is no barrier: each copy of its body sees a constant index, and
+        the copies' invariant work leaves the loops around it."""
         w = self.cursor.w
         for dim, t, parallel in reversed(self.cursor.loops):
-            if parallel or dim in deps:
+            if parallel:
+                break
+            if dim in deps:
+                if dim in self.dimensions.unrolled_dims:
+                    continue
                 break
             if t > 0:
                 w /= t

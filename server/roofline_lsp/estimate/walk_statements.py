@@ -288,10 +288,13 @@ class StatementWalker(LoopWalker):
             if arrdims and not shared:
                 self.local_array_size(name, d, vt)
             if value_node is not None and arrdims:
+                held: frozenset[str] = NOTHING
                 for c in value_node.named_children:
-                    self.expr(c)
+                    held = held | self.expr(c).deps
                 space = "shared" if shared else "local"
-                self.declare(name, Var(vt, NOTHING, None, space, name, arrdims))
+                arr = Var(vt, NOTHING, None, space, name, arrdims)
+                arr.held = held
+                self.declare(name, arr)
                 continue
             # an object built by a constructor, or left to be filled field by field: the
             # walk does not track its fields, so their values are unexplained

@@ -269,37 +269,10 @@ def loop_header(node: Node) -> LoopHeader | None:
                 start = left.child_by_field_name("right")
     if update is None:
         return None
-    step: Node | None = None
-    step_op = "+"
-    u = update
-    if u.type == "comma_expression":
-        u = u.child_by_field_name("left") or u
-    if u.type == "update_expression":
-        uvar = text(u.child_by_field_name("argument"))
-        op = u.child_by_field_name("operator")
-        step_op = "-" if op is not None and op.type == "--" else "+"
-    elif u.type == "assignment_expression":
-        uvar = text(u.child_by_field_name("left"))
-        op = u.child_by_field_name("operator")
-        o = op.type if op is not None else "="
-        right = u.child_by_field_name("right")
-        if o == "=":
-            # i = i + s, i = i * 2, i = i >> 1, i = i / 2
-            if right is None or right.type != "binary_expression":
-                return None
-            rl = right.child_by_field_name("left")
-            rop = right.child_by_field_name("operator")
-            if text(rl) != uvar or rop is None:
-                return None
-            step_op = rop.type
-            step = right.child_by_field_name("right")
-        else:
-            step_op = o[:-1]
-            step = right
-        if step_op not in ("+", "-", "*", "/", "<<", ">>"):
-            return None
-    else:
+    parsed = _header_update(update, text(cond) if cond is not None else "", declared, var)
+    if parsed is None:
         return None
+    uvar, step, step_op = parsed
     if var is None:
         var = uvar
     elif var != uvar:
@@ -332,6 +305,64 @@ def loop_header(node: Node) -> LoopHeader | None:
         if step_op in (">>", "/"):
             return LoopHeader(var, start, None, ">", step, step_op)
     return LoopHeader(var, start, bound, bound_op, step, step_op)
+
+
+def _header_update(
+    update: Node, cond: str, declared: dict[str, Node | None], var: str | None
+) -> tuple[str, Node | None, str] | None:
+    """The counted update of a ``for`` header: variable, step and operator. Of a comma list
+    (``old_i = i, i /= 2``) the part that steps the variable the condition tests, else the
+    one stepping the initialised variable, else the first that steps anything."""
+    parts: list[Node] = []
+    stack = [update]
+    while stack:
+        u = stack.pop()
+        if u.type == "comma_expression":
+            stack.extend(
+                c for c in (u.child_by_field_name("right"), u.child_by_field_name("left")) if c
+            )
+        else:
+            parts.append(u)
+    steps = [p for p in (_step(u) for u in parts) if p is not None]
+    for p in steps:
+        tested = re.search(rf"\b{re.escape(p[0])}\b", cond)
+        if (p[0] in declared or p[0] == var) and tested:
+            return p
+    for p in steps:
+        if p[0] == var:
+            return p
+    return steps[0] if steps else None
+
+
+def _step(u: Node) -> tuple[str, Node | None, str] | None:
+    """``i++``, ``i -= s``, ``i = i * 2`` ...: (variable, step or None for 1, operator)."""
+    if u.type == "update_expression":
+        op = u.child_by_field_name("operator")
+        return (
+            text(u.child_by_field_name("argument")),
+            None,
+            ("-" if op is not None and op.type == "--" else "+"),
+        )
+    if u.type != "assignment_expression":
+        return None
+    uvar = text(u.child_by_field_name("left"))
+    op = u.child_by_field_name("operator")
+    o = op.type if op is not None else "="
+    right = u.child_by_field_name("right")
+    if o == "=":
+        # i = i + s, i = i * 2, i = i >> 1, i = i / 2
+        if right is None or right.type != "binary_expression":
+            return None
+        rl = right.child_by_field_name("left")
+        rop = right.child_by_field_name("operator")
+        if text(rl) != uvar or rop is None:
+            return None
+        step_op, step = rop.type, right.child_by_field_name("right")
+    else:
+        step_op, step = o[:-1], right
+    if step_op not in ("+", "-", "*", "/", "<<", ">>"):
+        return None
+    return uvar, step, step_op
 
 
 def trips(

@@ -1,0 +1,83 @@
+"""``#if``/``#ifdef`` branches of ``#define`` (``detect/conditionals.py``) on a hand-written
+fixture and on small sources."""
+
+from pathlib import Path
+
+from roofline_lsp.detect.conditionals import branch_taken, defined_before
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.syntax.parsing import parse
+
+FIXTURES = Path(__file__).parent / "fixtures" / "detect"
+
+
+def test_definitions_come_from_the_branch_the_preprocessor_takes() -> None:
+    path = FIXTURES / "branch_defs.cpp"
+    det = detect(path.read_bytes(), str(path))
+    body = {name: m.body for name, m in det.macros.items()}
+    assert body["FP"] == "float"  # DOUBLE_PRECISION is defined nowhere: the #else
+    assert body["WIDE"] == "long"  # USE_WIDE comes from the included header
+    assert body["Real"] == "float"  # PRECISION == 1 from the #ifndef default above
+    assert body["THREADS"] == "128"  # neither WG_SIZE_0 nor WG_SIZE: the last #else
+    assert det.constants["THREADS"] == "128"
+    # the compiler's own __CUDACC__ is unknown: the first definition, as before
+    assert body["DEV"] == "__device__"
+    # a name defined only on a skipped branch keeps that definition
+    assert det.macros["TRACE"].params == ("x",)
+
+
+def _defines(src: bytes) -> list[tuple[str, bool | None]]:
+    root = parse(src).root_node
+    nodes = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "preproc_def":
+            nodes.append(n)
+        stack.extend(reversed(n.named_children))
+    starts: dict[str, list[int]] = {}
+    values: dict[str, str] = {}
+    for n in nodes:
+        name = n.child_by_field_name("name")
+        value = n.child_by_field_name("value")
+        assert name is not None and name.text is not None
+        starts.setdefault(name.text.decode(), []).append(n.start_byte)
+        if value is not None and value.text is not None:
+            values.setdefault(name.text.decode(), value.text.decode().strip())
+    defined = defined_before(starts, set())
+    out = []
+    for n in nodes:
+        value = n.child_by_field_name("value")
+        body = value.text.decode().strip() if value is not None and value.text else ""
+        out.append((body, branch_taken(n, defined, values)))
+    return out
+
+
+def test_nested_and_elif_branches() -> None:
+    src = b"""#define A 2
+#if A > 1
+#  if defined(B) || A == 2
+#    define X one
+#  else
+#    define X two
+#  endif
+#elif A == 0
+#  define X three
+#endif
+"""
+    assert _defines(src) == [("2", True), ("one", True), ("two", False), ("three", False)]
+
+
+def test_a_guard_defined_after_its_test_and_unknown_conditions() -> None:
+    src = b"""#ifndef GUARD_H
+#define GUARD_H 1
+#endif
+#if N_FROM_BUILD > SIZE_FROM_HEADER(3)
+#define Y big
+#endif
+#if defined(__CUDA_ARCH__)
+#define Z device
+#endif
+"""
+    # N_FROM_BUILD is 0 (defined nowhere) but the function-like call cannot be evaluated;
+    # __CUDA_ARCH__ is the compiler's: both undecided
+    assert _defines(src) == [("1", True), ("big", None), ("device", None)]
