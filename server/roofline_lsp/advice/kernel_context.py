@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Advice, Fix, Severity
@@ -41,11 +43,16 @@ class KernelContext:
         self.bound = self.verdict.bound
         self.index = BodyIndex(self.k.body)
         self.vars = thread_vars(self.index.nodes)
-        self.lanes = LaneAnalysis(self.k, self.index)
         self.counts = self.verdict.counts
         self.aliases = pointer_aliases(self.index.nodes)
         self.out: list[Advice] = []
         self.nodes = self.index.nodes
+
+    @functools.cached_property
+    def lanes(self) -> LaneAnalysis:
+        """What values are across the lanes of a warp (made when a rule first asks: the
+        rules of a compute-bound kernel without atomics or branches never do)."""
+        return LaneAnalysis(self.k, self.index)
 
     def add(
         self,

@@ -30,9 +30,8 @@ _BUILTIN_FIELDS = ("blockDim", "gridDim")
 
 
 def text(node: Node | None) -> str:
-    if node is None or node.text is None:
-        return ""
-    return node.text.decode("utf-8", "replace")
+    t = node.text if node is not None else None  # (each read of Node.text copies the bytes)
+    return t.decode("utf-8", "replace") if t is not None else ""
 
 
 def literal(node: Node) -> float | None:
