@@ -299,8 +299,14 @@ _WORKER: _Worker | None = None
 MIN_POOL_FILES = 4  # fewer files are analysed in this process: starting workers costs more
 
 
+# the analysis allocates millions of short-lived objects without cycles: the default
+# collection every 700 allocations took ~5% of a check's CPU time; memory is the same
+GC_THRESHOLD = (50_000, 20, 100)
+
+
 def _init_worker(run: CheckRun) -> None:
     global _WORKER
+    gc.set_threshold(*GC_THRESHOLD)
     _WORKER = _Worker(run)
 
 
@@ -374,9 +380,14 @@ def check_files(
         todo = _run_pool(run, files, todo, min(jobs, len(todo)), finished, say)
     if todo:
         worker = _Worker(run)
-        for i in todo:
-            finished(i, *worker.check(files[i]))
-        worker.close()
+        thresholds = gc.get_threshold()
+        gc.set_threshold(*GC_THRESHOLD)
+        try:
+            for i in todo:
+                finished(i, *worker.check(files[i]))
+        finally:
+            gc.set_threshold(*thresholds)
+            worker.close()
     if entries:
         cache = results_cache(config)
         cache.set_many(entries)
