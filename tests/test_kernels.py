@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from edits import SNIPPETS, edited
 
-from roofline_lsp.detect.kernels import detect, detect_with_reads
+from roofline_lsp.detect.kernels import detect, detect_with_reads, may_hold_kernels
 from roofline_lsp.syntax.parsing import parse
 from roofline_lsp.syntax.sources import read_from_disk
 
@@ -286,3 +286,23 @@ def test_launch_api_argument_arrays_and_cooperative_launches():
     # `void *args[] = {&n, ...}` / `{(void *)&n, ...}` read like the <<<>>> arguments
     assert all(s.args == ("n", "a", "x", "y", "reps") for s in sites)
     assert sites[2].grid == "n / 256" and sites[2].grid_value == (65536, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("source", "kernels", "marked"),
+    [
+        (b"#include <cuda.h>\nstatic inline float sq(float x) { return x * x; }\n", 0, False),
+        (b"__global__ void k(float *x) { x[0] = 1; }\n", 1, True),
+        (b"#define KERNEL __global__\nKERNEL void k(float *x) { x[0] = 1; }\n", 1, True),
+        (b"void f(float *x, int n) {\n#pragma omp target teams loop\n"
+         b"  for (int i = 0; i < n; i++) x[i] = 0;\n}\n", 1, True),
+        (b'#include "kernels.cuh"\nint main() { return 0; }\n', 0, True),
+    ],
+)  # fmt: skip
+def test_a_file_without_kernel_marks_has_no_kernel(
+    source: bytes, kernels: int, marked: bool
+) -> None:
+    """``check`` skips the files ``may_hold_kernels`` rules out: never one detection finds a
+    kernel in (a local include may hold one: not ruled out)."""
+    assert len(detect(source, "/nowhere/f.cu").kernels) == kernels
+    assert may_hold_kernels(source) == marked

@@ -334,6 +334,9 @@ class Detector:
             start = m.start()
             if any(a <= start < b for a, b in covered):
                 continue
+            line_start = self.source.rfind(b"\n", 0, start) + 1
+            if self.source[line_start:start].lstrip().startswith(b"#"):
+                continue  # a macro's body (``#define KERNEL __global__``): recover_macros'
             end = definition_end(self.source, m.end())
             if end is None:
                 continue

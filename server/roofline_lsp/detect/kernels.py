@@ -102,6 +102,18 @@ def _header_definitions(path: str, depth: int, view: SourceView | None) -> Detec
     return entry.detection
 
 
+# what detection needs to find a kernel in a file: ``__global__``, a pragma, or a local
+# ``#include "..."`` (a header's macro may stand for ``__global__``, or the header be a kernel)
+_KERNEL_MARKS = re.compile(rb'__global__|pragma|include\s*"')
+
+
+def may_hold_kernels(source: bytes) -> bool:
+    """False when :func:`detect` cannot find a kernel in ``source`` whatever its context:
+    ``check`` then skips the parse (a quarter of a typical tree's bytes are such headers
+    and host files)."""
+    return _KERNEL_MARKS.search(source) is not None
+
+
 def detect(
     source: bytes,
     path: str,

@@ -14,7 +14,7 @@ import os
 import re
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tree_sitter import Node, Tree
 
@@ -42,6 +42,7 @@ class Unit:
     path: str
     detection: Detection
     root: Node
+    tree: Tree | None = field(default=None, compare=False, repr=False)
 
 
 def _stamp(folder: str) -> tuple[tuple[str, int, int], ...]:
@@ -89,11 +90,34 @@ def _unit(full: str, version: Version, src: bytes, view: SourceView | None) -> U
         return hit[0]
     tree = parse(src)
     detection, reads = detect_with_reads(src, full, tree, read=view)
-    unit = Unit(full, detection, tree.root_node)
+    unit = Unit(full, detection, tree.root_node, tree)
     if len(_UNITS) >= MAX_UNITS:
         _UNITS.pop(next(iter(_UNITS)), None)
     _UNITS[(full, version)] = (unit, reads)
     return unit
+
+
+def unit_of(path: str, source: bytes, view: SourceView | None) -> Unit | None:
+    """The parse and detection of ``path`` made earlier (as another file's sibling, or by
+    :func:`remember_unit`) when they were of these very bytes, as ``view`` sees the file,
+    and the headers its detection read are current: a folder's files are analysed one by
+    one, and each is a sibling of the others."""
+    if view is None:
+        return None
+    hit = _UNITS.get((path, view.version(path)))
+    if hit is None or hit[0].detection.source != source:
+        return None
+    return hit[0] if all(is_current(s, view) for s in hit[1]) else None
+
+
+def remember_unit(unit: Unit, reads: tuple[FileStamp, ...], view: SourceView | None) -> None:
+    """Keep the parse of a file analysed for its siblings, when ``view`` sees the same bytes
+    (not an editor's unsaved buffer that differs from them)."""
+    if view is None or view(unit.path) != unit.detection.source:
+        return
+    if len(_UNITS) >= MAX_UNITS:
+        _UNITS.pop(next(iter(_UNITS)), None)
+    _UNITS[(unit.path, view.version(unit.path))] = (unit, reads)
 
 
 _FOLDER_CACHE: dict[str, tuple[float, tuple[tuple[str, int, int], ...]]] = {}

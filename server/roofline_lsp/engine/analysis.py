@@ -15,7 +15,8 @@ from dataclasses import replace
 from tree_sitter import Tree
 
 from roofline_lsp.compiler.kernel_ptx import CompiledCounts
-from roofline_lsp.detect.kernels import detect
+from roofline_lsp.detect.kernels import detect, detect_with_reads
+from roofline_lsp.detect.program import Unit, remember_unit, unit_of
 from roofline_lsp.engine.refinement import kernel_verdicts
 from roofline_lsp.engine.reuse import ContextKeys, file_context, moved_verdicts
 from roofline_lsp.estimate.roofline import Inputs
@@ -57,15 +58,24 @@ def analyze_file(
     config = config or Config()
     if inputs is None and config.args:
         inputs = Inputs(args=config.args)
-    if tree is None:
-        tree = parse(source, language_for_path(path))
     view = source_view(read)  # one consistent view of the other files for the whole analysis
     if previous is not None and not all(is_current(s, view) for s in previous.reads):
         # a header or sibling file it read changed (an edited buffer): estimate every kernel
         previous = replace(previous, reuse={}, reads=())
-    detection = detect(
-        source, path, tree, previous.detection if previous is not None else None, read=view
-    )
+    # a file parsed and detected already as a sibling of another is not again (and one
+    # parsed here is kept for its siblings); never a tree the caller edits
+    unit = unit_of(path, source, view) if tree is None and previous is None else None
+    if unit is not None and unit.tree is not None and unit.detection.file == path:
+        tree, detection = unit.tree, unit.detection
+    elif tree is None and previous is None:
+        tree = parse(source, language_for_path(path))
+        detection, headers = detect_with_reads(source, path, tree, read=view)
+        remember_unit(Unit(path, detection, tree.root_node, tree), headers, view)
+    else:
+        tree = tree or parse(source, language_for_path(path))
+        detection = detect(
+            source, path, tree, previous.detection if previous is not None else None, read=view
+        )
     keys = ContextKeys(
         detection, file_context(detection, tree.root_node, gpus, inputs, config, measured)
     )

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline_lsp.compiler.compiled import DEFAULT_JOBS
+from roofline_lsp.detect.kernels import may_hold_kernels
 from roofline_lsp.engine.check_cache import (
     Dependencies,
     compile_deps,
@@ -254,6 +255,8 @@ class _Worker:
         if source is None:
             return FileOutcome(path, problem), None
         note = utf8_note(source)
+        if not may_hold_kernels(source):
+            return FileOutcome(path, note=note), None  # nothing to analyse, nothing it reads
         key = ""
         if self.cache is not None:
             key = file_key(self.run.run_key, path, display_path(path, self.run.base), source)
