@@ -217,29 +217,9 @@ def _body_update(body: Node, var: str) -> tuple[Node | None, str] | None:
 
 
 def _update(u: Node, var: str) -> tuple[Node | None, str] | None:
-    if u.type == "update_expression":
-        if text(u.child_by_field_name("argument")) != var:
-            return None
-        op = u.child_by_field_name("operator")
-        return None, "-" if op is not None and op.type == "--" else "+"
-    if u.type != "assignment_expression" or text(u.child_by_field_name("left")) != var:
-        return None
-    op = u.child_by_field_name("operator")
-    o = op.type if op is not None else "="
-    right = u.child_by_field_name("right")
-    if o == "=":
-        if right is None or right.type != "binary_expression":
-            return None
-        if text(right.child_by_field_name("left")) != var:
-            return None
-        rop = right.child_by_field_name("operator")
-        o2 = rop.type if rop is not None else ""
-        if o2 not in ("+", "-", "*", "/", "<<", ">>"):
-            return None
-        return right.child_by_field_name("right"), o2
-    if o[:-1] in ("+", "-", "*", "/", "<<", ">>"):
-        return right, o[:-1]
-    return None
+    """The step and operator of ``u`` when it steps ``var`` (see :func:`_step`)."""
+    step = _step(u)
+    return (step[1], step[2]) if step is not None and step[0] == var else None
 
 
 def loop_header(node: Node) -> LoopHeader | None:
