@@ -243,7 +243,7 @@ class CallWalker(GroupWalker):
         or, for a callable parameter of a template type the launch does not name, the only
         ``operator()`` the file defines."""
         if fn.type == "identifier":
-            lam = _lambda_named(short, node)
+            lam = _lambda_named(short, node, self.inlining.lambdas)
             if lam is not None:
                 # named by its line too: two lambdas may share a name in one kernel
                 return f"lambda {short} (line {lam.start_point[0] + 1})", lam
@@ -411,28 +411,38 @@ class CallWalker(GroupWalker):
 LAMBDA = "lambda_expression"
 
 
-def _lambda_named(name: str, node: Node) -> Node | None:
+# a block's lambdas: name -> (where the declaration starts, the lambda), in order
+Lambdas = dict[str, list[tuple[int, Node]]]
+
+
+def _lambda_named(name: str, node: Node, blocks: dict[int, Lambdas]) -> Node | None:
     """The lambda a local ``name`` was initialised with in a block enclosing ``node``
-    (``auto name = [..](..) {..};`` before it), if any."""
+    (``auto name = [..](..) {..};`` before it), if any; ``blocks``: each block's lambdas,
+    found once per block."""
     p = node.parent
     while p is not None and p.type != "function_definition":
         if p.type == "compound_statement":
-            for st in p.named_children:
-                if st.start_byte >= node.start_byte:
-                    break
-                if st.type != "declaration":
-                    continue
-                for d in st.children_by_field_name("declarator"):
-                    value = d.child_by_field_name("value")
-                    if (
-                        d.type == "init_declarator"
-                        and value is not None
-                        and value.type == LAMBDA
-                        and declared_name(d.child_by_field_name("declarator")) == name
-                    ):
-                        return value
+            lambdas = blocks.get(p.id)
+            if lambdas is None:
+                lambdas = blocks[p.id] = _block_lambdas(p)
+            for start, value in lambdas.get(name, ()):
+                if start < node.start_byte:
+                    return value
         p = p.parent
     return None
+
+
+def _block_lambdas(block: Node) -> Lambdas:
+    out: Lambdas = {}
+    for st in block.named_children:
+        if st.type != "declaration":
+            continue
+        for d in st.children_by_field_name("declarator"):
+            value = d.child_by_field_name("value")
+            if d.type == "init_declarator" and value is not None and value.type == LAMBDA:
+                name = declared_name(d.child_by_field_name("declarator"))
+                out.setdefault(name, []).append((st.start_byte, value))
+    return out
 
 
 def _lambda_params(lam: Node) -> list[tuple[str, str]]:

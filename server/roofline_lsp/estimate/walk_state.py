@@ -157,6 +157,8 @@ class InlineCache:
     inline_calls: dict[str, int] = field(default_factory=dict)
     summaries: dict[tuple[object, ...], InlineSummary] = field(default_factory=dict)
     call_operators: dict[int, dict[str, Node]] = field(default_factory=dict)  # by tree root
+    # a block's lambdas by name (``walk_calls._lambda_named``), by the block's node id
+    lambdas: dict[int, dict[str, list[tuple[int, Node]]]] = field(default_factory=dict)
 
 
 class WalkerBase:
