@@ -63,3 +63,26 @@ def test_one_division_serves_quotient_and_remainder(gpu, tmp_path: Path) -> None
     assert apart - ints("i / n + i % n") == pytest.approx(19.0)
     assert ints("i / n + i / m") - ints("i / n + i / n") == pytest.approx(20.0)
     assert ints("i / n + i / m") == pytest.approx(apart)
+
+
+def test_arithmetic_on_values_of_unknown_type_is_not_integer_work(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # real_t comes from a header that is not there: a * b + a and a / b may be floating-point
+    # work of either precision, so neither is charged as integer instructions (an int a / b
+    # would cost a 20-op division); the kernel's own index arithmetic still is (4 int ops)
+    def counts(ty: str, expr: str) -> tuple[float, float]:
+        src = (
+            '#include "defs.h"\n'
+            f"__global__ void k({ty} *x, {ty} *y) {{\n"
+            "  int i = threadIdx.x;\n"
+            f"  {ty} a = x[i];\n"
+            f"  {ty} b = y[i];\n"
+            f"  y[i] = {expr};\n"
+            "}\n"
+        )
+        c = count(gpu, tmp_path, src, **LAUNCH).counts
+        return c.int_ops, sum(c.flops.values())
+
+    base = counts("real_t", "a")[0]
+    assert counts("real_t", "a * b + a") == (pytest.approx(base), 0.0)
+    assert counts("real_t", "a / b") == (pytest.approx(base), 0.0)
+    assert counts("int", "a / b")[0] == pytest.approx(base + 20.0)

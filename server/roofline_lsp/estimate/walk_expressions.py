@@ -234,7 +234,9 @@ class ExpressionWalker(ReferenceWalker):
                 self.add_int(i, w)
             return Val(ty, deps, val)
         if ty.kind in ("int", "bool", "unknown"):
-            if val is None or deps:
+            # a value of a type the model cannot resolve (a typedef from a missing header, an
+            # unbound template parameter) is as likely floating-point: not integer work
+            if (val is None or deps) and ty.kind != "unknown":
                 self.add_int(self.int_cost(op, a, b, ty, left, right), w)
             return Val(ty if ty.kind != "bool" else INT, deps, val, rng=value_range(op, a, b))
         if ty.kind == "f16":
