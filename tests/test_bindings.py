@@ -100,6 +100,28 @@ def test_openmp_region_host_values_and_map_extents(tmp_path: Path) -> None:
     assert ctx.types["a"].startswith("float")
 
 
+def test_rounded_up_to_a_multiple_is_known(tmp_path: Path) -> None:
+    """``while (m % 64 != 0) m++;`` leaves m at the next multiple of 64 (1000 -> 1024), a
+    value known before the launch; a loop that counts something else stays unknown."""
+    src = (
+        "int main(int argc, char **argv) {\n"
+        "  int n = atoi(argv[1]);\n"
+        "  int m = n;\n"
+        "  while (m % 64 != 0) m++;\n"
+        "  int k = n;\n"
+        "  while (k > 1) k++;\n"
+        "  float *a;\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: a[0:m])\n"
+        "  for (int i = 0; i < m; i++) a[i] = k;\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"r.cpp": src}, "r.cpp", args="1000")
+    assert ctx.get("m") == 1024
+    assert ctx.get("k") is None
+    exact = ctx_for(tmp_path, {"r.cpp": src}, "r.cpp", args="2048")
+    assert exact.get("m") == 2048
+
+
 def test_user_values_win(tmp_path: Path) -> None:
     src = (
         "// roofline: n=64\n"

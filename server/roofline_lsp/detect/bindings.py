@@ -283,7 +283,9 @@ def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
         if node.start_byte >= stop:
             continue
         t = node.type
-        if t in ("declaration", "expression_statement"):
+        if t in ("declaration", "expression_statement") or (
+            t == "while_statement" and round_up(node) is not None
+        ):
             out.append((node, depth))
             continue
         if t in _STMT_CONTAINERS:
@@ -293,6 +295,19 @@ def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
                 stack.append((c, d))
     out.sort(key=lambda x: x[0].start_byte)
     return out
+
+
+_ROUND_UP = re.compile(
+    r"while\s*\(\s*([A-Za-z_]\w*)\s*%\s*([^()!=]+?)\s*(?:!=\s*0\s*)?\)\s*\{?\s*"
+    r"(?:\+\+\s*\1|\1\s*\+\+|\1\s*\+=\s*1)\s*;\s*\}?"
+)
+
+
+def round_up(node: Node) -> tuple[str, str] | None:
+    """``while (n % c != 0) n++;``: the variable and the divisor it is rounded up to a
+    multiple of (a known value after the loop, not one known only at run time)."""
+    m = _ROUND_UP.fullmatch(text(node).strip())
+    return (m.group(1), m.group(2)) if m else None
 
 
 def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> None:
@@ -320,6 +335,12 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
     for read in _read_at_run_time(node):
         if read in ctx.texts:
             _assign(ctx, read, "", argv)
+    if node.type == "while_statement":
+        ru = round_up(node)
+        if ru is not None and ru[0] in ctx.texts and _branch_taken(node, fn, ctx, argv):
+            x, c = ru
+            _assign(ctx, x, f"({x}) + (({c}) - ({x}) % ({c})) % ({c})", argv)
+        return
     if node.type == "declaration":
         ty = text(node.child_by_field_name("type"))
         for d in node.children_by_field_name("declarator"):
