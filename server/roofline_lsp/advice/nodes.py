@@ -4,6 +4,7 @@ loops and parents, and which names a kernel body may write.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 
@@ -131,19 +132,15 @@ class BodyIndex:
     def __init__(self, body: Node | None) -> None:
         self.body = body
         self.nodes: list[Node] = []
-        # for each node that is the body or inside it: its parent, the innermost loop around
-        # it inside the body, and the outermost loop around it anywhere in the tree
-        # (ancestors only, not the node)
+        # for each node that is the body or inside it: its parent, the innermost and the
+        # outermost loop around it inside the body (ancestors only, not the node); the loop
+        # around the body itself is _outer_around_body
         self._around: dict[int, tuple[Node | None, Node | None, Node | None]] = {}
         self.too_deep = False  # more than MAX_NESTING loops and branches nest in the body
-        self._outer0: Node | None = None
-        self._outer0_found = False
         if body is None:
             return
         self._around[body.id] = (None, None, None)  # (its parent: from the tree when asked)
         nodes, around = self.nodes, self._around
-        # the outermost loop around a node: the one around the body (found when first
-        # asked: ``Node.parent`` is slow on a long file), else the outermost in the body
         stack: list[tuple[Node, int, Node | None, Node | None]] = [(body, 0, None, None)]
         while stack:
             n, depth, inner, outer = stack.pop()
@@ -186,17 +183,19 @@ class BodyIndex:
         return stop if stop.type in LOOPS else None
 
     def share_a_loop(self, a: Node, b: Node) -> bool:
-        """Some loop holds both ``a`` and ``b`` (nodes of the body): then the outermost loop
-        around each is that loop or one around it, the same for both."""
-        outer = self._outer_around_body() or self._around[a.id][2]
-        return outer is not None and outer == (self._outer_around_body() or self._around[b.id][2])
+        """Some loop holds both ``a`` and ``b`` (nodes of the body): a loop around the body,
+        else the outermost loop around each in the body, the same for both."""
+        if self._outer_around_body is not None:
+            return True
+        outer = self._around[a.id][2]
+        return outer is not None and outer == self._around[b.id][2]
 
+    @functools.cached_property
     def _outer_around_body(self) -> Node | None:
-        if not self._outer0_found and self.body is not None:
-            ancestors = reversed(list(parents(self.body)))
-            self._outer0 = next((p for p in ancestors if p.type in LOOPS), None)
-            self._outer0_found = True
-        return self._outer0
+        """The outermost loop around the body (found when first asked: ``Node.parent`` is
+        slow on a long file)."""
+        ancestors = reversed(list(parents(self.body))) if self.body is not None else iter(())
+        return next((p for p in ancestors if p.type in LOOPS), None)
 
     def is_inner_subscript(self, n: Node) -> bool:
         """``a[i]`` inside ``a[i][j]``: only the outer one is checked."""

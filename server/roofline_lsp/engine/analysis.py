@@ -64,10 +64,11 @@ def analyze_file(
         previous = replace(previous, reuse={}, reads=())
     # a file parsed and detected already as a sibling of another is not again (and one
     # parsed here is kept for its siblings); never a tree the caller edits
-    unit = unit_of(path, source, view) if tree is None and previous is None else None
-    if unit is not None and unit.tree is not None and unit.detection.file == path:
+    fresh = tree is None and previous is None
+    unit = unit_of(path, source, view) if fresh else None
+    if unit is not None and unit.tree is not None:
         tree, detection = unit.tree, unit.detection
-    elif tree is None and previous is None:
+    elif fresh:
         tree = parse(source, language_for_path(path))
         detection, headers = detect_with_reads(source, path, tree, read=view)
         remember_unit(Unit(path, detection, tree.root_node, tree), headers, view)

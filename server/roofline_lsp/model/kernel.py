@@ -6,6 +6,7 @@ Pure data (see ``detect/`` for how it is found). Every position is a byte offset
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -172,15 +173,13 @@ class Detection:
     callers: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
     memo: DetectMemo = field(default_factory=lambda: DetectMemo(), compare=False, repr=False)
 
-    # kernel name -> its launches (made on first use: a file may launch thousands)
-    launch_index: dict[str, tuple[LaunchSite, ...]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    @functools.cached_property
+    def _launches_by_kernel(self) -> dict[str, tuple[LaunchSite, ...]]:
+        """Kernel name -> its launches (made on first use: a file may launch thousands)."""
+        by_name: dict[str, list[LaunchSite]] = {}
+        for s in self.launches:
+            by_name.setdefault(s.kernel, []).append(s)
+        return {k: tuple(v) for k, v in by_name.items()}
 
     def launches_of(self, kernel: Kernel) -> tuple[LaunchSite, ...]:
-        if not self.launch_index and self.launches:
-            by_name: dict[str, list[LaunchSite]] = {}
-            for s in self.launches:
-                by_name.setdefault(s.kernel, []).append(s)
-            self.launch_index.update((k, tuple(v)) for k, v in by_name.items())
-        return self.launch_index.get(kernel.name, ())
+        return self._launches_by_kernel.get(kernel.name, ())
