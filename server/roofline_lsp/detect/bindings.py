@@ -916,8 +916,8 @@ def _explicit_args(call: Node) -> list[str]:
     return [text(a) for a in targs.named_children]
 
 
-# the source, the values found, and the sibling files searched for callers (with the versions
-# seen: the entry is valid while they are current)
+# the files whose folder was searched for callers, with the versions of the siblings seen
+# (a scan is valid while they are current)
 _Seen = tuple[tuple[str, tuple[FileStamp, ...]], ...]
 _State = tuple[dict[str, str], dict[str, str], dict[str, float]]  # texts, types, extents
 

@@ -15,7 +15,9 @@ line they refer to moved with it (:func:`moved_verdicts`). Detection keeps its o
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
+import itertools
 import re
 from dataclasses import replace
 
@@ -100,7 +102,6 @@ class ContextKeys:
     def __init__(self, detection: Detection, file_context: bytes) -> None:
         self.detection = detection
         self.file_context = file_context
-        self._helpers: bytes | None = None
         self._digests: dict[int, bytes] = {}  # a function's start byte -> its text's digest
         # this file's functions by start, and the largest end among the first i of them
         here = [
@@ -111,9 +112,7 @@ class ContextKeys:
         here.sort(key=lambda t: (t[0], t[1]))
         self._starts = [t[0] for t in here]
         self._functions = [(t[1], t[2]) for t in here]
-        self._max_end: list[int] = []
-        for _start, _i, f in here:
-            self._max_end.append(max(f.span.end_byte, self._max_end[-1] if self._max_end else 0))
+        self._max_end = list(itertools.accumulate((f.span.end_byte for *_, f in here), max))
 
     def of(self, kernel: Kernel) -> str:
         detection, src = self.detection, self.detection.source
@@ -139,7 +138,7 @@ class ContextKeys:
             if host is None:  # a region outside any function (a broken parse): all of it
                 h.update(src)
             hosts.append(host)
-        h.update(self._helper_texts())
+        h.update(self._helper_texts)
         seen: set[str] = set()
         for _ in range(3):  # the host functions, their callers and theirs
             level = [f for f in hosts if f is not None and f.name not in seen]
@@ -151,19 +150,17 @@ class ContextKeys:
             ]
         return h.hexdigest()
 
+    @functools.cached_property
     def _helper_texts(self) -> bytes:
         """The helpers a launch expression may call (``ceil_div(n, bs)``), evaluated by
         their text."""
-        if self._helpers is None:
-            d = self.detection
-            h = hashlib.sha256()
-            for name, tf in sorted(text_functions(d.functions, d.macros).items()):
-                h.update(
-                    f"{name}({','.join(tf.params)})={tf.body};{tf.integer};"
-                    f"{tf.integer_result}".encode()
-                )
-            self._helpers = h.digest()
-        return self._helpers
+        d = self.detection
+        h = hashlib.sha256()
+        for name, tf in sorted(text_functions(d.functions, d.macros).items()):
+            h.update(
+                f"{name}({','.join(tf.params)})={tf.body};{tf.integer};{tf.integer_result}".encode()
+            )
+        return h.digest()
 
     def _digest(self, f: Function) -> bytes:
         digest = self._digests.get(f.span.start_byte)
