@@ -125,7 +125,7 @@ class ReferenceWalker(BranchWalker):
         if space in ("global", "shared", "constant") and address not in seen:
             seen.add(address)
             self.add_int(self.inputs.settings.int_address * (0.5 if space == "shared" else 1.0), w)
-        distinct = self.extent(deps)
+        distinct = self.reach(deps)
         if interval is not None and distinct is not None:
             distinct = min(distinct, max(interval[1] - interval[0] + 1, 1.0))
         akey = (buffer, kind, key, self.cursor.line)
