@@ -134,6 +134,12 @@ def test_a_data_dependent_index_is_bounded_by_its_dimensions(gpu: GpuProfile) ->
     assert a.counts.loops[0].trips == 16
     assert _buffer(a, "val") == pytest.approx((64 * MIB, 64 * MIB, 0.0))
     assert _buffer(a, "rowptr")[0] == pytest.approx((2**20 + 1) * 4)
+    # spmv: col[j] and val[j] stream the same way (64 MiB each); x[c] with c = col[j] is a
+    #   gather from a table of unknown size: an element per thread, 2^20 x 4 B = 4 MiB
+    s = _run(gpu, "data_indices.cu", "spmv")
+    assert _buffer(s, "col")[0] == pytest.approx(64 * MIB)
+    assert _buffer(s, "val")[0] == pytest.approx(64 * MIB)
+    assert _buffer(s, "x")[0] == pytest.approx(4 * MIB)
     # blocktable: tab[k + j], k = starts[blockIdx.x]: the index varies with the block and
     #   j only, so the 256 threads of a block share it: 4096 x 64 x 4 B = 1 MiB
     b = _run(gpu, "data_indices.cu", "blocktable")

@@ -102,6 +102,10 @@ def estimate_traffic(
             # an index with no bound on its distinct values (one the walk could not
             # follow) is charged every reference, up to the allocation
             unique = execs if a.distinct is None else min(a.distinct, execs)
+            if a.gathered and cap is None:
+                # a gather (``x[col[j]]``) from a table of unknown size: indirectly
+                # indexed data is about the size of the problem, an element per thread
+                unique = min(unique, threads)
             if cap is not None:
                 unique = min(unique, cap)
             foot = unique * a.elem

@@ -21,6 +21,7 @@ class Access:
     index: str = ""  # index text (for explanations)
     interval: tuple[float, float] | None = None  # [lo, hi] of the index, in elements, if known
     unfollowed: bool = False  # the index holds a value the walk could not follow
+    gathered: bool = False  # the index is a value read from memory (``x[col[j]]``)
 
 
 @dataclass(frozen=True)

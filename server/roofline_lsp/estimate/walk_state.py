@@ -54,6 +54,7 @@ class AccessRecord:
     index: str
     interval: tuple[float, float] | None = None  # the index's [lo, hi] when known
     unfollowed: bool = False  # the index holds a value the walk could not follow
+    gathered: bool = False  # the index is a value read from memory (``x[col[j]]``)
 
 
 # per-call costs of an inlined function: ops, accesses (key, record, weight), its value
