@@ -123,3 +123,33 @@ def test_a_kernel_file_included_by_another_sees_its_definitions(gpu: GpuProfile)
     assert a.threads == 2**22
     assert a.counts.flops["fp64"] == pytest.approx(3.0)  # u - v, dt * (.) + w: FADD + FMA
     assert _buffer(a, "state") == pytest.approx((96 * MIB, 96 * MIB, 32 * MIB))
+
+
+def test_a_data_dependent_index_is_bounded_by_its_dimensions(gpu: GpuProfile) -> None:
+    # data_indices.cu, 4096 blocks of 256 = 2^20 threads.
+    # rowsum: val[j], j from rowptr[i] (loaded) over a loop of unknown bound (16 trips):
+    #   nothing shows the segments overlap: 2^20 threads x 16 x 4 B = 64 MiB (not the 4 MiB
+    #   of one element per thread); rowptr[i], rowptr[i + 1]: 2^20 + 1 elements
+    a = _run(gpu, "data_indices.cu", "rowsum")
+    assert a.counts.loops[0].trips == 16
+    assert _buffer(a, "val") == pytest.approx((64 * MIB, 64 * MIB, 0.0))
+    assert _buffer(a, "rowptr")[0] == pytest.approx((2**20 + 1) * 4)
+    # spmv: col[j] and val[j] stream the same way (64 MiB each); x[c] with c = col[j] is a
+    #   gather from a table of unknown size: an element per thread, 2^20 x 4 B = 4 MiB
+    s = _run(gpu, "data_indices.cu", "spmv")
+    assert _buffer(s, "col")[0] == pytest.approx(64 * MIB)
+    assert _buffer(s, "val")[0] == pytest.approx(64 * MIB)
+    assert _buffer(s, "x")[0] == pytest.approx(4 * MIB)
+    # blocktable: tab[k + j], k = starts[blockIdx.x]: the index varies with the block and
+    #   j only, so the 256 threads of a block share it: 4096 x 64 x 4 B = 1 MiB
+    b = _run(gpu, "data_indices.cu", "blocktable")
+    assert _buffer(b, "tab")[0] == pytest.approx(1 * MIB)
+
+
+def test_template_arguments_of_a_device_function_bind_its_parameters(gpu: GpuProfile) -> None:
+    # tiled: fill<TILE, STRIDE> copies d[o + t * stride] for t < tile = 4, stride = 256: 4
+    # trips known from the call (not 16 by default), and a[] read once: 2^20 threads x 4
+    # elements x 4 B = 16 MiB
+    a = _run(gpu, "data_indices.cu", "tiled")
+    assert [(lp.trips, lp.source) for lp in a.counts.loops] == [(4, "argument")]
+    assert _buffer(a, "a") == pytest.approx((16 * MIB, 16 * MIB, 0.0))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from roofline_lsp.syntax.expr import loop_header, trips, value, while_header
+from roofline_lsp.syntax.expr import loop_header, reads_memory, trips, value, while_header
 from roofline_lsp.syntax.parsing import parse
 
 
@@ -86,3 +86,21 @@ def test_while_header_of_a_variable_halved_to_zero() -> None:
     assert trips(1024, 0, h.bound_op, 1, h.step_op) == 11
     # a variable counted up has no bound to stop it
     assert while_header(first("while (k) { k++; }", "while_statement")) is None
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("col[j]", True),
+        ("(int)(col[j])", True),
+        ("*p", True),
+        ("e.src", True),
+        ("k + col[j]", False),
+        ("3 * col[j]", False),
+        ("&p", False),
+        ("j", False),
+    ],
+)
+def test_reads_memory(expr: str, expected: bool) -> None:
+    node = first("x = " + expr + ";", "assignment_expression").child_by_field_name("right")
+    assert reads_memory(node) is expected

@@ -49,6 +49,7 @@ class ThreadCounter(StatementWalker):
                 r.index,
                 r.interval,
                 r.unfollowed,
+                r.gathered,
             )
             for r in self.tally.accesses.values()
         )

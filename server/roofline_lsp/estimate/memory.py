@@ -6,9 +6,10 @@ the launch) the model takes, per buffer:
 * references: executions x threads x element size (what a cache-less GPU would move);
 * footprint: the distinct bytes touched, capped by the buffer's allocated size when the host
   code shows it. Reuse is removed only where the index proves it: an index's distinct values
-  follow from the thread and loop dimensions it depends on, accesses at known index ranges
-  overlap only where the ranges do, and an index that depends on data or on values the walk
-  could not follow is charged every reference (up to the allocation);
+  follow from the thread and loop dimensions it depends on (an index loaded from memory too:
+  a loaded value varies at most as its address does), accesses at known index ranges
+  overlap only where the ranges do, and an index holding a value the walk could not follow
+  is charged every reference (up to the allocation);
 * DRAM bytes: the footprint once (compulsory misses), plus re-reads of the reused part when
   the whole working set overflows L2 (capacity misses, growing with footprint / L2), with
   stores written back once per byte written.
@@ -27,7 +28,6 @@ from dataclasses import dataclass
 
 from roofline_lsp.estimate.thread_counts import Access, ThreadCounts
 
-SECTOR = 32  # bytes of a DRAM/L2 sector
 # one access's share of a buffer: footprint bytes, index range (elements) if known, and
 # whether its index holds a value the walk could not follow
 Part = tuple[float, tuple[float, float] | None, bool]
@@ -42,9 +42,6 @@ class CacheModel:
     launch_floor: float = 4096.0  # bytes every launch moves (code, parameters, runtime state)
     fit_threshold: float = 1.0  # working set / L2 below which it counts as resident
     capacity_miss: float = 0.02  # share of re-references missing L2 once it overflows
-    gather_sector: bool = False  # data-dependent (gather) accesses move whole sectors
-    gather_per_thread: float = 1.0  # distinct elements per thread of a gathered buffer of
-    # unknown size (indirectly indexed data is about the size of the problem)
 
 
 @dataclass(frozen=True)
@@ -102,19 +99,16 @@ def estimate_traffic(
         for a in accs:
             execs = a.weight * threads
             refs = execs * a.elem
-            if a.distinct is not None:
-                distinct = a.distinct
-            elif cap is not None:
-                distinct = cap
-            else:
-                distinct = threads * model.gather_per_thread
-            unique = min(distinct, execs)
-            per = a.elem
-            if a.distinct is None and model.gather_sector:
-                per = max(a.elem, min(SECTOR, a.elem * 4))
+            # an index with no bound on its distinct values (one the walk could not
+            # follow) is charged every reference, up to the allocation
+            unique = execs if a.distinct is None else min(a.distinct, execs)
+            if a.gathered and cap is None:
+                # a gather (``x[col[j]]``) from a table of unknown size: indirectly
+                # indexed data is about the size of the problem, an element per thread
+                unique = min(unique, threads)
             if cap is not None:
                 unique = min(unique, cap)
-            foot = unique * per
+            foot = unique * a.elem
             part = (foot, a.interval, a.unfollowed)
             if a.kind in ("load", "atomic"):
                 refs_l += refs

@@ -16,11 +16,12 @@ class Access:
     elem: int  # bytes per reference
     kind: str  # "load" | "store" | "atomic"
     weight: float  # executions per thread (loop-invariant loads hoisted)
-    distinct: float | None  # distinct elements over the launch (None: data-dependent)
+    distinct: float | None  # distinct elements over the launch (None: no bound known)
     line: int
     index: str = ""  # index text (for explanations)
     interval: tuple[float, float] | None = None  # [lo, hi] of the index, in elements, if known
     unfollowed: bool = False  # the index holds a value the walk could not follow
+    gathered: bool = False  # the index is a value read from memory (``x[col[j]]``)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ class Var:
         "rng",
         "group",
         "held",
+        "gathered",
     )
 
     def __init__(
@@ -59,6 +60,9 @@ class Var:
         # a per-thread or shared array: what the values stored in it depend on (its reads
         # vary with them, not only with the index)
         self.held: frozenset[str] = frozenset()
+        # it holds a value read from memory as is (``int c = col[j]``): used as an index,
+        # a gather
+        self.gathered = False
 
 
 class Val:

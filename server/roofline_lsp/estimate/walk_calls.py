@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
-from roofline_lsp.detect.bindings import function_params
+from roofline_lsp.detect.bindings import function_params, template_params
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.macro_expansion import macro_tree, substitute_macro
 from roofline_lsp.estimate.value_domain import (
@@ -103,7 +103,12 @@ class CallWalker(GroupWalker):
             and short not in self.cursor.call_stack
             and (len(self.cursor.call_stack) < self.inputs.settings.max_inline_depth)
         ):
-            return self.inline(short, fnode, args)
+            targs = (
+                fn.child_by_field_name("arguments")
+                if fn is not None and fn.type == "template_function"
+                else None
+            )
+            return self.inline(short, fnode, args, template_args=targs)
         m = self.inputs.macros.get(short)
         if m is not None and m[0] is not None and short not in self.cursor.call_stack:
             return self.expand_macro(short, m, args, node)
@@ -278,16 +283,46 @@ class CallWalker(GroupWalker):
             cached = self.inlining.call_operators[root.id] = _call_operators(root)
         return cached
 
-    def inline(self, name: str, fnode: Node, args: list[Node], closure: bool = False) -> Val:
+    def template_constants(self, fnode: Node, targs: Node | None) -> dict[str, float]:
+        """Values of a callee's template parameters that the call's template arguments (or
+        the parameters' defaults) give as constants, evaluated in the caller's scope."""
+        out: dict[str, float] = {}
+        given = [c for c in targs.named_children if c.type != "comment"] if targs else []
+        for i, (pname, default) in enumerate(template_params(fnode)):
+            if i < len(given):
+                node = given[i]
+                v = (
+                    self.identifier(text(node), node)
+                    if node.type == "type_descriptor" and text(node).isidentifier()
+                    else self.expr_quiet(node)
+                )
+                value = v.val if not v.deps else None
+            else:
+                value = _number(default) if default else None
+            if value is not None:
+                out[pname] = value
+        return out
+
+    def inline(
+        self,
+        name: str,
+        fnode: Node,
+        args: list[Node],
+        closure: bool = False,
+        template_args: Node | None = None,
+    ) -> Val:
         """Walk a device function's (``closure``: a lambda's, which sees the enclosing
-        function's variables) body with its parameters bound to the call's arguments."""
+        function's variables) body with its parameters bound to the call's arguments and
+        its numeric template parameters to the call's template arguments (``f<4, 32>(..)``)
+        or their defaults."""
+        constants = self.template_constants(fnode, template_args) if not closure else {}
         params = function_params(fnode) if not closure else _lambda_params(fnode)
         outputs = output_params(fnode)
         vals = [
             self.lvalue(a, "store") if i in outputs and _is_lvalue(a) else self.expr(a)
             for i, a in enumerate(args)
         ]
-        scope: dict[str, Var] = {}
+        scope: dict[str, Var] = {n: Var(INT, NOTHING, v, const=True) for n, v in constants.items()}
         for i, (ptype, pname) in enumerate(params):
             if not pname:
                 continue
@@ -324,7 +359,7 @@ class CallWalker(GroupWalker):
         if name not in self.tally.followed:
             self.tally.followed.append(name)
         # a function met again with the same kind of arguments: reuse its cost per call
-        key = (name, tuple(call_signature(v) for v in vals))
+        key = (name, tuple(call_signature(v) for v in vals), tuple(sorted(constants.items())))
         n_calls = self.inlining.inline_calls.get(name, 0) + 1
         self.inlining.inline_calls[name] = n_calls
         summary = self.inlining.summaries.get(key)
@@ -582,3 +617,11 @@ def return_type_text(fn: Node) -> str:
             (c for c in d.named_children if "declarator" in c.type), None
         )
     return text(t) + stars
+
+
+def _number(src: str) -> float | None:
+    """A numeric literal's value (``32``, ``4u``), else None."""
+    try:
+        return float(src.rstrip("uUlL"))
+    except ValueError:
+        return None

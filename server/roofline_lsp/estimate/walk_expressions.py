@@ -33,7 +33,7 @@ from roofline_lsp.syntax.datatypes import (
     DataType,
     promote,
 )
-from roofline_lsp.syntax.expr import is_float_literal, literal, text
+from roofline_lsp.syntax.expr import is_float_literal, literal, reads_memory, text
 
 
 class ExpressionWalker(ReferenceWalker):
@@ -336,6 +336,7 @@ class ExpressionWalker(ReferenceWalker):
             var.deps = deps
             var.val = new_val
             var.rng = r.rng if not compound and deps == r.deps else None
+            var.gathered = not compound and reads_memory(right)
             if var.type.pointer and r.buffer:
                 var.buffer, var.space = r.buffer, r.space
             return Val(var.type, deps, new_val)

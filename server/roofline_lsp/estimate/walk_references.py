@@ -11,7 +11,7 @@ from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val
 from roofline_lsp.estimate.walk_branches import BranchWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
 from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType, parse_type
-from roofline_lsp.syntax.expr import text
+from roofline_lsp.syntax.expr import reads_memory, text
 
 
 class ReferenceWalker(BranchWalker):
@@ -32,8 +32,10 @@ class ReferenceWalker(BranchWalker):
         deps: frozenset[str] = NOTHING
         key_parts = []
         idx_vals: list[Val] = []
+        idx_nodes: list[Node] = []
         for idx in reversed(chain):
             for c in idx.named_children:
+                idx_nodes.append(c)
                 v = self.expr(c)
                 deps = deps | v.deps
                 idx_vals.append(v)
@@ -83,7 +85,14 @@ class ReferenceWalker(BranchWalker):
             # the index alone spans [lo, hi] (the base pointer does not move with threads)
             interval = idx_vals[0].rng
         self.record(
-            buffer or "?", space or "global", elem, kind, deps, "|".join(key_parts), interval
+            buffer or "?",
+            space or "global",
+            elem,
+            kind,
+            deps,
+            "|".join(key_parts),
+            interval,
+            gathered=len(idx_nodes) == 1 and self.gathers(idx_nodes[0]),
         )
         loaded_deps = deps | {DATA}
         if base.type == "identifier" and space in ("local", "shared"):
@@ -91,6 +100,14 @@ class ReferenceWalker(BranchWalker):
             if held is not None:
                 loaded_deps = loaded_deps | held.held
         return Val(elem_t, loaded_deps, None, buffer if elem_t.pointer else None, space)
+
+    def gathers(self, index: Node) -> bool:
+        """Whether an index is a value read from memory as is: ``x[col[j]]``, or ``x[c]``
+        after ``int c = col[j]``."""
+        if index.type == "identifier":
+            v = self.var(text(index))
+            return v is not None and v.gathered
+        return reads_memory(index)
 
     def record(
         self,
@@ -101,9 +118,11 @@ class ReferenceWalker(BranchWalker):
         deps: frozenset[str],
         key: str,
         interval: tuple[float, float] | None = None,
+        gathered: bool = False,
     ) -> None:
         """Book one access (merged with an identical one in the same loop body);
-        ``interval``: the elements ``[lo, hi]`` its index spans, when known."""
+        ``interval``: the elements ``[lo, hi]`` its index spans, when known; ``gathered``:
+        the index is a value read from memory."""
         if space == "local":
             # a per-thread array indexed dynamically (by a rolled loop or by data) cannot
             # live in registers: it is in local memory (cached in L1/L2, backed by DRAM)
@@ -125,7 +144,7 @@ class ReferenceWalker(BranchWalker):
         if space in ("global", "shared", "constant") and address not in seen:
             seen.add(address)
             self.add_int(self.inputs.settings.int_address * (0.5 if space == "shared" else 1.0), w)
-        distinct = self.extent(deps)
+        distinct = self.reach(deps)
         if interval is not None and distinct is not None:
             distinct = min(distinct, max(interval[1] - interval[0] + 1, 1.0))
         akey = (buffer, kind, key, self.cursor.line)
@@ -142,6 +161,7 @@ class ReferenceWalker(BranchWalker):
                 key,
                 interval,
                 UNFOLLOWED in deps,
+                gathered and DATA in deps,
             )
         else:
             rec.weight += w

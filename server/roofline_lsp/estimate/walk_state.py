@@ -54,6 +54,7 @@ class AccessRecord:
     index: str
     interval: tuple[float, float] | None = None  # the index's [lo, hi] when known
     unfollowed: bool = False  # the index holds a value the walk could not follow
+    gathered: bool = False  # the index is a value read from memory (``x[col[j]]``)
 
 
 # per-call costs of an inlined function: ops, accesses (key, record, weight), its value
@@ -296,6 +297,16 @@ class WalkerBase:
     def extent(self, deps: frozenset[str]) -> float | None:
         """Distinct values a quantity depending on ``deps`` takes over the launch."""
         if DATA in deps:
+            return None
+        return self.reach(deps)
+
+    def reach(self, deps: frozenset[str]) -> float | None:
+        """At most how many distinct values a quantity depending on ``deps`` takes over the
+        launch: the product of the thread and loop dimensions it depends on. A value loaded
+        from memory depends on its address's dimensions (memory does not change under it), so
+        that product bounds a data-dependent index too; only a value the walk could not
+        follow has no bound (None)."""
+        if UNFOLLOWED in deps:
             return None
         e = 1.0
         for d in deps:

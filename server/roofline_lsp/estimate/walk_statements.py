@@ -15,7 +15,7 @@ from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var
 from roofline_lsp.estimate.walk_loops import LoopWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED
 from roofline_lsp.syntax.datatypes import UNKNOWN, DataType
-from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
+from roofline_lsp.syntax.expr import declarator_stars, declared_name, reads_memory, text
 
 
 class StatementWalker(LoopWalker):
@@ -327,7 +327,9 @@ class StatementWalker(LoopWalker):
                 if val is not None and vt.kind == "int":
                     val = float(math.trunc(val)) if not v.deps else val
                 g = v.group if v.group is not None else group
-                self.declare(name, Var(vt, v.deps, val, const=const, rng=v.rng, group=g))
+                local = Var(vt, v.deps, val, const=const, rng=v.rng, group=g)
+                local.gathered = reads_memory(value_node)
+                self.declare(name, local)
                 continue
             if arrdims:
                 space = "shared" if shared else "local"

@@ -383,6 +383,22 @@ def trips(
     return None
 
 
+def reads_memory(node: Node) -> bool:
+    """Whether an expression is itself a value read from memory (``col[j]``, ``*p``,
+    ``e.src``, through parentheses and casts), not arithmetic on one."""
+    while node.type in ("parenthesized_expression", "cast_expression"):
+        inner = node.child_by_field_name("value") or (
+            node.named_children[-1] if node.named_children else None
+        )
+        if inner is None:
+            return False
+        node = inner
+    if node.type == "pointer_expression":
+        op = node.child_by_field_name("operator")
+        return op is not None and op.type == "*"
+    return node.type in ("subscript_expression", "field_expression")
+
+
 def declared_name(decl: Node | None) -> str:
     """The name a declarator declares (``*p``, ``a[4]``, ``A::x`` -> ``p``, ``a``, ``x``)."""
     while decl is not None:
