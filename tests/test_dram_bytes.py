@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.explanation import verdict_terms
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
 from roofline_lsp.estimate.roofline import analyze, estimate
 from roofline_lsp.model.gpus import GpuProfile, load_registry
+from roofline_lsp.model.terms import MemoryTerm
+from roofline_lsp.present.explanations import term_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "estimator"
 FLOOR = 4096
@@ -153,3 +156,18 @@ def test_template_arguments_of_a_device_function_bind_its_parameters(gpu: GpuPro
     a = _run(gpu, "data_indices.cu", "tiled")
     assert [(lp.trips, lp.source) for lp in a.counts.loops] == [(4, "argument")]
     assert _buffer(a, "a") == pytest.approx((16 * MIB, 16 * MIB, 0.0))
+
+
+def test_a_dynamically_indexed_array_is_in_local_memory(gpu: GpuProfile) -> None:
+    # local_arrays.cu, 2^20 threads. lookup: t[x % 16] is indexed by the thread, so the
+    # whole float t[16] lives in local memory, its 16 stores (a fully unrolled loop through
+    # put()) as well as the load. The 68 x 1536 threads resident at once on an RTX 3080
+    # hold 68 x 1536 x 64 B = 6.68 MB of copies, past the 5 MiB L2: that share of the 17
+    # accesses x 4 B per thread goes to DRAM. registers: constant indices only, no traffic.
+    a = _run(gpu, "local_arrays.cu", "lookup")
+    miss = 1 - 5 * MIB / (68 * 1536 * 64)
+    assert a.memory.local_bytes == pytest.approx(17 * 4 * 2**20 * miss)
+    memory = next(t for t in verdict_terms(a) if isinstance(t, MemoryTerm))
+    assert "of them per-thread arrays in local memory" in term_text(memory)
+    b = _run(gpu, "local_arrays.cu", "registers")
+    assert b.memory.local_bytes == 0

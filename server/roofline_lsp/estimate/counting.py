@@ -52,6 +52,7 @@ class ThreadCounter(StatementWalker):
                 r.gathered,
             )
             for r in self.tally.accesses.values()
+            if r.space != "localmem" or r.buffer.removeprefix("local:") in self.tally.local_dynamic
         )
         lines = {
             ln: (r[0] * inv, r[1] * inv, r[2] * inv, r[3] * inv)

@@ -29,7 +29,9 @@ def verdict_terms(a: KernelEstimate) -> tuple[Term, ...]:
     loops = sorted((lp for lp in c.loops if not lp.parallel), key=lambda lp: -lp.weight * lp.trips)
     out.extend(loop_term(c, lp) for lp in loops[:2])
     m = a.memory
-    out.append(MemoryTerm(m.footprint, m.resident, m.l2_bytes, m.dram_bytes, m.references))
+    out.append(
+        MemoryTerm(m.footprint, m.resident, m.l2_bytes, m.dram_bytes, m.references, m.local_bytes)
+    )
     out.extend(assumptions(a))
     return tuple(out)
 

@@ -64,6 +64,7 @@ class MemoryEstimate:
     l2_bytes: float
     resident: bool  # working set fits in L2
     buffers: tuple[BufferTraffic, ...]
+    local_bytes: float = 0.0  # DRAM bytes of per-thread arrays in local memory
 
     @property
     def dram_bytes(self) -> float:
@@ -149,6 +150,7 @@ def estimate_traffic(
         l2_bytes=l2_bytes,
         resident=resident,
         buffers=tuple(buffers),
+        local_bytes=local_l + local_s,
     )
 
 

@@ -124,13 +124,14 @@ class ReferenceWalker(BranchWalker):
         ``interval``: the elements ``[lo, hi]`` its index spans, when known; ``gathered``:
         the index is a value read from memory."""
         if space == "local":
-            # a per-thread array indexed dynamically (by a rolled loop or by data) cannot
-            # live in registers: it is in local memory (cached in L1/L2, backed by DRAM)
-            if buffer not in self.tally.local_sizes or not any(
-                d == DATA or (d.startswith("L") and d not in self.dimensions.unrolled_dims)
-                for d in deps
-            ):
+            # a per-thread array indexed anywhere by a value known only at run time (data,
+            # the thread's index, a rolled loop's counter) cannot live in registers: it is
+            # in local memory (cached in L1/L2, backed by DRAM), all its accesses with it
+            # (``result`` drops those of the others)
+            if buffer not in self.tally.local_sizes:
                 return
+            if any(d not in self.dimensions.unrolled_dims for d in deps):
+                self.tally.local_dynamic.add(buffer)
             buffer, space = "local:" + buffer, "localmem"
         ck = (buffer, key, kind)
         seen = self.cursor.seen[-1]

@@ -91,6 +91,7 @@ class Tally:
     loop_records: list[Loop] = field(default_factory=list)
     followed: list[str] = field(default_factory=list)
     local_sizes: dict[str, float] = field(default_factory=dict)  # per-thread arrays: bytes
+    local_dynamic: set[str] = field(default_factory=set)  # ... indexed dynamically somewhere
     inferred: list[str] = field(default_factory=list)  # parameters sized from the launch
 
 

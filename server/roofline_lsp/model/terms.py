@@ -42,6 +42,7 @@ class MemoryTerm:
     l2_bytes: float
     dram_bytes: float
     references: float
+    local_bytes: float = 0.0  # of the DRAM bytes, those of per-thread arrays in local memory
 
 
 @dataclass(frozen=True)

@@ -88,11 +88,19 @@ def term_text(t: Term) -> str:
     if isinstance(t, MemoryTerm):
         fit = "fits in" if t.resident else "exceeds"
         head = f"working set {fmt_bytes(t.footprint)} {fit} L2 ({fmt_bytes(t.l2_bytes)}); "
+        local = (
+            f", {fmt_bytes(t.local_bytes)} of them per-thread arrays in local memory"
+            if t.local_bytes >= 0.01 * t.dram_bytes
+            else ""
+        )
         if t.dram_bytes >= t.references:
             # each byte referenced once, plus the launch's fixed and local-memory traffic
-            return head + f"every byte referenced comes from DRAM ({fmt_bytes(t.dram_bytes)})"
+            return (
+                head + f"every byte referenced comes from DRAM ({fmt_bytes(t.dram_bytes)}{local})"
+            )
         return head + (
-            f"{fmt_bytes(t.dram_bytes)} of the {fmt_bytes(t.references)} referenced come from DRAM"
+            f"{fmt_bytes(t.dram_bytes)} of the {fmt_bytes(t.references)} referenced come from"
+            f" DRAM{local}"
         )
     if isinstance(t, AssumptionTerm):
         return assumption_text(t)
