@@ -10,6 +10,7 @@ from roofline_lsp.detect.bindings import (
     option_values,
     parse_assignments,
     parse_hints,
+    pointer_base,
     substitute_host,
 )
 from roofline_lsp.detect.kernels import detect
@@ -302,3 +303,29 @@ def test_a_given_launch_size_gives_the_value_its_expression_lacks(tmp_path: Path
     (tmp_path / "s.cu").write_text(src2)
     det = detect(path.read_bytes(), str(path))
     assert host_context(det.kernels[0], det, (256, 1, 1), (8, 1, 1)).get("n") == 2048
+
+
+def test_a_pointer_argument_points_into_its_own_allocation() -> None:
+    assert pointer_base("(float *)d_a + off") == "d_a"
+    assert pointer_base("&d_a[b[i]]") == "d_a"
+    assert pointer_base("plan[i].d_data") == "d_data"  # the field, not the struct array
+    assert pointer_base("s->buf") == "buf"
+
+
+def test_a_struct_array_is_not_the_buffer_its_field_points_to(tmp_path: Path) -> None:
+    # plan[8] holds a pointer per device: the kernel's x points into plan[i].d_data's
+    # allocation (of n floats), not into the 8-element array of structs
+    src = (
+        "struct Plan { float *d_data; int n; };\n"
+        "__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n"
+        "int main() {\n"
+        "  Plan plan[8];\n"
+        "  int n = 4096;\n"
+        "  for (int i = 0; i < 8; i++) {\n"
+        "    cudaMalloc((void **)&plan[i].d_data, n * sizeof(float));\n"
+        "    k<<<16, 256>>>(plan[i].d_data);\n"
+        "  }\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"a.cu": src}, "a.cu")
+    assert ctx.extents["x"] == 4096

@@ -728,7 +728,7 @@ def _bind_callers(
             v = sub.eval_value(a)
             if v is not None:
                 ctx.texts[pname] = repr(v)
-            base = re.sub(r"[&()\s]", "", a).split("+")[0].split("[")[0]
+            base = pointer_base(a)
             ext = sub.extents.get(base)
             if ext is not None and not math.isnan(ext):
                 ctx.extents[pname] = ext
@@ -827,7 +827,7 @@ def host_context(
             pv = ctx.eval_value(substitute_host(a, argv, ctx.types))
             if pv is not None and pname not in ctx.fixed:
                 bound[pname] = pv
-            base = re.sub(r"^\(.*?\)|[&()\s]", "", a).split("+")[0].split("[")[0].split(".")[-1]
+            base = pointer_base(a)
             if base in ctx.extents:
                 extents[pname] = ctx.extents[base]
                 ctx.aliases[pname] = base
@@ -852,6 +852,19 @@ def host_context(
         _allocations(detection.source.decode("utf-8", "replace"), ctx, argv)
     ctx.block, ctx.grid = block, grid
     return ctx
+
+
+def pointer_base(arg: str) -> str:
+    """The variable whose allocation a pointer argument points into: ``d_a`` for ``d_a``,
+    ``(float*)d_a + off`` or ``&d_a[i]``; the field for ``plan[i].d_data`` or ``s->buf``
+    (the struct array ``plan`` is not the buffer)."""
+    s = re.sub(r"^\(.*?\)|[&()\s]", "", arg).split("+")[0]
+    while "[" in s:
+        stripped = re.sub(r"\[[^\[\]]*\]", "", s)
+        if stripped == s:
+            break
+        s = stripped
+    return s.replace("->", ".").split(".")[-1]
 
 
 def template_params(fn: Node) -> list[tuple[str, str | None]]:
