@@ -329,3 +329,31 @@ def test_a_struct_array_is_not_the_buffer_its_field_points_to(tmp_path: Path) ->
     )
     ctx = ctx_for(tmp_path, {"a.cu": src}, "a.cu")
     assert ctx.extents["x"] == 4096
+
+
+def test_options_parsed_into_struct_fields(tmp_path: Path) -> None:
+    # ``-boxes1d 30`` is read into a field of a local struct and sizes the launch through
+    # other fields: number = 30^3 = 27000 boxes of 128 threads
+    src = (
+        "__global__ void k(float *x, int boxes) { x[blockIdx.x] = boxes; }\n"
+        "struct Dim { int boxes1d; int number; };\n"
+        "int main(int argc, char **argv) {\n"
+        "  Dim dim;\n"
+        "  for (int i = 1; i < argc; i++) {\n"
+        '    if (strcmp(argv[i], "-boxes1d") == 0) {\n'
+        "      // a value must follow\n"
+        "      if (argc >= i + 1) {\n"
+        "        if (isInteger(argv[i + 1]) == 1) {\n"
+        "          dim.boxes1d = atoi(argv[i + 1]);\n"
+        "        }\n"
+        "      }\n"
+        "    }\n"
+        "  }\n"
+        "  dim.number = dim.boxes1d * dim.boxes1d * dim.boxes1d;\n"
+        "  float *d;\n"
+        "  k<<<dim.number, 128>>>(d, dim.number);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"a.cu": src}, "a.cu", args="-boxes1d 30")
+    assert ctx.grid == (27000, 1, 1)
+    assert ctx.get("boxes") == 27000

@@ -19,6 +19,7 @@ from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3, split_args
         ("x", {"x": "x"}, None),  # self-reference terminates
         ("1 / 0", {}, None),
         ("__import__('os')", {}, None),
+        ("dim.boxes * dim.boxes", {"dim.boxes": "30"}, 900),  # a struct's field
     ],
 )
 def test_evaluate(text, env, value):

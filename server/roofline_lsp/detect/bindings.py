@@ -466,18 +466,15 @@ def _read_at_run_time(node: Node) -> list[str]:
 
 
 def _target(left: Node) -> str | None:
-    """The name an assignment sets: ``n`` or a ``dim3``'s component ``grid.x``."""
+    """The name an assignment sets: ``n``, a ``dim3``'s component ``grid.x`` or a field of
+    a local struct ``dim.boxes`` (not through a pointer: ``p->n`` may alias)."""
     if left.type == "identifier":
         return text(left)
     if left.type == "field_expression":
         arg = left.child_by_field_name("argument")
         fld = left.child_by_field_name("field")
-        if (
-            arg is not None
-            and fld is not None
-            and arg.type == "identifier"
-            and text(fld) in ("x", "y", "z")
-        ):
+        op = left.child_by_field_name("operator")
+        if arg is not None and fld is not None and arg.type == "identifier" and text(op) == ".":
             return f"{text(arg)}.{text(fld)}"
     return None
 
@@ -506,7 +503,9 @@ _CONVERT = (
 )
 _GETOPT = re.compile(r"case\s*'(\w)'\s*:\s*\{?\s*([A-Za-z_]\w*)\s*=\s*" + _CONVERT + r"optarg")
 _STRCMP_OPT = re.compile(
-    r'"(-{1,2}[A-Za-z][\w-]*)"[^";]{0,160}?[;{)]\s*([A-Za-z_]\w*)\s*=\s*' + _CONVERT + r"argv\s*\["
+    r'"(-{1,2}[A-Za-z][\w-]*)"[^";]{0,400}?[;{)]\s*([A-Za-z_][\w.]*)\s*=\s*'
+    + _CONVERT
+    + r"argv\s*\["
 )
 
 
@@ -545,7 +544,7 @@ def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:
     return v if v is not None else math.nan
 
 
-_IDENT = re.compile(r"[A-Za-z_]\w*(?:\.[xyz]\b)?")  # a name, or a dim3 component
+_IDENT = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # a name, a dim3's or struct's field
 
 
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
