@@ -173,6 +173,7 @@ def test_an_offloaded_loop_bound_by_a_host_parameter_names_it(gpu, tmp_path: Pat
     det = detect(path.read_bytes(), str(path))
     v = estimate(det.kernels[0], det, gpu)
     (t,) = [t for t in v.terms if isinstance(t, AssumptionTerm)]
-    # n is vadd's parameter, called from nowhere: the work-shared loop's 16 default trips,
-    # all the work of the region; a hint on n settles it
-    assert (t.kind, t.line, t.value, t.names, t.share) == ("trips", 3, 16, ("n",), 1.0)
+    # n is vadd's parameter, called from nowhere: the work-shared loop gets the iterations of
+    # the launch a CUDA kernel is assumed to have (4096 x 256 = 1,048,576), all the work of
+    # the region; a hint on n settles it
+    assert (t.kind, t.line, t.value, t.names, t.share) == ("trips", 3, 1048576, ("n",), 1.0)

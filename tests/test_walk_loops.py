@@ -198,3 +198,29 @@ def test_an_offload_reduction_folds_each_iteration_over_the_warp(gpu, tmp_path: 
     assert f0 == pytest.approx(2.0)
     assert f1 == pytest.approx(2.0 + 5.0)
     assert i1 - i0 == pytest.approx(5.0)
+
+
+def test_iterations_of_an_offloaded_loop_of_unknown_bound(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # `n` is known nowhere. The iterations of the work-shared loop then come from the launch:
+    # - no launch given: the launch a CUDA kernel would be assumed to have, 4096 x 256 =
+    #   1,048,576 iterations, named as an assumption (not 16, which made a vector update's
+    #   working set 128 B and its traffic the launch's fixed cost);
+    # - 100 teams of 128 threads: the runtime sized the launch to the loop, 12,800 iterations;
+    # - 3200 teams (LLVM's default team limit on NVIDIA GPUs) of 256 threads: the loop has at
+    #   least 819,200 iterations, each thread runs an unknown number of them: 16 (the default
+    #   trip count) x 819,200 = 13,107,200, an assumption;
+    # - the same launch with num_teams(3200) in the source: exactly 819,200.
+    def run(clause: str = "", **launch: object) -> tuple[float, str]:
+        src = (
+            "void axpy(int n, float a, const float *x, float *y) {\n"
+            f"  #pragma omp target teams distribute parallel for {clause}\n"
+            "  for (int i = 0; i < n; i++) y[i] += a * x[i];\n"
+            "}\n"
+        )
+        loops = count(gpu, tmp_path, src, name="axpy.cpp", **launch).counts.loops
+        return loops[0].trips, loops[0].source
+
+    assert run() == (1048576, "default")
+    assert run(block=(128, 1, 1), grid=(100, 1, 1)) == (12800, "launch")
+    assert run(block=(256, 1, 1), grid=(3200, 1, 1)) == (13107200, "default")
+    assert run("num_teams(3200)", block=(256, 1, 1), grid=(3200, 1, 1)) == (819200, "launch")

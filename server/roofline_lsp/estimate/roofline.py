@@ -220,8 +220,9 @@ def analyze(
                 )
             else:
                 globals_[name] = Var(t, val=ctx.get(name), const=True)
-        if ctx.block and ctx.grid:
-            counter.par.parallel_default = float(math.prod(ctx.block) * math.prod(ctx.grid))
+        counter.par.parallel_default, counter.par.parallel_assumed = _parallel_default(
+            kernel, ctx, cal
+        )
         if body is not None and body.type == "expression_statement":
             nxt = body.next_named_sibling
             loop = loop_macro(body, nxt, macros) if nxt is not None else None
@@ -509,6 +510,31 @@ def _team_shape(
     b = (int(threads), 1, 1) if threads and threads > 0 else block
     g = (int(teams), 1, 1) if teams and teams > 0 else grid
     return b, g
+
+
+# LLVM's OpenMP offload runtime on NVIDIA GPUs launches ceil(iterations / threads) teams for
+# a work-shared loop without ``num_teams``, at most this many (``GV_Default_Num_Teams`` of
+# ``llvm/Frontend/OpenMP/OMPGridValues.h``): a launch of exactly this many teams says only
+# that the loop has at least teams x threads iterations
+OMP_DEFAULT_TEAMS = 3200
+
+
+def _parallel_default(kernel: Kernel, ctx: HostContext, cal: Calibration) -> tuple[float, bool]:
+    """Iterations assumed for an offloaded work-shared loop whose bound is unknown, and
+    whether that is an assumption: the launch's teams x threads (the runtime sized the
+    launch to the loop), unless the launch is at the runtime's team limit, where each thread
+    runs an unknown number of iterations (``default_trips``, as any loop of unknown count);
+    without a launch, the launch assumed for a CUDA kernel (``default_block`` x
+    ``default_grid`` threads), one iteration each."""
+    if not (ctx.block and ctx.grid):
+        return float(math.prod(cal.default_block) * math.prod(cal.default_grid)), True
+    launched = float(math.prod(ctx.block) * math.prod(ctx.grid))
+    capped = (
+        kernel.language == "omp"
+        and not kernel.clause("num_teams")
+        and math.prod(ctx.grid) == OMP_DEFAULT_TEAMS
+    )
+    return (launched * cal.default_trips, True) if capped else (launched, False)
 
 
 def _reduction_types(

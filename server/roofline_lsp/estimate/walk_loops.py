@@ -177,7 +177,7 @@ class LoopWalker(CallWalker):
         n, source, start_val = self.trip_count(hdr)
         if parallel and (source == "default" or n < 1) and self.par.parallel_default:
             n = max(self.par.parallel_default / self.par.parallel_product, 1.0)
-            source = "launch"
+            source = "default" if self.par.parallel_assumed else "launch"
         var_name = hdr.var if hdr else None
         dim = self.new_loop_dim(n)
         unrolled = False

@@ -143,9 +143,10 @@ class Parallelism:
     # also folds them into the team's partial results (a warp shuffle tree)
     reductions: tuple[DataType, ...] = ()
     parallel_dims: list[str] = field(default_factory=list)
-    # OpenMP: iterations assumed for a work-shared loop whose bound is unknown (the
-    # runtime sizes the launch to the loop: teams x threads)
+    # OpenMP: iterations assumed for a work-shared loop whose bound is unknown (the runtime
+    # sizes the launch to the loop: teams x threads; ``roofline._parallel_default``)
     parallel_default: float | None = None
+    parallel_assumed: bool = False  # parallel_default is a guess, not the launch's size
     parallel_product: float = 1.0
     max_parallel: float = 1.0  # parallel units of the region (iterations or threads)
     team_mult: float = 1.0  # the teams multiplier in force (a distribute loop removes it)

@@ -114,13 +114,12 @@ def assumption_text(t: AssumptionTerm) -> str:
     hint = ""
     if t.names:
         hint = "; add `// roofline: " + ", ".join(f"{n}=..." for n in t.names) + "`"
+    n = fmt_si(t.value, "").strip() if t.value >= 1000 else fmt_count(t.value)
     if t.kind == "launch":
         what = "no launch found" if t.why == "no launch" else "launch size unknown"
-        threads = fmt_si(t.value, "").strip() if t.value >= 1000 else fmt_count(t.value)
-        return f"{what}: assumed {threads} threads{hint}"
+        return f"{what}: assumed {n} threads{hint}"
     where = f"loop over {t.var}" if t.var else "loop"
     head = f"{where} (line {t.line})"
-    n = fmt_count(t.value)
     if t.why == "data":
         return f"{head}: bound read from memory, assumed {n} trips"
     if t.why == "while":
