@@ -171,3 +171,63 @@ def test_a_dynamically_indexed_array_is_in_local_memory(gpu: GpuProfile) -> None
     assert "of them per-thread arrays in local memory" in term_text(memory)
     b = _run(gpu, "local_arrays.cu", "registers")
     assert b.memory.local_bytes == 0
+
+
+# RTX 3080: 68 SMs x 1536 resident threads = 104,448 threads run at once; their lines
+# (128 B each) take 13,369,344 B, more than the SMs' L1 (68 x 128 KiB = 8,912,896 B), so a
+# thread walking its own row finds its line again only in the share of them L2 holds:
+# evicted 1 - 5 MiB / 13,369,344 B = 0.6078 of the time
+RUNNING_LINES = 68 * 1536 * 128
+THRASH = 1 - 5 * MIB / RUNNING_LINES
+ROWS, COLS = 131072, 1024
+MATRIX = ROWS * COLS * 4  # 512 MiB
+
+
+@pytest.mark.parametrize(
+    ("name", "kernel"), [("uncoalesced.cu", "row_sums"), ("uncoalesced_omp.cpp", "row_sums_omp")]
+)
+def test_a_thread_walking_its_own_row_moves_sectors_again(
+    gpu: GpuProfile, name: str, kernel: str
+) -> None:
+    # 131,072 threads (OpenMP: iterations), each reads its 1024-float row: lanes are 4 KiB
+    # apart, so each load moves a 32 B sector of which the thread uses 4 B now and the rest
+    # on its next 7 iterations if the sector is still cached. The matrix once (512 MiB),
+    # plus the other 28 of every 32 bytes again each time the line was evicted:
+    # 512 MiB + (2^27 loads x 32 B - 512 MiB) x 0.6078 = 512 + 3584 x 0.6078 = 2,690.5 MiB
+    a = _run(gpu, name, kernel)
+    (m,) = [x for x in a.counts.accesses if x.buffer == "m"]
+    assert m.lane_stride == COLS
+    expected = MATRIX + (ROWS * COLS * 32 - MATRIX) * THRASH
+    assert _buffer(a, "m")[1] == pytest.approx(expected)
+    assert expected / MIB == pytest.approx(2690.5, abs=0.1)
+    # the sums are stored by consecutive threads side by side: 512 KiB
+    assert _buffer(a, "s") == pytest.approx((ROWS * 4, 0.0, ROWS * 4))
+
+
+def test_the_same_walk_over_a_column_major_matrix_moves_it_once(gpu: GpuProfile) -> None:
+    # m[j * ROWS + i]: consecutive threads read consecutive floats; 512 MiB, 5.3x less
+    a = _run(gpu, "uncoalesced.cu", "row_sums_coalesced")
+    assert [x.lane_stride for x in a.counts.accesses if x.buffer == "m"] == [1.0]
+    assert _buffer(a, "m") == pytest.approx((MATRIX, MATRIX, 0.0))
+
+
+def test_one_element_per_row_moves_a_sector_each(gpu: GpuProfile) -> None:
+    # m[i * COLS]: 131,072 loads 4 KiB apart, each a 32 B sector: 4 MiB, not 512 KiB
+    a = _run(gpu, "uncoalesced.cu", "first_column")
+    assert _buffer(a, "m") == pytest.approx((ROWS * 4, ROWS * 32, 0.0))
+
+
+def test_neighbouring_fields_share_their_sectors(gpu: GpuProfile) -> None:
+    # xyz[3i], xyz[3i+1], xyz[3i+2]: lanes 12 B apart; the three loads together use every
+    # byte of the sectors they touch: 3 x 131,072 x 4 B = 1.5 MiB, as the footprint says
+    a = _run(gpu, "uncoalesced.cu", "norms")
+    assert {x.lane_stride for x in a.counts.accesses if x.buffer == "xyz"} == {3.0}
+    assert _buffer(a, "xyz") == pytest.approx((1.5 * MIB, 1.5 * MIB, 0.0))
+
+
+def test_an_index_split_into_row_and_column_stays_consecutive(gpu: GpuProfile) -> None:
+    # c = idx % 1024 grows with the lane; r = idx / 1024 is the same across a warp (32 lanes
+    # never cross a multiple of 1024 but at a boundary): r * 1024 + c has lane stride 1
+    a = _run(gpu, "uncoalesced.cu", "copy_2d")
+    assert {x.lane_stride for x in a.counts.accesses} == {1.0}
+    assert _buffer(a, "m") == pytest.approx((MATRIX, MATRIX, 0.0))

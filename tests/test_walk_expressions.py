@@ -86,3 +86,34 @@ def test_arithmetic_on_values_of_unknown_type_is_not_integer_work(gpu, tmp_path:
     assert counts("real_t", "a * b + a") == (pytest.approx(base), 0.0)
     assert counts("real_t", "a / b") == (pytest.approx(base), 0.0)
     assert counts("int", "a / b")[0] == pytest.approx(base + 20.0)
+
+
+def test_lane_strides_of_index_expressions(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # how far apart consecutive threads' elements are, by hand: x is the lane (the innermost
+    # collapsed loop); C(x, y, z, L) expands to ((z)*(L)*(L)+(y)*(L)+(x)), where `(z)*(L)`
+    # parses as a cast of `*(L)` to a type `z`: no stride through it (None), not a wrong one.
+    # Lanes folded onto fewer elements (x >> 1: pairs of lanes; x % 4: four lanes repeating)
+    # have no single stride either
+    src = (
+        "#define C(x, y, z, L) ((z)*(L)*(L)+(y)*(L)+(x))\n"
+        "void f(const float *a, float *b, int L) {\n"
+        "  #pragma omp target teams distribute parallel for collapse(3)\n"
+        "  for (int z = 0; z < L; z++)\n"
+        "    for (int y = 0; y < L; y++)\n"
+        "      for (int x = 0; x < L; x++) {\n"
+        "        int row = x * L;\n"  # 32 elements apart
+        "        b[z * L * L + y * L + x] = a[row + y] + a[(x >> 1) + 7]\n"  # 1; None
+        "          + a[x * 2 - 5] + a[x % 4] + a[C(x, y, z, L)];\n"  # 2; None; None
+        "      }\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="f.cpp", values=(("L", 32.0),))
+    strides = {x.index: x.lane_stride for x in a.counts.accesses}
+    assert strides == {
+        "z * L * L + y * L + x": 1.0,
+        "row + y": 32.0,
+        "(x >> 1) + 7": None,
+        "x * 2 - 5": 2.0,
+        "x % 4": None,
+        "C(x, y, z, L)": None,
+    }

@@ -50,6 +50,8 @@ class ThreadCounter(StatementWalker):
                 r.interval,
                 r.unfollowed,
                 r.gathered,
+                r.lane_stride,
+                r.streamed,
             )
             for r in self.tally.accesses.values()
             if r.space != "localmem" or r.buffer.removeprefix("local:") in self.tally.local_dynamic

@@ -12,7 +12,13 @@ the launch) the model takes, per buffer:
   is charged every reference (up to the allocation);
 * DRAM bytes: the footprint once (compulsory misses), plus re-reads of the reused part when
   the whole working set overflows L2 (capacity misses, growing with footprint / L2), with
-  stores written back once per byte written.
+  stores written back once per byte written;
+* sectors: an access whose consecutive lanes are more than its own size apart (``a[i * n]``
+  with i the lane) moves up to a 32 B sector per thread. Touched once, that is a sector per
+  distinct element (up to the span the index reaches); walked by the thread over a loop
+  (``a[i * n + j]`` over j, a per-thread row), the rest of the sector is used on its next
+  iterations if its line is still cached: in L1 when the lines of the running threads fit
+  there, else in the share of them L2 holds.
 
 Measured traffic comes from replays with cold caches (Nsight Compute flushes them before each
 profiled launch), so every byte read comes from DRAM at least once, even when the working set
@@ -42,6 +48,8 @@ class CacheModel:
     launch_floor: float = 4096.0  # bytes every launch moves (code, parameters, runtime state)
     fit_threshold: float = 1.0  # working set / L2 below which it counts as resident
     capacity_miss: float = 0.02  # share of re-references missing L2 once it overflows
+    sector: float = 32.0  # bytes DRAM and L2 move per access of a thread (a sector)
+    line: float = 128.0  # bytes a cache allocates for a thread's stream (a line)
 
 
 @dataclass(frozen=True)
@@ -77,11 +85,19 @@ def estimate_traffic(
     l2_bytes: float,
     model: CacheModel | None = None,
     resident_threads: float | None = None,
+    l1_bytes: float = 0.0,
 ) -> MemoryEstimate:
     """DRAM bytes moved by one launch of ``counts.threads`` threads (``resident_threads``:
-    how many run at once on the GPU, for per-thread local-memory arrays)."""
+    how many run at once on the GPU, for per-thread local-memory arrays and streams;
+    ``l1_bytes``: the L1 caches of all SMs together)."""
     model = model or CacheModel()
     threads = max(counts.threads, 1.0)
+    # a thread walking its own row (``a[i * n + j]`` over j) comes back to a sector on its
+    # next iterations: it is still cached if the lines of the running threads fit in their
+    # SMs' L1, else in the share of them L2 holds
+    running = min(threads, resident_threads) if resident_threads else threads
+    lines = running * model.line
+    thrash = 0.0 if lines <= l1_bytes else min(max(1.0 - l2_bytes / lines, 0.0), 1.0)
     local_l, local_s = _local_memory(counts, threads, l2_bytes, resident_threads)
     by_buffer: dict[str, list[Access]] = {}
     for a in counts.accesses:
@@ -97,6 +113,10 @@ def estimate_traffic(
         refs_l = refs_s = 0.0
         parts_l: list[Part] = []
         parts_s: list[Part] = []
+        # DRAM bytes of accesses whose lanes are sectors apart: per-thread streams by loop
+        # (accesses of one loop share their sectors), the largest of the others
+        streams_l: dict[object, float] = {}
+        streams_s: dict[object, float] = {}
         for a in accs:
             execs = a.weight * threads
             refs = execs * a.elem
@@ -111,17 +131,30 @@ def estimate_traffic(
                 unique = min(unique, cap)
             foot = unique * a.elem
             part = (foot, a.interval, a.unfollowed)
+            span = cap if cap is not None else _width(a.interval)
+            moved = _uncoalesced(a, execs, unique, foot, span, thrash, model)
+            group = (a.streamed, a.lane_stride) if a.streamed else None
             if a.kind in ("load", "atomic"):
                 refs_l += refs
                 parts_l.append(part)
+                streams_l[group] = max(streams_l.get(group, 0.0), moved)
             if a.kind in ("store", "atomic"):
                 refs_s += refs
                 parts_s.append(part)
+                streams_s[group] = max(streams_s.get(group, 0.0), moved)
         limit = cap * elem if cap is not None else math.inf
         foot_l = min(_union(parts_l, elem), limit)
         foot_s = min(_union(parts_s, elem), limit)
         buffers.append(
-            BufferTraffic(name, elem, refs_l + refs_s, max(foot_l, foot_s), foot_l, foot_s, refs_l)
+            BufferTraffic(
+                name,
+                elem,
+                refs_l + refs_s,
+                max(foot_l, foot_s),
+                max(foot_l, sum(streams_l.values())),
+                max(foot_s, sum(streams_s.values())),
+                refs_l,
+            )
         )
     buffers = _merge_fields(buffers)
     footprint = sum(b.footprint for b in buffers)
@@ -152,6 +185,40 @@ def estimate_traffic(
         buffers=tuple(buffers),
         local_bytes=local_l + local_s,
     )
+
+
+def _width(interval: tuple[float, float] | None) -> float | None:
+    return None if interval is None else interval[1] - interval[0] + 1
+
+
+def _uncoalesced(
+    a: Access,
+    execs: float,
+    unique: float,
+    foot: float,
+    span: float | None,
+    thrash: float,
+    model: CacheModel,
+) -> float:
+    """DRAM bytes of an access whose consecutive lanes are ``lane_stride`` elements apart,
+    when that is more than its own bytes: each thread's access moves up to a sector (32 B)
+    of which it uses ``elem``. A thread that comes back to the sector on its next iterations
+    (a per-thread stream: ``a[i * n + j]`` over j) misses it again as often as its line was
+    evicted (``thrash``). An access that does not is charged a sector per distinct element,
+    up to the ``span`` of elements its index can reach (other threads fill the sectors of a
+    dense span; neighbouring accesses of one thread share one: the largest counts per
+    buffer); with no known span, nothing. 0 for a coalesced access."""
+    if a.lane_stride is None:
+        return 0.0
+    gap = abs(a.lane_stride) * a.elem
+    if gap <= a.elem:
+        return 0.0
+    per = min(gap, model.sector)
+    if a.streamed:
+        return foot + max(execs * per - foot, 0.0) * thrash
+    if span is None:
+        return 0.0
+    return min(unique * per, span * a.elem)
 
 
 def _union(parts: list[Part], elem: int) -> float:

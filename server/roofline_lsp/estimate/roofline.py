@@ -107,6 +107,7 @@ class Calibration:
     default_block: tuple[int, int, int] = (256, 1, 1)
     default_grid: tuple[int, int, int] = (4096, 1, 1)
     threads_per_sm: int = 1536  # resident threads per SM (Ampere GA10x), for local memory
+    l1_bytes_per_sm: int = 128 * 1024  # L1 data cache + shared memory per SM (Ampere GA10x)
 
 
 CALIBRATION = Calibration()
@@ -276,6 +277,7 @@ def analyze(
             launch_floor=cal.launch_floor,
         ),
         resident_threads=float(gpu.sm_count * cal.threads_per_sm),
+        l1_bytes=float(gpu.sm_count * cal.l1_bytes_per_sm),
     )
     totals = {p: counts.flops.get(p, 0.0) * threads for p in ("fp64", "fp32", "fp16")}
     totals["int"] = counts.int_ops * threads

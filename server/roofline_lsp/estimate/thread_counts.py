@@ -22,6 +22,10 @@ class Access:
     interval: tuple[float, float] | None = None  # [lo, hi] of the index, in elements, if known
     unfollowed: bool = False  # the index holds a value the walk could not follow
     gathered: bool = False  # the index is a value read from memory (``x[col[j]]``)
+    # elements between the addresses of consecutive threads of a warp (None: not known)
+    lane_stride: float | None = None
+    # the sequential loops of the thread the index moves with (a per-thread stream)
+    streamed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ AXES = "xyz"
 NOTHING = frozenset[str]()
 COMPARISONS = frozenset({"<", ">", "<=", ">=", "==", "!="})
 THREAD_SET = frozenset(THREAD_DIMS)
+WARP_LANES = 32
 
 
 class Var:
@@ -34,6 +35,7 @@ class Var:
         "group",
         "held",
         "gathered",
+        "slope",
     )
 
     def __init__(
@@ -63,12 +65,13 @@ class Var:
         # it holds a value read from memory as is (``int c = col[j]``): used as an index,
         # a gather
         self.gathered = False
+        self.slope: float | None = None  # see Val.slope
 
 
 class Val:
     """An expression's value: type, dependences, numeric value (exact or mean), pointer."""
 
-    __slots__ = ("type", "deps", "val", "buffer", "space", "rng", "group")
+    __slots__ = ("type", "deps", "val", "buffer", "space", "rng", "group", "slope")
 
     def __init__(
         self,
@@ -79,6 +82,7 @@ class Val:
         space: str | None = None,
         rng: tuple[float, float] | None = None,
         group: float | None = None,
+        slope: float | None = None,
     ) -> None:
         self.type = type_
         self.deps = deps
@@ -87,6 +91,55 @@ class Val:
         self.space = space
         self.rng = rng  # [lo, hi] over threads and iterations, for integer values
         self.group = group  # threads of the cooperative group it denotes (walk_groups.py)
+        # how much the value grows from one thread of a warp to the next (the lane
+        # dimension: threadIdx.x, an OpenMP work-shared loop's counter), when it is linear
+        # in it; a pointer's in elements. None: not known (``lane_slope``)
+        self.slope = slope
+
+
+def lane_slope(v: Val | Var, lane: str | None) -> float | None:
+    """The growth of ``v`` from one lane of a warp to the next: 0 for a value that does not
+    depend on the lane dimension, else what the walk derived (None: not linear, unknown)."""
+    if lane is None:
+        return None
+    if lane not in v.deps:
+        return 0.0
+    return v.slope
+
+
+def slope_of(op: str, a: Val, b: Val, lane: str | None) -> float | None:
+    """The lane slope of ``a op b`` for integer (index) arithmetic: sums add, scaling by a
+    value that does not vary with the lane scales, division and shifts divide."""
+    sa, sb = lane_slope(a, lane), lane_slope(b, lane)
+    if sa is None or sb is None:
+        return None
+    if op == "+":
+        return sa + sb
+    if op == "-":
+        return sa - sb
+    if op == "*":
+        if sb == 0.0 and b.val is not None and (lane is None or lane not in b.deps):
+            return sa * b.val
+        if sa == 0.0 and a.val is not None and (lane is None or lane not in a.deps):
+            return sb * a.val
+        return None
+    if sb != 0.0 or b.val is None or (lane is not None and lane in b.deps):
+        return None
+    if op == "<<" and 0 <= b.val < 63:
+        return sa * 2.0 ** int(b.val)
+    if op == ">>" and 0 <= b.val < 63:
+        op, b_val = "/", 2.0 ** int(b.val)
+    else:
+        b_val = b.val
+    if op not in ("/", "%") or b_val <= 0:
+        return None
+    if abs(sa) * WARP_LANES <= b_val:
+        # the warp's lanes do not cross a multiple of the divisor (mostly): the quotient
+        # stays the same, the remainder grows as the dividend
+        return 0.0 if op == "/" else sa
+    if op == "/" and abs(sa) >= b_val:
+        return sa / b_val
+    return None  # lanes fold onto a few rows (``t % 16``, ``t / 16``): not a single stride
 
 
 def fold_binary(

@@ -187,7 +187,7 @@ class CallWalker(GroupWalker):
             n = self.par.team_threads
             if n <= 1:
                 return Val(INT, NOTHING, 0.0)
-            return Val(INT, frozenset({"tx"}), (n - 1) / 2, rng=(0.0, n - 1))
+            return Val(INT, frozenset({"tx"}), (n - 1) / 2, rng=(0.0, n - 1), slope=1.0)
         if short == "omp_get_team_num":
             n = self.par.teams
             if n <= 1:

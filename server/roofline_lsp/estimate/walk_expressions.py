@@ -18,6 +18,8 @@ from roofline_lsp.estimate.value_domain import (
     Var,
     fold_binary,
     is_pow2,
+    lane_slope,
+    slope_of,
     value_range,
 )
 from roofline_lsp.estimate.walk_references import ReferenceWalker
@@ -77,7 +79,15 @@ class ExpressionWalker(ReferenceWalker):
             if o == "-":
                 if a.type.kind == "int" and a.val is None:
                     self.add_int(costs.INT_OP, self.hoisted_weight(a.deps))
-                return Val(a.type, a.deps, None if a.val is None else -a.val, a.buffer, a.space)
+                s = lane_slope(a, self.par.lane)
+                return Val(
+                    a.type,
+                    a.deps,
+                    None if a.val is None else -a.val,
+                    a.buffer,
+                    a.space,
+                    slope=None if s is None else -s,
+                )
             return a
         if t == "pointer_expression":
             op = node.child_by_field_name("operator")
@@ -114,7 +124,10 @@ class ExpressionWalker(ReferenceWalker):
             val = v.val
             if val is not None and ty.kind == "int" and not ty.pointer and not v.deps:
                 val = float(math.trunc(val))
-            return Val(ty, v.deps, val, v.buffer, v.space, v.rng)
+            # ``(z)*(L)`` parses as a cast of ``*(L)`` to a type ``z``: no slope through an
+            # unknown type
+            slope = v.slope if ty.kind == "int" or ty.pointer else None
+            return Val(ty, v.deps, val, v.buffer, v.space, v.rng, slope=slope)
         if t == "sizeof_expression":
             tn = node.child_by_field_name("type")
             if tn is not None:
@@ -168,8 +181,8 @@ class ExpressionWalker(ReferenceWalker):
         v = self.var(name)
         if v is not None:
             if v.buffer is not None:
-                return Val(v.type, v.deps, v.val, v.buffer, v.space)
-            return Val(v.type, v.deps, v.val, rng=v.rng)
+                return Val(v.type, v.deps, v.val, v.buffer, v.space, slope=v.slope)
+            return Val(v.type, v.deps, v.val, rng=v.rng, slope=v.slope)
         if name == "warpSize":
             return Val(INT, NOTHING, 32.0)
         hv = self.inputs.lookup_host(name)
@@ -207,13 +220,14 @@ class ExpressionWalker(ReferenceWalker):
             if (ty.kind in ("int", "bool", "unknown") or ty.pointer) and val is None:
                 self.add_int(costs.INT_OP * (2 if ty.size > 4 else 1), w)
             return Val(BOOL, deps, val)
+        slope = slope_of(op, a, b, self.par.lane)
         if a.type.pointer and op in ("+", "-") and not b.type.pointer:
             if val is None:
                 self.add_int(2.0, w)
-            return Val(a.type, deps, None, a.buffer, a.space)
+            return Val(a.type, deps, None, a.buffer, a.space, slope=slope)
         if b.type.pointer and op == "+":
             self.add_int(2.0, w)
-            return Val(b.type, deps, None, b.buffer, b.space)
+            return Val(b.type, deps, None, b.buffer, b.space, slope=slope)
         ty = promote(a.type, b.type)
         if val is not None and not deps:
             return Val(ty, deps, val)
@@ -238,7 +252,13 @@ class ExpressionWalker(ReferenceWalker):
             # unbound template parameter) is as likely floating-point: not integer work
             if (val is None or deps) and ty.kind != "unknown":
                 self.add_int(self.int_cost(op, a, b, ty, left, right), w)
-            return Val(ty if ty.kind != "bool" else INT, deps, val, rng=value_range(op, a, b))
+            return Val(
+                ty if ty.kind != "bool" else INT,
+                deps,
+                val,
+                rng=value_range(op, a, b),
+                slope=slope,
+            )
         if ty.kind == "f16":
             self.add_flop(ty, 1.0, w)
         return Val(ty, deps, val)
@@ -337,6 +357,10 @@ class ExpressionWalker(ReferenceWalker):
             var.val = new_val
             var.rng = r.rng if not compound and deps == r.deps else None
             var.gathered = not compound and reads_memory(right)
+            if not compound:
+                var.slope = r.slope
+            elif op not in ("+=", "-=") or lane_slope(r, self.par.lane) != 0.0:
+                var.slope = None
             if var.type.pointer and r.buffer:
                 var.buffer, var.space = r.buffer, r.space
             return Val(var.type, deps, new_val)

@@ -13,7 +13,14 @@ from tree_sitter import Node
 
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.thread_counts import Loop
-from roofline_lsp.estimate.value_domain import DATA, NOTHING, THREAD_DIMS, Val, Var
+from roofline_lsp.estimate.value_domain import (
+    DATA,
+    NOTHING,
+    THREAD_DIMS,
+    Val,
+    Var,
+    lane_slope,
+)
 from roofline_lsp.estimate.walk_calls import CallWalker
 from roofline_lsp.estimate.walk_groups import WARP
 from roofline_lsp.syntax.datatypes import FLOAT, INT
@@ -202,6 +209,9 @@ class LoopWalker(CallWalker):
         )
         if unrolled:
             self.dimensions.unrolled_dims.add(dim)
+        saved_lane = self.par.lane
+        if parallel and collapse_left == 0:
+            self.par.lane = dim  # consecutive iterations go to consecutive threads
         # the loop variable: depends on the loop dimension; mean value over the iterations
         if var_name:
             v = self.var(var_name)
@@ -239,7 +249,14 @@ class LoopWalker(CallWalker):
                         )
             if geo is not None and not base_deps:
                 rng = geo
-            self.declare(var_name, Var(vt, base_deps | {dim}, mean, rng=rng))
+            counter = Var(vt, base_deps | {dim}, mean, rng=rng)
+            if self.par.lane == dim:
+                step = self.step_value(hdr) if hdr is not None else None
+                if step is not None and hdr is not None and hdr.step_op in ("+", "-"):
+                    counter.slope = step if hdr.step_op == "+" else -step
+            elif v is not None:
+                counter.slope = lane_slope(v, self.par.lane)
+            self.declare(var_name, counter)
         saved = self.cursor.w
         saved_product, saved_tm = self.par.parallel_product, self.par.team_mult
         self.cursor.loops.append((dim, n, parallel))
@@ -306,6 +323,7 @@ class LoopWalker(CallWalker):
         self.cursor.w = saved
         self.par.parallel_product, self.par.team_mult = saved_product, saved_tm
         self.par.team_level = saved_level
+        self.par.lane = saved_lane
         self.cursor.scopes.pop()
 
     def step_value(self, hdr: LoopHeader) -> float | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val
+from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val, lane_slope
 from roofline_lsp.estimate.walk_branches import BranchWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
 from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType, parse_type
@@ -80,6 +80,15 @@ class ReferenceWalker(BranchWalker):
         elem = elem_t.size if not elem_t.pointer else 8
         if elem_t.kind == "unknown" and elem_t.name in self.inputs.structs:
             elem = struct_size(self.inputs.structs[elem_t.name], self.inputs.aliases)
+        lane = self.par.lane
+        stride = lane_slope(idx_vals[-1], lane) if idx_vals else None
+        if stride is not None and any(lane_slope(v, lane) != 0.0 for v in idx_vals[:-1]):
+            stride = None  # a[i][j] with i moving across lanes: rows of unknown length
+        if stride is not None and base.type == "identifier":
+            bvar = self.var(text(base))
+            if bvar is not None and bvar.buffer:
+                bs = lane_slope(bvar, lane)  # a pointer that moves with the lane
+                stride = None if bs is None else stride + bs
         interval = None
         if len(idx_vals) == 1 and idx_vals[0].rng is not None and idx_vals[0].deps == deps:
             # the index alone spans [lo, hi] (the base pointer does not move with threads)
@@ -93,6 +102,7 @@ class ReferenceWalker(BranchWalker):
             "|".join(key_parts),
             interval,
             gathered=len(idx_nodes) == 1 and self.gathers(idx_nodes[0]),
+            lane_stride=stride,
         )
         loaded_deps = deps | {DATA}
         if base.type == "identifier" and space in ("local", "shared"):
@@ -119,6 +129,7 @@ class ReferenceWalker(BranchWalker):
         key: str,
         interval: tuple[float, float] | None = None,
         gathered: bool = False,
+        lane_stride: float | None = None,
     ) -> None:
         """Book one access (merged with an identical one in the same loop body);
         ``interval``: the elements ``[lo, hi]`` its index spans, when known; ``gathered``:
@@ -163,6 +174,12 @@ class ReferenceWalker(BranchWalker):
                 interval,
                 UNFOLLOWED in deps,
                 gathered and DATA in deps,
+                lane_stride,
+                frozenset(
+                    d
+                    for d, _, par in self.cursor.loops
+                    if d in deps and not par and d not in self.dimensions.unrolled_dims
+                ),
             )
         else:
             rec.weight += w
@@ -249,7 +266,7 @@ class ReferenceWalker(BranchWalker):
             n = self.inputs.block[axis]
             if n <= 1:
                 return Val(INT, NOTHING, 0.0)
-            return Val(INT, frozenset({"t" + f}), (n - 1) / 2, rng=(0.0, n - 1.0))
+            return Val(INT, frozenset({"t" + f}), (n - 1) / 2, rng=(0.0, n - 1.0), slope=1.0)
         if an == "blockIdx":
             n = self.inputs.grid[axis]
             if n <= 1:

@@ -55,6 +55,10 @@ class AccessRecord:
     interval: tuple[float, float] | None = None  # the index's [lo, hi] when known
     unfollowed: bool = False  # the index holds a value the walk could not follow
     gathered: bool = False  # the index is a value read from memory (``x[col[j]]``)
+    # elements between the addresses of consecutive threads of a warp (None: not known),
+    # and the sequential loops of the thread the index moves with (a per-thread stream)
+    lane_stride: float | None = None
+    streamed: frozenset[str] = frozenset()
 
 
 # per-call costs of an inlined function: ops, accesses (key, record, weight), its value
@@ -135,6 +139,9 @@ class Parallelism:
 
     teams: float
     team_threads: float
+    # the dimension consecutive threads of a warp differ in: threadIdx.x, or the counter of
+    # the work-shared loop being walked (its iterations go to consecutive threads)
+    lane: str = "tx"
     team_level: bool = False  # inside an OpenMP teams region, outside parallel regions
     pending_region: str | None = None  # "parallel" | "teams" | "single"
     pending_parallel: int = 0  # collapse levels of a work-shared loop pragma

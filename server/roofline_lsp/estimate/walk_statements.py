@@ -319,9 +319,9 @@ class StatementWalker(LoopWalker):
                 if vt is UNKNOWN or vt.kind == "unknown" and v.type.kind != "unknown":
                     vt = v.type
                 if vt.pointer and v.buffer:
-                    self.declare(
-                        name, Var(vt, v.deps, None, v.space, v.buffer, arrdims, const=const)
-                    )
+                    ptr = Var(vt, v.deps, None, v.space, v.buffer, arrdims, const=const)
+                    ptr.slope = v.slope
+                    self.declare(name, ptr)
                     continue
                 val = v.val
                 if val is not None and vt.kind == "int":
@@ -329,6 +329,7 @@ class StatementWalker(LoopWalker):
                 g = v.group if v.group is not None else group
                 local = Var(vt, v.deps, val, const=const, rng=v.rng, group=g)
                 local.gathered = reads_memory(value_node)
+                local.slope = v.slope
                 self.declare(name, local)
                 continue
             if arrdims:
