@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 from counting_helpers import LAUNCH, count
 
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.syntax.declarations import declarations
+
 
 def test_fma_and_precision_promotion(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # float * float + float: 2 FP32; float * 2.0 (double literal) promotes to fp64: 1 FP64;
@@ -117,3 +120,27 @@ def test_lane_strides_of_index_expressions(gpu, tmp_path: Path) -> None:  # type
         "x % 4": None,
         "C(x, y, z, L)": None,
     }
+
+
+def test_arithmetic_on_union_fields_is_counted(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # `union un { float f; unsigned int ui; }`: u.f is a float (the bit tricks of an SVD
+    # through .ui are integer work): 2 FMUL + 1 FADD = 3 FP32; the union is 4 B, not 8
+    src = (
+        "union un { float f; unsigned int ui; };\n"
+        "__global__ void k(const float *a, float *b) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  un u, v;\n"
+        "  u.f = a[i];\n"
+        "  v.f = u.f * u.f + u.f * 0.5f;\n"
+        "  b[i] = v.f;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH)
+    assert a.counts.flops["fp32"] == pytest.approx(3.0)
+    path = tmp_path / "k.cu"
+    det = detect(path.read_bytes(), str(path))
+    assert det.kernels[0].node is not None
+    root = det.kernels[0].node
+    while root.parent is not None:
+        root = root.parent
+    assert declarations(root, det.macros).struct_sizes["un"] == 4

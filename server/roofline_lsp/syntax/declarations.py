@@ -61,6 +61,10 @@ def declarations(root: Node, macros: dict[str, Macro] | None = None) -> Declarat
     return d
 
 
+# record types: a union's fields overlap (its size is its largest field's)
+_RECORDS = ("struct_specifier", "class_specifier", "union_specifier")
+
+
 def _scan(node: Node, d: Declarations, depth: int) -> None:
     if depth > 6:
         return
@@ -70,7 +74,7 @@ def _scan(node: Node, d: Declarations, depth: int) -> None:
             ty = c.child_by_field_name("type")
             for decl in c.children_by_field_name("declarator"):
                 name = text(decl).lstrip("*& ")
-                if ty is not None and ty.type in ("struct_specifier", "class_specifier"):
+                if ty is not None and ty.type in _RECORDS:
                     _struct(ty, d, name)
                 elif ty is not None and decl.type == "type_identifier":
                     d.aliases[name] = text(ty)
@@ -81,13 +85,13 @@ def _scan(node: Node, d: Declarations, depth: int) -> None:
             ty = c.child_by_field_name("type")
             if name and ty is not None:
                 d.aliases[name] = text(ty)
-        elif t in ("struct_specifier", "class_specifier"):
+        elif t in _RECORDS:
             name = text(c.child_by_field_name("name"))
             if name:
                 _struct(c, d, name)
         elif t == "declaration":
             ty = c.child_by_field_name("type")
-            if ty is not None and ty.type in ("struct_specifier", "class_specifier"):
+            if ty is not None and ty.type in _RECORDS:
                 name = text(ty.child_by_field_name("name"))
                 if name:
                     _struct(ty, d, name)
@@ -142,7 +146,8 @@ def _struct(node: Node, d: Declarations, name: str) -> None:
                 continue
             fields[fname] = ty + " " + stars
             dt = parse_type(ty + stars, d.aliases)
-            size += int((8 if dt.pointer else dt.size) * count)
+            fsize = int((8 if dt.pointer else dt.size) * count)
+            size = max(size, fsize) if node.type == "union_specifier" else size + fsize
     if fields:
         d.structs[name] = fields
         d.struct_sizes[name] = max(size, 1)
