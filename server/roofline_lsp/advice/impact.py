@@ -90,6 +90,15 @@ def fewer_dram_bytes(gpu: GpuProfile, c: Counts | None, extra: float) -> Gain | 
     return Gain(_round(before / _time(gpu, c)), _round(1.0 + extra), gpu.name)
 
 
+def without_dram_bytes(gpu: GpuProfile, c: Counts | None, removed: float) -> Gain | None:
+    """A fix that removes ``removed`` bytes per thread of the DRAM traffic the counts include
+    (the partly used sectors the estimate charged to an uncoalesced access)."""
+    if c is None or c.dram_bytes <= 0 or removed <= 0:
+        return None
+    left = max(1.0 - removed / c.dram_bytes, 1e-6)
+    return Gain(_round(_time(gpu, c) / _time(gpu, c, left)), _round(1.0 / left), gpu.name)
+
+
 def line_ops(c: Counts | None, offset: int) -> Ops:
     """The operations per thread booked on the line ``offset`` lines below the kernel's
     first line (zeros when none are)."""

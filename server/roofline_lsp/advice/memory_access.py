@@ -13,7 +13,13 @@ import re
 from tree_sitter import Node
 
 from roofline_lsp.advice.catalogue import Fix, Severity, TextEdit
-from roofline_lsp.advice.impact import Gain, fewer_dram_bytes, line_runs, unmodelled
+from roofline_lsp.advice.impact import (
+    Gain,
+    fewer_dram_bytes,
+    line_runs,
+    unmodelled,
+    without_dram_bytes,
+)
 from roofline_lsp.advice.kernel_context import KernelContext
 from roofline_lsp.advice.lanes import int_literal, subscript_index
 from roofline_lsp.advice.nodes import (
@@ -210,9 +216,16 @@ class MemoryAccessChecks(KernelContext):
 
     def _strided(self, n: Node, name: str, stride: str, share: float) -> None:
         elem = self._elem_bytes(name)
-        moved = min(int(stride) * elem, SECTOR) if stride.isdigit() else SECTOR
-        waste = max(moved / elem, 1.0)
-        gain = fewer_dram_bytes(self.gpu, self.counts, share * (waste - 1.0))
+        counted = self.counts.sector_bytes.get(name) if self.counts is not None else None
+        if counted is not None and counted <= 0:
+            return  # the estimate finds every byte of the sectors used (x[3i], x[3i+1], ..)
+        if counted is not None:
+            # the estimate already charges the partly used sectors: the fix removes them
+            gain = without_dram_bytes(self.gpu, self.counts, counted)
+        else:
+            moved = min(int(stride) * elem, SECTOR) if stride.isdigit() else SECTOR
+            waste = max(moved / elem, 1.0)
+            gain = fewer_dram_bytes(self.gpu, self.counts, share * (waste - 1.0))
         sev: Severity = "information" if self.bound == "bandwidth" else "hint"
         who = "iterations" if self.k.is_offload else "threads of a warp"
         cost = f"each access moves a whole {SECTOR}-byte sector for one {elem}-byte element" + (

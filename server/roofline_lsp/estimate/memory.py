@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from roofline_lsp.estimate.thread_counts import Access, ThreadCounts
 
@@ -61,6 +61,10 @@ class BufferTraffic:
     loaded: float  # DRAM bytes read
     stored: float  # DRAM bytes written
     load_references: float  # bytes read by all threads (what can be read again)
+    # DRAM bytes (read, written) the sector model added for accesses whose lanes are more
+    # than an element apart (0: their sectors are used whole); None: no access of a known
+    # stride is
+    uncoalesced: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,9 @@ class MemoryEstimate:
     resident: bool  # working set fits in L2
     buffers: tuple[BufferTraffic, ...]
     local_bytes: float = 0.0  # DRAM bytes of per-thread arrays in local memory
+    # per buffer with accesses a known stride of more than an element apart across lanes:
+    # the DRAM bytes its partly used sectors add (0: neighbouring accesses use them whole)
+    uncoalesced: Mapping[str, float] = field(default_factory=dict, compare=False)
 
     @property
     def dram_bytes(self) -> float:
@@ -105,6 +112,7 @@ def estimate_traffic(
             continue
         by_buffer.setdefault(a.buffer, []).append(a)
     buffers: list[BufferTraffic] = []
+    walked_buffers: set[str] = set()
     for name, accs in by_buffer.items():
         elem = max(a.elem for a in accs)
         cap = extents.get(name.split(".", 1)[0])
@@ -117,6 +125,8 @@ def estimate_traffic(
         # (accesses of one loop share their sectors), the largest of the others
         streams_l: dict[object, float] = {}
         streams_s: dict[object, float] = {}
+        strided = False  # an access a known stride apart
+        walked = False  # ... in a per-thread stream (its sectors may stay cached)
         for a in accs:
             execs = a.weight * threads
             refs = execs * a.elem
@@ -132,7 +142,10 @@ def estimate_traffic(
             foot = unique * a.elem
             part = (foot, a.interval, a.unfollowed)
             span = cap if cap is not None else _width(a.interval)
-            moved = _uncoalesced(a, execs, unique, foot, span, thrash, model)
+            decided = _uncoalesced(a, execs, unique, foot, span, thrash, model)
+            moved = decided or 0.0
+            strided = strided or decided is not None
+            walked = walked or (decided is not None and bool(a.streamed))
             group = (a.streamed, a.lane_stride) if a.streamed else None
             if a.kind in ("load", "atomic"):
                 refs_l += refs
@@ -143,17 +156,22 @@ def estimate_traffic(
                 parts_s.append(part)
                 streams_s[group] = max(streams_s.get(group, 0.0), moved)
         limit = cap * elem if cap is not None else math.inf
+        if walked:
+            walked_buffers.add(name)
         foot_l = min(_union(parts_l, elem), limit)
         foot_s = min(_union(parts_s, elem), limit)
+        loaded = max(foot_l, sum(streams_l.values()))
+        stored = max(foot_s, sum(streams_s.values()))
         buffers.append(
             BufferTraffic(
                 name,
                 elem,
                 refs_l + refs_s,
                 max(foot_l, foot_s),
-                max(foot_l, sum(streams_l.values())),
-                max(foot_s, sum(streams_s.values())),
+                loaded,
+                stored,
                 refs_l,
+                (loaded - foot_l, stored - foot_s) if strided else None,
             )
         )
     buffers = _merge_fields(buffers)
@@ -162,6 +180,15 @@ def estimate_traffic(
     resident = footprint <= l2_bytes * model.fit_threshold
     loaded = sum(b.loaded for b in buffers)
     stored = sum(b.stored for b in buffers)
+    uncoalesced = {
+        b.buffer: b.uncoalesced[0] * (model.resident_fraction if resident else 1.0)
+        + b.uncoalesced[1] * (model.resident_write_fraction if resident else 1.0)
+        for b in buffers
+        if b.uncoalesced is not None
+    }
+    # a row walked by each thread whose lines stay cached moves no more DRAM bytes, yet its
+    # sectors are still fetched from L2 again and again: not "used whole"
+    uncoalesced = {n: v for n, v in uncoalesced.items() if v > 0 or n not in walked_buffers}
     if resident:
         loaded *= model.resident_fraction
         stored *= model.resident_write_fraction
@@ -184,6 +211,7 @@ def estimate_traffic(
         resident=resident,
         buffers=tuple(buffers),
         local_bytes=local_l + local_s,
+        uncoalesced=uncoalesced,
     )
 
 
@@ -199,7 +227,7 @@ def _uncoalesced(
     span: float | None,
     thrash: float,
     model: CacheModel,
-) -> float:
+) -> float | None:
     """DRAM bytes of an access whose consecutive lanes are ``lane_stride`` elements apart,
     when that is more than its own bytes: each thread's access moves up to a sector (32 B)
     of which it uses ``elem``. A thread that comes back to the sector on its next iterations
@@ -207,17 +235,18 @@ def _uncoalesced(
     evicted (``thrash``). An access that does not is charged a sector per distinct element,
     up to the ``span`` of elements its index can reach (other threads fill the sectors of a
     dense span; neighbouring accesses of one thread share one: the largest counts per
-    buffer); with no known span, nothing. 0 for a coalesced access."""
+    buffer). None when there is nothing to say: a coalesced access, an unknown stride, no
+    known span."""
     if a.lane_stride is None:
-        return 0.0
+        return None
     gap = abs(a.lane_stride) * a.elem
     if gap <= a.elem:
-        return 0.0
+        return None
     per = min(gap, model.sector)
     if a.streamed:
         return foot + max(execs * per - foot, 0.0) * thrash
     if span is None:
-        return 0.0
+        return None
     return min(unique * per, span * a.elem)
 
 

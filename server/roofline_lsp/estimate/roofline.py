@@ -345,6 +345,9 @@ def estimate(
             line_ops={ln - kernel.line: ops for ln, ops in a.counts.lines.items()},
             line_runs={ln - kernel.line: w for ln, w in a.counts.weights.items()},
             line_ptx=_line_instructions(kernel, compiled),
+            sector_bytes={name: extra / a.threads for name, extra in a.memory.uncoalesced.items()}
+            if a.threads
+            else {},
         ),
     )
 

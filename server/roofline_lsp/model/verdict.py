@@ -49,6 +49,9 @@ class Counts:
     line_runs: dict[int, float] = field(default_factory=dict, compare=False, repr=False)
     # with PTX counts, each line's compiled instructions (same keys); empty otherwise
     line_ptx: dict[int, LineInstructions] = field(default_factory=dict, compare=False, repr=False)
+    # per buffer read or written with consecutive threads more than an element apart: the
+    # DRAM bytes per thread its partly used sectors add (0: neighbouring accesses use them)
+    sector_bytes: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def dram_bytes(self) -> float:
