@@ -121,12 +121,7 @@ def estimate_traffic(
         refs_l = refs_s = 0.0
         parts_l: list[Part] = []
         parts_s: list[Part] = []
-        # DRAM bytes of accesses whose lanes are sectors apart: per-thread streams by loop
-        # (accesses of one loop share their sectors), the largest of the others
-        streams_l: dict[object, float] = {}
-        streams_s: dict[object, float] = {}
-        strided = False  # an access a known stride apart
-        walked = False  # ... in a per-thread stream (its sectors may stay cached)
+        sectors = _Sectors()
         for a in accs:
             execs = a.weight * threads
             refs = execs * a.elem
@@ -142,26 +137,20 @@ def estimate_traffic(
             foot = unique * a.elem
             part = (foot, a.interval, a.unfollowed)
             span = cap if cap is not None else _width(a.interval)
-            decided = _uncoalesced(a, execs, unique, foot, span, thrash, model)
-            moved = decided or 0.0
-            strided = strided or decided is not None
-            walked = walked or (decided is not None and bool(a.streamed))
-            group = (a.streamed, a.lane_stride) if a.streamed else None
+            sectors.add(a, _uncoalesced(a, execs, unique, foot, span, thrash, model))
             if a.kind in ("load", "atomic"):
                 refs_l += refs
                 parts_l.append(part)
-                streams_l[group] = max(streams_l.get(group, 0.0), moved)
             if a.kind in ("store", "atomic"):
                 refs_s += refs
                 parts_s.append(part)
-                streams_s[group] = max(streams_s.get(group, 0.0), moved)
         limit = cap * elem if cap is not None else math.inf
-        if walked:
+        if sectors.walked:
             walked_buffers.add(name)
         foot_l = min(_union(parts_l, elem), limit)
         foot_s = min(_union(parts_s, elem), limit)
-        loaded = max(foot_l, sum(streams_l.values()))
-        stored = max(foot_s, sum(streams_s.values()))
+        loaded = max(foot_l, sectors.total("load"))
+        stored = max(foot_s, sectors.total("store"))
         buffers.append(
             BufferTraffic(
                 name,
@@ -171,7 +160,7 @@ def estimate_traffic(
                 loaded,
                 stored,
                 refs_l,
-                (loaded - foot_l, stored - foot_s) if strided else None,
+                (loaded - foot_l, stored - foot_s) if sectors.strided else None,
             )
         )
     buffers = _merge_fields(buffers)
@@ -213,6 +202,31 @@ def estimate_traffic(
         local_bytes=local_l + local_s,
         uncoalesced=uncoalesced,
     )
+
+
+class _Sectors:
+    """DRAM bytes of one buffer's accesses whose lanes are more than an element apart
+    (``_uncoalesced``): the per-thread streams of one loop share their sectors (the largest
+    counts) and streams of different loops add up; the others count as the largest."""
+
+    def __init__(self) -> None:
+        self.moved: dict[str, dict[object, float]] = {"load": {}, "store": {}}
+        self.strided = False  # an access a known stride apart
+        self.walked = False  # ... in a per-thread stream (its sectors may stay cached)
+
+    def add(self, a: Access, moved: float | None) -> None:
+        if moved is None:
+            return
+        self.strided = True
+        self.walked = self.walked or bool(a.streamed)
+        group = (a.streamed, a.lane_stride) if a.streamed else None
+        for kind in ("load", "store"):
+            if a.kind in (kind, "atomic"):
+                by_group = self.moved[kind]
+                by_group[group] = max(by_group.get(group, 0.0), moved)
+
+    def total(self, kind: str) -> float:
+        return sum(self.moved[kind].values())
 
 
 def _width(interval: tuple[float, float] | None) -> float | None:
