@@ -144,3 +144,17 @@ def test_arithmetic_on_union_fields_is_counted(gpu, tmp_path: Path) -> None:  # 
     while root.parent is not None:
         root = root.parent
     assert declarations(root, det.macros).struct_sizes["un"] == 4
+
+
+def test_a_struct_element_counts_its_array_fields_whole(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # 12 floats and a float[4]: 64 B per particle (the array field was counted as one
+    # float, 52 B); copying one particle per thread moves 64 B each way
+    src = (
+        "struct Particle { float x, y, z, w, vx, vy, vz, m, fx, fy, fz, q; float pad[4]; };\n"
+        "__global__ void k(const Particle *in, Particle *out) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  out[i] = in[i];\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH)
+    assert {(x.buffer, x.elem) for x in a.counts.accesses} == {("in", 64), ("out", 64)}

@@ -196,6 +196,7 @@ def analyze(
         lookup=ctx.get,
         aliases=aliases,
         structs=decls.structs,
+        struct_sizes=decls.struct_sizes,
         globals_=globals_,
         settings=settings,
         dims=dims,

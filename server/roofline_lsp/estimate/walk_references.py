@@ -10,7 +10,7 @@ from tree_sitter import Node
 from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val, lane_slope
 from roofline_lsp.estimate.walk_branches import BranchWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
-from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType, parse_type
+from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType
 from roofline_lsp.syntax.expr import reads_memory, text
 
 
@@ -78,8 +78,8 @@ class ReferenceWalker(BranchWalker):
         if levels >= 2 and bt.pointer - arrdims >= 2 and space == "global":
             self.record((buffer or "?") + "[]", "global", 8, "load", deps, "|".join(key_parts[:1]))
         elem = elem_t.size if not elem_t.pointer else 8
-        if elem_t.kind == "unknown" and elem_t.name in self.inputs.structs:
-            elem = struct_size(self.inputs.structs[elem_t.name], self.inputs.aliases)
+        if elem_t.kind == "unknown" and elem_t.name in self.inputs.struct_sizes:
+            elem = self.inputs.struct_sizes[elem_t.name]
         lane = self.par.lane
         stride = lane_slope(idx_vals[-1], lane) if idx_vals else None
         if stride is not None and any(lane_slope(v, lane) != 0.0 for v in idx_vals[:-1]):
@@ -291,11 +291,3 @@ class ReferenceWalker(BranchWalker):
             return self.field(left, kind)
         arg = left.child_by_field_name("argument")
         return self.deref(arg, kind) if arg is not None else Val(UNKNOWN)
-
-
-def struct_size(fields: dict[str, str], aliases: dict[str, str]) -> int:
-    total = 0
-    for t in fields.values():
-        dt = parse_type(t, aliases)
-        total += 8 if dt.pointer else dt.size
-    return max(total, 1)

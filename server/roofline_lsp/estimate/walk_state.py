@@ -73,7 +73,8 @@ class WalkInputs:
     macros: Macros
     lookup_host: Callable[[str], float | None]
     aliases: dict[str, str]
-    structs: dict[str, dict[str, str]]
+    structs: dict[str, dict[str, str]]  # struct name -> field name -> type
+    struct_sizes: dict[str, int]  # struct name -> bytes (array fields counted whole)
     globals: dict[str, Var]
     settings: Settings
     block: tuple[int, int, int]
@@ -182,6 +183,7 @@ class WalkerBase:
         lookup: Callable[[str], float | None],
         aliases: dict[str, str],
         structs: dict[str, dict[str, str]],
+        struct_sizes: dict[str, int],
         globals_: dict[str, Var],
         settings: Settings,
         dims: dict[str, float],
@@ -198,6 +200,7 @@ class WalkerBase:
             lookup_host=lookup,
             aliases=aliases,
             structs=structs,
+            struct_sizes=struct_sizes,
             globals=globals_,
             settings=settings,
             block=block,
