@@ -110,6 +110,11 @@ def lane_slope(v: Val | Var, lane: str | None) -> float | None:
 def slope_of(op: str, a: Val, b: Val, lane: str | None) -> float | None:
     """The lane slope of ``a op b`` for integer (index) arithmetic: sums add, scaling by a
     value that does not vary with the lane scales, division and shifts divide."""
+    s = _slope_of(op, a, b, lane)
+    return s if s is None or math.isfinite(s) else None
+
+
+def _slope_of(op: str, a: Val, b: Val, lane: str | None) -> float | None:
     sa, sb = lane_slope(a, lane), lane_slope(b, lane)
     if sa is None or sb is None:
         return None
