@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from counting_helpers import count
 
+from roofline_lsp.estimate.macro_expansion import substitute_macro
+
 
 def test_openmp_loop_macro(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # a loop header hidden in a macro (no semicolon): the region is still the loop
@@ -23,3 +25,20 @@ def test_openmp_loop_macro(gpu, tmp_path: Path) -> None:  # type: ignore[no-unty
     a = count(gpu, tmp_path, src, name="m.cpp")
     assert a.threads == 4096
     assert a.counts.flops["fp32"] == pytest.approx(1.0)
+
+
+def test_a_plain_argument_loses_its_parentheses() -> None:
+    # ((x)*(n)+(y)) with variables: `(n)+(y)` would parse as a cast of `+(y)` to a type `n`,
+    # so a name or number argument goes in bare; an expression or a type keeps them
+    body = "((x)*(n)+(y))"
+    assert substitute_macro(body, ("x", "n", "y"), ["i", "n", "7"]).split() == [
+        "(",
+        "i",
+        "*",
+        "n",
+        "+",
+        "7",
+        ")",
+    ]
+    assert substitute_macro(body, ("x", "n", "y"), ["a+b", "n", "j"]) == "((a+b)* n + j )"
+    assert substitute_macro("((T)(v))", ("T", "v"), ["float", "q"]) == "((float) q )"

@@ -93,10 +93,10 @@ def test_arithmetic_on_values_of_unknown_type_is_not_integer_work(gpu, tmp_path:
 
 def test_lane_strides_of_index_expressions(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # how far apart consecutive threads' elements are, by hand: x is the lane (the innermost
-    # collapsed loop); C(x, y, z, L) expands to ((z)*(L)*(L)+(y)*(L)+(x)), where `(z)*(L)`
-    # parses as a cast of `*(L)` to a type `z`: no stride through it (None), not a wrong one.
-    # Lanes folded onto fewer elements (x >> 1: pairs of lanes; x % 4: four lanes repeating)
-    # have no single stride either
+    # collapsed loop); C(x, y, z, L) expands to (z*L*L + y*L + x): 1 (with its parameters'
+    # parentheses kept, `(L)+(y)` would parse as a cast of `+(y)` to a type `L`). Lanes
+    # folded onto fewer elements (x >> 1: pairs of lanes; x % 4: four lanes repeating) have
+    # no single stride
     src = (
         "#define C(x, y, z, L) ((z)*(L)*(L)+(y)*(L)+(x))\n"
         "void f(const float *a, float *b, int L) {\n"
@@ -106,7 +106,7 @@ def test_lane_strides_of_index_expressions(gpu, tmp_path: Path) -> None:  # type
         "      for (int x = 0; x < L; x++) {\n"
         "        int row = x * L;\n"  # 32 elements apart
         "        b[z * L * L + y * L + x] = a[row + y] + a[(x >> 1) + 7]\n"  # 1; None
-        "          + a[x * 2 - 5] + a[x % 4] + a[C(x, y, z, L)];\n"  # 2; None; None
+        "          + a[x * 2 - 5] + a[x % 4] + a[C(x, y, z, L)];\n"  # 2; None; 1
         "      }\n"
         "}\n"
     )
@@ -118,7 +118,7 @@ def test_lane_strides_of_index_expressions(gpu, tmp_path: Path) -> None:  # type
         "(x >> 1) + 7": None,
         "x * 2 - 5": 2.0,
         "x % 4": None,
-        "C(x, y, z, L)": None,
+        "C(x, y, z, L)": 1.0,
     }
 
 

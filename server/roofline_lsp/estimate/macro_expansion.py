@@ -24,6 +24,12 @@ def substitute_macro(body: str, params: tuple[str, ...], args: list[str]) -> str
             mapping[p] = args[i]
     if not mapping:
         return body
+    # ``((x)*(n)+(y))`` with variables for x, n, y: ``(n)+(y)`` parses as a cast of ``+(y)``
+    # to a type ``n``, so a parameter's parentheses go when its argument is a plain name or
+    # number (not a type: ``((T)(v))`` stays a cast)
+    bare = "|".join(re.escape(p) for p, a in mapping.items() if _plain_value(a))
+    if bare:
+        body = re.sub(r"\(\s*(" + bare + r")\s*\)", r" \1 ", body)
     pattern = re.compile(r"#?\b(" + "|".join(re.escape(p) for p in mapping) + r")\b")
 
     def rep(m: re.Match[str]) -> str:
@@ -32,6 +38,18 @@ def substitute_macro(body: str, params: tuple[str, ...], args: list[str]) -> str
         return mapping[m.group(1)]  # literal, as the preprocessor does
 
     return pattern.sub(rep, body).replace("##", "")
+
+
+_TYPE_WORD = re.compile(
+    r"(?:unsigned|signed|float|double|int|long|short|char|bool|void|size_t|half|__half|"
+    r"u?int\d+_t|(?:u?int|float|double|u?char|u?short|u?long)\d)"
+)
+
+
+def _plain_value(arg: str) -> bool:
+    """A macro argument that is a name or a number, and no type."""
+    a = arg.strip()
+    return bool(re.fullmatch(r"[A-Za-z_]\w*|\d[\w.]*", a)) and not _TYPE_WORD.fullmatch(a)
 
 
 _LOOP_MACRO_CACHE: dict[str, Node | None] = {}
