@@ -158,3 +158,22 @@ def test_a_struct_element_counts_its_array_fields_whole(gpu, tmp_path: Path) -> 
     )
     a = count(gpu, tmp_path, src, **LAUNCH)
     assert {(x.buffer, x.elem) for x in a.counts.accesses} == {("in", 64), ("out", 64)}
+
+
+def test_a_cast_index_keeps_its_range_and_stride(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # static_cast<size_t>(i) * 4 over 1024 x 256 threads: elements 0..1,048,572, lanes 4
+    # apart; int(i) and static_cast<int>(i): 0..262,143, lanes 1 apart
+    src = (
+        "__global__ void k(const float *a, float *b) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  size_t j = static_cast<size_t>(i) * 4;\n"
+        "  b[static_cast<int>(i)] = a[j] + a[int(i)];\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH)
+    got = {x.index: (x.lane_stride, x.interval) for x in a.counts.accesses}
+    assert got == {
+        "j": (4.0, (0.0, 1048572.0)),
+        "int(i)": (1.0, (0.0, 262143.0)),
+        "static_cast<int>(i)": (1.0, (0.0, 262143.0)),
+    }

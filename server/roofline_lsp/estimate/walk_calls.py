@@ -89,12 +89,12 @@ class CallWalker(GroupWalker):
             targs = fn.child_by_field_name("arguments")
             ty = self.type_of(text(targs).strip("<>")) if targs is not None else UNKNOWN
             v = self.expr(args[0]) if args else Val(ty)
-            return Val(ty, v.deps, v.val, v.buffer, v.space)
+            return converted(v, ty)
         if short in ("float", "double", "int", "unsigned", "long", "half", "size_t") and args:
             v = self.expr(args[0])
             ty = self.type_of(short)
-            return Val(
-                ty, v.deps, v.val if ty.kind != "int" or v.val is None else float(int(v.val))
+            return converted(
+                v, ty, v.val if ty.kind != "int" or v.val is None else float(int(v.val))
             )
         # user functions first (they may shadow library names)
         fnode = self.inputs.functions.get(short)
@@ -441,6 +441,21 @@ class CallWalker(GroupWalker):
         finally:
             self.cursor.call_stack.pop()
             self.cursor.line_base = saved_base
+
+
+def converted(v: Val, ty: DataType, val: float | None = None) -> Val:
+    """``v`` cast to ``ty`` (``static_cast<size_t>(i)``, ``int(x)``): an integer keeps its
+    range and lane stride, a pointer its buffer and stride."""
+    keep = ty.kind == "int" and not ty.pointer
+    return Val(
+        ty,
+        v.deps,
+        v.val if val is None else val,
+        v.buffer,
+        v.space,
+        v.rng if keep else None,
+        slope=v.slope if keep or ty.pointer else None,
+    )
 
 
 LAMBDA = "lambda_expression"
