@@ -12,8 +12,9 @@ from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
 from roofline_lsp.model.gpus import load_registry
-from roofline_lsp.model.terms import AssumptionTerm, LoopTerm, MemoryTerm, WorkTerm
+from roofline_lsp.model.terms import AssumptionTerm, LoopTerm, MemoryTerm, TypeTerm, WorkTerm
 from roofline_lsp.model.verdict import classify_bound
+from roofline_lsp.present.explanations import term_text
 
 SAXPY = (
     "__global__ void k(int n, float a, float *x, float *y) {\n"
@@ -177,3 +178,31 @@ def test_an_offloaded_loop_bound_by_a_host_parameter_names_it(gpu, tmp_path: Pat
     # the launch a CUDA kernel is assumed to have (4096 x 256 = 1,048,576), all the work of
     # the region; a hint on n settles it
     assert (t.kind, t.line, t.value, t.names, t.share) == ("trips", 3, 1048576, ("n",), 1.0)
+
+
+def test_a_template_type_nothing_fixes_is_named_as_assumed(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # T of an offloaded template function and of a kernel launched without template
+    # arguments: taken as float and said so; a launch with k<double> fixes it (no term)
+    path = tmp_path / "t.cu"
+    path.write_text(
+        "template <typename T>\n"
+        "void axpy(int n, T a, const T *x, T *y) {\n"
+        "#pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < n; i++) y[i] += a * x[i];\n"
+        "}\n"
+        "template <typename T, typename U = double>\n"
+        "__global__ void scale(T *x, U s) { x[threadIdx.x] *= s; }\n"
+        "template <typename T>\n"
+        "__global__ void shift(T *x) { x[threadIdx.x] += 1; }\n"
+        "int main() { double *d; shift<double><<<1, 32>>>(d); }\n"
+    )
+    det = detect(path.read_bytes(), str(path))
+    types = {
+        k.name: [
+            (t.param, t.assumed) for t in estimate(k, det, gpu).terms if isinstance(t, TypeTerm)
+        ]
+        for k in det.kernels
+    }
+    assert types == {"axpy": [("T", "float")], "scale": [("T", "float")], "shift": []}
+    text = term_text(TypeTerm("T", "float"))
+    assert text == "template type T assumed float (no launch or call fixes it)"

@@ -11,7 +11,14 @@ from typing import Literal
 from roofline_lsp.detect.bindings import HostContext
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
 from roofline_lsp.estimate.thread_counts import Loop, ThreadCounts
-from roofline_lsp.model.terms import AssumptionTerm, LoopTerm, MemoryTerm, Term, WorkTerm
+from roofline_lsp.model.terms import (
+    AssumptionTerm,
+    LoopTerm,
+    MemoryTerm,
+    Term,
+    TypeTerm,
+    WorkTerm,
+)
 
 MAX_ASSUMED_LOOPS = 3  # the defaulted loops named, the heaviest first
 
@@ -33,6 +40,7 @@ def verdict_terms(a: KernelEstimate) -> tuple[Term, ...]:
         MemoryTerm(m.footprint, m.resident, m.l2_bytes, m.dram_bytes, m.references, m.local_bytes)
     )
     out.extend(assumptions(a))
+    out.extend(TypeTerm(name, "float") for name in a.assumed_types)
     return tuple(out)
 
 

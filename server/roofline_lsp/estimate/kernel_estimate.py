@@ -23,3 +23,5 @@ class KernelEstimate:
     ai: dict[str, float | None]
     context: HostContext = field(repr=False)
     launch_from: Literal["given", "source", "guard", "assumed"] = "source"  # see Counts
+    # template type parameters nothing fixed, taken as float
+    assumed_types: tuple[str, ...] = ()

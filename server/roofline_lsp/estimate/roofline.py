@@ -162,9 +162,9 @@ def analyze(
     if offload:
         block, grid = _team_shape(kernel, ctx, block, grid)
     if not offload:
-        _template_bindings(kernel, ctx, aliases)
+        assumed_types = _template_bindings(kernel, ctx, aliases)
     else:
-        _enclosing_template(kernel, aliases)
+        assumed_types = _enclosing_template(kernel, aliases)
     settings = Settings(
         default_trips=cal.default_trips,
         default_while=cal.default_while,
@@ -289,7 +289,9 @@ def analyze(
     for p in ("fp64", "fp32", "fp16", "int"):
         ops = totals[p]
         ai[p] = ops / dram if dram > 0 else (math.inf if ops > 0 else 0.0)
-    return KernelEstimate(counts, mem, threads, gpu_threads, totals, ai, ctx, launch_from)
+    return KernelEstimate(
+        counts, mem, threads, gpu_threads, totals, ai, ctx, launch_from, assumed_types
+    )
 
 
 def estimate(
@@ -418,11 +420,15 @@ def _covering_grid(bounds: dict[str, float], block: tuple[int, int, int]) -> tup
     )
 
 
-def _template_bindings(kernel: Kernel, ctx: HostContext, aliases: dict[str, str]) -> None:
+def _template_bindings(
+    kernel: Kernel, ctx: HostContext, aliases: dict[str, str]
+) -> tuple[str, ...]:
     """``template <typename T, int BS>``: T from the launch's template arguments, else
-    deduced from the launch's arguments, else ``float``; BS from them when numeric, else
-    from a default argument; a function passed as a template argument by name."""
+    deduced from the launch's arguments, else ``float`` (returned: the types assumed); BS
+    from them when numeric, else from a default argument; a function passed as a template
+    argument by name."""
     deduced = _deduced_types(kernel, ctx)
+    assumed: list[str] = []
     for i, tp in enumerate(kernel.template_params):
         tp = tp.strip()
         arg = ctx.template_args[i].strip() if i < len(ctx.template_args) else None
@@ -438,7 +444,10 @@ def _template_bindings(kernel: Kernel, ctx: HostContext, aliases: dict[str, str]
         if fp is not None:
             name = fp.group(1)
         if parts[0] in ("typename", "class"):
-            aliases[name] = arg or deduced.get(name) or default or "float"
+            given = arg or deduced.get(name) or default
+            aliases[name] = given or "float"
+            if not given:
+                assumed.append(name)
         else:
             src = arg or default
             if src is not None and name not in ctx.fixed:
@@ -447,6 +456,7 @@ def _template_bindings(kernel: Kernel, ctx: HostContext, aliases: dict[str, str]
                     ctx.fixed[name] = v
                 elif re.fullmatch(r"&?\s*[A-Za-z_][\w:]*", src):
                     aliases[name] = src.lstrip("& ")  # a function: F(x) calls it
+    return tuple(assumed)
 
 
 def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
@@ -468,15 +478,16 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
     return out
 
 
-def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> None:
+def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> tuple[str, ...]:
     """An offload region inside ``template <typename T> void f(...)``: T is ``float``
-    unless a type is given as a default."""
+    unless a type is given as a default (returned: the types assumed)."""
     node = kernel.node if kernel.node is not None else kernel.body
     p = node.parent if node is not None else None
     while p is not None and p.type != "function_definition":
         p = p.parent
     if p is None or p.parent is None or p.parent.type != "template_declaration":
-        return
+        return ()
+    assumed: list[str] = []
     params = p.parent.child_by_field_name("parameters")
     for tp in params.named_children if params is not None else []:
         if tp.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
@@ -485,10 +496,15 @@ def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> None:
             )
             default = tp.child_by_field_name("default_type")
             if name_node is not None and name_node.text:
-                aliases.setdefault(
-                    name_node.text.decode(),
-                    default.text.decode() if default is not None and default.text else "float",
-                )
+                name = name_node.text.decode()
+                if name in aliases:
+                    continue
+                if default is not None and default.text:
+                    aliases[name] = default.text.decode()
+                else:
+                    aliases[name] = "float"
+                    assumed.append(name)
+    return tuple(assumed)
 
 
 def _team_shape(

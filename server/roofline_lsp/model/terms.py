@@ -72,7 +72,16 @@ class AssumptionTerm:
     share: float = 1.0  # of the thread's work, the share that rests on the assumption
 
 
-Term = WorkTerm | LoopTerm | MemoryTerm | NoteTerm | AssumptionTerm
+@dataclass(frozen=True)
+class TypeTerm:
+    """A template type parameter that no launch, argument or instantiation fixed: the
+    estimate took it as ``assumed`` (``float``)."""
+
+    param: str
+    assumed: str
+
+
+Term = WorkTerm | LoopTerm | MemoryTerm | NoteTerm | AssumptionTerm | TypeTerm
 
 
 def term_lines(term: Term) -> tuple[int, ...]:

@@ -10,6 +10,7 @@ from roofline_lsp.model.terms import (
     MemoryTerm,
     NoteTerm,
     Term,
+    TypeTerm,
     WorkTerm,
 )
 from roofline_lsp.model.verdict import Verdict
@@ -65,8 +66,9 @@ def term_texts(v: Verdict) -> tuple[str, ...]:
 
 
 def assumed_texts(v: Verdict) -> tuple[str, ...]:
-    """What the estimate assumed, in words, the launch first, then the heaviest loops."""
-    return tuple(assumption_text(t) for t in v.terms if isinstance(t, AssumptionTerm))
+    """What the estimate assumed, in words, the launch first, then the heaviest loops, then
+    template types."""
+    return tuple(term_text(t) for t in v.terms if isinstance(t, (AssumptionTerm, TypeTerm)))
 
 
 def term_text(t: Term) -> str:
@@ -104,6 +106,8 @@ def term_text(t: Term) -> str:
         )
     if isinstance(t, AssumptionTerm):
         return assumption_text(t)
+    if isinstance(t, TypeTerm):
+        return f"template type {t.param} assumed {t.assumed} (no launch or call fixes it)"
     assert isinstance(t, NoteTerm)
     return t.text
 

@@ -10,7 +10,7 @@ from roofline_lsp.advice.advise import file_advice, kernel_advice
 from roofline_lsp.advice.catalogue import Advice
 from roofline_lsp.model.gpus import GpuRegistry
 from roofline_lsp.model.report import FileReport, KernelReport
-from roofline_lsp.model.terms import AssumptionTerm
+from roofline_lsp.model.terms import AssumptionTerm, TypeTerm
 from roofline_lsp.model.verdict import Verdict
 from roofline_lsp.present.explanations import explanation, term_texts
 from roofline_lsp.present.text_output import display_path, position
@@ -51,6 +51,9 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
             }
             for t in assumed
         ]
+    types = [t for t in v.terms if isinstance(t, TypeTerm)]
+    if types:
+        d["assumed_types"] = {t.param: t.assumed for t in types}
     if v.suggestions:
         d["suggestions"] = [{"line": s.line, "message": s.message} for s in v.suggestions]
     return d
