@@ -169,19 +169,20 @@ def estimate_traffic(
     resident = footprint <= l2_bytes * model.fit_threshold
     loaded = sum(b.loaded for b in buffers)
     stored = sum(b.stored for b in buffers)
-    uncoalesced = {
-        b.buffer: b.uncoalesced[0] * (model.resident_fraction if resident else 1.0)
-        + b.uncoalesced[1] * (model.resident_write_fraction if resident else 1.0)
-        for b in buffers
-        if b.uncoalesced is not None
-    }
-    # a row walked by each thread whose lines stay cached moves no more DRAM bytes, yet its
-    # sectors are still fetched from L2 again and again: not "used whole"
-    uncoalesced = {n: v for n, v in uncoalesced.items() if v > 0 or n not in walked_buffers}
-    if resident:
-        loaded *= model.resident_fraction
-        stored *= model.resident_write_fraction
-    else:
+    read_share = model.resident_fraction if resident else 1.0
+    write_share = model.resident_write_fraction if resident else 1.0
+    uncoalesced: dict[str, float] = {}
+    for b in buffers:
+        if b.uncoalesced is None:
+            continue
+        extra = b.uncoalesced[0] * read_share + b.uncoalesced[1] * write_share
+        # a row walked by each thread whose lines stay cached moves no more DRAM bytes, yet
+        # its sectors are still fetched from L2 again and again: not "used whole"
+        if extra > 0 or b.buffer not in walked_buffers:
+            uncoalesced[b.buffer] = extra
+    loaded *= read_share
+    stored *= write_share
+    if not resident:
         # re-reads of a buffer miss once the buffer itself outgrows L2 (a small hot table
         # stays resident while larger buffers stream through); a store needs no read (L2
         # keeps per-byte masks), so only loads repeat: ``a[i] += x`` reads a[i] once

@@ -97,24 +97,39 @@ class Val:
         self.slope = slope
 
 
-def lane_slope(v: Val | Var, lane: str | None) -> float | None:
+def converted(v: Val, ty: DataType, val: float | None) -> Val:
+    """``v`` cast to ``ty`` (``(int)x``, ``static_cast<size_t>(i)``, ``int(x)``) with the value
+    ``val``: an integer keeps its range and lane stride, a pointer its buffer and stride; a
+    cast to a type the model does not know keeps no stride (``(z)*(L)`` parses as a cast of
+    ``*(L)`` to a type ``z``)."""
+    keep = ty.kind == "int" and not ty.pointer
+    return Val(
+        ty,
+        v.deps,
+        val,
+        v.buffer,
+        v.space,
+        v.rng if keep else None,
+        slope=v.slope if keep or ty.pointer else None,
+    )
+
+
+def lane_slope(v: Val | Var, lane: str) -> float | None:
     """The growth of ``v`` from one lane of a warp to the next: 0 for a value that does not
     depend on the lane dimension, else what the walk derived (None: not linear, unknown)."""
-    if lane is None:
-        return None
     if lane not in v.deps:
         return 0.0
     return v.slope
 
 
-def slope_of(op: str, a: Val, b: Val, lane: str | None) -> float | None:
+def slope_of(op: str, a: Val, b: Val, lane: str) -> float | None:
     """The lane slope of ``a op b`` for integer (index) arithmetic: sums add, scaling by a
     value that does not vary with the lane scales, division and shifts divide."""
     s = _slope_of(op, a, b, lane)
     return s if s is None or math.isfinite(s) else None
 
 
-def _slope_of(op: str, a: Val, b: Val, lane: str | None) -> float | None:
+def _slope_of(op: str, a: Val, b: Val, lane: str) -> float | None:
     sa, sb = lane_slope(a, lane), lane_slope(b, lane)
     if sa is None or sb is None:
         return None
@@ -123,12 +138,12 @@ def _slope_of(op: str, a: Val, b: Val, lane: str | None) -> float | None:
     if op == "-":
         return sa - sb
     if op == "*":
-        if sb == 0.0 and b.val is not None and (lane is None or lane not in b.deps):
+        if sb == 0.0 and b.val is not None and lane not in b.deps:
             return sa * b.val
-        if sa == 0.0 and a.val is not None and (lane is None or lane not in a.deps):
+        if sa == 0.0 and a.val is not None and lane not in a.deps:
             return sb * a.val
         return None
-    if sb != 0.0 or b.val is None or (lane is not None and lane in b.deps):
+    if sb != 0.0 or b.val is None or lane in b.deps:
         return None
     if op == "<<" and 0 <= b.val < 63:
         return sa * 2.0 ** int(b.val)

@@ -18,6 +18,7 @@ from roofline_lsp.estimate.value_domain import (
     Val,
     Var,
     call_signature,
+    converted,
     fold_call,
     widest_type,
 )
@@ -89,7 +90,7 @@ class CallWalker(GroupWalker):
             targs = fn.child_by_field_name("arguments")
             ty = self.type_of(text(targs).strip("<>")) if targs is not None else UNKNOWN
             v = self.expr(args[0]) if args else Val(ty)
-            return converted(v, ty)
+            return converted(v, ty, v.val)
         if short in ("float", "double", "int", "unsigned", "long", "half", "size_t") and args:
             v = self.expr(args[0])
             ty = self.type_of(short)
@@ -441,21 +442,6 @@ class CallWalker(GroupWalker):
         finally:
             self.cursor.call_stack.pop()
             self.cursor.line_base = saved_base
-
-
-def converted(v: Val, ty: DataType, val: float | None = None) -> Val:
-    """``v`` cast to ``ty`` (``static_cast<size_t>(i)``, ``int(x)``): an integer keeps its
-    range and lane stride, a pointer its buffer and stride."""
-    keep = ty.kind == "int" and not ty.pointer
-    return Val(
-        ty,
-        v.deps,
-        v.val if val is None else val,
-        v.buffer,
-        v.space,
-        v.rng if keep else None,
-        slope=v.slope if keep or ty.pointer else None,
-    )
 
 
 LAMBDA = "lambda_expression"

@@ -16,6 +16,7 @@ from roofline_lsp.estimate.value_domain import (
     NOTHING,
     Val,
     Var,
+    converted,
     fold_binary,
     is_pow2,
     lane_slope,
@@ -124,10 +125,7 @@ class ExpressionWalker(ReferenceWalker):
             val = v.val
             if val is not None and ty.kind == "int" and not ty.pointer and not v.deps:
                 val = float(math.trunc(val))
-            # ``(z)*(L)`` parses as a cast of ``*(L)`` to a type ``z``: no slope through an
-            # unknown type
-            slope = v.slope if ty.kind == "int" or ty.pointer else None
-            return Val(ty, v.deps, val, v.buffer, v.space, v.rng, slope=slope)
+            return converted(v, ty, val)
         if t == "sizeof_expression":
             tn = node.child_by_field_name("type")
             if tn is not None:
