@@ -12,6 +12,7 @@ from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
 from roofline_lsp.model.gpus import load_registry
+from roofline_lsp.model.kernel import Detection
 from roofline_lsp.model.terms import AssumptionTerm, LoopTerm, MemoryTerm, TypeTerm, WorkTerm
 from roofline_lsp.model.verdict import classify_bound
 from roofline_lsp.present.explanations import term_text
@@ -24,15 +25,20 @@ SAXPY = (
 )
 
 
+def _detected(tmp_path: Path, src: str, name: str = "k.cu") -> Detection:
+    """Detection of ``src`` written to ``tmp_path / name``."""
+    path = tmp_path / name
+    path.write_text(src)
+    return detect(path.read_bytes(), str(path))
+
+
 @pytest.fixture(scope="module")
 def gpu():  # type: ignore[no-untyped-def]
     return load_registry().get("rtx3080")
 
 
 def test_verdict_rests_on_terms_built_from_the_estimate(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    path = tmp_path / "k.cu"
-    path.write_text(SAXPY)
-    det = detect(path.read_bytes(), str(path))
+    det = _detected(tmp_path, SAXPY)
     inputs = Inputs(block=(256, 1, 1), grid=(4096, 1, 1), values=(("n", 1048576.0),))
     a = analyze(det.kernels[0], det, gpu, inputs)
     ridge = gpu.ridges()
@@ -61,9 +67,7 @@ def test_a_loop_term_carries_its_line_and_work_per_iteration(gpu, tmp_path: Path
         "  y[i] = s;\n"
         "}\n"
     )
-    path = tmp_path / "k.cu"
-    path.write_text(src)
-    det = detect(path.read_bytes(), str(path))
+    det = _detected(tmp_path, src)
     v = estimate(det.kernels[0], det, gpu, Inputs(block=(256, 1, 1), grid=(64, 1, 1)))
     (loop,) = [t for t in v.terms if isinstance(t, LoopTerm)]
     # line 4, 64 constant trips; per iteration one FMA (2 FP32 FLOP) and one 4 B load
@@ -90,9 +94,7 @@ ASSUMING = (
 
 
 def test_what_was_assumed_is_data_on_the_verdict(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    path = tmp_path / "k.cu"
-    path.write_text(ASSUMING)
-    det = detect(path.read_bytes(), str(path))
+    det = _detected(tmp_path, ASSUMING)
     v = estimate(det.kernels[0], det, gpu)
     assumed = [t for t in v.terms if isinstance(t, AssumptionTerm)]
     launch = [t for t in assumed if t.kind == "launch"]
@@ -112,8 +114,7 @@ def test_what_was_assumed_is_data_on_the_verdict(gpu, tmp_path: Path) -> None:  
     # each loop holds one FADD and about as many integer ops: about half the work each
     assert trips[4].share == pytest.approx(trips[5].share, rel=0.2)
     # a hint for both settles the launch and the first loop
-    path.write_text("// roofline: N=1<<20, m=64\n" + ASSUMING)
-    det = detect(path.read_bytes(), str(path))
+    det = _detected(tmp_path, "// roofline: N=1<<20, m=64\n" + ASSUMING)
     settled = estimate(det.kernels[0], det, gpu)
     left = [t for t in settled.terms if isinstance(t, AssumptionTerm)]
     assert [(t.kind, t.line) for t in left] == [("trips", 6)]  # the data-bound loop, moved down
@@ -129,9 +130,7 @@ def test_confidence_discounts_defaulted_loops_and_an_assumed_launch(gpu, tmp_pat
         "  y[i] = s;\n"
         "}\n"
     )
-    path = tmp_path / "k.cu"
-    path.write_text(src)
-    det = detect(path.read_bytes(), str(path))
+    det = _detected(tmp_path, src)
     launch = Inputs(block=(256, 1, 1), grid=(4096, 1, 1))
     known = estimate(det.kernels[0], det, gpu, replace(launch, values=(("m", 16.0),)))
     defaulted = estimate(det.kernels[0], det, gpu, launch)
@@ -164,14 +163,14 @@ def test_a_compute_verdict_that_holds_only_on_removed_bytes_is_less_sure(gpu) ->
 
 
 def test_an_offloaded_loop_bound_by_a_host_parameter_names_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    path = tmp_path / "v.c"
-    path.write_text(
+    det = _detected(
+        tmp_path,
         "void vadd(int n, const float *a, float *c) {\n"
         "#pragma omp target teams distribute parallel for map(to: a[0:n]) map(from: c[0:n])\n"
         "  for (int i = 0; i < n; i++) c[i] = a[i] + 1.0f;\n"
-        "}\n"
+        "}\n",
+        "v.c",
     )
-    det = detect(path.read_bytes(), str(path))
     v = estimate(det.kernels[0], det, gpu)
     (t,) = [t for t in v.terms if isinstance(t, AssumptionTerm)]
     # n is vadd's parameter, called from nowhere: the work-shared loop gets the iterations of
@@ -183,8 +182,8 @@ def test_an_offloaded_loop_bound_by_a_host_parameter_names_it(gpu, tmp_path: Pat
 def test_a_template_type_nothing_fixes_is_named_as_assumed(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # T of an offloaded template function and of a kernel launched without template
     # arguments: taken as float and said so; a launch with k<double> fixes it (no term)
-    path = tmp_path / "t.cu"
-    path.write_text(
+    det = _detected(
+        tmp_path,
         "template <typename T>\n"
         "void axpy(int n, T a, const T *x, T *y) {\n"
         "#pragma omp target teams distribute parallel for\n"
@@ -194,9 +193,9 @@ def test_a_template_type_nothing_fixes_is_named_as_assumed(gpu, tmp_path: Path) 
         "__global__ void scale(T *x, U s) { x[threadIdx.x] *= s; }\n"
         "template <typename T>\n"
         "__global__ void shift(T *x) { x[threadIdx.x] += 1; }\n"
-        "int main() { double *d; shift<double><<<1, 32>>>(d); }\n"
+        "int main() { double *d; shift<double><<<1, 32>>>(d); }\n",
+        "t.cu",
     )
-    det = detect(path.read_bytes(), str(path))
     types = {
         k.name: [
             (t.param, t.assumed) for t in estimate(k, det, gpu).terms if isinstance(t, TypeTerm)
