@@ -357,3 +357,64 @@ def test_options_parsed_into_struct_fields(tmp_path: Path) -> None:
     ctx = ctx_for(tmp_path, {"a.cu": src}, "a.cu", args="-boxes1d 30")
     assert ctx.grid == (27000, 1, 1)
     assert ctx.get("boxes") == 27000
+
+
+def test_struct_fields_set_by_the_host_reach_the_callee_and_the_kernel(tmp_path: Path) -> None:
+    # ``p.n = 4096`` before ``f(p)`` / ``k<<<...>>>(q)``: the callee's ``p.n`` and the
+    # kernel's ``q.m`` are those values; a field set through a pointer is not followed
+    omp = (
+        "struct Params { int n; int m; };\n"
+        "void f(float *a, Params p) {\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < p.n; i++) a[i] = p.m;\n"
+        "}\n"
+        "int main() {\n"
+        "  Params p;\n"
+        "  p.n = 4096;\n"
+        "  p.m = 2 * p.n;\n"
+        "  float *a = new float[p.n];\n"
+        "  f(a, p);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"s.cpp": omp}, "s.cpp")
+    assert (ctx.get("p.n"), ctx.get("p.m")) == (4096, 8192)
+    cuda = (
+        "struct Params { int n; int m; };\n"
+        "__global__ void k(float *a, Params q, Params s) { a[threadIdx.x] = q.m + s.m; }\n"
+        "int main() {\n"
+        "  Params p;\n"
+        "  p.m = 64;\n"
+        "  set(&p);\n"  # through its address: every field unknown from here
+        "  Params r;\n"
+        "  r.m = 32;\n"
+        "  float *a;\n"
+        "  k<<<1, 32>>>(a, r, p);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"s.cu": cuda}, "s.cu")
+    assert (ctx.get("q.m"), ctx.get("s.m")) == (32, None)
+
+
+def test_a_value_set_on_some_iterations_of_a_loop_is_unknown(tmp_path: Path) -> None:
+    # ``count`` is 1 only when the loop found nothing, so ``cells`` is counted at run time
+    # (it was 0: ``count = 1`` was taken as the value every iteration has)
+    src = (
+        "__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n"
+        "int main() {\n"
+        "  int cells = 0;\n"
+        "  for (int i = 0; i < 100; i++) {\n"
+        "    int count = 0;\n"
+        "    for (int m = 0; m < 4; m++) count += rho[i * 4 + m] != 0.0;\n"
+        "    if (count == 0) count = 1;\n"
+        "    if (count > 1) cells++;\n"
+        "  }\n"
+        "  int mode = 0;\n"
+        "  if (verbose) mode = 2;\n"  # once, outside any loop: the value it is set to
+        "  float *d;\n"
+        "  k<<<1, 64>>>(d, cells + mode);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"c.cu": src}, "c.cu")
+    assert ctx.get("cells") is None
+    assert ctx.get("mode") == 2
+    assert ctx.get("n") is None

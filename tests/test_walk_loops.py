@@ -224,3 +224,30 @@ def test_iterations_of_an_offloaded_loop_of_unknown_bound(gpu, tmp_path: Path) -
     assert run(block=(128, 1, 1), grid=(100, 1, 1)) == (12800, "launch")
     assert run(block=(256, 1, 1), grid=(3200, 1, 1)) == (13107200, "default")
     assert run("num_teams(3200)", block=(256, 1, 1), grid=(3200, 1, 1)) == (819200, "launch")
+
+
+def test_a_bound_in_a_field_of_a_struct_passed_by_value(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the host sets ``p.n = 4096; p.m = 1024`` and passes ``p``: the offloaded loop runs
+    # 4096 iterations of 1024 trips (before: ``p.n`` unknown, 1.05 M assumed, 16 / 4 trips)
+    src = (
+        "struct Params { int n; int m; };\n"
+        "void f(float *a, const float *b, Params p) {\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < p.n; i++) {\n"
+        "    float s = 0.f;\n"
+        "    for (int j = 0; j < p.m; j++) s += b[i * p.m + j];\n"
+        "    a[i] = s;\n"
+        "  }\n"
+        "}\n"
+        "int main() {\n"
+        "  Params p;\n"
+        "  p.n = 4096;\n"
+        "  p.m = 1024;\n"
+        "  float *a = new float[p.n], *b = new float[p.n * p.m];\n"
+        "  f(a, b, p);\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="s.cpp")
+    trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
+    assert trips["i"][0] == 4096
+    assert trips["j"] == (1024, "argument")

@@ -53,6 +53,7 @@ _ALLOC_ASSIGN = re.compile(
     r"[^<>]*>\s*)?\(?\s*(malloc|calloc|aligned_alloc|omp_target_alloc|_mm_malloc|"
     r"sycl::malloc_device|sycl::malloc_shared|malloc_device|malloc_shared|new\s+[\w:<>, ]+?\[)\s*"
 )
+_IDENT_ONLY = re.compile(r"[A-Za-z_]\w*")
 _VECTOR_DECL = re.compile(r"\bstd::vector\s*<\s*([\w:]+)\s*>\s+([A-Za-z_]\w*)\s*\(")
 
 
@@ -333,11 +334,12 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
     """Record one declaration or expression statement of host function ``fn`` (``depth``:
     the loops around it) into ``ctx``."""
     for read in _read_at_run_time(node):
-        if read in ctx.texts:
-            _assign(ctx, read, "", argv)
+        for name in [k for k in ctx.texts if k == read or k.startswith(read + ".")]:
+            _assign(ctx, name, "", argv)
     if node.type == "while_statement":
         ru = round_up(node)
-        if ru is not None and ru[0] in ctx.texts and _branch_taken(node, fn, ctx, argv):
+        taken = _branch_taken(node, fn, ctx, argv) if ru is not None else False
+        if ru is not None and ru[0] in ctx.texts and taken is not False:
             x, c = ru
             _assign(ctx, x, f"({x}) + (({c}) - ({x}) % ({c})) % ({c})", argv)
         return
@@ -377,7 +379,7 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
         if e is not None and e.type == "update_expression":
             arg = e.child_by_field_name("argument")
             counter = _target(arg) if arg is not None else None
-            if counter in ctx.texts and _branch_taken(node, fn, ctx, argv):
+            if counter in ctx.texts and _branch_taken(node, fn, ctx, argv) is not False:
                 sign = "+" if "++" in text(e) else "-"
                 # counted in a loop (``nnz++`` per element read): known only at run time
                 step = f"({counter}) {sign} 1" if depth == 0 else ""
@@ -389,7 +391,12 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             if left is None or right is None or op is None:
                 return
             target = _target(left)
-            if target is None or not _branch_taken(node, fn, ctx, argv):
+            taken = _branch_taken(node, fn, ctx, argv) if target is not None else False
+            if target is None or taken is False:
+                return
+            if taken is None and depth > 0:
+                # set on some iterations only (``if (count == 0) count = 1;``): it varies
+                _assign(ctx, target, "", argv)
                 return
             rt = text(right)
             if op.type == "=" and "dim3" in ctx.types.get(target, ""):
@@ -479,22 +486,26 @@ def _target(left: Node) -> str | None:
     return None
 
 
-def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bool:
-    """False when ``node`` sits in a branch of an ``if`` whose condition the host values
-    decide against (``if (argc > 2) reps = atoi(argv[2]);`` run without a second argument)."""
+def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bool | None:
+    """Whether ``node`` runs, as far as the host values decide the ``if``s around it: False
+    in a branch they decide against (``if (argc > 2) reps = atoi(argv[2]);`` run without a
+    second argument), None under a condition they cannot decide, else True."""
     child, p = node, node.parent
+    taken: bool | None = True
     while p is not None and p != fn:
         if p.type == "if_statement":
             cond = p.child_by_field_name("condition")
             cond_text = inner_text(text(cond)) if cond is not None else ""
             v = ctx.eval_text(substitute_host(cond_text, argv, ctx.types)) if cond_text else None
-            if v is not None:
+            if v is None:
+                taken = None
+            else:
                 alt = p.child_by_field_name("alternative")
                 in_else = alt is not None and alt.start_byte <= child.start_byte < alt.end_byte
                 if bool(v) == in_else:
                     return False
         child, p = p, p.parent
-    return True
+    return taken
 
 
 _CONVERT = (
@@ -719,6 +730,7 @@ def _bind_callers(
             fixed=ctx.fixed, functions=text_functions(detection.functions, detection.macros)
         )
         sub.texts.update(detection.constants)
+        sub.texts["argc"] = str(len(argv) + 1)
         _bind_callers(caller, detection, sub, argv, depth + 1, view, looked)
         _scan_function(caller, call.start_byte, sub, argv)
         for (_ptype, pname), a in zip(params, args, strict=False):
@@ -727,6 +739,8 @@ def _bind_callers(
             v = sub.eval_value(a)
             if v is not None:
                 ctx.texts[pname] = repr(v)
+            for f, fv in struct_fields(sub, a, pname).items():
+                ctx.texts[f] = repr(fv)
             base = pointer_base(a)
             ext = sub.extents.get(base)
             if ext is not None and not math.isnan(ext):
@@ -826,6 +840,7 @@ def host_context(
             pv = ctx.eval_value(substitute_host(a, argv, ctx.types))
             if pv is not None and pname not in ctx.fixed:
                 bound[pname] = pv
+            bound.update(struct_fields(ctx, a, pname))
             base = pointer_base(a)
             if base in ctx.extents:
                 extents[pname] = ctx.extents[base]
@@ -851,6 +866,20 @@ def host_context(
         _allocations(detection.source.decode("utf-8", "replace"), ctx, argv)
     ctx.block, ctx.grid = block, grid
     return ctx
+
+
+def struct_fields(ctx: HostContext, arg: str, param: str) -> dict[str, int | float]:
+    """The fields the host set on a struct passed by value (``p.n = 4096`` before
+    ``f(p)``), under the parameter's name (``param.n``)."""
+    arg = arg.strip()
+    if not _IDENT_ONLY.fullmatch(arg):
+        return {}
+    out: dict[str, int | float] = {}
+    for key in [k for k in ctx.texts if k.startswith(arg + ".")]:
+        v = ctx.value(key)
+        if v is not None:
+            out[param + key[len(arg) :]] = v
+    return out
 
 
 def pointer_base(arg: str) -> str:

@@ -245,6 +245,12 @@ class ReferenceWalker(BranchWalker):
         ft = self.field_type(base.type, fname)
         if base.type.pointer and not ft.pointer:
             return Val(ft, base.deps, None)
+        if arg.type == "identifier" and not ft.pointer and not base.deps:
+            # a field of a struct passed by value, as the host set it (``p.n = 4096``)
+            v = self.var(text(arg))
+            hv = self.inputs.lookup_host(f"{text(arg)}.{fname}") if v and v.const else None
+            if hv is not None:
+                return Val(ft if ft.kind != "unknown" else INT, NOTHING, hv)
         return Val(ft, base.deps, None, base.buffer if ft.pointer else None, base.space)
 
     def field_type(self, st: DataType, fname: str) -> DataType:
