@@ -231,3 +231,14 @@ def test_an_index_split_into_row_and_column_stays_consecutive(gpu: GpuProfile) -
     a = _run(gpu, "uncoalesced.cu", "copy_2d")
     assert {x.lane_stride for x in a.counts.accesses} == {1.0}
     assert _buffer(a, "m") == pytest.approx((MATRIX, MATRIX, 0.0))
+
+
+def test_a_pointer_advanced_in_a_loop_reads_a_new_element_each_trip(gpu: GpuProfile) -> None:
+    # 4096 threads, each reads *in at 4096 rows (4096 x 4096 x 4 B = 64 MiB read once,
+    # not one element per thread: the pointer moves every trip) and writes out[x] (16 KiB)
+    # the sum is 1 FADD a row; `in += w` is an address add (integer work), not a FLOP
+    a = _run(gpu, "pointer_walk.cu", "column_walk")
+    assert a.threads == 4096
+    assert a.counts.flops["fp32"] == pytest.approx(4096)
+    assert a.memory.bytes_loaded == pytest.approx(64 * MIB + FLOOR)
+    assert a.memory.bytes_stored == pytest.approx(16 * 1024)

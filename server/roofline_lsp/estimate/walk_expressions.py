@@ -368,7 +368,9 @@ class ExpressionWalker(ReferenceWalker):
     def arith_assign(self, op: str, t: DataType, r: Val) -> None:
         base = op[:-1]
         w = self.cursor.w
-        if t.is_float or (t.kind == "unknown" and r.type.is_float):
+        if t.pointer:  # ``p += w``: a 64-bit address add, whatever p points to
+            self.add_int(costs.INT_OP * 2, w)
+        elif t.is_float or (t.kind == "unknown" and r.type.is_float):
             tt = t if t.is_float else r.type
             if base == "/":
                 table = costs.MATH_F64 if tt.kind == "f64" else costs.MATH_F32
@@ -398,7 +400,7 @@ class ExpressionWalker(ReferenceWalker):
         if arg.type == "identifier":
             v = self.var(text(arg))
             if v is not None:
-                if v.type.is_float:
+                if v.type.is_float and not v.type.pointer:
                     self.add_flop(v.type, 1.0)
                 else:
                     self.add_int(costs.INT_OP * (2 if v.type.pointer else 1))
@@ -409,7 +411,7 @@ class ExpressionWalker(ReferenceWalker):
                 return Val(v.type, v.deps, v.val, v.buffer, v.space)
             return Val(INT)
         cur = self.lvalue(arg, "load")
-        if cur.type.is_float:
+        if cur.type.is_float and not cur.type.pointer:
             self.add_flop(cur.type, 1.0)
         else:
             self.add_int(costs.INT_OP)

@@ -151,10 +151,15 @@ class LoopWalker(CallWalker):
             if name == skip:
                 continue
             v = self.var(name)
-            if v is not None and not v.buffer:
-                v.deps = v.deps | {dim}
-                v.val = None
-                v.rng = None
+            if v is None:
+                continue
+            if v.buffer:
+                if v.type.pointer:  # advanced in the loop (``in += w``): a new address a trip
+                    v.deps = v.deps | {dim}
+                continue
+            v.deps = v.deps | {dim}
+            v.val = None
+            v.rng = None
 
     def new_loop_dim(self, trips_: float) -> str:
         self.dimensions.loop_counter += 1
