@@ -251,3 +251,19 @@ def test_a_bound_in_a_field_of_a_struct_passed_by_value(gpu, tmp_path: Path) -> 
     trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
     assert trips["i"][0] == 4096
     assert trips["j"] == (1024, "argument")
+
+
+def test_a_countdown_while_loop_runs_its_counter_s_value(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # while (k--) runs k = n = 100 times; while (r-- > 8) runs r - 8 = 92 times
+    src = (
+        "__global__ void k(float *x, int n) {\n"
+        "  int k = n, r = n;\n"
+        "  float s = 0.f;\n"
+        "  while (k--) s += x[k];\n"
+        "  while (r-- > 8) s += x[r];\n"
+        "  x[threadIdx.x] = s;\n"
+        "}\n"
+        "int main() { float *x; k<<<1, 32>>>(x, 100); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert [(lp.var, lp.trips) for lp in a.counts.loops] == [("k", 100), ("r", 92)]

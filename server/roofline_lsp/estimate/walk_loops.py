@@ -340,7 +340,7 @@ class LoopWalker(CallWalker):
     def trip_count(self, hdr: LoopHeader | None) -> tuple[float, str, float | None]:
         """Trips per execution of the loop, where the number came from, and the start's
         (mean) value."""
-        if hdr is None or hdr.bound is None and hdr.step_op not in (">>", "/"):
+        if hdr is None or hdr.bound is None and hdr.step_op not in (">>", "/", "-"):
             return self.default(self.inputs.settings.default_trips), "default", None
         start = self.var(hdr.var) if hdr.var else None
         sv: float | None = None

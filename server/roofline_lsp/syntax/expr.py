@@ -175,6 +175,18 @@ def while_header(node: Node) -> LoopHeader | None:
     c = cond.child_by_field_name("value") if cond.type == "condition_clause" else cond
     while c is not None and c.type == "parenthesized_expression" and c.named_children:
         c = c.named_children[0]
+    countdown = _countdown(c)
+    if countdown is not None:
+        # while (k--): k trips, the test counting down to zero
+        return LoopHeader(countdown, None, None, ">", None, "-")
+    if c is not None and c.type == "binary_expression":
+        left = c.child_by_field_name("left")
+        right = c.child_by_field_name("right")
+        op = c.child_by_field_name("operator")
+        countdown = _countdown(left)
+        if countdown is not None and op is not None and op.type == ">" and right is not None:
+            # while (k-- > b): k - b trips
+            return LoopHeader(countdown, None, right, ">", None, "-")
     if c is not None and c.type == "identifier":
         # while (k) { ...; k >>= 1; }: halved down to zero
         h = _body_update(body, text(c))
@@ -202,6 +214,16 @@ def while_header(node: Node) -> LoopHeader | None:
     if h is not None:
         return LoopHeader(var, None, bound, bound_op, h[0], h[1])
     return None
+
+
+def _countdown(node: Node | None) -> str | None:
+    """The variable of a post-decrement ``k--`` (the test sees k, the body k - 1)."""
+    if node is None or node.type != "update_expression":
+        return None
+    arg = node.child_by_field_name("argument")
+    if arg is None or arg.type != "identifier" or not text(node).rstrip().endswith("--"):
+        return None
+    return text(arg)
 
 
 def _body_update(body: Node, var: str) -> tuple[Node | None, str] | None:
