@@ -418,3 +418,33 @@ def test_a_value_set_on_some_iterations_of_a_loop_is_unknown(tmp_path: Path) -> 
     assert ctx.get("cells") is None
     assert ctx.get("mode") == 2
     assert ctx.get("n") is None
+
+
+def test_a_given_launch_gives_an_offloaded_loop_s_unknown_bound(tmp_path: Path) -> None:
+    # 8 teams of 256 threads for `i < width` (LLVM launches ceil(width / 256) teams):
+    # width in (1792, 2048], the roundest 2048; the inner loop over width then has it too.
+    # Not solved: teams fixed by num_teams (they need not follow the loop) or at the
+    # runtime's 3200-team limit (the loop may be any longer)
+    src = (
+        "void f(const float *a, float *out, int width) {\n"
+        "  #pragma omp target teams distribute parallel for {clause}\n"
+        "  for (int i = 0; i < width; i++) {\n"
+        "    float s = 0.f;\n"
+        "    for (int j = 0; j < width; j++) s += a[j];\n"
+        "    out[i] = s;\n"
+        "  }\n"
+        "}\n"
+        "int main(int argc, char **argv) {\n"
+        "  int width = read_width(argv[1]);\n"
+        "  float *a, *out;\n"
+        "  f(a, out, width);\n"
+        "}\n"
+    )
+    files = {"w.cpp": src.replace("{clause}", "thread_limit(256)")}
+    ctx = ctx_for(tmp_path, files, "w.cpp", block=(256, 1, 1), grid=(8, 1, 1))
+    assert ctx.get("width") == 2048
+    ctx = ctx_for(tmp_path, files, "w.cpp", block=(256, 1, 1), grid=(3200, 1, 1))
+    assert ctx.get("width") is None
+    files = {"w.cpp": src.replace("{clause}", "num_teams(8) thread_limit(256)")}
+    ctx = ctx_for(tmp_path, files, "w.cpp", block=(256, 1, 1), grid=(8, 1, 1))
+    assert ctx.get("width") is None

@@ -31,7 +31,7 @@ from roofline_lsp.model.kernel import Detection, Kernel, LaunchSite
 from roofline_lsp.model.stamps import FileStamp
 from roofline_lsp.syntax.cexpr import Functions, evaluate, evaluate_dim3, inner_text, split_args
 from roofline_lsp.syntax.datatypes import parse_type
-from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
+from roofline_lsp.syntax.expr import declarator_stars, declared_name, loop_header, text
 from roofline_lsp.syntax.sources import SourceReader, SourceView, source_view
 
 Dim3 = tuple[int, int, int]
@@ -792,6 +792,8 @@ def host_context(
         if fn is not None:
             _host_scope(ctx, detection, fn, anchor.start_byte, argv, view)
             _map_extents(kernel, detection, ctx)
+            if block is not None and grid is not None:
+                _solve_iterations(kernel, ctx, block, grid, argv)
         ctx.block, ctx.grid = block, grid
         return ctx
     unit: Unit | None = None
@@ -1190,6 +1192,50 @@ def _solve_size(ctx: HostContext, expr: str, given: Dim3, argv: list[str]) -> No
         ctx.texts[name] = str(-(-first // step) * step)
         ctx.origin.setdefault(name, "launch")
     ctx._cache.clear()
+
+
+# LLVM's OpenMP offload runtime on NVIDIA GPUs launches ceil(iterations / threads) teams for
+# a work-shared loop without ``num_teams``, at most this many (``GV_Default_Num_Teams`` of
+# ``llvm/Frontend/OpenMP/OMPGridValues.h``): a launch of exactly this many teams says only
+# that the loop has at least teams x threads iterations
+OMP_DEFAULT_TEAMS = 3200
+
+
+def _solve_iterations(
+    kernel: Kernel, ctx: HostContext, block: Dim3, grid: Dim3, argv: list[str]
+) -> None:
+    """The host value an offloaded loop's size lacks, from the launch ``eval`` gives (as
+    ``_solve_size`` for a CUDA launch): LLVM's runtime launches ceil(iterations / threads)
+    teams for a combined work-shared loop. Not from teams ``num_teams`` fixes (they need
+    not follow the loop) nor at the 3200-team limit (the loop may be any longer)."""
+    if kernel.clause("num_teams") or kernel.clause("num_gangs"):
+        return
+    first = kernel.directive.split("|")[0]
+    combined = "distribute parallel for" in first or "teams loop" in first
+    if not combined or grid[0] >= OMP_DEFAULT_TEAMS or kernel.body is None:
+        return
+    collapse = kernel.clause("collapse")
+    depth = evaluate(collapse[0].items[0], {}) if collapse and collapse[0].items else 1
+    extents: list[str] = []
+    node: Node | None = kernel.body
+    for _ in range(int(depth or 1)):
+        while (
+            node is not None and node.type == "compound_statement" and node.named_child_count == 1
+        ):
+            node = node.named_children[0]
+        hdr = loop_header(node) if node is not None and node.type == "for_statement" else None
+        if hdr is None or hdr.bound is None or hdr.step is not None or hdr.step_op != "+":
+            return
+        start = text(hdr.start) if hdr.start is not None else "0"
+        if hdr.bound_op == "<":
+            extents.append(f"(({text(hdr.bound)}) - ({start}))")
+        elif hdr.bound_op == "<=":
+            extents.append(f"(({text(hdr.bound)}) - ({start}) + 1)")
+        else:
+            return
+        node = node.child_by_field_name("body") if node is not None else None
+    threads = block[0]
+    _solve_size(ctx, f"({' * '.join(extents)} + {threads} - 1) / {threads}", grid, argv)
 
 
 def _pick_launch(

@@ -29,6 +29,7 @@ from tree_sitter import Node
 
 from roofline_lsp.compiler.kernel_ptx import CompiledCounts
 from roofline_lsp.detect.bindings import (
+    OMP_DEFAULT_TEAMS,
     HostContext,
     function_params,
     guard_bounds,
@@ -532,13 +533,6 @@ def _team_shape(
     b = (int(threads), 1, 1) if threads and threads > 0 else block
     g = (int(teams), 1, 1) if teams and teams > 0 else grid
     return b, g
-
-
-# LLVM's OpenMP offload runtime on NVIDIA GPUs launches ceil(iterations / threads) teams for
-# a work-shared loop without ``num_teams``, at most this many (``GV_Default_Num_Teams`` of
-# ``llvm/Frontend/OpenMP/OMPGridValues.h``): a launch of exactly this many teams says only
-# that the loop has at least teams x threads iterations
-OMP_DEFAULT_TEAMS = 3200
 
 
 def _parallel_default(kernel: Kernel, ctx: HostContext, cal: Calibration) -> tuple[float, bool]:
