@@ -268,3 +268,26 @@ def test_a_countdown_while_loop_runs_its_counter_s_value(gpu, tmp_path: Path) ->
     )
     a = count(gpu, tmp_path, src)
     assert [(lp.var, lp.trips) for lp in a.counts.loops] == [("k", 100), ("r", 92)]
+
+
+def test_a_loop_distributed_over_teams_only_gets_one_team_an_iteration(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # `teams distribute` without `parallel for` gives the m loop's iterations to the teams
+    # (1000 of them), and the nested `parallel for` shares k among a team's 128 threads:
+    # m 1000 iterations, k 128 per team (both bounds unknown). Before, m took all 128,000
+    # threads and k one each, so the 1000 sums stored 128,000 elements
+    src = (
+        "void dots(int moments, int size, const double *x, double *out) {\n"
+        "  #pragma omp target teams distribute\n"
+        "  for (int m = 0; m < moments; ++m) {\n"
+        "    double s = 0.0;\n"
+        "    #pragma omp parallel for reduction(+: s)\n"
+        "    for (int k = 0; k < size; ++k) s += x[m * size + k];\n"
+        "    out[m] = s;\n"
+        "  }\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="dots.cpp", block=(128, 1, 1), grid=(1000, 1, 1))
+    trips = {lp.var: lp.trips for lp in a.counts.loops}
+    assert trips == {"m": 1000, "k": 128}
+    out = next(b for b in a.memory.buffers if b.buffer == "out")
+    assert out.footprint == 1000 * 8

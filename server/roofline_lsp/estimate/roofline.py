@@ -599,6 +599,7 @@ def _offload_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -
     if workshare and body is not None and body.type in ("for_statement", "while_statement"):
         counter.par.pending_parallel = collapse
         counter.par.pending_distribute = bool(words & {"distribute", "gang", "loop"})
+        counter.par.pending_teams_only = "distribute" in words and not words & {"for", "loop"}
         if "teams" in words and not (words & {"distribute", "loop"}):
             return "teams"
         return None

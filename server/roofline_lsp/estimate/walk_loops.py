@@ -177,7 +177,8 @@ class LoopWalker(CallWalker):
         collapse_left = self.par.pending_parallel - 1 if parallel else 0
         self.par.pending_parallel = 0
         distribute = self.par.pending_distribute and parallel
-        self.par.pending_distribute = False
+        teams_only = self.par.pending_teams_only and parallel
+        self.par.pending_distribute = self.par.pending_teams_only = False
         self.cursor.scopes.append({})
         init = node.child_by_field_name("initializer")
         if init is not None:
@@ -188,7 +189,8 @@ class LoopWalker(CallWalker):
         hdr = loop_header(node)
         n, source, start_val = self.trip_count(hdr)
         if parallel and (source == "default" or n < 1) and self.par.parallel_default:
-            n = max(self.par.parallel_default / self.par.parallel_product, 1.0)
+            units = self.par.teams if teams_only else self.par.parallel_default
+            n = max(units / self.par.parallel_product, 1.0)
             source = "default" if self.par.parallel_assumed else "launch"
         var_name = hdr.var if hdr else None
         dim = self.new_loop_dim(n)

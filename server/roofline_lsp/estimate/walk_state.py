@@ -147,6 +147,9 @@ class Parallelism:
     pending_region: str | None = None  # "parallel" | "teams" | "single"
     pending_parallel: int = 0  # collapse levels of a work-shared loop pragma
     pending_distribute: bool = False
+    # ``teams distribute`` without ``parallel for``: the loop's iterations go to the teams
+    # (their threads share a nested ``parallel for``), one team each when its bound is unknown
+    pending_teams_only: bool = False
     # types of the region's ``reduction`` variables: each iteration of its work-shared loop
     # also folds them into the team's partial results (a warp shuffle tree)
     reductions: tuple[DataType, ...] = ()

@@ -204,6 +204,7 @@ class StatementWalker(LoopWalker):
                 m = re.search(r"collapse\s*\(\s*(\d+)\s*\)", arg)
                 self.par.pending_parallel = int(m.group(1)) if m else 1
                 self.par.pending_distribute = "distribute" in rest or "gang" in rest
+                self.par.pending_teams_only = "distribute" in rest and not rest & {"for", "loop"}
             elif "parallel" in rest:
                 self.par.pending_region = "parallel"
             elif "teams" in rest:
