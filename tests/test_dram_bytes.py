@@ -242,3 +242,25 @@ def test_a_pointer_advanced_in_a_loop_reads_a_new_element_each_trip(gpu: GpuProf
     assert a.counts.flops["fp32"] == pytest.approx(4096)
     assert a.memory.bytes_loaded == pytest.approx(64 * MIB + FLOOR)
     assert a.memory.bytes_stored == pytest.approx(16 * 1024)
+
+
+def test_a_byte_read_from_memory_indexes_at_most_256_bins(gpu: GpuProfile) -> None:
+    # 2^26 threads each read a byte (64 MiB) and add to bins[byte]: the bins' footprint is
+    # at most 384 x 4 B (the values of a signed or unsigned byte), not a bin per thread
+    # (before: 256 MiB of bins, 9x the kernel's real traffic)
+    a = _run(gpu, "byte_index.cu", "byte_histogram")
+    bins = next(b for b in a.memory.buffers if b.buffer == "bins")
+    assert bins.footprint == pytest.approx(384 * 4)
+    assert a.memory.bytes_loaded == pytest.approx(64 * MIB + 384 * 4 + FLOOR)
+
+
+def test_a_grid_stride_while_loop_reads_new_elements_each_trip(gpu: GpuProfile) -> None:
+    # 1024 x 256 threads, gridSize 2 x 256 x 1024 = 2^19: 2^26 / 2^19 = 128 trips, each
+    # reading in[i] and in[i + 256]: the whole 256 MiB input once (before: the counter kept
+    # its first trip's range, 2^19 elements, and the input "fit" in L2 at 2 MiB)
+    a = _run(gpu, "grid_stride_while.cu", "reduce_while")
+    loop = a.counts.loops[0]
+    assert (loop.var, loop.trips) == ("i", pytest.approx(128, rel=1e-3))
+    in_ = next(b for b in a.memory.buffers if b.buffer == "in")
+    assert in_.footprint == pytest.approx(256 * MIB, rel=1e-5)
+    assert a.memory.bytes_loaded == pytest.approx(256 * MIB + FLOOR, rel=1e-5)

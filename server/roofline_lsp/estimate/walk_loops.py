@@ -77,10 +77,18 @@ class LoopWalker(CallWalker):
                 data_bound=data,
             )
         )
-        if var_name:
+        if var_name and hdr is not None:
             v = self.var(var_name)
             if v is not None:
+                # the counter sweeps its trips: ``while (i < n) { ...; i += stride; }``
                 v.deps = v.deps | {dim}
+                step = self.step_value(hdr) if hdr.step_op in ("+", "-") else None
+                if step is None or v.rng is None:
+                    v.val = v.rng = None
+                else:
+                    span = (step if hdr.step_op == "+" else -step) * max(n - 1, 0)
+                    v.rng = (v.rng[0] + min(span, 0.0), v.rng[1] + max(span, 0.0))
+                    v.val = None if v.val is None else v.val + span / 2
         saved = self.cursor.w
         self.cursor.loops.append((dim, n, False))
         self.cursor.seen.append(set())

@@ -13,6 +13,9 @@ from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
 from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType
 from roofline_lsp.syntax.expr import reads_memory, text
 
+# the values an integer of this many bytes holds, signed or unsigned
+_NARROW = {1: (-128.0, 255.0), 2: (-32768.0, 65535.0)}
+
 
 class ReferenceWalker(BranchWalker):
     """Memory accesses: ``a[i][j]``, ``*p``, ``s.f``/``p->f``, and their bookkeeping."""
@@ -90,9 +93,12 @@ class ReferenceWalker(BranchWalker):
                 bs = lane_slope(bvar, lane)  # a pointer that moves with the lane
                 stride = None if bs is None else stride + bs
         interval = None
-        if len(idx_vals) == 1 and idx_vals[0].rng is not None and idx_vals[0].deps == deps:
-            # the index alone spans [lo, hi] (the base pointer does not move with threads)
-            interval = idx_vals[0].rng
+        if len(idx_vals) == 1 and idx_vals[0].deps == deps:
+            # the index alone spans [lo, hi] (the base pointer does not move with threads);
+            # a byte or short read from memory (``bins[img[i]]``) is one of 2^8 or 2^16 values
+            iv, it = idx_vals[0], idx_vals[0].type
+            narrow = DATA in iv.deps and it.kind == "int" and not it.pointer
+            interval = iv.rng if iv.rng is not None else _NARROW.get(it.size) if narrow else None
         self.record(
             buffer or "?",
             space or "global",
