@@ -86,6 +86,18 @@ def test_overlapping_offsets_are_one_footprint(gpu: GpuProfile) -> None:
     assert _buffer(a, "u")[0] == pytest.approx((2**24 + 2) * 4)
 
 
+def test_unrolled_tiles_from_a_loaded_base_are_separate_footprints(gpu: GpuProfile) -> None:
+    # 4096 blocks of 128 threads copy 4 tiles each at k + tid + {0, 128, 256, 384}, k read
+    # from memory: each tile is an element per thread, 2^19 x 4 B = 2 MiB, and the four add
+    # up to 8 MiB read and 8 MiB written (before: one tile's 2 MiB, the offsets taken for one
+    # array indexed four ways). The smoothing's src[k + tid - 1 .. + 1] are one tile: 2 MiB
+    a = _run(gpu, "disjoint_ranges.cu", "segment_copy")
+    assert _buffer(a, "src")[0] == pytest.approx(8 * MIB)
+    assert _buffer(a, "dst")[0] == pytest.approx(8 * MIB)
+    a = _run(gpu, "disjoint_ranges.cu", "segment_smooth")
+    assert _buffer(a, "src")[0] == pytest.approx(2 * MIB)
+
+
 def test_an_unexplained_index_gets_no_reuse(gpu: GpuProfile) -> None:
     # 8 x 2048 blocks of 256 = 2^22 threads, each summing a window placed by a constructor
     # the walk does not follow (window size unknown: 16 iterations by default). Nothing

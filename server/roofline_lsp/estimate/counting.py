@@ -52,6 +52,7 @@ class ThreadCounter(StatementWalker):
                 r.gathered,
                 r.lane_stride,
                 r.streamed,
+                r.offset,
             )
             for r in self.tally.accesses.values()
             if r.space != "localmem" or r.buffer.removeprefix("local:") in self.tally.local_dynamic

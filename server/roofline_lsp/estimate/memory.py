@@ -36,7 +36,8 @@ from roofline_lsp.estimate.thread_counts import Access, ThreadCounts
 
 # one access's share of a buffer: footprint bytes, index range (elements) if known, and
 # whether its index holds a value the walk could not follow
-Part = tuple[float, tuple[float, float] | None, bool]
+# (footprint, index interval, index unfollowed, index as (symbolic part, constant offset))
+Part = tuple[float, tuple[float, float] | None, bool, tuple[str, float] | None]
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def estimate_traffic(
             if cap is not None:
                 unique = min(unique, cap)
             foot = unique * a.elem
-            part = (foot, a.interval, a.unfollowed)
+            part = (foot, a.interval, a.unfollowed, a.offset)
             span = cap if cap is not None else _width(a.interval)
             sectors.add(a, _uncoalesced(a, execs, unique, foot, span, thrash, model))
             if a.kind in ("load", "atomic"):
@@ -274,9 +275,11 @@ def _union(parts: list[Part], elem: int) -> float:
     whose index holds a value the walk could not follow (``s[n * STATE_V + i]`` with
     ``STATE_V`` unknown): nothing shows they overlap, so their footprints add up (the caller
     caps the total by the allocation)."""
-    free = max((f for f, iv, unf in parts if iv is None and not unf), default=0.0)
-    free = max(free, sum(f for f, iv, unf in parts if iv is None and unf))
-    ranged = sorted(((iv[0], iv[1], f) for f, iv, _ in parts if iv is not None), key=lambda r: r[0])
+    free = max(_tiles([(f, off) for f, iv, unf, off in parts if iv is None and not unf]))
+    free = max(free, sum(f for f, iv, unf, _ in parts if iv is None and unf))
+    ranged = sorted(
+        ((iv[0], iv[1], f) for f, iv, _, _ in parts if iv is not None), key=lambda r: r[0]
+    )
     total = 0.0
     group: tuple[float, float, float] | None = None  # lo, hi, summed footprint
     for lo, hi, f in ranged:
@@ -289,6 +292,36 @@ def _union(parts: list[Part], elem: int) -> float:
     if group is not None:
         total += min(group[2], (group[1] - group[0] + 1) * elem)
     return max(total, free)
+
+
+# offsets at least a warp's worth of elements apart: unrolled copies of one access
+# (``k + tid``, ``k + tid + 128``, ...), each touching elements the others do not
+_TILE_GAP = 32.0
+
+
+def _tiles(parts: list[tuple[float, tuple[str, float] | None]]) -> list[float]:
+    """Footprints of accesses without a known range, one per way the buffer is indexed:
+    those differing only by constant offsets a warp or more apart add up (disjoint tiles);
+    nearer offsets (``u[i - 1]``, ``u[i + 1]``) overlap, as differently indexed ones are
+    assumed to."""
+    groups: dict[str, list[tuple[float, float]]] = {}
+    out = [0.0]
+    for f, off in parts:
+        if off is None:
+            out.append(f)
+        else:
+            groups.setdefault(off[0], []).append((off[1], f))
+    for members in groups.values():
+        members.sort()
+        total, last, tile = 0.0, -math.inf, 0.0
+        for c, f in members:
+            if c - last >= _TILE_GAP:
+                total, tile = total + tile, f
+            else:
+                tile = max(tile, f)
+            last = c
+        out.append(total + tile)
+    return out
 
 
 def _local_memory(

@@ -109,6 +109,7 @@ class ReferenceWalker(BranchWalker):
             interval,
             gathered=len(idx_nodes) == 1 and self.gathers(idx_nodes[0]),
             lane_stride=stride,
+            offset=self.split_offset(idx_nodes[0]) if len(idx_nodes) == 1 else None,
         )
         loaded_deps = deps | {DATA}
         if base.type == "identifier" and space in ("local", "shared"):
@@ -116,6 +117,31 @@ class ReferenceWalker(BranchWalker):
             if held is not None:
                 loaded_deps = loaded_deps | held.held
         return Val(elem_t, loaded_deps, None, buffer if elem_t.pointer else None, space)
+
+    def split_offset(self, index: Node) -> tuple[str, float] | None:
+        """An index as the sum of its symbolic terms and a constant: ``k + tid + 128`` ->
+        ("+k +tid", 128.0) (None without a symbolic term)."""
+        terms: list[str] = []
+        const = 0.0
+        stack: list[tuple[Node, float]] = [(index, 1.0)]
+        while stack:
+            n, sign = stack.pop()
+            while n.type == "parenthesized_expression" and n.named_child_count == 1:
+                n = n.named_children[0]
+            op = n.child_by_field_name("operator") if n.type == "binary_expression" else None
+            if op is not None and op.type in ("+", "-"):
+                left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+                if left is not None and right is not None:
+                    stack.append((left, sign))
+                    stack.append((right, sign if op.type == "+" else -sign))
+                    continue
+            # a literal or a name with a value (a macro, a constant); other terms symbolic
+            v = self.expr_quiet(n) if n.type in ("number_literal", "identifier") else None
+            if v is not None and v.val is not None and not v.deps:
+                const += sign * v.val
+            else:
+                terms.append(("+" if sign > 0 else "-") + text(n))
+        return (" ".join(sorted(terms)), const) if terms else None
 
     def gathers(self, index: Node) -> bool:
         """Whether an index is a value read from memory as is: ``x[col[j]]``, or ``x[c]``
@@ -136,6 +162,7 @@ class ReferenceWalker(BranchWalker):
         interval: tuple[float, float] | None = None,
         gathered: bool = False,
         lane_stride: float | None = None,
+        offset: tuple[str, float] | None = None,
     ) -> None:
         """Book one access (merged with an identical one in the same loop body);
         ``interval``: the elements ``[lo, hi]`` its index spans, when known; ``gathered``:
@@ -186,6 +213,7 @@ class ReferenceWalker(BranchWalker):
                     for d, _, par in self.cursor.loops
                     if d in deps and not par and d not in self.dimensions.unrolled_dims
                 ),
+                offset,
             )
         else:
             rec.weight += w

@@ -59,6 +59,8 @@ class AccessRecord:
     # and the sequential loops of the thread the index moves with (a per-thread stream)
     lane_stride: float | None = None
     streamed: frozenset[str] = frozenset()
+    # the index as a symbolic part and a constant offset (``k + tid + 128``: ("k + tid", 128))
+    offset: tuple[str, float] | None = None
 
 
 # per-call costs of an inlined function: ops, accesses (key, record, weight), its value
