@@ -276,3 +276,12 @@ def test_a_grid_stride_while_loop_reads_new_elements_each_trip(gpu: GpuProfile) 
     in_ = next(b for b in a.memory.buffers if b.buffer == "in")
     assert in_.footprint == pytest.approx(256 * MIB, rel=1e-5)
     assert a.memory.bytes_loaded == pytest.approx(256 * MIB + FLOOR, rel=1e-5)
+
+
+def test_one_index_stored_on_exclusive_paths_adds_up(gpu: GpuProfile) -> None:
+    # 256^3 threads; the chain's arms are taken by the threads on a face: 1/256, then
+    # 255/256 x 1/256, ... of them, together 1 - (254/256)^3 of the grid = 256^3 - 254^3 =
+    # 390,152 elements of 8 B = 3,121,216 B (before: the arms were taken for one access,
+    # one face's 512 KiB). Within 0.5%: the arms' probabilities are the branch model's
+    a = _run(gpu, "cube_faces.cu", "faces")
+    assert _buffer(a, "phi")[0] == pytest.approx((256**3 - 254**3) * 8, rel=5e-3)

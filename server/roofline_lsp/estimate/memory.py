@@ -36,8 +36,9 @@ from roofline_lsp.estimate.thread_counts import Access, ThreadCounts
 
 # one access's share of a buffer: footprint bytes, index range (elements) if known, and
 # whether its index holds a value the walk could not follow
-# (footprint, index interval, index unfollowed, index as (symbolic part, constant offset))
-Part = tuple[float, tuple[float, float] | None, bool, tuple[str, float] | None]
+# (footprint, index interval, index unfollowed, index as (symbolic part, constant offset),
+# bytes the index reaches over the launch)
+Part = tuple[float, tuple[float, float] | None, bool, tuple[str, float] | None, float]
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,8 @@ def estimate_traffic(
             if cap is not None:
                 unique = min(unique, cap)
             foot = unique * a.elem
-            part = (foot, a.interval, a.unfollowed, a.offset)
+            reach = a.distinct * a.elem if a.distinct is not None else math.inf
+            part = (foot, a.interval, a.unfollowed, a.offset, reach)
             span = cap if cap is not None else _width(a.interval)
             sectors.add(a, _uncoalesced(a, execs, unique, foot, span, thrash, model))
             if a.kind in ("load", "atomic"):
@@ -275,10 +277,10 @@ def _union(parts: list[Part], elem: int) -> float:
     whose index holds a value the walk could not follow (``s[n * STATE_V + i]`` with
     ``STATE_V`` unknown): nothing shows they overlap, so their footprints add up (the caller
     caps the total by the allocation)."""
-    free = max(_tiles([(f, off) for f, iv, unf, off in parts if iv is None and not unf]))
-    free = max(free, sum(f for f, iv, unf, _ in parts if iv is None and unf))
+    free = max(_tiles([(f, off, r) for f, iv, unf, off, r in parts if iv is None and not unf]))
+    free = max(free, sum(f for f, iv, unf, _, _ in parts if iv is None and unf))
     ranged = sorted(
-        ((iv[0], iv[1], f) for f, iv, _, _ in parts if iv is not None), key=lambda r: r[0]
+        ((iv[0], iv[1], f) for f, iv, _, _, _ in parts if iv is not None), key=lambda r: r[0]
     )
     total = 0.0
     group: tuple[float, float, float] | None = None  # lo, hi, summed footprint
@@ -299,18 +301,24 @@ def _union(parts: list[Part], elem: int) -> float:
 _TILE_GAP = 32.0
 
 
-def _tiles(parts: list[tuple[float, tuple[str, float] | None]]) -> list[float]:
-    """Footprints of accesses without a known range, one per way the buffer is indexed:
-    those differing only by constant offsets a warp or more apart add up (disjoint tiles);
-    nearer offsets (``u[i - 1]``, ``u[i + 1]``) overlap, as differently indexed ones are
-    assumed to."""
-    groups: dict[str, list[tuple[float, float]]] = {}
+def _tiles(parts: list[tuple[float, tuple[str, float] | None, float]]) -> list[float]:
+    """Footprints of accesses without a known range, one per way the buffer is indexed.
+    Accesses with the same index on different paths (the arms of an ``if``/``else`` chain
+    writing a cube's faces) touch the elements of the threads that take them: they add up,
+    to at most what the index reaches. Those differing only by constant offsets a warp or
+    more apart add up too (disjoint tiles); nearer offsets (``u[i - 1]``, ``u[i + 1]``)
+    overlap, as differently indexed ones are assumed to."""
+    same: dict[tuple[str, float], tuple[float, float]] = {}
     out = [0.0]
-    for f, off in parts:
+    for f, off, reach in parts:
         if off is None:
             out.append(f)
         else:
-            groups.setdefault(off[0], []).append((off[1], f))
+            had, _ = same.get(off, (0.0, reach))
+            same[off] = (min(had + f, reach), reach)
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for (sym, c), (f, _) in same.items():
+        groups.setdefault(sym, []).append((c, f))
     for members in groups.values():
         members.sort()
         total, last, tile = 0.0, -math.inf, 0.0

@@ -99,17 +99,18 @@ class ReferenceWalker(BranchWalker):
             iv, it = idx_vals[0], idx_vals[0].type
             narrow = DATA in iv.deps and it.kind == "int" and not it.pointer
             interval = iv.rng if iv.rng is not None else _NARROW.get(it.size) if narrow else None
+        key = "|".join(key_parts)
         self.record(
             buffer or "?",
             space or "global",
             elem,
             kind,
             deps,
-            "|".join(key_parts),
+            key,
             interval,
             gathered=len(idx_nodes) == 1 and self.gathers(idx_nodes[0]),
             lane_stride=stride,
-            offset=self.split_offset(idx_nodes[0]) if len(idx_nodes) == 1 else None,
+            offset=self.split_offset(idx_nodes[0]) if len(idx_nodes) == 1 else (key, 0.0),
         )
         loaded_deps = deps | {DATA}
         if base.type == "identifier" and space in ("local", "shared"):
