@@ -726,11 +726,7 @@ def _bind_callers(
         args = [text(a) for a in (args_node.named_children if args_node else [])]
         if len(args) > len(params):
             continue
-        sub = HostContext(
-            fixed=ctx.fixed, functions=text_functions(detection.functions, detection.macros)
-        )
-        sub.texts.update(detection.constants)
-        sub.texts["argc"] = str(len(argv) + 1)
+        sub = _program_context(detection, argv, ctx.fixed)
         _bind_callers(caller, detection, sub, argv, depth + 1, view, looked)
         _scan_function(caller, call.start_byte, sub, argv)
         for (_ptype, pname), a in zip(params, args, strict=False):
@@ -756,6 +752,20 @@ def _bind_callers(
 # --------------------------------------------------------------------------------------------
 
 
+def _program_context(
+    detection: Detection, argv: list[str], fixed: dict[str, float] | None = None
+) -> HostContext:
+    """A host scope's starting values: the file's constants and ``argc`` (no arguments
+    given: the program's own defaults, ``argc > 1 ? atoi(argv[1]) : 1024``)."""
+    ctx = HostContext(
+        fixed=fixed if fixed is not None else {},
+        functions=text_functions(detection.functions, detection.macros),
+    )
+    ctx.texts.update(detection.constants)
+    ctx.texts["argc"] = str(len(argv) + 1)
+    return ctx
+
+
 def host_context(
     kernel: Kernel,
     detection: Detection,
@@ -769,14 +779,11 @@ def host_context(
     files of the folder are read through ``read`` (open buffers first), else from disk."""
     view = source_view(read)
     argv = argv_of(args)
-    ctx = HostContext(functions=text_functions(detection.functions, detection.macros))
-    ctx.texts.update(detection.constants)
+    ctx = _program_context(detection, argv)
     hints: dict[str, str | float] = dict(parse_hints(detection.source))
     if values:
         hints.update(values)
     values = hints
-    # no arguments given: the program's own defaults (``argc > 1 ? atoi(argv[1]) : 1024``)
-    ctx.texts["argc"] = str(len(argv) + 1)
     if values:
         for k, v in values.items():
             if isinstance(v, int | float):

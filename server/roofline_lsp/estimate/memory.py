@@ -34,10 +34,9 @@ from dataclasses import dataclass, field
 
 from roofline_lsp.estimate.thread_counts import Access, ThreadCounts
 
-# one access's share of a buffer: footprint bytes, index range (elements) if known, and
-# whether its index holds a value the walk could not follow
-# (footprint, index interval, index unfollowed, index as (symbolic part, constant offset),
-# bytes the index reaches over the launch)
+# one access's share of a buffer: footprint bytes, index range (elements) if known, whether
+# its index holds a value the walk could not follow, the index as a symbolic part and a
+# constant offset, and the bytes the index reaches over the launch
 Part = tuple[float, tuple[float, float] | None, bool, tuple[str, float] | None, float]
 
 
@@ -272,11 +271,11 @@ def _union(parts: list[Part], elem: int) -> float:
     """Distinct bytes of several accesses to one buffer. Accesses whose index ranges are
     known overlap only where the ranges do (``in[t]`` and ``in[t + 9 * n]`` are two arrays'
     worth, ``u[i - 1]``, ``u[i]``, ``u[i + 1]`` one): each group of overlapping ranges
-    covers at most its union. Other accesses are assumed to cover the same elements as the
-    largest of them (one array indexed several ways, a table gathered from), except those
-    whose index holds a value the walk could not follow (``s[n * STATE_V + i]`` with
-    ``STATE_V`` unknown): nothing shows they overlap, so their footprints add up (the caller
-    caps the total by the allocation)."""
+    covers at most its union. Other accesses are grouped by index (:func:`_tiles`) and the
+    groups assumed to cover the same elements as the largest of them (one array indexed
+    several ways, a table gathered from), except those whose index holds a value the walk
+    could not follow (``s[n * STATE_V + i]`` with ``STATE_V`` unknown): nothing shows they
+    overlap, so their footprints add up (the caller caps the total by the allocation)."""
     free = max(_tiles([(f, off, r) for f, iv, unf, off, r in parts if iv is None and not unf]))
     free = max(free, sum(f for f, iv, unf, _, _ in parts if iv is None and unf))
     ranged = sorted(

@@ -26,7 +26,7 @@ class Access:
     lane_stride: float | None = None
     # the sequential loops of the thread the index moves with (a per-thread stream)
     streamed: frozenset[str] = frozenset()
-    # the index as a symbolic part and a constant offset (``k + tid + 128``: ("k + tid", 128))
+    # the index as its symbolic terms and a constant offset (``k + tid + 128``: ("+k +tid", 128))
     offset: tuple[str, float] | None = None
 
 

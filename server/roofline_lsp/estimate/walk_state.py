@@ -59,7 +59,7 @@ class AccessRecord:
     # and the sequential loops of the thread the index moves with (a per-thread stream)
     lane_stride: float | None = None
     streamed: frozenset[str] = frozenset()
-    # the index as a symbolic part and a constant offset (``k + tid + 128``: ("k + tid", 128))
+    # the index as its symbolic terms and a constant offset (``k + tid + 128``: ("+k +tid", 128))
     offset: tuple[str, float] | None = None
 
 
