@@ -285,3 +285,12 @@ def test_one_index_stored_on_exclusive_paths_adds_up(gpu: GpuProfile) -> None:
     # one face's 512 KiB). Within 0.5%: the arms' probabilities are the branch model's
     a = _run(gpu, "cube_faces.cu", "faces")
     assert _buffer(a, "phi")[0] == pytest.approx((256**3 - 254**3) * 8, rel=5e-3)
+
+
+def test_arrays_named_out_of_view_are_separate_buffers(gpu: GpuProfile) -> None:
+    # src_ and dst_ are members: 1,048,576 iterations assumed (n_ unknown), each reading
+    # src_[i] and writing dst_[i], 4 MiB each (before: both were the one buffer "?",
+    # a 4 MiB working set that "fit" in L2 and half its writes stayed there)
+    a = _run(gpu, "omp_members.cpp", "run")
+    assert _buffer(a, "src_") == pytest.approx((4 * MIB, 4 * MIB, 0.0))
+    assert _buffer(a, "dst_") == pytest.approx((4 * MIB, 0.0, 4 * MIB))

@@ -49,8 +49,9 @@ class ReferenceWalker(BranchWalker):
             buffer: str | None
             space: str | None
             if var is None:
+                # a name declared out of view (a class member, a header's global): its array
                 bv = self.identifier(bname, base)
-                bt, space, buffer, arrdims = bv.type, bv.space or "global", bv.buffer, 0
+                bt, space, buffer, arrdims = bv.type, bv.space or "global", bv.buffer or bname, 0
             else:
                 bt, space, arrdims = var.type, var.space, var.arrdims
                 buffer = var.buffer or bname
