@@ -294,3 +294,11 @@ def test_arrays_named_out_of_view_are_separate_buffers(gpu: GpuProfile) -> None:
     a = _run(gpu, "omp_members.cpp", "run")
     assert _buffer(a, "src_") == pytest.approx((4 * MIB, 4 * MIB, 0.0))
     assert _buffer(a, "dst_") == pytest.approx((4 * MIB, 0.0, 4 * MIB))
+
+
+def test_arrays_behind_pointer_members_are_their_own_buffers(gpu: GpuProfile) -> None:
+    # 2^20 iterations: g->v[i] read and g->u[i] written, 4 B floats: 4 MiB each (before:
+    # one buffer "g" of 8 B elements, the members' own size, 8 MiB each way)
+    a = _run(gpu, "omp_members.cpp", "smooth")
+    assert _buffer(a, "g->v") == pytest.approx((4 * MIB, 4 * MIB, 0.0))
+    assert _buffer(a, "g->u") == pytest.approx((4 * MIB, 0.0, 4 * MIB))

@@ -62,6 +62,11 @@ class ReferenceWalker(BranchWalker):
                     buffer = bname
         else:
             bv = self.expr(base) if base.type != "field_expression" else self.field(base, "address")
+            if base.type == "field_expression" and bv.type.pointer >= 2 and "->" in text(base):
+                # ``g->u[i]``: the pointer member's value is the array indexed (its own
+                # buffer), not the member's address in the struct
+                ptr = self.field(base, "load")
+                bv = Val(ptr.type, ptr.deps - {DATA}, None, text(base), ptr.space or "global")
             bt, space, buffer, arrdims = bv.type, bv.space or "global", bv.buffer, 0
             deps = deps | bv.deps
             if buffer is None:
