@@ -53,7 +53,7 @@ _ALLOC_ASSIGN = re.compile(
     r"[^<>]*>\s*)?\(?\s*(malloc|calloc|aligned_alloc|omp_target_alloc|_mm_malloc|"
     r"sycl::malloc_device|sycl::malloc_shared|malloc_device|malloc_shared|new\s+[\w:<>, ]+?\[)\s*"
 )
-_IDENT_ONLY = re.compile(r"[A-Za-z_]\w*")
+_IDENT_ONLY = re.compile(r"[A-Za-z_]\w*")  # a plain name (fullmatch)
 _VECTOR_DECL = re.compile(r"\bstd::vector\s*<\s*([\w:]+)\s*>\s+([A-Za-z_]\w*)\s*\(")
 
 
@@ -423,7 +423,7 @@ def _assign_dim3(ctx: HostContext, name: str, value: str, argv: list[str]) -> No
         parts = []
     elif inner != value:
         parts = split_args(inner)
-    elif "dim3" in ctx.types.get(value, "") and re.fullmatch(r"[A-Za-z_]\w*", value):
+    elif "dim3" in ctx.types.get(value, "") and _IDENT_ONLY.fullmatch(value):
         parts = [f"{value}.{c}" for c in "xyz"]
     else:
         parts = [value]
@@ -624,7 +624,7 @@ def _allocation_sites(src: str) -> list[_Allocation]:
 
 
 def _record_alloc(ctx: HostContext, name: str, size: str, argv: list[str], bytes_: bool) -> None:
-    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+    if not _IDENT_ONLY.fullmatch(name):
         return
     v = ctx.eval_text(substitute_host(size, argv, ctx.types))
     if v is None or v <= 0:
@@ -1153,7 +1153,7 @@ def _solve_size(ctx: HostContext, expr: str, given: Dim3, argv: list[str]) -> No
     expression rising with the value), and of those the roundest."""
     for _ in range(4):  # a dim3 variable: its components' texts
         name = expr.strip()
-        if not re.fullmatch(r"[A-Za-z_]\w*", name) or name in ctx.fixed:
+        if not _IDENT_ONLY.fullmatch(name) or name in ctx.fixed:
             break
         parts = [ctx.texts.get(f"{name}.{c}") for c in "xyz"]
         if parts[0] is not None:

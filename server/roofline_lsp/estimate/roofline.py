@@ -52,6 +52,7 @@ from roofline_lsp.estimate.memory import CacheModel, estimate_traffic
 from roofline_lsp.estimate.ptx_substitution import substitute
 from roofline_lsp.estimate.thread_counts import Settings
 from roofline_lsp.estimate.value_domain import Var
+from roofline_lsp.estimate.walk_state import teams_only
 from roofline_lsp.model.config import Config
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Detection, Kernel
@@ -599,7 +600,7 @@ def _offload_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -
     if workshare and body is not None and body.type in ("for_statement", "while_statement"):
         counter.par.pending_parallel = collapse
         counter.par.pending_distribute = bool(words & {"distribute", "gang", "loop"})
-        counter.par.pending_teams_only = "distribute" in words and not words & {"for", "loop"}
+        counter.par.pending_teams_only = teams_only(words)
         if "teams" in words and not (words & {"distribute", "loop"}):
             return "teams"
         return None

@@ -136,6 +136,12 @@ class Dimensions:
     unrolled_dims: set[str] = field(default_factory=set)
 
 
+def teams_only(words: set[str]) -> bool:
+    """An OpenMP pragma's words share a loop among teams only (``teams distribute`` without
+    ``parallel for``): a nested ``parallel for`` shares each team's iterations."""
+    return "distribute" in words and not words & {"for", "loop"}
+
+
 @dataclass
 class Parallelism:
     """OpenMP/OpenACC: the team shape, pending constructs and parallel units of the region."""

@@ -13,7 +13,7 @@ from roofline_lsp.detect.pragmas import acc_loop_sharing, parse_pragma
 from roofline_lsp.estimate.macro_expansion import loop_macro
 from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var
 from roofline_lsp.estimate.walk_loops import LoopWalker
-from roofline_lsp.estimate.walk_state import UNFOLLOWED
+from roofline_lsp.estimate.walk_state import UNFOLLOWED, teams_only
 from roofline_lsp.syntax.datatypes import UNKNOWN, DataType
 from roofline_lsp.syntax.expr import declarator_stars, declared_name, reads_memory, text
 
@@ -204,7 +204,7 @@ class StatementWalker(LoopWalker):
                 m = re.search(r"collapse\s*\(\s*(\d+)\s*\)", arg)
                 self.par.pending_parallel = int(m.group(1)) if m else 1
                 self.par.pending_distribute = "distribute" in rest or "gang" in rest
-                self.par.pending_teams_only = "distribute" in rest and not rest & {"for", "loop"}
+                self.par.pending_teams_only = teams_only(rest)
             elif "parallel" in rest:
                 self.par.pending_region = "parallel"
             elif "teams" in rest:
