@@ -108,6 +108,7 @@ DOT_LINE14 = {
 DOT_LINE17 = {
     "instructions": 6,
     "fp32": 3,
+    "flops_fp32": 2,  # the fp64 division's FFMA range check
     "fp64": 8,
     "flops_fp64": 15,
     "int_ops": 3,

@@ -37,6 +37,8 @@ def test_classify_widths_and_spaces() -> None:
     assert c("mov.u32").int_ops == 0 and c("and.pred").int_ops == 0
     assert c("sin.approx.f32").special == 1 and c("rsqrt.approx.f32").flops_fp32 == 2
     assert c("rcp.rn.f64").flops_fp64 == 10 and c("sqrt.rn.f64").flops_fp64 == 13
+    # the fp64 division's FFMA range check; the reciprocal has none
+    assert c("div.rn.f64").flops_fp32 == 2 and c("rcp.rn.f64").flops_fp32 == 0
     assert c("shfl.sync.bfly.b32").warp_ops == 1
     assert c("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32").flops_tensor == 128
     mix = c("add.s32") + c("fma.rn.f32")

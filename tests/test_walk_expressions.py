@@ -50,6 +50,27 @@ def test_division_and_special_functions(gpu, tmp_path: Path) -> None:  # type: i
     assert a.counts.flops["fp64"] == pytest.approx(14)
 
 
+def test_fp64_division_runs_an_fp32_range_check(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # an IEEE fp64 division is 16 FP64 FLOP + 4 int and one FFMA range check (2 FP32 FLOP);
+    # ``/=`` the same; a reciprocal 1.0 / x has no check; atan2 divides (its 2 FP32 FLOP);
+    # a division by 2.0 is a multiply. fp64: 16 + 16 + (16 + 1) + (50 + 1) = 100;
+    # fp32: 2 + 2 + 2 = 6
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(double *d) {\n"
+        "  int i = threadIdx.x;\n"
+        "  double v = d[i] / d[i + 1];\n"
+        "  v /= d[i + 2];\n"
+        "  v = v + 1.0 / d[i + 3];\n"
+        "  d[i] = atan2(v, 2.0) / 2.0;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp64"] == pytest.approx(16 + 16 + 16 + 1 + 50 + 1)
+    assert a.counts.flops["fp32"] == pytest.approx(2 + 2 + 2)
+
+
 def test_one_division_serves_quotient_and_remainder(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # a 32-bit division by a variable costs 20 int ops; k % n after k / n reuses the quotient
     # (one multiply-add: 19 fewer than a second division), a repeated k / n costs nothing

@@ -8,8 +8,9 @@ that ``ptxas`` emits for sm_86 (checked with ``nvdisasm`` on small kernels):
   (``fadd + fmul + 2 * ffma``); packed ``f16x2/bf16x2`` count twice. ``min/max/abs/neg/setp/
   selp/copysign/testp`` are floating-point instructions with no FLOP. IEEE ``div``/``sqrt``/
   ``rcp`` expand (fast path): ``div.rn.f32`` MUFU + 5 FFMA (10 FLOP) + FCHK; ``div.rn.f64``
-  MUFU + 7 DFMA + 1 DMUL (15 FLOP); ``rcp.rn.f64`` 5 DFMA (10); ``sqrt.rn.f32`` 2 FMUL + 2 FFMA
-  (6); ``sqrt.rn.f64`` 3 DMUL + 5 DFMA (13); ``rcp.rn.f32`` 2 FFMA (4). ``sin/cos/ex2/lg2/
+  MUFU + 7 DFMA + 1 DMUL (15 FLOP) and an FFMA range check (2 FP32 FLOP); ``rcp.rn.f64``
+  5 DFMA (10); ``sqrt.rn.f32`` 2 FMUL + 2 FFMA (6); ``sqrt.rn.f64`` 3 DMUL + 5 DFMA (13);
+  ``rcp.rn.f32`` 2 FFMA (4). ``sin/cos/ex2/lg2/
   rsqrt/rcp/sqrt/tanh .approx`` are one special-function (MUFU) instruction each, plus the
   range-scaling FMULs of the non-``.ftz`` forms.
 - Integer (``int_ops``, meant to track ncu's ``smsp__sass_thread_inst_executed_op_integer``):
@@ -293,7 +294,14 @@ def opcode_mix(opcode: str) -> LineMix:
         if base == "div":
             if prec == "fp64":
                 return add(
-                    special=1, fp64=8, flops_fp64=15, fp32=3, int_ops=1, branches=1, divisions=1
+                    special=1,
+                    fp64=8,
+                    flops_fp64=15,
+                    fp32=3,
+                    flops_fp32=2,
+                    int_ops=1,
+                    branches=1,
+                    divisions=1,
                 )
             if approx:
                 return add(special=1, fp32=1, flops_fp32=1)

@@ -129,6 +129,25 @@ MATH_F64: dict[str, tuple[float, float]] = {
 }
 for _k, _v in MATH_F32.items():
     MATH_F64.setdefault(_k, _v)
+# FP32 FLOPs inside the fp64 sequences (sm_86 SASS from CUDA 13, read with cuobjdump): an IEEE
+# fp64 division checks its operands' range with one FFMA, and the functions that divide inherit
+# it; cbrt seeds its iteration with FP32 multiplies. A double kernel that divides is not free of
+# FP32 work.
+F64_FP32_SIDE: dict[str, float] = {
+    "div": 2.0,
+    "atan2": 2.0,
+    "sinh": 2.0,
+    "asinh": 2.0,
+    "acosh": 2.0,
+    "atanh": 4.0,
+    "log1p": 2.0,
+    "lgamma": 4.0,
+    "tgamma": 4.0,
+    "cbrt": 2.0,
+    "rcbrt": 2.0,
+    "erf": 1.0,
+    "tanh": 1.0,
+}
 # intrinsics mapped to the special-function unit: about one FMUL around a MUFU
 FAST_INTRINSICS: dict[str, tuple[float, float]] = {
     "__expf": (2.0, 0.0),

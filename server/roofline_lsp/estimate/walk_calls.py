@@ -154,13 +154,10 @@ class CallWalker(GroupWalker):
             return Val(ty if ty.kind == "int" else INT, deps, val)
         base, prec = math_function(short, vals)
         if base is not None:
-            table = costs.MATH_F64 if prec == "f64" else costs.MATH_F32
-            f, i = table[base]
             ty = DOUBLE if prec == "f64" else FLOAT
             val = fold_call(base, vals)
             if val is None or deps:
-                self.add_flop(ty, f, w)
-                self.add_int(i, w)
+                self.add_math(ty, base, w)
             return Val(ty, deps, val)
         # unknown function: a small cost
         self.add_int(2.0, w)

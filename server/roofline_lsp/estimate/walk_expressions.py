@@ -236,14 +236,9 @@ class ExpressionWalker(ReferenceWalker):
                 if b.val is not None and is_pow2(b.val):
                     self.add_flop(ty, 1.0, w)
                 else:
-                    table = costs.MATH_F64 if ty.kind == "f64" else costs.MATH_F32
-                    f, i = table["div"]
-                    self.add_flop(ty, f, w)
-                    self.add_int(i, w)
+                    self.add_math(ty, "div", w, side=a.val != 1.0)
             elif op == "%":
-                f, i = costs.MATH_F64["fmod"] if ty.kind == "f64" else costs.MATH_F32["fmod"]
-                self.add_flop(ty, f, w)
-                self.add_int(i, w)
+                self.add_math(ty, "fmod", w)
             return Val(ty, deps, val)
         if ty.kind in ("int", "bool", "unknown"):
             # a value of a type the model cannot resolve (a typedef from a missing header, an
@@ -373,12 +368,10 @@ class ExpressionWalker(ReferenceWalker):
         elif t.is_float or (t.kind == "unknown" and r.type.is_float):
             tt = t if t.is_float else r.type
             if base == "/":
-                table = costs.MATH_F64 if tt.kind == "f64" else costs.MATH_F32
-                f, i = table["div"]
                 if r.val is not None and is_pow2(r.val):
-                    f, i = 1.0, 0.0
-                self.add_flop(tt, f, w)
-                self.add_int(i, w)
+                    self.add_flop(tt, 1.0, w)
+                else:
+                    self.add_math(tt, "div", w)
             elif base in ("+", "-", "*"):
                 self.add_flop(tt, 1.0, w)
         elif t.kind == "int":

@@ -20,6 +20,7 @@ from typing import Protocol
 
 from tree_sitter import Node
 
+from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.thread_counts import Loop, Settings
 from roofline_lsp.estimate.value_domain import DATA, Val, Var
 from roofline_lsp.syntax.datatypes import PRECISION_OF_KIND, DataType, parse_type
@@ -278,6 +279,17 @@ class WalkerBase:
 
     def add_int(self, n: float, w: float | None = None) -> None:
         self.add(3, n, w)
+
+    def add_math(self, t: DataType, name: str, w: float | None = None, side: bool = True) -> None:
+        """A library function or an IEEE division (``name`` ``"div"``) in ``t``'s
+        precision: its FLOPs and integer instructions (``costs.MATH_*``), and the FP32 FLOPs an
+        fp64 sequence runs on the side (not a reciprocal ``1.0 / x``: ``side`` False)."""
+        fp64 = t.kind == "f64"
+        f, i = (costs.MATH_F64 if fp64 else costs.MATH_F32)[name]
+        self.add_flop(t, f, w)
+        self.add_int(i, w)
+        if fp64 and side:
+            self.add(1, costs.F64_FP32_SIDE.get(name, 0.0) * t.lanes, w)
 
     def hoisted_weight(self, deps: frozenset[str]) -> float:
         """Weight of a computation depending on ``deps``: loop-invariant work is hoisted out
