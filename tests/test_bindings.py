@@ -420,6 +420,36 @@ def test_a_value_set_on_some_iterations_of_a_loop_is_unknown(tmp_path: Path) -> 
     assert ctx.get("n") is None
 
 
+def test_values_a_host_loop_header_steps_are_known_after_it(tmp_path: Path) -> None:
+    # for (; log2N > 11; log2N -= 2, N >>= 2, M <<= 2) from log2N = 23: (23 - 11) / 2 = 6
+    # trips, so log2N = 11, N = 2^23 >> 12 = 2048, M = 1 << 12 = 4096 at the launch after it;
+    # the launch inside sees the first trip's N = 2^23. A loop inside another loop (its
+    # trips may differ each time) leaves what it steps unknown.
+    src = (
+        "__global__ void inner(float *d, int n) {}\n"
+        "__global__ void outer(float *d, int n) {}\n"
+        "void run(float *d, int M, int log2N) {\n"
+        "  int N = 1 << log2N;\n"
+        "  int s = 1;\n"
+        "  for (; log2N > 11; log2N -= 2, N >>= 2, M <<= 2)\n"
+        "    inner<<<N / 1024, 256>>>(d, N);\n"
+        "  for (int r = 0; r < M; r++)\n"
+        "    for (int t = s; t < M; t *= 2, s++) {}\n"
+        "  outer<<<M, N / 4>>>(d, log2N + s);\n"
+        "}\n"
+        "int main() { float *d; run(d, 1, 23); }\n"
+    )
+    (tmp_path / "l.cu").write_text(src)
+    det = detect((tmp_path / "l.cu").read_bytes(), str(tmp_path / "l.cu"))
+    inner, outer = det.kernels
+    ctx = host_context(outer, det)
+    assert (ctx.get("log2N"), ctx.get("N"), ctx.get("M")) == (11, 2048, 4096)
+    assert ctx.grid == (4096, 1, 1) and ctx.block == (512, 1, 1)
+    assert ctx.get("s") is None
+    ctx = host_context(inner, det)
+    assert ctx.get("N") == 2**23 and ctx.grid == (8192, 1, 1)
+
+
 def test_a_given_launch_gives_an_offloaded_loop_s_unknown_bound(tmp_path: Path) -> None:
     # 8 teams of 256 threads for `i < width` (LLVM launches ceil(width / 256) teams):
     # width in (1792, 2048], the roundest 2048; the inner loop over width then has it too.

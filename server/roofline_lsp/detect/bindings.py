@@ -31,7 +31,14 @@ from roofline_lsp.model.kernel import Detection, Kernel, LaunchSite
 from roofline_lsp.model.stamps import FileStamp
 from roofline_lsp.syntax.cexpr import Functions, evaluate, evaluate_dim3, inner_text, split_args
 from roofline_lsp.syntax.datatypes import parse_type
-from roofline_lsp.syntax.expr import declarator_stars, declared_name, loop_header, text
+from roofline_lsp.syntax.expr import (
+    declarator_stars,
+    declared_name,
+    loop_header,
+    step_of,
+    text,
+    trips,
+)
 from roofline_lsp.syntax.sources import SourceReader, SourceView, source_view
 
 Dim3 = tuple[int, int, int]
@@ -289,12 +296,14 @@ def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
         ):
             out.append((node, depth))
             continue
+        if t == "for_statement" and node.child_by_field_name("update") is not None:
+            out.append((node, depth))  # what its update clause stepped, at its end: _loop_exit
         if t in _STMT_CONTAINERS:
             d = depth + (1 if t in ("for_statement", "while_statement", "do_statement") else 0)
             kids = node.named_children
             for c in reversed(kids):
                 stack.append((c, d))
-    out.sort(key=lambda x: x[0].start_byte)
+    out.sort(key=lambda x: statement_at(x[0]))
     return out
 
 
@@ -302,6 +311,11 @@ _ROUND_UP = re.compile(
     r"while\s*\(\s*([A-Za-z_]\w*)\s*%\s*([^()!=]+?)\s*(?:!=\s*0\s*)?\)\s*\{?\s*"
     r"(?:\+\+\s*\1|\1\s*\+\+|\1\s*\+=\s*1)\s*;\s*\}?"
 )
+
+
+def statement_at(node: Node) -> int:
+    """Where a host statement takes effect: a ``for`` loop's update clause at its end."""
+    return node.end_byte if node.type == "for_statement" else node.start_byte
 
 
 def round_up(node: Node) -> tuple[str, str] | None:
@@ -315,7 +329,8 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
     """Record the host declarations/assignments of ``fn`` before ``stop`` into ``ctx``."""
     _declare_params(fn, ctx)
     for node, depth in host_statements(fn, stop):
-        _scan_statement(node, depth, fn, ctx, argv)
+        if statement_at(node) < stop:
+            _scan_statement(node, depth, fn, ctx, argv)
     _options(text(fn), ctx, argv)
 
 
@@ -332,7 +347,11 @@ def _declare_params(fn: Node, ctx: HostContext) -> None:
 
 def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: list[str]) -> None:
     """Record one declaration or expression statement of host function ``fn`` (``depth``:
-    the loops around it) into ``ctx``."""
+    the loops around it) into ``ctx``; of a ``for`` loop ended, what its update clause
+    stepped."""
+    if node.type == "for_statement":
+        _loop_exit(node, depth, ctx, argv)
+        return
     for read in _read_at_run_time(node):
         for name in [k for k in ctx.texts if k == read or k.startswith(read + ".")]:
             _assign(ctx, name, "", argv)
@@ -409,6 +428,86 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 # accumulated in a loop: the value after it is known only at run time
                 upd = f"({target}) {op.type[:-1]} ({rt})" if depth == 0 else ""
                 _assign(ctx, target, upd, argv)
+
+
+def _loop_exit(node: Node, depth: int, ctx: HostContext, argv: list[str]) -> None:
+    """The host variables a ``for`` header's update clause stepped (``for (; log2N > 11;
+    log2N -= 2, N >>= 2)``), after the loop: their values once it has run its trips, when
+    the loop is counted and its values known, else unknown. (A launch in the body sees the
+    first trip's values.)"""
+    update = node.child_by_field_name("update")
+    init = node.child_by_field_name("initializer")
+    local = (
+        {declared_name(d) for d in init.children_by_field_name("declarator")}
+        if init is not None and init.type == "declaration"
+        else set()
+    )
+    parts: list[Node] = []
+    stack = [update] if update is not None else []
+    while stack:
+        u = stack.pop()
+        if u.type == "comma_expression":
+            stack.extend(c for c in u.named_children)
+        else:
+            parts.append(u)
+    steps: dict[str, tuple[str, float | None]] = {}
+    for u in parts:
+        st = step_of(u)
+        if st is None:
+            target = _target(u.child_by_field_name("left") or u)
+            if target is not None and target not in local:
+                steps[target] = ("=", None)
+            continue
+        var, step, op = st
+        if var not in local:
+            steps[var] = (op, 1.0 if step is None else ctx.eval_text(text(step)))
+    if not steps:
+        return
+    n = None if depth > 0 else _host_trips(node, ctx)
+    after: dict[str, str] = {}
+    for var, (op, by) in steps.items():
+        if var in ctx.texts:
+            # the values on entry, as numbers: other names' texts may refer to these
+            now = ctx.value(var)
+            v = None if n is None or by is None or now is None else _stepped(now, op, by, n)
+            after[var] = "" if v is None else repr(v)
+    for var, value in after.items():
+        _assign(ctx, var, value, argv)
+
+
+def _host_trips(node: Node, ctx: HostContext) -> float | None:
+    """The trips of a host ``for`` loop from the host's values, None when not known."""
+    hdr = loop_header(node)
+    if hdr is None or hdr.var is None:
+        return None
+    start = ctx.eval_text(text(hdr.start)) if hdr.start is not None else ctx.get(hdr.var)
+    bound = ctx.eval_text(text(hdr.bound)) if hdr.bound is not None else 0.0
+    step = ctx.eval_text(text(hdr.step)) if hdr.step is not None else 1.0
+    if start is None or bound is None or step is None:
+        return None
+    return trips(start, bound, hdr.bound_op, step, hdr.step_op)
+
+
+def _stepped(x: int | float, op: str, by: float, n: float) -> int | float | None:
+    """``x`` stepped ``n`` times by ``op by``; None when that is not a number."""
+    try:
+        if op in ("+", "-"):
+            v: float = x + by * n if op == "+" else x - by * n
+        elif op == "*":
+            v = x * by**n
+        elif op == "/" and by:
+            v = x / by**n
+        elif op in ("<<", ">>") and by == int(by) and n == int(n):
+            v = x * 2.0 ** (by * n) if op == "<<" else x / 2.0 ** (by * n)
+        else:
+            return None
+    except OverflowError:
+        return None
+    if not math.isfinite(v):
+        return None
+    if isinstance(x, int):
+        return math.floor(v)  # an integer variable stays one (C division truncates)
+    return v
 
 
 def _assign_dim3(ctx: HostContext, name: str, value: str, argv: list[str]) -> None:
@@ -1051,7 +1150,7 @@ def _host_scope(
     ctx.extents.update(scan.state[2])
     ctx._cache.clear()
     statements, i = scan.statements, scan.scanned
-    while i < len(statements) and statements[i][0].start_byte < stop:
+    while i < len(statements) and statement_at(statements[i][0]) < stop:
         _scan_statement(*statements[i], fn, ctx, argv)
         i += 1
     scan.scanned, scan.stop, scan.state = i, stop, _state(ctx)

@@ -239,8 +239,8 @@ def _body_update(body: Node, var: str) -> tuple[Node | None, str] | None:
 
 
 def _update(u: Node, var: str) -> tuple[Node | None, str] | None:
-    """The step and operator of ``u`` when it steps ``var`` (see :func:`_step`)."""
-    step = _step(u)
+    """The step and operator of ``u`` when it steps ``var`` (see :func:`step_of`)."""
+    step = step_of(u)
     return (step[1], step[2]) if step is not None and step[0] == var else None
 
 
@@ -324,7 +324,7 @@ def _header_update(
             )
         else:
             parts.append(u)
-    steps = [p for p in (_step(u) for u in parts) if p is not None]
+    steps = [p for p in (step_of(u) for u in parts) if p is not None]
     for p in steps:
         tested = re.search(rf"\b{re.escape(p[0])}\b", cond)
         if (p[0] in declared or p[0] == var) and tested:
@@ -335,7 +335,7 @@ def _header_update(
     return steps[0] if steps else None
 
 
-def _step(u: Node) -> tuple[str, Node | None, str] | None:
+def step_of(u: Node) -> tuple[str, Node | None, str] | None:
     """``i++``, ``i -= s``, ``i = i * 2`` ...: (variable, step or None for 1, operator)."""
     if u.type == "update_expression":
         op = u.child_by_field_name("operator")
