@@ -420,6 +420,23 @@ def test_a_value_set_on_some_iterations_of_a_loop_is_unknown(tmp_path: Path) -> 
     assert ctx.get("n") is None
 
 
+def test_a_value_keeps_what_it_was_defined_from_when_that_changes(tmp_path: Path) -> None:
+    # m = n * 2 with n = 2^20 is 2^21, whatever n is set to after: grid 2^21 / 256 = 8192
+    src = (
+        "__global__ void k(float *d, int count) {}\n"
+        "int main() {\n"
+        "  int n = 1 << 20;\n"
+        "  int m = n * 2;\n"
+        "  n = 10;\n"
+        "  float *d;\n"
+        "  k<<<m / 256, 256>>>(d, m);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"m.cu": src}, "m.cu")
+    assert ctx.get("m") == 2**21 and ctx.get("n") == 10
+    assert ctx.grid == (8192, 1, 1)
+
+
 def test_values_a_host_loop_header_steps_are_known_after_it(tmp_path: Path) -> None:
     # for (; log2N > 11; log2N -= 2, N >>= 2, M <<= 2) from log2N = 23: (23 - 11) / 2 = 6
     # trips, so log2N = 11, N = 2^23 >> 12 = 2048, M = 1 << 12 = 4096 at the launch after it;

@@ -467,7 +467,7 @@ def _loop_exit(node: Node, depth: int, ctx: HostContext, argv: list[str]) -> Non
     after: dict[str, str] = {}
     for var, (op, by) in steps.items():
         if var in ctx.texts:
-            # the values on entry, as numbers: other names' texts may refer to these
+            # from the values on entry (the trips were counted from them)
             now = ctx.value(var)
             v = None if n is None or by is None or now is None else _stepped(now, op, by, n)
             after[var] = "" if v is None else repr(v)
@@ -662,13 +662,31 @@ _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 def _assign(ctx: HostContext, name: str, expr: str, argv: list[str]) -> None:
     expr = substitute_host(_COMMENT.sub(" ", expr) if "/" in expr else expr, argv, ctx.types)
+    prev = ctx.texts.get(name)
     if name in expr and name in _IDENT.findall(expr):
-        prev = ctx.texts.get(name)
         if prev is None:
             return
-        expr = _IDENT.sub(lambda m: f"({prev})" if m.group(0) == name else m.group(0), expr)
-    ctx.texts[name] = expr if len(expr) <= 400 else ""  # "": not known
+        expr = _in_terms_of(expr, name, prev)
+    if prev is not None:
+        # names defined from this one keep the value it had (``m = n * 2; n = 10;``); a
+        # dim3 is its components (``grid.x = 256`` updates ``grid``)
+        owner = name.split(".", 1)[0]
+        for other, t in ctx.texts.items():
+            if other in (name, owner) or not t or name not in t:
+                continue
+            if name in _IDENT.findall(t):
+                ctx.texts[other] = _in_terms_of(t, name, prev) if prev else ""
+    ctx.texts[name] = _known(expr)
     ctx._cache.clear()
+
+
+def _in_terms_of(expr: str, name: str, prev: str) -> str:
+    """``expr`` with ``name`` replaced by the text it had before (``prev``)."""
+    return _known(_IDENT.sub(lambda m: f"({prev})" if m.group(0) == name else m.group(0), expr))
+
+
+def _known(expr: str) -> str:
+    return expr if len(expr) <= 400 else ""  # "": not known
 
 
 # an allocation in host code: the buffer's name, the text of its size, whether in bytes
