@@ -83,6 +83,19 @@ def test_launch_in_another_file_and_caller_values(tmp_path: Path) -> None:
     assert ctx.get("n") == 4096
 
 
+def test_a_launch_in_another_file_sees_that_file_s_constants(tmp_path: Path) -> None:
+    # BLOCKS is a constant of the launching file only: grid 4096 / 128 = 32
+    kernel = "__global__ void k(float *x) { x[threadIdx.x] = 0; }\n"
+    host = (
+        '#include "k.cuh"\n'
+        "const int N = 4096;\n"
+        "const int THREADS = 128;\n"
+        "int main() { float *d; k<<<N / THREADS, THREADS>>>(d); }\n"
+    )
+    ctx = ctx_for(tmp_path, {"k.cuh": kernel, "main.cu": host}, "k.cuh")
+    assert ctx.grid == (32, 1, 1) and ctx.block == (128, 1, 1)
+
+
 def test_openmp_region_host_values_and_map_extents(tmp_path: Path) -> None:
     src = (
         "void f(float *a, int n) {\n"

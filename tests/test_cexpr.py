@@ -20,6 +20,8 @@ from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3, split_args
         ("1 / 0", {}, None),
         ("__import__('os')", {}, None),
         ("dim.boxes * dim.boxes", {"dim.boxes": "30"}, 900),  # a struct's field
+        ("CLASS == 'C'", {"CLASS": "'C'"}, 1),  # a character is its code: #if CLASS == 'S'
+        ("'A' + 1", {}, 66),
     ],
 )
 def test_evaluate(text, env, value):

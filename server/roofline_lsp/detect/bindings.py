@@ -935,7 +935,9 @@ def host_context(
     ctx.launch = site
     if site is not None and unit is not None:
         if unit.detection is not detection:
+            # the launch is evaluated in its own file, with the constants it sees
             ctx.functions = text_functions(unit.detection.functions, unit.detection.macros)
+            ctx.texts.update(unit.detection.constants)
             ctx._cache.clear()
         root = unit.root
         call = root.descendant_for_byte_range(site.span.start_byte, site.span.end_byte)

@@ -44,6 +44,7 @@ Functions = Mapping[str, TextFunction]
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
     r"(?P<suffix>[uUlLfF]*)"
+    r"|'(?P<char>[^'\\])'"
     r"|(?P<name>[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*(?:\.[A-Za-z_]\w*)*)"
     r"|(?P<op><<|>>|<=|>=|==|!=|&&|\|\||[-+*/%()<>?:,&|^~!\[\]]))"
 )
@@ -108,6 +109,8 @@ def tokenize(text: str) -> list[tuple[str, str]] | None:
             num, suffix = m.group("num"), m.group("suffix")
             is_float = "." in num or "e" in num.lower() and not num.lower().startswith("0x")
             out.append(("float" if is_float or "f" in suffix.lower() else "int", num))
+        elif m.group("char") is not None:
+            out.append(("int", str(ord(m.group("char")))))  # 'C': its code, as in C
         elif m.group("name") is not None:
             out.append(("name", m.group("name")))
         else:
