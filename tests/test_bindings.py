@@ -96,6 +96,28 @@ def test_a_launch_in_another_file_sees_that_file_s_constants(tmp_path: Path) -> 
     assert ctx.grid == (32, 1, 1) and ctx.block == (128, 1, 1)
 
 
+def test_elements_of_a_local_array_of_sizes(tmp_path: Path) -> None:
+    # the loop's first trip: dim = dims[0] = 2; sizes[1] set to 4096 after its initializer
+    # (grid 4096 / 256 = 16); other[] written at an index not known: its elements unknown
+    src = (
+        "__global__ void k(float *d, int n, int dim, int extra) {}\n"
+        "int main() {\n"
+        "  const int dims[] = {2, 5, 10};\n"
+        "  int sizes[2] = {1024, 2048};\n"
+        "  sizes[1] = 4096;\n"
+        "  int other[3] = {1, 2, 3};\n"
+        "  for (int q = 0; q < 3; q++) other[q] = q * 7;\n"
+        "  for (int d = 0; d < 3; d++) {\n"
+        "    float *p;\n"
+        "    k<<<sizes[1] / 256, 256>>>(p, sizes[1], dims[d], other[0]);\n"
+        "  }\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"a.cu": src}, "a.cu")
+    assert ctx.grid == (16, 1, 1)
+    assert (ctx.get("n"), ctx.get("dim"), ctx.get("extra")) == (4096, 2, None)
+
+
 def test_openmp_region_host_values_and_map_extents(tmp_path: Path) -> None:
     src = (
         "void f(float *a, int n) {\n"

@@ -22,6 +22,8 @@ from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3, split_args
         ("dim.boxes * dim.boxes", {"dim.boxes": "30"}, 900),  # a struct's field
         ("CLASS == 'C'", {"CLASS": "'C'"}, 1),  # a character is its code: #if CLASS == 'S'
         ("'A' + 1", {}, 66),
+        ("sizes[d] * 2", {"sizes[0]": "256", "d": "0"}, 512),  # an element known as such
+        ("sizes[q]", {"sizes[0]": "256"}, None),
     ],
 )
 def test_evaluate(text, env, value):

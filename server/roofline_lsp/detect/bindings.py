@@ -61,6 +61,7 @@ _ALLOC_ASSIGN = re.compile(
     r"sycl::malloc_device|sycl::malloc_shared|malloc_device|malloc_shared|new\s+[\w:<>, ]+?\[)\s*"
 )
 _IDENT_ONLY = re.compile(r"[A-Za-z_]\w*")  # a plain name (fullmatch)
+_ARRAY_VALUES = 64  # a local array's initializer elements kept as values, at most
 _VECTOR_DECL = re.compile(r"\bstd::vector\s*<\s*([\w:]+)\s*>\s+([A-Za-z_]\w*)\s*\(")
 
 
@@ -379,6 +380,17 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 vt = text(v)
                 if v.type in ("argument_list", "initializer_list"):
                     inner = v.named_children
+                    array = d.child_by_field_name("declarator")
+                    if (
+                        v.type == "initializer_list"
+                        and array is not None
+                        and array.type == "array_declarator"
+                        and len(inner) <= _ARRAY_VALUES
+                    ):
+                        # const int sizes[] = {256, 1024}: sizes[1] is 1024
+                        for i, element in enumerate(inner):
+                            _assign(ctx, f"{name}[{i}]", text(element), argv)
+                        continue
                     if len(inner) == 1:
                         vt = text(inner[0])
                     else:
@@ -412,6 +424,10 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             target = _target(left)
             taken = _branch_taken(node, fn, ctx, argv) if target is not None else False
             if target is None or taken is False:
+                return
+            if target.endswith("[?]"):  # some element: none of them is known any more
+                for k in [k for k in ctx.texts if k.startswith(target[:-2])]:
+                    _assign(ctx, k, "", argv)
                 return
             if taken is None and depth > 0:
                 # set on some iterations only (``if (count == 0) count = 1;``): it varies
@@ -576,6 +592,15 @@ def _target(left: Node) -> str | None:
     a local struct ``dim.boxes`` (not through a pointer: ``p->n`` may alias)."""
     if left.type == "identifier":
         return text(left)
+    if left.type == "subscript_expression":  # an element of a local array: sizes[1]
+        arr = left.child_by_field_name("argument")
+        idx = left.child_by_field_name("index") or next(
+            (c for c in left.named_children if c != arr), None
+        )
+        if arr is None or arr.type != "identifier" or idx is None:
+            return None
+        i = text(idx).strip("[] ")
+        return f"{text(arr)}[{i if i.isdigit() else '?'}]"
     if left.type == "field_expression":
         arg = left.child_by_field_name("argument")
         fld = left.child_by_field_name("field")

@@ -264,12 +264,14 @@ class _Parser:
                 raise _Fail from e
         if value in ("true", "false"):
             return int(value == "true")
-        if self.peek() == ("op", "["):  # an element's value is not known here
+        if self.peek() == ("op", "["):  # an element: ``sizes[1]`` is known as such
+            key = value
             while self.peek() == ("op", "["):
                 self.take("[")
-                self.operand(needed=False)
+                index = self.expr()
                 self.take("]")
-            return self.fail()
+                key += f"[{int(index)}]" if index == int(index) else "[?]"
+            value = key
         v = self.lookup(value)
         if v is None:
             return self.fail()
