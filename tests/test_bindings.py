@@ -238,6 +238,13 @@ def test_constexpr_function_macro_and_dim3_fields() -> None:
     assert ctx.get("n") == 1 << 22
 
 
+def test_small_host_helpers_with_locals_ifs_and_loops() -> None:
+    # see the fixture: n = next_pow2(1000) = 1024 (is_pow2(1000) is 0), grid 1024 / 256 = 4
+    ctx = _fixture_ctx("pow2_helpers.cu")
+    assert ctx.get("n") == 1024
+    assert ctx.block == (256, 1, 1) and ctx.grid == (4, 1, 1)
+
+
 def test_command_line_with_a_default() -> None:
     # no arguments: n = 1 << 20, blocks = (1,048,576 + 255) / 256 = 4,096; reps keeps 4
     ctx = _fixture_ctx("argv_default.cu")

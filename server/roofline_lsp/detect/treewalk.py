@@ -11,7 +11,7 @@ from tree_sitter import Node
 
 from roofline_lsp.detect.textscan import kernel_ref
 from roofline_lsp.model.kernel import Function, Macro
-from roofline_lsp.syntax.cexpr import TextFunction, inner_text
+from roofline_lsp.syntax.cexpr import Step, TextFunction, inner_text
 from roofline_lsp.syntax.expr import text
 from roofline_lsp.syntax.parsing import captures
 
@@ -193,16 +193,22 @@ def _numeric_kind(type_text: str) -> bool | None:
 
 def text_function(fn: Node) -> TextFunction | None:
     """A function definition whose body only returns an expression of its parameters
-    (``inline int div_up(int a, int b) { return (a + b - 1) / b; }``), as a
-    :class:`TextFunction`; None for any other function."""
+    (``inline int div_up(int a, int b) { return (a + b - 1) / b; }``), or a small one of
+    local numbers, ifs, loops and returns (``nextPow2``), as a :class:`TextFunction`; None
+    for any other function."""
     body = fn.child_by_field_name("body")
     fdecl = function_declarator(fn)
     if body is None or fdecl is None or body.type != "compound_statement":
         return None
     stmts = [c for c in body.named_children if c.type != "comment"]
-    if len(stmts) != 1 or stmts[0].type != "return_statement" or not stmts[0].named_children:
-        return None
-    value = stmts[0].named_children[0]
+    value: Node | None = None
+    steps: tuple[Step, ...] | None = None
+    if len(stmts) == 1 and stmts[0].type == "return_statement" and stmts[0].named_children:
+        value = stmts[0].named_children[0]
+    else:
+        steps = _steps(body, {}, [0])
+        if steps is None:
+            return None
     plist = fdecl.child_by_field_name("parameters")
     params: list[str] = []
     kinds: list[bool | None] = []
@@ -221,7 +227,164 @@ def text_function(fn: Node) -> TextFunction | None:
         kinds.append(None if ref or ptype is None else _numeric_kind(text(ptype)))
     rtype = fn.child_by_field_name("type")
     result = _numeric_kind(text(rtype)) if rtype is not None else None
-    return TextFunction(tuple(params), text(value), tuple(kinds), result)
+    body_text = text(value) if value is not None else ""
+    return TextFunction(tuple(params), body_text, tuple(kinds), result, steps)
+
+
+_MAX_FUNCTION_STATEMENTS = 64  # a host helper with more is not run
+
+
+def _steps(node: Node, kinds: dict[str, bool | None], count: list[int]) -> tuple[Step, ...] | None:
+    """The statements of a small host function as :class:`Step`s (``kinds``: the integer
+    kind of each local declared so far); None when one is not of the few forms run (a call
+    for its effect, a pointer, a switch, a goto ...)."""
+    stmts = node.named_children if node.type == "compound_statement" else [node]
+    out: list[Step] = []
+    for st in stmts:
+        count[0] += 1
+        if count[0] > _MAX_FUNCTION_STATEMENTS:
+            return None
+        t = st.type
+        if t == "comment":
+            continue
+        part: tuple[Step, ...] | None
+        if t == "compound_statement":
+            part = _steps(st, kinds, count)
+        elif t == "declaration":
+            part = _declared(st, kinds)
+        elif t == "expression_statement":
+            e = st.named_children[0] if st.named_children else None
+            part = _effect(e, kinds) if e is not None else ()
+        elif t == "return_statement":
+            part = _returned(st.named_children[0], kinds) if st.named_children else None
+        elif t == "if_statement":
+            cond = _condition_text(st)
+            then = st.child_by_field_name("consequence")
+            alt = st.child_by_field_name("alternative")
+            if alt is not None and alt.type == "else_clause":
+                alt = alt.named_children[0] if alt.named_children else None
+            a = _steps(then, kinds, count) if then is not None else None
+            b = _steps(alt, kinds, count) if alt is not None else ()
+            ok = cond is not None and a is not None and b is not None
+            part = (Step("if", expr=cond or "", then=a or (), orelse=b or ()),) if ok else None
+        elif t in ("for_statement", "while_statement"):
+            part = _loop(st, kinds, count)
+        else:
+            part = None
+        if part is None:
+            return None
+        out.extend(part)
+    return tuple(out)
+
+
+def _returned(e: Node, kinds: dict[str, bool | None]) -> tuple[Step, ...] | None:
+    """``return e;`` (``return ++x;``: the step, then x; ``return x++;``: x)."""
+    if e.type == "update_expression":
+        arg = e.child_by_field_name("argument")
+        if arg is None or arg.type != "identifier":
+            return None
+        prefix = text(e).lstrip().startswith(("++", "--"))
+        step = (_effect(e, kinds) or ()) if prefix else ()
+        return (*step, Step("return", expr=text(arg)))
+    return (Step("return", expr=text(e)),)
+
+
+def _condition_text(st: Node) -> str | None:
+    cond = st.child_by_field_name("condition")
+    if cond is not None and cond.type == "condition_clause":
+        cond = cond.child_by_field_name("value") or (
+            cond.named_children[0] if cond.named_children else None
+        )
+    return text(cond) if cond is not None and cond.type != "declaration" else None
+
+
+def _loop(st: Node, kinds: dict[str, bool | None], count: list[int]) -> tuple[Step, ...] | None:
+    """``while (c) body`` and ``for (init; c; update) body`` as an init and a loop step."""
+    body = st.child_by_field_name("body")
+    cond = _condition_text(st) if st.type == "while_statement" else None
+    init: tuple[Step, ...] | None = ()
+    update: tuple[Step, ...] | None = ()
+    if st.type == "while_statement":
+        c = st.child_by_field_name("condition")
+        c = c.named_children[0] if c is not None and c.named_children else None
+        while c is not None and c.type == "parenthesized_expression" and c.named_children:
+            c = c.named_children[0]
+        if c is not None and c.type in ("assignment_expression", "update_expression"):
+            # while (v >>= 1): the step, then the test, before every trip
+            target = c.child_by_field_name("left") or c.child_by_field_name("argument")
+            postfix = c.type == "update_expression" and not text(c).lstrip().startswith(("+", "-"))
+            if target is None or target.type != "identifier" or postfix:
+                return None
+            init = update = _effect(c, kinds)
+            cond = text(target)
+    if st.type == "for_statement":
+        c = st.child_by_field_name("condition")
+        cond = text(c) if c is not None else None
+        i = st.child_by_field_name("initializer")
+        if i is not None:
+            init = _declared(i, kinds) if i.type == "declaration" else _effect(i, kinds)
+        u = st.child_by_field_name("update")
+        update = _effect(u, kinds) if u is not None else ()
+    inner = _steps(body, kinds, count) if body is not None else None
+    if cond is None or init is None or update is None or inner is None:
+        return None
+    return (*init, Step("loop", expr=cond, then=inner, orelse=update))
+
+
+def _declared(decl: Node, kinds: dict[str, bool | None]) -> tuple[Step, ...] | None:
+    """``int x = e, y;``: numbers only (no pointers, arrays, objects)."""
+    ty = decl.child_by_field_name("type")
+    kind = _numeric_kind(text(ty)) if ty is not None else None
+    if ty is None or (kind is None and text(ty) not in ("auto", "T")):
+        return None
+    out: list[Step] = []
+    for d in decl.children_by_field_name("declarator"):
+        if d.type == "identifier":
+            kinds[text(d)] = kind
+            continue  # declared, no value yet
+        if d.type != "init_declarator":
+            return None
+        name = d.child_by_field_name("declarator")
+        val = d.child_by_field_name("value")
+        if name is None or name.type != "identifier" or val is None:
+            return None
+        kinds[text(name)] = kind
+        out.append(Step("set", text(name), "", text(val), kind))
+    return tuple(out)
+
+
+_COMPOUND = {"+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^="}
+
+
+def _effect(e: Node, kinds: dict[str, bool | None]) -> tuple[Step, ...] | None:
+    """An expression run for its effect: assignments and ``++``/``--`` of plain names
+    (a comma list of them)."""
+    if e.type == "comma_expression":
+        out: list[Step] = []
+        for c in e.named_children:
+            part = _effect(c, kinds)
+            if part is None:
+                return None
+            out.extend(part)
+        return tuple(out)
+    if e.type == "update_expression":
+        arg = e.child_by_field_name("argument")
+        if arg is None or arg.type != "identifier":
+            return None
+        sign = "+" if "++" in text(e) else "-"
+        return (Step("set", text(arg), sign, "1", kinds.get(text(arg))),)
+    if e.type == "assignment_expression":
+        left = e.child_by_field_name("left")
+        right = e.child_by_field_name("right")
+        op = e.child_by_field_name("operator")
+        if left is None or left.type != "identifier" or right is None or op is None:
+            return None
+        o = op.type
+        if o != "=" and o not in _COMPOUND:
+            return None
+        name = text(left)
+        return (Step("set", name, "" if o == "=" else o[:-1], text(right), kinds.get(name)),)
+    return None
 
 
 _TEXT_FUNCTIONS: dict[int, tuple[object, object, dict[str, TextFunction]]] = {}

@@ -53,6 +53,15 @@ MATH_FUNCTIONS: dict[str, Callable[..., float]] = {
     "ceil": math.ceil,
     "floor": math.floor,
     "log2": math.log2,
+    "log2f": math.log2,
+    "log": math.log,
+    "logf": math.log,
+    "log10": math.log10,
+    "exp": math.exp,
+    "pow": math.pow,
+    "powf": math.pow,
+    "fabs": abs,
+    "fabsf": abs,
     "abs": abs,
 }
 

@@ -26,10 +26,32 @@ Env = Mapping[str, "str | float | int"]
 
 
 @dataclass(frozen=True)
+class Step:
+    """One statement of a small host function (see :class:`TextFunction`):
+
+    * ``set``: ``name op= expr`` (``op`` "" for ``=``; ``integer`` when the variable is an
+      integer, for a declaration its type's);
+    * ``if``: ``expr`` the condition, ``then`` / ``orelse`` the branches;
+    * ``loop``: ``while (expr) { then; orelse }`` (a ``for``'s update is ``orelse``, its
+      initialiser a step before the loop);
+    * ``return``: ``expr``."""
+
+    kind: str
+    name: str = ""
+    op: str = ""
+    expr: str = ""
+    integer: bool | None = None
+    then: tuple[Step, ...] = ()
+    orelse: tuple[Step, ...] = ()
+
+
+@dataclass(frozen=True)
 class TextFunction:
     """A function whose value is one expression of its parameters: a function-like macro
     (``#define DIV_UP(a, b) (((a) + (b) - 1) / (b))``) or a host function that only returns
-    an expression (``constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }``).
+    an expression (``constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }``);
+    or, with ``steps``, a small host function of local variables, ifs, loops and returns
+    (``nextPow2``, ``isPowerOf2``), run on numbers when called (``body`` is then unused).
     ``integer`` says, per parameter, whether its argument converts to an integer (True), a
     floating value (False) or stays as given (None, a macro's)."""
 
@@ -37,6 +59,7 @@ class TextFunction:
     body: str
     integer: tuple[bool | None, ...] = ()
     integer_result: bool | None = None  # the declared return type converts the value
+    steps: tuple[Step, ...] | None = None
 
 
 Functions = Mapping[str, TextFunction]
@@ -46,7 +69,7 @@ _TOKEN = re.compile(
     r"(?P<suffix>[uUlLfF]*)"
     r"|'(?P<char>[^'\\])'"
     r"|(?P<name>[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*(?:\.[A-Za-z_]\w*)*)"
-    r"|(?P<op><<|>>|<=|>=|==|!=|&&|\|\||[-+*/%()<>?:,&|^~!\[\]]))"
+    r"|(?P<op><<|>>|<=|>=|==|!=|&&|\|\||\+\+|--|[-+*/%()<>?:,&|^~!\[\]]))"
 )
 _NAMED_CASTS = frozenset({"static_cast", "const_cast"})
 _CASTS = {
@@ -296,6 +319,7 @@ def evaluate(
     *,
     functions: Functions | None = None,
     _bound: Mapping[str, float] | None = None,
+    _budget: list[int] | None = None,
 ) -> float | None:
     """The value of ``text`` or None if it cannot be determined. ``functions``: macros and
     host functions a call in ``text`` may name (evaluated with their arguments bound)."""
@@ -330,7 +354,13 @@ def evaluate(
         for i, (p, a) in enumerate(zip(fn.params, args, strict=True)):
             integer = fn.integer[i] if i < len(fn.integer) else None
             bound[p] = cast(a, integer) if integer is not None else a
-        r = evaluate(fn.body, env, _depth + 1, functions=functions, _bound=bound)
+        if fn.steps is not None:
+            budget = _budget if _budget is not None else [_MAX_STEPS]
+            r = _run(fn.steps, dict(bound), env, _depth + 1, functions, budget)
+        else:
+            r = evaluate(
+                fn.body, env, _depth + 1, functions=functions, _bound=bound, _budget=_budget
+            )
         if r is None or fn.integer_result is None:
             return r
         return cast(r, fn.integer_result)
@@ -345,6 +375,70 @@ def evaluate(
     if isinstance(result, float) and (math.isnan(result) or math.isinf(result)):
         return None
     return result
+
+
+# statements small host functions may run for one expression (calls they make and loop
+# trips included)
+_MAX_STEPS = 4096
+
+
+class _Returned(Exception):
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+
+def _run(
+    steps: tuple[Step, ...],
+    local: dict[str, float],
+    env: Env,
+    depth: int,
+    functions: Functions | None,
+    budget: list[int],
+) -> float | None:
+    """Run a small host function's ``steps`` with its parameters ``local``: the value it
+    returns, None when a value it needs is not known or it runs out of ``budget`` (steps
+    left, shared with the functions it calls)."""
+
+    def value(expr: str) -> float:
+        v = evaluate(expr, env, depth, functions=functions, _bound=local, _budget=budget)
+        if v is None:
+            raise _Fail
+        return v
+
+    def run(block: tuple[Step, ...]) -> None:
+        for st in block:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise _Fail
+            if st.kind == "set":
+                v = value(st.expr)
+                if st.op:
+                    old = local.get(st.name)
+                    if old is None:
+                        raise _Fail
+                    v = _apply(st.op, old, v)
+                local[st.name] = cast(v, st.integer) if st.integer is not None else v
+            elif st.kind == "if":
+                run(st.then if value(st.expr) else st.orelse)
+            elif st.kind == "loop":
+                while value(st.expr):
+                    run(st.then)
+                    run(st.orelse)
+                    budget[0] -= 1
+                    if budget[0] < 0:
+                        raise _Fail
+            elif st.kind == "return":
+                raise _Returned(value(st.expr))
+            else:
+                raise _Fail
+
+    try:
+        run(steps)
+    except _Returned as r:
+        return r.value
+    except (_Fail, RecursionError, OverflowError, ValueError):
+        return None
+    return None
 
 
 def _function(functions: Functions | None, name: str) -> TextFunction | None:

@@ -1,0 +1,65 @@
+"""Host functions read by ``treewalk.text_function`` and run by ``cexpr.evaluate`` (values
+by hand)."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline_lsp.detect.treewalk import text_function
+from roofline_lsp.syntax.cexpr import evaluate
+from roofline_lsp.syntax.parsing import parse
+
+
+def _functions(src: str):  # type: ignore[no-untyped-def]
+    tree = parse(src.encode())
+    out = {}
+    for node in tree.root_node.named_children:
+        if node.type == "function_definition":
+            name = node.child_by_field_name("declarator").child_by_field_name("declarator")
+            out[name.text.decode()] = text_function(node)
+    return out
+
+
+def test_expression_functions_and_small_ones_run() -> None:
+    fns = _functions(
+        "int div_up(int a, int b) { return (a + b - 1) / b; }\n"
+        "unsigned next_pow2(unsigned x) {\n"
+        "  --x;\n"
+        "  for (int s = 1; s < 32; s <<= 1) x |= x >> s;\n"
+        "  return ++x;\n"
+        "}\n"
+        "int ilog2(int v) { int r = 0; while (v >>= 1) r++; return r; }\n"
+        "int clamp_blocks(int n) {\n"
+        "  int b = div_up(n, 256);\n"
+        "  if (b > 65535) { b = 65535; } else if (b < 1) b = 1;\n"
+        "  return b;\n"
+        "}\n"
+        "int spin(int n) { while (1) n++; return n; }\n"
+    )
+    assert fns["div_up"].steps is None and fns["next_pow2"].steps is not None
+    # 1000 -> 999 -> OR-ed with its shifts: 1023 -> 1024; 1024 stays
+    assert evaluate("next_pow2(1000)", {}, functions=fns) == 1024
+    assert evaluate("next_pow2(1024)", {}, functions=fns) == 1024
+    # 1000 >>= 1 nine times before it reaches 0: 9
+    assert evaluate("ilog2(1000)", {}, functions=fns) == 9
+    # ceil(1e8 / 256) = 390,625 blocks, capped at 65,535; 0 elements: 1 block
+    assert evaluate("clamp_blocks(100000000)", {}, functions=fns) == 65535
+    assert evaluate("clamp_blocks(0)", {}, functions=fns) == 1
+    # a loop that never ends runs out of its step budget: no value
+    assert evaluate("spin(1)", {}, functions=fns) is None
+    assert evaluate("next_pow2(m)", {}, functions=fns) is None  # an argument not known
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'printf("%d", n); return n;',  # a call for its effect
+        "int *p = &n; return *p;",  # a pointer
+        "switch (n) { case 1: return 2; } return n;",
+        "g_total += n; return n;",  # a global (not a local): not run",
+    ],
+)
+def test_functions_doing_more_are_not_run(body: str) -> None:
+    fns = _functions(f"int f(int n) {{ {body} }}\n")
+    f = fns["f"]
+    assert f is None or evaluate("f(3)", {}, functions=fns) is None
