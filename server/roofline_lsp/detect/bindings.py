@@ -32,6 +32,7 @@ from roofline_lsp.model.stamps import FileStamp
 from roofline_lsp.syntax.cexpr import Functions, evaluate, evaluate_dim3, inner_text, split_args
 from roofline_lsp.syntax.datatypes import parse_type
 from roofline_lsp.syntax.expr import (
+    comma_parts,
     declarator_stars,
     declared_name,
     loop_header,
@@ -458,16 +459,8 @@ def _loop_exit(node: Node, depth: int, ctx: HostContext, argv: list[str]) -> Non
         if init is not None and init.type == "declaration"
         else set()
     )
-    parts: list[Node] = []
-    stack = [update] if update is not None else []
-    while stack:
-        u = stack.pop()
-        if u.type == "comma_expression":
-            stack.extend(c for c in u.named_children)
-        else:
-            parts.append(u)
     steps: dict[str, tuple[str, float | None]] = {}
-    for u in parts:
+    for u in comma_parts(update) if update is not None else []:
         st = step_of(u)
         if st is None:
             target = _target(u.child_by_field_name("left") or u)

@@ -12,7 +12,7 @@ from tree_sitter import Node
 from roofline_lsp.detect.textscan import kernel_ref
 from roofline_lsp.model.kernel import Function, Macro
 from roofline_lsp.syntax.cexpr import Step, TextFunction, inner_text
-from roofline_lsp.syntax.expr import text
+from roofline_lsp.syntax.expr import comma_parts, text
 from roofline_lsp.syntax.parsing import captures
 
 
@@ -232,6 +232,7 @@ def text_function(fn: Node) -> TextFunction | None:
 
 
 _MAX_FUNCTION_STATEMENTS = 64  # a host helper with more is not run
+_ONE_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 def _steps(node: Node, kinds: dict[str, bool | None], count: list[int]) -> tuple[Step, ...] | None:
@@ -332,10 +333,11 @@ def _loop(st: Node, kinds: dict[str, bool | None], count: list[int]) -> tuple[St
 
 
 def _declared(decl: Node, kinds: dict[str, bool | None]) -> tuple[Step, ...] | None:
-    """``int x = e, y;``: numbers only (no pointers, arrays, objects)."""
+    """``int x = e, y;``: numbers only (no pointers, arrays); a type named by one word
+    (``auto``, a template parameter, a typedef) keeps the value as computed."""
     ty = decl.child_by_field_name("type")
     kind = _numeric_kind(text(ty)) if ty is not None else None
-    if ty is None or (kind is None and text(ty) not in ("auto", "T")):
+    if ty is None or (kind is None and not _ONE_WORD.fullmatch(text(ty))):
         return None
     out: list[Step] = []
     for d in decl.children_by_field_name("declarator"):
@@ -361,7 +363,7 @@ def _effect(e: Node, kinds: dict[str, bool | None]) -> tuple[Step, ...] | None:
     (a comma list of them)."""
     if e.type == "comma_expression":
         out: list[Step] = []
-        for c in e.named_children:
+        for c in comma_parts(e):
             part = _effect(c, kinds)
             if part is None:
                 return None

@@ -314,17 +314,7 @@ def _header_update(
     """The counted update of a ``for`` header: variable, step and operator. Of a comma list
     (``old_i = i, i /= 2``) the part that steps the variable the condition tests, else the
     one stepping the initialised variable, else the first that steps anything."""
-    parts: list[Node] = []
-    stack = [update]
-    while stack:
-        u = stack.pop()
-        if u.type == "comma_expression":
-            stack.extend(
-                c for c in (u.child_by_field_name("right"), u.child_by_field_name("left")) if c
-            )
-        else:
-            parts.append(u)
-    steps = [p for p in (step_of(u) for u in parts) if p is not None]
+    steps = [p for p in (step_of(u) for u in comma_parts(update)) if p is not None]
     for p in steps:
         tested = re.search(rf"\b{re.escape(p[0])}\b", cond)
         if (p[0] in declared or p[0] == var) and tested:
@@ -333,6 +323,13 @@ def _header_update(
         if p[0] == var:
             return p
     return steps[0] if steps else None
+
+
+def comma_parts(node: Node) -> list[Node]:
+    """The expressions of a comma list, in order (``a = 1, b++`` -> ``a = 1``, ``b++``)."""
+    if node.type != "comma_expression":
+        return [node]
+    return [p for c in node.named_children for p in comma_parts(c)]
 
 
 def step_of(u: Node) -> tuple[str, Node | None, str] | None:
