@@ -203,8 +203,12 @@ def text_function(fn: Node) -> TextFunction | None:
     stmts = [c for c in body.named_children if c.type != "comment"]
     value: Node | None = None
     steps: tuple[Step, ...] | None = None
+    rtype = fn.child_by_field_name("type")
+    result = _numeric_kind(text(rtype)) if rtype is not None else None
     if len(stmts) == 1 and stmts[0].type == "return_statement" and stmts[0].named_children:
         value = stmts[0].named_children[0]
+    elif result is None or body.end_byte - body.start_byte > _MAX_FUNCTION_BYTES:
+        return None  # not a small function returning a number (a kernel, a void helper)
     else:
         steps = _steps(body, {}, [0])
         if steps is None:
@@ -225,13 +229,12 @@ def text_function(fn: Node) -> TextFunction | None:
         ref = decl is not None and decl.type in ("pointer_declarator", "array_declarator")
         params.append(name)
         kinds.append(None if ref or ptype is None else _numeric_kind(text(ptype)))
-    rtype = fn.child_by_field_name("type")
-    result = _numeric_kind(text(rtype)) if rtype is not None else None
     body_text = text(value) if value is not None else ""
     return TextFunction(tuple(params), body_text, tuple(kinds), result, steps)
 
 
 _MAX_FUNCTION_STATEMENTS = 64  # a host helper with more is not run
+_MAX_FUNCTION_BYTES = 4096
 _ONE_WORD = re.compile(r"[A-Za-z_]\w*")
 
 

@@ -8,6 +8,7 @@ the text is tokenised and parsed here, never handed to ``eval``.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -119,7 +120,9 @@ class _Fail(Exception):
     pass
 
 
-def tokenize(text: str) -> list[tuple[str, str]] | None:
+@functools.lru_cache(maxsize=4096)
+def tokenize(text: str) -> tuple[tuple[str, str], ...] | None:
+    """The tokens of ``text`` (cached: host texts and helpers' statements recur)."""
     out: list[tuple[str, str]] = []
     pos = 0
     text = text.strip()
@@ -138,13 +141,13 @@ def tokenize(text: str) -> list[tuple[str, str]] | None:
             out.append(("name", m.group("name")))
         else:
             out.append(("op", m.group("op")))
-    return out
+    return tuple(out)
 
 
 class _Parser:
     def __init__(
         self,
-        tokens: list[tuple[str, str]],
+        tokens: tuple[tuple[str, str], ...],
         lookup: Callable[[str], float | None],
         call: Callable[[str, list[float]], float | None] | None = None,
     ):
@@ -378,8 +381,9 @@ def evaluate(
 
 
 # statements small host functions may run for one expression (calls they make and loop
-# trips included)
-_MAX_STEPS = 4096
+# trips included): a couple of hundred trips of a small loop (a launch size solved by
+# bisection evaluates its expression some 60 times)
+_MAX_STEPS = 512
 
 
 class _Returned(Exception):
