@@ -270,6 +270,24 @@ def test_a_countdown_while_loop_runs_its_counter_s_value(gpu, tmp_path: Path) ->
     assert [(lp.var, lp.trips) for lp in a.counts.loops] == [("k", 100), ("r", 92)]
 
 
+def test_a_while_loop_stepped_in_its_test(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # while (v >>= 1) from v = 1024 tests 512, 256, ..., 1: 10 trips, then 0; while (--m)
+    # from m = 8 tests 7, ..., 1: 7 trips; while (q /= 4) from q = 4096: 1024 ... 1, 6 trips
+    src = (
+        "__global__ void k(float *x, int n) {\n"
+        "  float s = 0.f;\n"
+        "  int v = n, m = 8, q = 4 * n;\n"
+        "  while (v >>= 1) s += x[v];\n"
+        "  while (--m) s *= 2.0f;\n"
+        "  while (q /= 4) s -= x[q % n];\n"
+        "  x[threadIdx.x] = s;\n"
+        "}\n"
+        "int main() { float *x; k<<<1, 32>>>(x, 1024); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert [(lp.var, lp.trips) for lp in a.counts.loops] == [("v", 10), ("m", 7), ("q", 6)]
+
+
 def test_a_loop_distributed_over_teams_only_gets_one_team_an_iteration(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # `teams distribute` without `parallel for` gives the m loop's iterations to the teams
     # (1000 of them), and the nested `parallel for` shares k among a team's 128 threads:

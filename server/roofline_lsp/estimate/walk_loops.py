@@ -370,6 +370,8 @@ class LoopWalker(CallWalker):
         n = trips(sv, bound.val, hdr.bound_op, step.val, hdr.step_op, exact=not varying)
         if n is None:
             return self.default(self.inputs.settings.default_trips), "default", sv
+        if hdr.pre_step:  # the first test already sees the stepped value
+            n = max(n - 1.0, 0.0)
         thread_start = any(d in THREAD_DIMS or d in self.par.parallel_dims for d in sdeps)
         if thread_start and hdr.step_op == "+":
             # strided by the thread count (grid-/block-stride) or per-thread ranges

@@ -163,6 +163,7 @@ class LoopHeader:
     bound_op: str  # "<", "<=", ">", ">=", "!="
     step: Node | None  # None: +/-1
     step_op: str  # "+", "-", "*", "/", "<<", ">>"
+    pre_step: bool = False  # the step comes before the test: ``while (k >>= 1)``, ``--k``
 
 
 def while_header(node: Node) -> LoopHeader | None:
@@ -179,6 +180,12 @@ def while_header(node: Node) -> LoopHeader | None:
     if countdown is not None:
         # while (k--): k trips, the test counting down to zero
         return LoopHeader(countdown, None, None, ">", None, "-")
+    stepped = step_of(c) if c is not None else None
+    if stepped is not None and c is not None:
+        halved = c.type == "assignment_expression" and stepped[2] in (">>", "/")
+        if halved or (c.type == "update_expression" and text(c).lstrip().startswith("--")):
+            # while (k >>= 1), while (k /= 2), while (--k): stepped, then tested against zero
+            return LoopHeader(stepped[0], None, None, ">", stepped[1], stepped[2], pre_step=True)
     if c is not None and c.type == "binary_expression":
         left = c.child_by_field_name("left")
         right = c.child_by_field_name("right")
