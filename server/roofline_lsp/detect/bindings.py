@@ -32,6 +32,7 @@ from roofline_lsp.model.stamps import FileStamp
 from roofline_lsp.syntax.cexpr import Functions, evaluate, evaluate_dim3, inner_text, split_args
 from roofline_lsp.syntax.datatypes import parse_type
 from roofline_lsp.syntax.expr import (
+    NAME,
     comma_parts,
     declarator_stars,
     declared_name,
@@ -61,7 +62,6 @@ _ALLOC_ASSIGN = re.compile(
     r"[^<>]*>\s*)?\(?\s*(malloc|calloc|aligned_alloc|omp_target_alloc|_mm_malloc|"
     r"sycl::malloc_device|sycl::malloc_shared|malloc_device|malloc_shared|new\s+[\w:<>, ]+?\[)\s*"
 )
-_IDENT_ONLY = re.compile(r"[A-Za-z_]\w*")  # a plain name (fullmatch)
 _ARRAY_VALUES = 64  # a local array's initializer elements kept as values, at most
 _VECTOR_DECL = re.compile(r"\bstd::vector\s*<\s*([\w:]+)\s*>\s+([A-Za-z_]\w*)\s*\(")
 
@@ -531,7 +531,7 @@ def _assign_dim3(ctx: HostContext, name: str, value: str, argv: list[str]) -> No
         parts = []
     elif inner != value:
         parts = split_args(inner)
-    elif "dim3" in ctx.types.get(value, "") and _IDENT_ONLY.fullmatch(value):
+    elif "dim3" in ctx.types.get(value, "") and NAME.fullmatch(value):
         parts = [f"{value}.{c}" for c in "xyz"]
     else:
         parts = [value]
@@ -759,7 +759,7 @@ def _allocation_sites(src: str) -> list[_Allocation]:
 
 
 def _record_alloc(ctx: HostContext, name: str, size: str, argv: list[str], bytes_: bool) -> None:
-    if not _IDENT_ONLY.fullmatch(name):
+    if not NAME.fullmatch(name):
         return
     v = ctx.eval_text(substitute_host(size, argv, ctx.types))
     if v is None or v <= 0:
@@ -1018,7 +1018,7 @@ def struct_fields(ctx: HostContext, arg: str, param: str) -> dict[str, int | flo
     """The fields the host set on a struct passed by value (``p.n = 4096`` before
     ``f(p)``), under the parameter's name (``param.n``)."""
     arg = arg.strip()
-    if not _IDENT_ONLY.fullmatch(arg):
+    if not NAME.fullmatch(arg):
         return {}
     out: dict[str, int | float] = {}
     for key in [k for k in ctx.texts if k.startswith(arg + ".")]:
@@ -1290,7 +1290,7 @@ def _solve_size(ctx: HostContext, expr: str, given: Dim3, argv: list[str]) -> No
     expression rising with the value), and of those the roundest."""
     for _ in range(4):  # a dim3 variable: its components' texts
         name = expr.strip()
-        if not _IDENT_ONLY.fullmatch(name) or name in ctx.fixed:
+        if not NAME.fullmatch(name) or name in ctx.fixed:
             break
         parts = [ctx.texts.get(f"{name}.{c}") for c in "xyz"]
         if parts[0] is not None:

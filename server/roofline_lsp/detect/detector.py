@@ -50,7 +50,7 @@ from roofline_lsp.model.kernel import (
     Span,
 )
 from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3
-from roofline_lsp.syntax.expr import text
+from roofline_lsp.syntax.expr import NAME, text
 from roofline_lsp.syntax.parsing import captures, language_for_path, parse
 
 K = TypeVar("K")
@@ -96,7 +96,6 @@ _NOT_NAMES = frozenset(
     ]
 )
 MAX_INCLUDE_DEPTH = 4
-_WORD = re.compile(r"[A-Za-z_]\w*")
 
 # (header path, its include depth) -> what detection found in it, or None (unreadable, a
 # cycle, too deep)
@@ -545,7 +544,7 @@ class Detector:
         shmem = parts[2] if len(parts) > 2 else None
         fns = text_functions(self.functions, self.macros)
         called = tuple(
-            (n, fns[n]) for n in sorted(set(_WORD.findall(" ".join(parts[:3])))) if n in fns
+            (n, fns[n]) for n in sorted(set(NAME.findall(" ".join(parts[:3])))) if n in fns
         )
         grid_v, block_v, shmem_v = _reuse(
             self.old.launches,

@@ -12,7 +12,7 @@ from tree_sitter import Node
 from roofline_lsp.detect.textscan import kernel_ref
 from roofline_lsp.model.kernel import Function, Macro
 from roofline_lsp.syntax.cexpr import Step, TextFunction, inner_text
-from roofline_lsp.syntax.expr import comma_parts, text
+from roofline_lsp.syntax.expr import NAME, comma_parts, condition_expr, test_target, text
 from roofline_lsp.syntax.parsing import captures
 
 
@@ -106,7 +106,7 @@ def argument_array(call: Node, array: str) -> tuple[str, ...]:
     without its ``&`` (so they read like the arguments of ``k<<<grid, block>>>(n, x)``).
     Empty when the array is not a local initialised that way."""
     array = array.strip()
-    if not re.fullmatch(r"[A-Za-z_]\w*", array):
+    if not NAME.fullmatch(array):
         return ()
     fn = enclosing_function(call)
     body = fn.child_by_field_name("body") if fn is not None else None
@@ -235,7 +235,6 @@ def text_function(fn: Node) -> TextFunction | None:
 
 _MAX_FUNCTION_STATEMENTS = 64  # a host helper with more is not run
 _MAX_FUNCTION_BYTES = 4096
-_ONE_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 def _steps(node: Node, kinds: dict[str, bool | None], count: list[int]) -> tuple[Step, ...] | None:
@@ -294,33 +293,27 @@ def _returned(e: Node, kinds: dict[str, bool | None]) -> tuple[Step, ...] | None
 
 
 def _condition_text(st: Node) -> str | None:
-    cond = st.child_by_field_name("condition")
-    if cond is not None and cond.type == "condition_clause":
-        cond = cond.child_by_field_name("value") or (
-            cond.named_children[0] if cond.named_children else None
-        )
-    return text(cond) if cond is not None and cond.type != "declaration" else None
+    cond = condition_expr(st)
+    return text(cond) if cond is not None else None
 
 
 def _loop(st: Node, kinds: dict[str, bool | None], count: list[int]) -> tuple[Step, ...] | None:
     """``while (c) body`` and ``for (init; c; update) body`` as an init and a loop step."""
     body = st.child_by_field_name("body")
-    cond = _condition_text(st) if st.type == "while_statement" else None
+    cond: str | None = None
     init: tuple[Step, ...] | None = ()
     update: tuple[Step, ...] | None = ()
     if st.type == "while_statement":
-        c = st.child_by_field_name("condition")
-        c = c.named_children[0] if c is not None and c.named_children else None
-        while c is not None and c.type == "parenthesized_expression" and c.named_children:
-            c = c.named_children[0]
-        if c is not None and c.type in ("assignment_expression", "update_expression"):
+        c = condition_expr(st)
+        target = test_target(c)
+        if target is not None and c is not None:
             # while (v >>= 1): the step, then the test, before every trip
-            target = c.child_by_field_name("left") or c.child_by_field_name("argument")
-            postfix = c.type == "update_expression" and not text(c).lstrip().startswith(("+", "-"))
-            if target is None or target.type != "identifier" or postfix:
-                return None
             init = update = _effect(c, kinds)
             cond = text(target)
+        elif c is not None and c.type in ("assignment_expression", "update_expression"):
+            return None  # while (k--), while (a[i] = f()): not run
+        elif c is not None:
+            cond = text(c)
     if st.type == "for_statement":
         c = st.child_by_field_name("condition")
         cond = text(c) if c is not None else None
@@ -340,7 +333,7 @@ def _declared(decl: Node, kinds: dict[str, bool | None]) -> tuple[Step, ...] | N
     (``auto``, a template parameter, a typedef) keeps the value as computed."""
     ty = decl.child_by_field_name("type")
     kind = _numeric_kind(text(ty)) if ty is not None else None
-    if ty is None or (kind is None and not _ONE_WORD.fullmatch(text(ty))):
+    if ty is None or (kind is None and not NAME.fullmatch(text(ty))):
         return None
     out: list[Step] = []
     for d in decl.children_by_field_name("declarator"):

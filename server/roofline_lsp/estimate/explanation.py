@@ -4,7 +4,6 @@ set against L2, what was assumed; ``model.terms``), and its confidence."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import replace
 from typing import Literal
 
@@ -19,6 +18,7 @@ from roofline_lsp.model.terms import (
     TypeTerm,
     WorkTerm,
 )
+from roofline_lsp.syntax.expr import NAME
 
 MAX_ASSUMED_LOOPS = 3  # the defaulted loops named, the heaviest first
 
@@ -92,7 +92,6 @@ def _work(c: ThreadCounts, first: int, last: int) -> float:
     return sum(sum(row) for ln, row in c.lines.items() if first <= ln <= last)
 
 
-_NAME = re.compile(r"[A-Za-z_]\w*")
 _NOT_VALUES = frozenset({"dim3", "sizeof", "int", "unsigned", "long", "size_t", "float", "double"})
 
 
@@ -100,7 +99,7 @@ def unresolved(expr: str, ctx: HostContext, depth: int = 0) -> tuple[str, ...]:
     """The names in a launch expression the host side gives no value for, through the
     expressions of the names it knows (``grid`` -> ``(n + 255) / 256`` -> ``n``)."""
     out: list[str] = []
-    for m in _NAME.finditer(expr):
+    for m in NAME.finditer(expr):
         nm = m.group(0)
         if nm in _NOT_VALUES or nm in out or expr[m.end() :].lstrip().startswith("("):
             continue  # a type, a function

@@ -25,6 +25,7 @@ from roofline_lsp.syntax.carith import (
 from roofline_lsp.syntax.datatypes import parse_type
 
 Lookup = Callable[[str], "float | None"]
+NAME = re.compile(r"[A-Za-z_]\w*")  # an identifier (``fullmatch``: a plain name)
 
 _BUILTIN_FIELDS = ("blockDim", "gridDim")
 
@@ -166,24 +167,47 @@ class LoopHeader:
     pre_step: bool = False  # the step comes before the test: ``while (k >>= 1)``, ``--k``
 
 
-def while_header(node: Node) -> LoopHeader | None:
-    """``while (i < n) { ...; i += s; }``: a counted ``while``/``do`` loop (the variable
-    updated by a top-level statement of the body); the start is the variable's value."""
-    cond = node.child_by_field_name("condition")
-    body = node.child_by_field_name("body")
-    if cond is None or body is None:
+def condition_expr(stmt: Node) -> Node | None:
+    """The expression a ``while``/``do``/``if`` statement tests, without its clause and
+    parentheses (None for a declaration: ``while (int x = f())``)."""
+    cond = stmt.child_by_field_name("condition")
+    if cond is None:
         return None
     c = cond.child_by_field_name("value") if cond.type == "condition_clause" else cond
     while c is not None and c.type == "parenthesized_expression" and c.named_children:
         c = c.named_children[0]
+    return c
+
+
+def test_target(c: Node | None) -> Node | None:
+    """The plain name a loop test sets before testing it (``v >>= 1``, ``v = v / 2``,
+    ``--k``; not ``k--``, which tests first), else None."""
+    if c is None:
+        return None
+    if c.type == "assignment_expression":
+        t = c.child_by_field_name("left")
+    elif c.type == "update_expression" and text(c).lstrip().startswith(("++", "--")):
+        t = c.child_by_field_name("argument")
+    else:
+        return None
+    return t if t is not None and t.type == "identifier" else None
+
+
+def while_header(node: Node) -> LoopHeader | None:
+    """``while (i < n) { ...; i += s; }``: a counted ``while``/``do`` loop (the variable
+    updated by a top-level statement of the body); the start is the variable's value."""
+    body = node.child_by_field_name("body")
+    if node.child_by_field_name("condition") is None or body is None:
+        return None
+    c = condition_expr(node)
     countdown = _countdown(c)
     if countdown is not None:
         # while (k--): k trips, the test counting down to zero
         return LoopHeader(countdown, None, None, ">", None, "-")
-    stepped = step_of(c) if c is not None else None
+    stepped = step_of(c) if test_target(c) is not None and c is not None else None
     if stepped is not None and c is not None:
         halved = c.type == "assignment_expression" and stepped[2] in (">>", "/")
-        if halved or (c.type == "update_expression" and text(c).lstrip().startswith("--")):
+        if halved or (c.type == "update_expression" and stepped[2] == "-"):
             # while (k >>= 1), while (k /= 2), while (--k): stepped, then tested against zero
             return LoopHeader(stepped[0], None, None, ">", stepped[1], stepped[2], pre_step=True)
     if c is not None and c.type == "binary_expression":
