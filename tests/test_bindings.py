@@ -136,6 +136,26 @@ def test_openmp_region_host_values_and_map_extents(tmp_path: Path) -> None:
     assert ctx.types["a"].startswith("float")
 
 
+def test_local_arrays_hold_every_dimension(tmp_path: Path) -> None:
+    """``float a[N][M]`` holds N * M elements (2048 * 64 = 131072), not its last dimension's
+    64: the extent caps the array's footprint, so a region reading all of it would have moved
+    256 B per row walk instead of 512 kB. An initialised one (``= {0}``) too."""
+    src = (
+        "#define N 2048\n"
+        "#define M 64\n"
+        "int main() {\n"
+        "  float a[N][M], c[N];\n"
+        "  static double b[M][N][2] = {0};\n"
+        "  #pragma omp target teams distribute parallel for map(to: a, b) map(from: c)\n"
+        "  for (int i = 0; i < N; i++) c[i] = a[i][0] + b[0][i][1];\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"o.cpp": src}, "o.cpp")
+    assert ctx.extents["a"] == 2048 * 64
+    assert ctx.extents["b"] == 64 * 2048 * 2
+    assert ctx.extents["c"] == 2048
+
+
 def test_rounded_up_to_a_multiple_is_known(tmp_path: Path) -> None:
     """``while (m % 64 != 0) m++;`` leaves m at the next multiple of 64 (1000 -> 1024), a
     value known before the launch; a loop that counts something else stays unknown."""

@@ -376,12 +376,15 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 _assign_dim3(ctx, name, text(v) if v is not None else "", argv)
             elif d.type == "init_declarator":
                 v = d.child_by_field_name("value")
+                array = d.child_by_field_name("declarator")
+                size = _array_elements(array) if array is not None else None
+                if size is not None:
+                    ctx.extents[name] = _maybe(ctx, size, argv)
                 if v is None:
                     continue
                 vt = text(v)
                 if v.type in ("argument_list", "initializer_list"):
                     inner = v.named_children
-                    array = d.child_by_field_name("declarator")
                     if (
                         v.type == "initializer_list"
                         and array is not None
@@ -403,9 +406,9 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 params = d.child_by_field_name("parameters")
                 _assign_dim3(ctx, name, text(params), argv)
             elif d.type == "array_declarator":
-                size = d.child_by_field_name("size")
+                size = _array_elements(d)
                 if size is not None:
-                    ctx.extents[name] = _maybe(ctx, text(size), argv)
+                    ctx.extents[name] = _maybe(ctx, size, argv)
     else:
         e = node.named_children[0] if node.named_children else None
         if e is not None and e.type == "update_expression":
@@ -665,6 +668,19 @@ def _options(fn_text: str, ctx: HostContext, argv: list[str]) -> None:
         if opt in opts and _numeric(opts[opt]):
             ctx.texts[var] = opts[opt]
     ctx._cache.clear()
+
+
+def _array_elements(decl: Node) -> str | None:
+    """The element count of an array declarator: ``a[N][M]`` holds ``(N) * (M)``."""
+    sizes = []
+    node: Node | None = decl
+    while node is not None and node.type == "array_declarator":
+        size = node.child_by_field_name("size")
+        if size is None:
+            return None
+        sizes.append(f"({text(size)})")
+        node = node.child_by_field_name("declarator")
+    return " * ".join(reversed(sizes)) if sizes else None
 
 
 def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:
