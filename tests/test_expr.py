@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from roofline_lsp.syntax.expr import loop_header, reads_memory, trips, value, while_header
+from roofline_lsp.syntax.expr import (
+    array_sizes,
+    loop_header,
+    reads_memory,
+    text,
+    trips,
+    value,
+    while_header,
+)
 from roofline_lsp.syntax.parsing import parse
 
 
@@ -104,3 +112,21 @@ def test_while_header_of_a_variable_halved_to_zero() -> None:
 def test_reads_memory(expr: str, expected: bool) -> None:
     node = first("x = " + expr + ";", "assignment_expression").child_by_field_name("right")
     assert reads_memory(node) is expected
+
+
+@pytest.mark.parametrize(
+    ("decl", "expected"),
+    [
+        ("float a[N][M];", ["N", "M"]),
+        ("double b[2][n * 4][3];", ["2", "n * 4", "3"]),
+        ("int c[] = {1, 2};", [None]),
+        ("float *p;", []),
+    ],
+)
+def test_array_sizes(decl: str, expected: list[str | None]) -> None:
+    d = first(decl, "declaration").child_by_field_name("declarator")
+    assert d is not None
+    if d.type == "init_declarator":
+        d = d.child_by_field_name("declarator")
+    assert d is not None
+    assert [None if s is None else text(s) for s in array_sizes(d)] == expected

@@ -33,6 +33,7 @@ from roofline_lsp.syntax.cexpr import Functions, evaluate, evaluate_dim3, inner_
 from roofline_lsp.syntax.datatypes import parse_type
 from roofline_lsp.syntax.expr import (
     NAME,
+    array_sizes,
     comma_parts,
     declarator_stars,
     declared_name,
@@ -672,15 +673,10 @@ def _options(fn_text: str, ctx: HostContext, argv: list[str]) -> None:
 
 def _array_elements(decl: Node) -> str | None:
     """The element count of an array declarator: ``a[N][M]`` holds ``(N) * (M)``."""
-    sizes = []
-    node: Node | None = decl
-    while node is not None and node.type == "array_declarator":
-        size = node.child_by_field_name("size")
-        if size is None:
-            return None
-        sizes.append(f"({text(size)})")
-        node = node.child_by_field_name("declarator")
-    return " * ".join(reversed(sizes)) if sizes else None
+    sizes = array_sizes(decl)
+    if not sizes or None in sizes:
+        return None
+    return " * ".join(f"({text(s)})" for s in sizes if s is not None)
 
 
 def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:

@@ -15,7 +15,13 @@ from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var
 from roofline_lsp.estimate.walk_loops import LoopWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, teams_only
 from roofline_lsp.syntax.datatypes import UNKNOWN, DataType
-from roofline_lsp.syntax.expr import declarator_stars, declared_name, reads_memory, text
+from roofline_lsp.syntax.expr import (
+    array_sizes,
+    declarator_stars,
+    declared_name,
+    reads_memory,
+    text,
+)
 
 
 class StatementWalker(LoopWalker):
@@ -378,16 +384,12 @@ class StatementWalker(LoopWalker):
     def local_array_size(self, name: str, decl: Node, vt: DataType) -> None:
         """Bytes of a per-thread array (``float acc[64]``), for local-memory traffic."""
         n = 1.0
-        d: Node | None = (
-            decl.child_by_field_name("declarator") if decl.type == "init_declarator" else decl
-        )
-        while d is not None and d.type == "array_declarator":
-            size = d.child_by_field_name("size")
+        d = decl.child_by_field_name("declarator") if decl.type == "init_declarator" else decl
+        for size in array_sizes(d) if d is not None else []:
             v = self.expr_quiet(size).val if size is not None else None
             if v is None or v <= 0:
                 return
             n *= v
-            d = d.child_by_field_name("declarator")
         self.tally.local_sizes[name] = n * (
             vt.size if not vt.pointer or vt.pointer > 1 else vt.size
         )

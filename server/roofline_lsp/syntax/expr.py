@@ -466,6 +466,17 @@ def declared_name(decl: Node | None) -> str:
     return ""
 
 
+def array_sizes(decl: Node) -> list[Node | None]:
+    """The size expressions of an array declarator, one per dimension from the outermost
+    (``a[N][M]``: N, M; None for an omitted one, ``a[]``); empty for any other declarator."""
+    sizes: list[Node | None] = []
+    node: Node | None = decl
+    while node is not None and node.type == "array_declarator":
+        sizes.append(node.child_by_field_name("size"))
+        node = node.child_by_field_name("declarator")
+    return sizes[::-1]
+
+
 def declarator_stars(decl: Node | None) -> str:
     """Pointer and array levels of a declarator as ``*``/``[]`` text."""
     out = ""
