@@ -123,3 +123,15 @@ def test_fp64_literal_is_not_flagged_when_the_ptx_has_no_fp64_instruction() -> N
     assert not [a for a in folded if a.code == "RL001"]
     kept = advise(with_counts(2.0), gpu)  # type: ignore[arg-type]
     assert [a for a in kept if a.code == "RL001"]
+
+
+def test_integer_division_is_never_offered_a_float_reciprocal() -> None:
+    """`i / w` on ints: a reciprocal or `__fdividef` would change the quotient; the advice
+    offers what keeps it (a precomputed fast divisor, or two loop dimensions)."""
+    src, advice = _advice(FIXTURES / "rl004_slow_math.cu")
+    by_text = {src[a.start : a.end].decode(): a.message for a in advice if a.code == "RL004"}
+    assert "__fdividef" in by_text["v / (c + k)"]
+    integer = by_text["i / w"]
+    assert integer.startswith("integer division by a run-time value")
+    assert "same quotient" in integer
+    assert "reciprocal" not in integer and "__fdividef" not in integer

@@ -36,7 +36,7 @@ from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Kernel
 from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.model.verdict import LineInstructions
-from roofline_lsp.syntax.expr import text
+from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
 
 _FLOAT_LITERAL = re.compile(r"^(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?$|^\d+[eE][+-]?\d+$")
 _TWO = frozenset({"2", "2.0", "2.", "2.0f", "2.f", "2.0F", "2.F"})
@@ -220,8 +220,11 @@ class PrecisionChecks(KernelContext):
         of two (a multiply)."""
         if self.bound != "compute":
             return
-        rows: dict[int, list[tuple[Node, str, str]]] = {}
+        rows: dict[int, list[tuple[Node, str, str, str]]] = {}
+        slow = "many instructions on the special-function units"
         changed: dict[int, set[str]] = {}  # loop id -> the names changed in it
+        types: dict[str, str] | None = None  # declared types, read at the first division
+        integer_divisions: set[int] = set()
         for n in self.nodes:
             what = None
             if n.type == "call_expression" and call_name(n) in SPECIAL_FUNCTIONS:
@@ -232,6 +235,7 @@ class PrecisionChecks(KernelContext):
                 ):
                     continue  # RL003
                 what = f"`{call_name(n)}`"
+                cost = slow
                 hint = (
                     "use the fast intrinsic (`__expf`, `__sinf`, `__logf`, `rsqrtf`...) if "
                     "its accuracy is enough, or `-use_fast_math`"
@@ -243,11 +247,24 @@ class PrecisionChecks(KernelContext):
                 ptx = self.compiled(n)
                 if ptx is not None and not ptx.divisions:
                     continue  # compiled without a div/rem: a constant divisor, a multiply
-                what = "division"
-                hint = (
-                    "multiply by a reciprocal computed once outside the loop, or use "
-                    "`__fdividef` where the accuracy allows"
-                )
+                if types is None:
+                    types = _declared_types(self.k)
+                if _integer_operands(n, types):
+                    integer_divisions.add(n.id)
+                    what = "integer division by a run-time value"
+                    cost = f"about {INT_DIV_VAR:g} integer instructions"
+                    hint = (
+                        "when the divisor is fixed for the launch, a fast divisor precomputed "
+                        "on the host (multiply-high and shift) gives the same quotient, or "
+                        "loop over the two dimensions instead of dividing the index"
+                    )
+                else:
+                    what = "division"
+                    cost = slow
+                    hint = (
+                        "multiply by a reciprocal computed once outside the loop, or use "
+                        "`__fdividef` where the accuracy allows"
+                    )
             if what is None:
                 continue
             loop = self.index.enclosing_loop(n, self.k.body)
@@ -257,16 +274,17 @@ class PrecisionChecks(KernelContext):
                 changed[loop.id] = _changed_in(loop)
             if not identifiers(n) & changed[loop.id]:
                 continue  # nothing in it changes in the loop: hoisted out of it
-            rows.setdefault(n.start_point.row, []).append((n, what, hint))
+            rows.setdefault(n.start_point.row, []).append((n, what, cost, hint))
         for found in rows.values():
-            n, what, hint = found[0]  # once per line, weighed with every slow operation on it
+            n, what, cost, hint = found[0]  # once per line, weighed with every slow one on it
             ops = line_ops(self.counts, self.offset(n))
             self.add(
                 "RL004",
                 n,
-                f"{what} in a loop of a compute-bound kernel {self.on()}: it takes many "
-                f"instructions on the special-function units; {hint}.",
-                gain=self._line_saving(n, [_call_saving(m, ops) for m, _w, _h in found]),
+                f"{what} in a loop of a compute-bound kernel {self.on()}: it takes {cost}; {hint}.",
+                gain=self._line_saving(
+                    n, [_call_saving(m, ops, m.id in integer_divisions) for m, *_ in found]
+                ),
             )
 
     def _line_saving(self, n: Node, savings: list[Saving | None]) -> Gain | None:
@@ -301,7 +319,7 @@ def _float_precision(ops: Ops) -> str | None:
 Saving = tuple[Ops, bool]
 
 
-def _call_saving(n: Node, ops: Ops) -> Saving | None:
+def _call_saving(n: Node, ops: Ops, integer: bool = False) -> Saving | None:
     """Operations saved per execution of ``n`` when it is replaced by its fast form, from the
     estimator's cost tables (``estimate.costs``): ``pow(x, 2)`` by one multiply, an fp32
     special function by its intrinsic (``__expf``; ``sqrtf`` by the one-instruction
@@ -309,10 +327,11 @@ def _call_saving(n: Node, ops: Ops) -> Saving | None:
     a variable by a multiply-high with a precomputed magic number. A function with no fast
     form in its precision (``fmodf``, any fp64 one) saves at most its whole cost. None
     where the line's precision is unknown. ``ops``: the line's operations, whose FLOP tell
-    its float precision."""
+    its float precision; ``integer``: a division of integer operands, whatever else the
+    line computes."""
     prec = _float_precision(ops)
     if n.type == "binary_expression":  # a division
-        if prec is None:
+        if prec is None or integer:
             return ((0.0, 0.0, 0.0, INT_DIV_VAR - INT_DIV_CONST), False) if ops[3] > 0 else None
         f, i = (MATH_F64 if prec == "fp64" else MATH_F32)["div"]
         return _in(prec, f - 1.0, i), False
@@ -334,6 +353,53 @@ def _call_saving(n: Node, ops: Ops) -> Saving | None:
 
 def _in(prec: str, flops: float, ints: float) -> Ops:
     return (flops, 0.0, 0.0, ints) if prec == "fp64" else (0.0, flops, 0.0, ints)
+
+
+_INTEGER_TYPE = re.compile(r"\b(?:int|long|short|unsigned|signed|size_t|u?int\d+_t|char)\b")
+
+
+def _declared_types(kernel: Kernel) -> dict[str, str]:
+    """The declared type of each name in the kernel's function (parameters and locals; for
+    an offload region, the function around it), by name: the last declaration wins."""
+    scope = kernel.node if kernel.node is not None else kernel.body
+    fn = scope if scope is not None and scope.type == "function_definition" else None
+    if fn is None and scope is not None:
+        fn = next((p for p in parents(scope) if p.type == "function_definition"), scope)
+    out: dict[str, str] = {}
+    for d in walk(fn) if fn is not None else ():
+        if d.type not in ("declaration", "parameter_declaration", "field_declaration"):
+            continue
+        t = d.child_by_field_name("type")
+        if t is None:
+            continue
+        for c in d.children_by_field_name("declarator"):
+            name = declared_name(c)
+            if name:
+                # a pointer or array of integers is not an integer value
+                out[name] = "pointer" if declarator_stars(c) else text(t)
+    return out
+
+
+def _integer_operands(division: Node, types: dict[str, str]) -> bool:
+    """Both operands of ``division`` are integer: every name in them is declared with an
+    integer type, with no call, subscript, field or floating literal (whose type is not
+    known here)."""
+    names = 0
+    for n in walk(division):
+        if n.type in ("call_expression", "subscript_expression", "field_expression"):
+            return False
+        if n.type == "number_literal" and not _is_int_literal(text(n)):
+            return False
+        if n.type == "identifier":
+            t = types.get(text(n))
+            if t is None or not _INTEGER_TYPE.search(t):
+                return False
+            names += 1
+    return names > 0
+
+
+def _is_int_literal(t: str) -> bool:
+    return re.fullmatch(r"(?:0[xX][0-9a-fA-F]+|\d+)[uUlL]*", t) is not None
 
 
 def _cheap_divisor(right: Node) -> bool:
