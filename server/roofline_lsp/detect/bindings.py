@@ -80,6 +80,8 @@ class HostContext:
     block: Dim3 | None = None
     grid: Dim3 | None = None
     template_args: tuple[str, ...] = ()
+    # the launching function's template parameters, as its first instantiation gives them
+    host_template: dict[str, str] = field(default_factory=dict)
     launch: LaunchSite | None = None
     functions: Functions = field(default_factory=dict)  # macros / helpers launch text calls
     _cache: dict[str, int | float | None] = field(default_factory=dict)
@@ -1015,11 +1017,16 @@ def host_context(
                 "utf-8", "replace"
             ),
         )
+        own = {name for name, _ in template_params(fn)} if fn is not None else set()
+        if fn is not None and own:
+            ctx.host_template = _instantiation(fn, unit.detection, view)
         if m and "<<" not in m.group(1):
-            targs = split_args(m.group(1))
-            if fn is not None:
-                targs = _instantiated(targs, fn, unit.detection, view)
-            ctx.template_args = tuple(targs)
+            # the launching function's own parameters become what its instantiation gives,
+            # else empty (the kernel's own default applies)
+            ctx.template_args = tuple(
+                ctx.host_template.get(a.strip(), "") if a.strip() in own else a
+                for a in split_args(m.group(1))
+            )
     else:
         _allocations(detection.source.decode("utf-8", "replace"), ctx, argv)
     ctx.block, ctx.grid = block, grid
@@ -1075,19 +1082,14 @@ def template_params(fn: Node) -> list[tuple[str, str | None]]:
     return out
 
 
-def _instantiated(
-    targs: list[str], fn: Node, detection: Detection, view: SourceView | None
-) -> list[str]:
-    """A launch's template arguments with the launching function's own template parameters
-    replaced by what its first explicit instantiation gives (``run<float>(n)`` makes the
-    ``T`` of ``k<T><<<...>>>`` float), else by their defaults, else empty (the kernel's own
-    default applies); other arguments are kept."""
+def _instantiation(fn: Node, detection: Detection, view: SourceView | None) -> dict[str, str]:
+    """What the first explicit instantiation of template function ``fn`` gives its template
+    parameters (``run<float>(n)``: ``{"T": "float"}``), else their defaults; a parameter
+    nothing gives is left out."""
     params = template_params(fn)
-    own = {name for name, _ in params}
-    if not own & {a.strip() for a in targs}:
-        return targs
+    if not params:
+        return {}
     name = function_name(fn)
-    given: list[str] = []
     calls = _call_sites(detection, _root(fn), name) if name else []
     if name and not any(_explicit_args(c) for c in calls):
         pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*<[^;(){}]*>\s*\(")
@@ -1102,8 +1104,7 @@ def _instantiated(
         pname: given[i].strip() if i < len(given) else default
         for i, (pname, default) in enumerate(params)
     }
-    # a parameter nothing gives is left empty: the kernel's own default then applies
-    return [(values[a.strip()] or "") if a.strip() in values else a for a in targs]
+    return {k: v for k, v in values.items() if v}
 
 
 def _explicit_args(call: Node) -> list[str]:

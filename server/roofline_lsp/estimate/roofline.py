@@ -464,20 +464,40 @@ def _template_bindings(
 def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
     """Template type parameters deduced from the launch's arguments, as C++ does: a
     parameter ``Op op`` given ``Square()``/``Square{..}`` or a host variable of type
-    ``Square`` makes ``Op`` = ``Square`` (so ``op(x)`` runs ``Square::operator()``)."""
+    ``Square`` makes ``Op`` = ``Square`` (so ``op(x)`` runs ``Square::operator()``); a
+    parameter ``const T *x`` given a host ``double *d_x`` makes T double."""
     if ctx.launch is None or kernel.node is None:
         return {}
     out: dict[str, str] = {}
     for (ptype, _), arg in zip(function_params(kernel.node), ctx.launch.args, strict=False):
-        t = ptype.replace("const", "").replace("&", "").strip()
+        t, stars = _base_type(ptype)
         if not re.fullmatch(r"[A-Za-z_]\w*", t):
             continue
         m = re.match(r"\s*([A-Za-z_][\w:]*)\s*(?:<[^(){}]*>)?\s*[({]", arg)
-        if m is not None:
+        if m is not None and not stars:
             out.setdefault(t, m.group(1))
         elif arg.strip() in ctx.types:
-            out.setdefault(t, ctx.types[arg.strip()].replace("const", "").strip())
+            # `const T *x` given `d_a` declared `double *d_a` (or `T *d_a` in a function
+            # whose instantiation makes T double): T is double
+            host, host_stars = _base_type(ctx.types[arg.strip()])
+            host = ctx.host_template.get(host, host)
+            if host_stars == stars and host not in ctx.host_template:
+                out.setdefault(t, host)
     return out
+
+
+def _base_type(type_text: str) -> tuple[str, int]:
+    """A declared type without qualifiers, and its pointer levels: ``const T *__restrict__``
+    -> ``("T", 1)``, ``unsigned int`` -> ``("unsigned int", 0)``."""
+    stars = type_text.count("*") + type_text.count("[]")
+    words = re.sub(r"[*&]|\[\]", " ", type_text).split()
+    kept = [w for w in words if w not in _QUALIFIERS]
+    return " ".join(kept), stars
+
+
+_QUALIFIERS = frozenset(
+    {"const", "volatile", "__restrict__", "__restrict", "restrict", "static", "struct"}
+)
 
 
 def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> tuple[str, ...]:
