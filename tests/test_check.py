@@ -17,10 +17,10 @@ def test_check_text_one_line_per_kernel():
     code, out, err = run("check", str(DETECT / "omp_forms.cpp"), "--gpu", "h100")
     assert code == EXIT_OK
     lines = out.splitlines()
-    assert len(lines) == 7
+    assert len(lines) == 8
     assert lines[0].startswith(f"{DETECT / 'omp_forms.cpp'}:9: combined [omp] ")
     assert "(H100" in lines[0]
-    assert "7 kernels in 1 file(s)" in err
+    assert "8 kernels in 1 file(s)" in err
 
 
 def test_check_several_gpus_gives_a_verdict_per_gpu():

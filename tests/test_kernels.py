@@ -110,6 +110,7 @@ def test_openmp_regions_and_clauses():
         (22, "target simd"),
         (31, "target"),
         (44, "target teams distribute parallel for"),
+        (55, "target teams distribute parallel for"),  # `#  pragma`: blanks after `#`
     ]
     first = det.kernels[0]
     assert first.name == "combined" and first.language == "omp"
@@ -145,6 +146,7 @@ def test_openmp_data_movement_is_not_a_kernel():
         (30, "target enter data"),
         (36, "target update"),
         (37, "target exit data"),
+        (57, "target update"),
     ]
     assert det.data_regions[0].clauses[0].modifier == "tofrom"
 

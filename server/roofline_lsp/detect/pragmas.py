@@ -232,5 +232,7 @@ def pragma_text(node: Node) -> str:
 
 
 def is_pragma(node: Node) -> bool:
+    """A ``#pragma`` line, however spaced (``# pragma``, ``#\tpragma``: C allows blanks
+    between ``#`` and the directive)."""
     directive = node.child_by_field_name("directive")
-    return directive is not None and text(directive) == "#pragma"
+    return directive is not None and "".join(text(directive).split()) == "#pragma"
