@@ -490,3 +490,18 @@ def test_template_type_deduced_from_the_launch_arguments(gpu, name: str) -> None
     assert a.totals["fp64"] == 2 * (1 << 20) and a.totals["fp32"] == 0
     assert a.memory.references == 16 * (1 << 20)
     assert not a.assumed_types
+
+
+def test_static_constants_of_structs_and_their_aliases(gpu) -> None:  # type: ignore[no-untyped-def]
+    """``x128 = Packed128<bf16>``: ``size`` = sizeof(int4) / sizeof(bf16) = 16 / 2 = 8. The
+    launch is ceil_div(2^24, 256 * 8) = 8192 blocks of 256 = 2^21 threads; each runs the
+    ``packed.size`` loop 8 times with 2 FP32 FLOP (v * 2 + 1 as one FMA): 16 FP32 FLOP per
+    thread, and ``Tile::cells`` = 4 * 8 = 32 trips of the second loop."""
+    det = _launch_fixture("packed128.cu")
+    assert det.constants["x128::size"] == "16 / 2"
+    assert det.constants["Tile::cells"] == "Tile::rows * 8"
+    a = analyze(det.kernels[0], det, gpu)
+    assert a.threads == 1 << 21
+    assert a.totals["fp32"] == 16 * (1 << 21)
+    trips = sorted(loop.trips for loop in a.counts.loops)
+    assert trips == [8.0, 32.0]

@@ -50,6 +50,7 @@ from roofline_lsp.model.kernel import (
     Span,
 )
 from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3
+from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.expr import NAME, text
 from roofline_lsp.syntax.parsing import captures, language_for_path, parse
 
@@ -154,6 +155,10 @@ class Detector:
                 self.macros.setdefault(mname, macro)
             for cname, body in d.constants.items():
                 self.constants.setdefault(cname, body)
+        # static constants of structs and their aliases (`x128::size`), as qualified names
+        decls = declarations(self.tree.root_node, self.macros)
+        for qname, value_text in decls.static_members.items():
+            self.constants.setdefault(qname, value_text)
 
     def macro_definitions(self, caps: dict[str, list[Node]], included: set[str]) -> None:
         """``#define``s, the one on the branch the preprocessor takes first (with the names

@@ -36,6 +36,7 @@ class Var:
         "held",
         "gathered",
         "slope",
+        "tname",
     )
 
     def __init__(
@@ -66,6 +67,8 @@ class Var:
         # a gather
         self.gathered = False
         self.slope: float | None = None  # see Val.slope
+        # the type it was declared with, as written (``x128``): names its static members
+        self.tname = ""
 
 
 class Val:

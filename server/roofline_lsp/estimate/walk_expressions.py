@@ -146,6 +146,9 @@ class ExpressionWalker(ReferenceWalker):
             self.expr(node.child_by_field_name("left") or node)
             return self.expr(node.child_by_field_name("right") or node)
         if t == "qualified_identifier":
+            hv = self.inputs.lookup_host(text(node).replace(" ", ""))  # `x128::size`
+            if hv is not None:
+                return Val(FLOAT if hv != int(hv) else INT, NOTHING, hv)
             name = text(node).rsplit("::", 1)[-1]
             return self.identifier(name, node)
         if t in ("initializer_list", "argument_list"):

@@ -282,6 +282,7 @@ class StatementWalker(LoopWalker):
         shared = "__shared__" in head or "__shared__" in base_text or self.par.team_level
         const = "const" in head or "constexpr" in head
         group = self.group_of_type(base_text)
+        names = [declared_name(d) for d in node.children_by_field_name("declarator")]
         for d in node.children_by_field_name("declarator"):
             name = declared_name(d)
             if not name:
@@ -348,6 +349,10 @@ class StatementWalker(LoopWalker):
                 self.declare(
                     name, Var(vt, NOTHING if group is not None else opaque, None, group=group)
                 )
+        for name in names:
+            declared = self.cursor.scopes[-1].get(name) if name else None
+            if declared is not None:
+                declared.tname = base_text.replace("const", "").strip()
 
     def template_declaration(self, node: Node) -> bool:
         """A declaration with a template type that the parser read as comparisons,

@@ -1,6 +1,7 @@
 """Translation-unit declarations the counter needs: type aliases (``typedef``, ``using``,
-``#define REAL double``), struct layouts and global variables (``__constant__``,
-``__device__`` arrays, textures), read once per parsed tree.
+``#define REAL double``), struct layouts, their static constants (``static constexpr int n``)
+and global variables (``__constant__``, ``__device__`` arrays, textures), read once per
+parsed tree.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from roofline_lsp.model.kernel import Macro
+from roofline_lsp.syntax.cexpr import split_args
 from roofline_lsp.syntax.datatypes import parse_type
 from roofline_lsp.syntax.expr import text, value
 
@@ -31,12 +33,21 @@ class GlobalVar:
     elements: float | None
 
 
+_Template = tuple[tuple[str, ...], dict[str, str]]  # parameter names, static members
+
+
 @dataclass
 class Declarations:
     aliases: dict[str, str] = field(default_factory=dict)
     structs: dict[str, dict[str, str]] = field(default_factory=dict)
     struct_sizes: dict[str, int] = field(default_factory=dict)
     globals: dict[str, GlobalVar] = field(default_factory=dict)
+    # ``Type::member`` -> the value text of a static constant member, for a struct and for
+    # each alias of one (``typedef Packed<float> x128``: ``x128::size`` with the template's
+    # parameters replaced by the alias's arguments and ``sizeof`` of known types resolved)
+    static_members: dict[str, str] = field(default_factory=dict)
+    # struct template -> its parameter names and static members (value texts)
+    struct_templates: dict[str, _Template] = field(default_factory=dict)
 
 
 _CACHE: OrderedDict[int, tuple[Node, Declarations]] = OrderedDict()
@@ -55,6 +66,7 @@ def declarations(root: Node, macros: dict[str, Macro] | None = None) -> Declarat
             if m.params is None and m.body and _TYPE_WORD.fullmatch(m.body.strip()):
                 d.aliases[m.name] = m.body.strip()
     _scan(root, d, 0)
+    _alias_statics(d)
     _CACHE[key] = (root, d)
     if len(_CACHE) > 64:
         _CACHE.popitem(last=False)
@@ -96,6 +108,18 @@ def _scan(node: Node, d: Declarations, depth: int) -> None:
                 if name:
                     _struct(ty, d, name)
             _global(c, d)
+        elif t == "template_declaration" and any(x.type in _RECORDS for x in c.named_children):
+            params = c.child_by_field_name("parameters")
+            names = tuple(
+                text(n)
+                for p in (params.named_children if params is not None else [])
+                for n in p.named_children
+                if n.type in ("type_identifier", "identifier")
+            )
+            for rec in (x for x in c.named_children if x.type in _RECORDS):
+                name = text(rec.child_by_field_name("name"))
+                if name:
+                    _struct(rec, d, name, names)
         elif t in (
             "namespace_definition",
             "linkage_specification",
@@ -120,15 +144,24 @@ def _last_ident(decl: Node) -> str:
     return found
 
 
-def _struct(node: Node, d: Declarations, name: str) -> None:
+def _struct(node: Node, d: Declarations, name: str, params: tuple[str, ...] = ()) -> None:
+    """A struct's fields and size, and its static constant members (a template's, by its
+    parameter names ``params``, kept until an alias gives them)."""
     body = node.child_by_field_name("body")
     if body is None:
         return
     fields: dict[str, str] = {}
+    statics: dict[str, str] = {}
     size = 0
     for f in body.named_children:
         if f.type != "field_declaration":
             continue
+        if any(c.type == "storage_class_specifier" and text(c) == "static" for c in f.children):
+            default = f.child_by_field_name("default_value")
+            member = f.child_by_field_name("declarator")
+            if default is not None and member is not None and member.type == "field_identifier":
+                statics[text(member)] = text(default)
+            continue  # a static member takes no room in the struct
         ty = text(f.child_by_field_name("type"))
         for decl in f.children_by_field_name("declarator"):
             count = 1.0
@@ -148,10 +181,62 @@ def _struct(node: Node, d: Declarations, name: str) -> None:
             dt = parse_type(ty + stars, d.aliases)
             fsize = int((8 if dt.pointer else dt.size) * count)
             size = max(size, fsize) if node.type == "union_specifier" else size + fsize
+    if params:
+        d.struct_templates[name] = (params, statics)
+    else:
+        d.static_members.update(_qualified(name, statics, {}, d))
     if fields:
         d.structs[name] = fields
         d.struct_sizes[name] = max(size, 1)
         d.aliases[name] = name  # a known struct: keep its name
+
+
+_INSTANCE = re.compile(r"\s*([A-Za-z_][\w:]*)\s*(?:<(.*)>)?\s*")
+_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+_SIZEOF = re.compile(r"\bsizeof\s*\(\s*([A-Za-z_][\w:\s]*?)\s*\)")
+
+
+def _alias_statics(d: Declarations) -> None:
+    """The static members of each alias of a struct (``using V = S``) or of a struct
+    template's instantiation (``typedef Packed<float> x128``), under the alias's name."""
+    for alias, target in d.aliases.items():
+        m = _INSTANCE.fullmatch(target)
+        if m is None or alias == m.group(1):
+            continue
+        base = m.group(1).rsplit("::", 1)[-1]
+        if base in d.struct_templates and m.group(2) is not None:
+            params, statics = d.struct_templates[base]
+            bound = dict(zip(params, split_args(m.group(2)), strict=False))
+            d.static_members.update(_qualified(alias, statics, bound, d))
+        else:
+            prefix = base + "::"
+            for key, v in list(d.static_members.items()):
+                if key.startswith(prefix):
+                    d.static_members.setdefault(alias + "::" + key[len(prefix) :], v)
+
+
+def _qualified(
+    owner: str, statics: dict[str, str], bound: dict[str, str], d: Declarations
+) -> dict[str, str]:
+    """``owner::member`` -> its value text, with the template's parameters replaced by
+    their arguments (``bound``), the other members named ``owner::other`` and ``sizeof`` of
+    known types resolved."""
+    names = {**bound, **{m: f"{owner}::{m}" for m in statics}}
+    return {
+        f"{owner}::{m}": _SIZEOF.sub(
+            lambda s: _size_text(s.group(1), d),
+            _WORD.sub(lambda w: names.get(w.group(0), w.group(0)), v),
+        )
+        for m, v in statics.items()
+    }
+
+
+def _size_text(type_text: str, d: Declarations) -> str:
+    """``sizeof(T)`` of a known type as a number; as it was otherwise."""
+    dt = parse_type(type_text, d.aliases)
+    if dt.kind == "unknown" and dt.name not in d.struct_sizes:
+        return f"sizeof({type_text})"
+    return str(8 if dt.pointer else d.struct_sizes.get(dt.name, dt.size))
 
 
 def _global(node: Node, d: Declarations) -> None:
