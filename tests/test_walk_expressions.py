@@ -198,3 +198,25 @@ def test_a_cast_index_keeps_its_range_and_stride(gpu, tmp_path: Path) -> None:  
         "int(i)": (1.0, (0.0, 262143.0)),
         "static_cast<int>(i)": (1.0, (0.0, 262143.0)),
     }
+
+
+def test_a_thread_dependent_remainder_bounds_loops_by_its_mean(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # own = idx % 1024 over 2^18 threads takes 0..1023 evenly: mean 511.5, so the
+    # triangular loop runs 511.5 trips on average (it had the 16-trip default); q = own / 4
+    # (mean 127.875) walked from the lane (mean 15.5) by 32: (127.875 - 15.5) / 32 + 0.5 =
+    # 4.01 trips. One FP32 add per trip.
+    src = (
+        "__global__ void tri(const float *a, float *out, int n) {\n"
+        "  int idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  int own = idx % 1024;\n"
+        "  float s = 0.f;\n"
+        "  for (int j = 0; j < own; j++) s += a[j];\n"
+        "  int q = own / 4;\n"
+        "  for (int j = threadIdx.x % 32; j < q; j += 32) s += a[j];\n"
+        "  out[idx] = s;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH)
+    trips = sorted(round(loop.trips, 2) for loop in a.counts.loops)
+    assert trips == [4.01, 511.5]
+    assert a.counts.flops["fp32"] == pytest.approx(511.5 + 4.01, abs=0.01)

@@ -215,6 +215,11 @@ class ExpressionWalker(ReferenceWalker):
         b = self.expr(right)
         deps = a.deps | b.deps
         val = fold_binary(op, a.val, b.val, deps, integer=a.type.kind == "int" == b.type.kind)
+        if val is None and op == "%" and deps and DATA not in deps and not b.deps:
+            # a thread-dependent remainder (``idx % T``): the mean of its range, the values
+            # spread evenly over it
+            rng = value_range(op, a, b)
+            val = (rng[0] + rng[1]) / 2 if rng is not None else None
         w = self.hoisted_weight(deps)
         if op in COMPARISONS:
             ty = promote(a.type, b.type)
