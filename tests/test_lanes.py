@@ -69,3 +69,18 @@ def test_offload_loop_hierarchy() -> None:
     assert (combined.env["i"].kind, combined.env["j"].kind) == ("slow", "lane")
     assert _expr(combined, "j * n + i") == "lane n"
     assert (acc.env["i"].kind, acc.env["j"].kind) == ("uniform", "lane")
+
+
+def test_early_hip_index_built_ins_are_the_cuda_ones() -> None:
+    """``hipThreadIdx_x`` and its kin (hip_runtime.h defines them as threadIdx.x...)."""
+    [an] = _lanes(
+        "#include <hip/hip_runtime.h>\n"
+        "__global__ void k(int N, float *x) {\n"
+        "  int idx = hipBlockIdx_x * hipBlockDim_x + hipThreadIdx_x;\n"
+        "  x[idx * N] = x[hipThreadIdx_y];\n}\n",
+        "k.hip",
+    )
+    assert _expr(an, "idx") == "lane 1"
+    assert _expr(an, "hipBlockIdx_x * hipBlockDim_x") == "uniform"
+    assert _expr(an, "idx * N") == "lane N"
+    assert _expr(an, "hipThreadIdx_y") == "slow"

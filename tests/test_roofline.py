@@ -505,3 +505,17 @@ def test_static_constants_of_structs_and_their_aliases(gpu) -> None:  # type: ig
     assert a.totals["fp32"] == 16 * (1 << 21)
     trips = sorted(loop.trips for loop in a.counts.loops)
     assert trips == [8.0, 32.0]
+
+
+def test_early_hip_thread_indices(gpu) -> None:  # type: ignore[no-untyped-def]
+    """vadd: 2^24 threads (65536 blocks of 256), each inside its bounds check: 1 FP32 add and
+    12 B per thread. saxpy_gs: 1024 x 256 = 2^18 threads stride over 2^24 elements: 64 trips
+    of one FMA (2 FLOP) and 12 B."""
+    det = _launch_fixture("hip_builtins.hip")
+    vadd, saxpy = (analyze(k, det, gpu) for k in det.kernels)
+    assert vadd.threads == 1 << 24
+    assert vadd.totals["fp32"] == 1 << 24
+    assert vadd.memory.references == 12 * (1 << 24)
+    assert saxpy.threads == 1 << 18
+    assert [loop.trips for loop in saxpy.counts.loops] == [pytest.approx(64.0)]
+    assert saxpy.totals["fp32"] == pytest.approx(2 * (1 << 24), rel=0.01)

@@ -26,6 +26,7 @@ from tree_sitter import Node
 
 from roofline_lsp.advice.nodes import BodyIndex, call_name, declarator_name, operator_text, walk
 from roofline_lsp.advice.thread_vars import loop_var
+from roofline_lsp.detect.textscan import HIP_INDEX_MACROS
 from roofline_lsp.model.kernel import Kernel
 from roofline_lsp.syntax.expr import text
 
@@ -224,14 +225,15 @@ class LaneAnalysis:
         if t == "sizeof_expression":
             return UNIFORM
         if t == "identifier":
-            return self.env.get(text(node), UNIFORM)
+            name = text(node)
+            if name in HIP_INDEX_MACROS and name not in self.env:  # hipThreadIdx_x
+                return _builtin(*HIP_INDEX_MACROS[name].split("."))
+            return self.env.get(name, UNIFORM)
         if t == "field_expression":
             arg = text(node.child_by_field_name("argument"))
             field = text(node.child_by_field_name("field"))
-            if arg == "threadIdx":
-                return LANE1 if field == "x" else SLOW
-            if arg in ("blockIdx", "blockDim", "gridDim"):
-                return UNIFORM
+            if arg in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
+                return _builtin(arg, field)
             return self._children(node)
         if t in ("parenthesized_expression", "cast_expression"):
             inner = node.child_by_field_name("value") or (
@@ -360,6 +362,14 @@ class LaneAnalysis:
                 return SLOW
             return VARYING
         return VARYING
+
+
+def _builtin(name: str, axis: str) -> Lane:
+    """``threadIdx.x`` steps by one from lane to lane, its other axes change between rows of
+    a block; the block and grid built-ins are the same for every lane."""
+    if name == "threadIdx":
+        return LANE1 if axis == "x" else SLOW
+    return UNIFORM
 
 
 def _add(a: Lane, b: Lane) -> Lane:

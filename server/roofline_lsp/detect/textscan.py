@@ -196,5 +196,18 @@ def mask_outside(source: bytes, start: int, end: int) -> bytes:
     return head + source[start:end] + tail
 
 
+# the index built-ins of early HIP (``hip/hip_runtime.h`` defines them as the CUDA names)
+HIP_INDEX_MACROS = {
+    f"hip{hip}_{axis}": f"{cuda}.{axis}"
+    for hip, cuda in (
+        ("ThreadIdx", "threadIdx"),
+        ("BlockIdx", "blockIdx"),
+        ("BlockDim", "blockDim"),
+        ("GridDim", "gridDim"),
+    )
+    for axis in "xyz"
+}
+
+
 def is_hip_source(path: str, source: bytes) -> bool:
     return path.lower().endswith(".hip") or b"hip/hip_runtime" in source[:20000]

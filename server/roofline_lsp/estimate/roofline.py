@@ -44,6 +44,7 @@ from roofline_lsp.detect.pragmas import (
     pragma_text,
 )
 from roofline_lsp.detect.program import FunctionTable, included_body, units_mentioning
+from roofline_lsp.detect.textscan import HIP_INDEX_MACROS
 from roofline_lsp.estimate.counting import ThreadCounter
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
@@ -145,6 +146,8 @@ def analyze(
     decls = declarations(root, detection.macros)
     aliases = dict(decls.aliases)
     macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
+    for hip_name, cuda_name in HIP_INDEX_MACROS.items():  # hipThreadIdx_x is threadIdx.x
+        macros.setdefault(hip_name, (None, cuda_name))
     constants = set(detection.constants)
     for unit in _includers(detection.file, read):
         # a kernel file #included by another sees the includer's macros and constants
