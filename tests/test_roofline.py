@@ -519,3 +519,12 @@ def test_early_hip_thread_indices(gpu) -> None:  # type: ignore[no-untyped-def]
     assert saxpy.threads == 1 << 18
     assert [loop.trips for loop in saxpy.counts.loops] == [pytest.approx(64.0)]
     assert saxpy.totals["fp32"] == pytest.approx(2 * (1 << 24), rel=0.01)
+
+
+def test_a_template_type_nothing_instantiates_stays_assumed(gpu) -> None:  # type: ignore[no-untyped-def]
+    """``run<T>`` is never called: its ``T *d_x`` gives axpb's T no type, so T is assumed
+    float (and said so): 2 FP32 FLOP per thread."""
+    det = _launch_fixture("deduced_unresolved.cu")
+    a = analyze(det.kernels[0], det, gpu)
+    assert a.assumed_types == ("T",)
+    assert a.totals["fp32"] == 2 * a.threads

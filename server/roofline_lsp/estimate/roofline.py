@@ -484,7 +484,8 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
             # whose instantiation makes T double): T is double
             host, host_stars = _base_type(ctx.types[arg.strip()])
             host = ctx.host_template.get(host, host)
-            if host_stars == stars and host not in ctx.host_template:
+            # only a type known here: not a template parameter nothing instantiates
+            if host_stars == stars and parse_type(host).kind != "unknown":
                 out.setdefault(t, host)
     return out
 
