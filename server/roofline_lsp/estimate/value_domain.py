@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from roofline_lsp.syntax.carith import TREE_DIALECT, binary
-from roofline_lsp.syntax.datatypes import UNKNOWN, DataType, promote
+from roofline_lsp.syntax.datatypes import FLOAT, INT, UNKNOWN, DataType, promote
 
 THREAD_DIMS = ("tx", "ty", "tz", "bx", "by", "bz")
 DATA = "?"  # dependence on loaded data (indirect indices)
@@ -98,6 +98,12 @@ class Val:
         # dimension: threadIdx.x, an OpenMP work-shared loop's counter), when it is linear
         # in it; a pointer's in elements. None: not known (``lane_slope``)
         self.slope = slope
+
+
+def host_constant(v: float) -> Val:
+    """A value the host side fixes (a launch argument, a constant, ``x128::size``): an int
+    when whole."""
+    return Val(FLOAT if v != int(v) else INT, NOTHING, v)
 
 
 def converted(v: Val, ty: DataType, val: float | None) -> Val:

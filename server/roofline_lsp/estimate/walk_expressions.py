@@ -18,6 +18,7 @@ from roofline_lsp.estimate.value_domain import (
     Var,
     converted,
     fold_binary,
+    host_constant,
     is_pow2,
     lane_slope,
     slope_of,
@@ -148,7 +149,7 @@ class ExpressionWalker(ReferenceWalker):
         if t == "qualified_identifier":
             hv = self.inputs.lookup_host(text(node).replace(" ", ""))  # `x128::size`
             if hv is not None:
-                return Val(FLOAT if hv != int(hv) else INT, NOTHING, hv)
+                return host_constant(hv)
             name = text(node).rsplit("::", 1)[-1]
             return self.identifier(name, node)
         if t in ("initializer_list", "argument_list"):
@@ -188,7 +189,7 @@ class ExpressionWalker(ReferenceWalker):
             return Val(INT, NOTHING, 32.0)
         hv = self.inputs.lookup_host(name)
         if hv is not None:
-            return Val(FLOAT if hv != int(hv) else INT, NOTHING, hv)
+            return host_constant(hv)
         m = self.inputs.macros.get(name)
         if m is not None and m[0] is None and name not in self.cursor.call_stack:
             tree = macro_tree(m[1], expression=True)

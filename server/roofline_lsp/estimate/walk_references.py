@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val, lane_slope
+from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val, host_constant, lane_slope
 from roofline_lsp.estimate.walk_branches import BranchWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
-from roofline_lsp.syntax.datatypes import FLOAT, INT, UNKNOWN, DataType
+from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType
 from roofline_lsp.syntax.expr import reads_memory, text
 
 # the values an integer of this many bytes holds, signed or unsigned
@@ -285,7 +285,7 @@ class ReferenceWalker(BranchWalker):
         if arg.type == "identifier" and (v := self.var(text(arg))) is not None and v.tname:
             hv = self.inputs.lookup_host(f"{v.tname}::{fname}")  # a static member: x.size
             if hv is not None:
-                return Val(FLOAT if hv != int(hv) else INT, NOTHING, hv)
+                return host_constant(hv)
         base = self.expr(arg)
         ft = self.field_type(base.type, fname)
         if base.type.pointer and not ft.pointer:
