@@ -455,7 +455,8 @@ def _function(functions: Functions | None, name: str) -> TextFunction | None:
 
 
 def split_args(text: str) -> list[str]:
-    """Split ``a, f(b, c), d`` at top-level commas (parentheses, brackets, braces, <>)."""
+    """Split ``a, f(b, c), d`` at top-level commas (outside parentheses, brackets, braces;
+    angle brackets may be comparisons, so ``A, B<2, 3>`` gives three parts)."""
     parts: list[str] = []
     depth = 0
     cur: list[str] = []
