@@ -205,3 +205,31 @@ def test_a_template_type_nothing_fixes_is_named_as_assumed(gpu, tmp_path: Path) 
     assert types == {"axpy": [("T", "float")], "scale": [("T", "float")], "shift": []}
     text = term_text(TypeTerm("T", "float"))
     assert text == "template type T assumed float (no launch or call fixes it)"
+
+
+TEMPLATE_BOUND = (
+    "template <typename T, int dim>\n"
+    "void dist(const T *a, T *out, int n, const int *len) {\n"
+    "  #pragma omp target teams distribute parallel for\n"
+    "  for (int i = 0; i < n; i++) {\n"
+    "    T s = 0;\n"
+    "    for (int d = 0; d < dim; d++) s += a[i * dim + d];\n"
+    "    for (int e = 0; e < len[i]; e++) s += a[e];\n"
+    "    out[i] = s;\n"
+    "  }\n"
+    "}\n"
+)
+
+
+def test_a_template_parameter_bound_is_settled_by_a_hint(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``d < dim`` with ``dim`` a template parameter nothing instantiates: a value a hint
+    gives (``dim=...``), not one read from memory like ``len[i]`` on the next line."""
+    det = _detected(tmp_path, TEMPLATE_BOUND, "k.cpp")
+    v = estimate(det.kernels[0], det, gpu)
+    trips = {t.line: t for t in v.terms if isinstance(t, AssumptionTerm) and t.kind == "trips"}
+    assert (trips[6].why, trips[6].names) == ("unknown values", ("dim",))
+    assert (trips[7].why, trips[7].names) == ("data", ())
+    det = _detected(tmp_path, "// roofline: dim=3\n" + TEMPLATE_BOUND, "k.cpp")
+    settled = estimate(det.kernels[0], det, gpu)
+    left = [t.line for t in settled.terms if isinstance(t, AssumptionTerm) and t.kind == "trips"]
+    assert 7 not in left and 8 in left  # the dim loop settled; the data-bound one stays

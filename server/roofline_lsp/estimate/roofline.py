@@ -35,6 +35,7 @@ from roofline_lsp.detect.bindings import (
     guard_bounds,
     host_context,
     parse_assignments,
+    template_params,
 )
 from roofline_lsp.detect.pragmas import (
     Pragma,
@@ -212,6 +213,7 @@ def analyze(
         include=lambda rel, including: included_body(rel, including, view),
         file=detection.file,
     )
+    counter.inputs = replace(counter.inputs, template_names=_template_names(kernel))
     body = kernel.body
     if offload:
         sections = mapped_sections(
@@ -531,6 +533,14 @@ def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> tuple[str, .
                     aliases[name] = "float"
                     assumed.append(name)
     return tuple(assumed)
+
+
+def _template_names(kernel: Kernel) -> frozenset[str]:
+    """The template parameters of the kernel, or of the function around an offload region."""
+    fn: Node | None = kernel.node if kernel.node is not None else kernel.body
+    while fn is not None and fn.type != "function_definition":
+        fn = fn.parent
+    return frozenset(name for name, _ in template_params(fn)) if fn is not None else frozenset()
 
 
 def _team_shape(

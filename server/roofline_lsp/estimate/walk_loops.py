@@ -394,7 +394,7 @@ class LoopWalker(CallWalker):
         for part in (hdr.start, hdr.bound, hdr.step):
             if part is None:
                 continue
-            data = data or DATA in self.expr_quiet(part).deps
+            data = data or (DATA in self.expr_quiet(part).deps and not self.template_bound(part))
             for nm in identifiers(part):
                 if nm in names or nm in self.inputs.constants or nm in self.inputs.aliases:
                     continue
@@ -412,6 +412,24 @@ class LoopWalker(CallWalker):
                 ):
                     names.append(nm)  # a parameter (host variable) nothing gives a value
         return tuple(names), data
+
+    def template_bound(self, part: Node) -> bool:
+        """``part``'s unknown values are all template parameters nothing gave (``d < dim``
+        in ``template <int dim>``), with no load or call: a hint settles it."""
+        unknown = [
+            nm
+            for nm in identifiers(part)
+            if (v := self.var(nm)) is None
+            and self.inputs.lookup_host(nm) is None
+            and nm not in self.inputs.macros
+            or v is not None
+            and DATA in v.deps
+        ]
+        return (
+            bool(unknown)
+            and all(nm in self.inputs.template_names for nm in unknown)
+            and not _loads(part)
+        )
 
     def value_source(self, hdr: LoopHeader) -> str:
         names = set(re.findall(r"[A-Za-z_]\w*", text(hdr.bound) + " " + text(hdr.start)))
@@ -432,6 +450,20 @@ class LoopWalker(CallWalker):
 
 _ASSIGNED_CACHE: dict[tuple[int, int, bytes], frozenset[str]] = {}
 _LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "for_range_loop"})
+
+
+def _loads(node: Node) -> bool:
+    """``node`` reads memory or calls a function somewhere (``n[i] - 1``, ``*p``, ``s->n``,
+    ``f(x)``)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type in ("subscript_expression", "call_expression", "field_expression"):
+            return True
+        if n.type == "pointer_expression" and text(n).lstrip().startswith("*"):
+            return True
+        stack.extend(n.named_children)
+    return False
 
 
 def identifiers(node: Node) -> list[str]:

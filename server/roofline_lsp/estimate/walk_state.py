@@ -86,6 +86,9 @@ class WalkInputs:
     constants: frozenset[str]
     include: IncludeResolver | None = None
     file: str = ""  # the kernel's file (``#include`` paths are relative to it)
+    # the template parameters around the kernel (``dim`` of ``template <int dim>``): a
+    # value a hint can give, not one read from memory
+    template_names: frozenset[str] = frozenset()
 
 
 @dataclass
