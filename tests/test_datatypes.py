@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from roofline_lsp.syntax.datatypes import DOUBLE, FLOAT, INT, parse_type, promote
+from roofline_lsp.syntax.datatypes import DOUBLE, FLOAT, INT, parse_type, promote, type_name
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,10 @@ def test_promotion() -> None:
     assert promote(FLOAT, DOUBLE) == DOUBLE
     assert promote(INT, FLOAT) == FLOAT
     assert promote(INT, parse_type("long")).size == 8
+
+
+def test_type_name_drops_qualifiers_and_counts_pointer_levels() -> None:
+    assert type_name("const T *__restrict__") == ("T", 1)
+    assert type_name("static unsigned int") == ("unsigned int", 0)
+    assert type_name("volatile float **") == ("float", 2)
+    assert type_name("double []") == ("double", 1)

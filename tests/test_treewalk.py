@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from roofline_lsp.detect.treewalk import text_function
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.detect.treewalk import kernel_function, text_function
 from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.parsing import parse
 
@@ -63,3 +64,20 @@ def test_functions_doing_more_are_not_run(body: str) -> None:
     fns = _functions(f"int f(int n) {{ {body} }}\n")
     f = fns["f"]
     assert f is None or evaluate("f(3)", {}, functions=fns) is None
+
+
+def test_kernel_function_is_the_kernel_or_the_function_around_a_region() -> None:
+    src = (
+        "__global__ void k(float *x) { x[0] = 1; }\n"
+        "void host(float *y, int n) {\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < n; i++) y[i] = 2;\n"
+        "}\n"
+    )
+    cuda, region = detect(src.encode(), "k.cu").kernels
+    names = []
+    for k in (cuda, region):
+        fn = kernel_function(k)
+        assert fn is not None and fn.type == "function_definition"
+        names.append(fn.child_by_field_name("declarator").text.decode().split("(")[0])
+    assert names == ["k", "host"]

@@ -21,10 +21,10 @@ from roofline_lsp.advice.nodes import (
     identifiers,
     is_pure,
     operator_text,
-    parents,
     root_identifier,
     walk,
 )
+from roofline_lsp.detect.treewalk import kernel_function
 from roofline_lsp.estimate.costs import (
     FAST_INTRINSICS,
     INT_DIV_CONST,
@@ -67,10 +67,7 @@ def _is_fp32_kernel(kernel: Kernel) -> bool:
         types |= {text(n) for n in walk(kernel.body) if n.type == "primitive_type"}
         for _t, _name in kernel.params:
             types.add(_t)
-        fn = next(
-            (p for p in parents(kernel.node or kernel.body) if p.type == "function_definition"),
-            None,
-        )
+        fn = kernel_function(kernel)
         if fn is not None:
             used = identifiers(kernel.body)
             for d in walk(fn):
@@ -361,10 +358,7 @@ _INTEGER_TYPE = re.compile(r"\b(?:int|long|short|unsigned|signed|size_t|u?int\d+
 def _declared_types(kernel: Kernel) -> dict[str, str]:
     """The declared type of each name in the kernel's function (parameters and locals; for
     an offload region, the function around it), by name: the last declaration wins."""
-    scope = kernel.node if kernel.node is not None else kernel.body
-    fn = scope if scope is not None and scope.type == "function_definition" else None
-    if fn is None and scope is not None:
-        fn = next((p for p in parents(scope) if p.type == "function_definition"), scope)
+    fn = kernel_function(kernel) or (kernel.node if kernel.node is not None else kernel.body)
     out: dict[str, str] = {}
     for d in walk(fn) if fn is not None else ():
         if d.type not in ("declaration", "parameter_declaration", "field_declaration"):

@@ -10,7 +10,7 @@ import re
 from tree_sitter import Node
 
 from roofline_lsp.detect.textscan import kernel_ref
-from roofline_lsp.model.kernel import Function, Macro
+from roofline_lsp.model.kernel import Function, Kernel, Macro
 from roofline_lsp.syntax.cexpr import Step, TextFunction, inner_text
 from roofline_lsp.syntax.expr import NAME, comma_parts, condition_expr, test_target, text
 from roofline_lsp.syntax.parsing import captures
@@ -52,6 +52,15 @@ def enclosing_function(node: Node | None) -> Node | None:
     while p is not None and p.type != "function_definition":
         p = p.parent
     return p
+
+
+def kernel_function(kernel: Kernel) -> Node | None:
+    """The function a kernel is: a CUDA kernel's own definition, or the function around an
+    offload region."""
+    anchor = kernel.node if kernel.node is not None else kernel.body
+    if anchor is not None and anchor.type == "function_definition":
+        return anchor
+    return enclosing_function(anchor)
 
 
 def function_qualifiers(fn: Node) -> tuple[str, ...]:

@@ -46,6 +46,7 @@ from roofline_lsp.detect.pragmas import (
 )
 from roofline_lsp.detect.program import FunctionTable, included_body, units_mentioning
 from roofline_lsp.detect.textscan import HIP_INDEX_MACROS
+from roofline_lsp.detect.treewalk import kernel_function
 from roofline_lsp.estimate.counting import ThreadCounter
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
@@ -60,7 +61,7 @@ from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Detection, Kernel
 from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
-from roofline_lsp.syntax.datatypes import DataType, parse_type
+from roofline_lsp.syntax.datatypes import DataType, parse_type, type_name
 from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.sources import SourceReader, source_view
 
@@ -475,7 +476,7 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
         return {}
     out: dict[str, str] = {}
     for (ptype, _), arg in zip(function_params(kernel.node), ctx.launch.args, strict=False):
-        t, stars = _base_type(ptype)
+        t, stars = type_name(ptype)
         if not re.fullmatch(r"[A-Za-z_]\w*", t):
             continue
         m = re.match(r"\s*([A-Za-z_][\w:]*)\s*(?:<[^(){}]*>)?\s*[({]", arg)
@@ -484,7 +485,7 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
         elif arg.strip() in ctx.types:
             # `const T *x` given `d_a` declared `double *d_a` (or `T *d_a` in a function
             # whose instantiation makes T double): T is double
-            host, host_stars = _base_type(ctx.types[arg.strip()])
+            host, host_stars = type_name(ctx.types[arg.strip()])
             host = ctx.host_template.get(host, host)
             # only a type known here: not a template parameter nothing instantiates
             if host_stars == stars and parse_type(host).kind != "unknown":
@@ -492,27 +493,10 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
     return out
 
 
-def _base_type(type_text: str) -> tuple[str, int]:
-    """A declared type without qualifiers, and its pointer levels: ``const T *__restrict__``
-    -> ``("T", 1)``, ``unsigned int`` -> ``("unsigned int", 0)``."""
-    stars = type_text.count("*") + type_text.count("[]")
-    words = re.sub(r"[*&]|\[\]", " ", type_text).split()
-    kept = [w for w in words if w not in _QUALIFIERS]
-    return " ".join(kept), stars
-
-
-_QUALIFIERS = frozenset(
-    {"const", "volatile", "__restrict__", "__restrict", "restrict", "static", "struct"}
-)
-
-
 def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> tuple[str, ...]:
     """An offload region inside ``template <typename T> void f(...)``: T is ``float``
     unless a type is given as a default (returned: the types assumed)."""
-    node = kernel.node if kernel.node is not None else kernel.body
-    p = node.parent if node is not None else None
-    while p is not None and p.type != "function_definition":
-        p = p.parent
+    p = kernel_function(kernel)
     if p is None or p.parent is None or p.parent.type != "template_declaration":
         return ()
     assumed: list[str] = []
@@ -537,9 +521,7 @@ def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> tuple[str, .
 
 def _template_names(kernel: Kernel) -> frozenset[str]:
     """The template parameters of the kernel, or of the function around an offload region."""
-    fn: Node | None = kernel.node if kernel.node is not None else kernel.body
-    while fn is not None and fn.type != "function_definition":
-        fn = fn.parent
+    fn = kernel_function(kernel)
     return frozenset(name for name, _ in template_params(fn)) if fn is not None else frozenset()
 
 

@@ -151,6 +151,14 @@ _IGNORED_WORDS = frozenset(
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*|\*|&|\[|<|>|,")
 
 
+def type_name(text: str) -> tuple[str, int]:
+    """A declared type's words without qualifiers and storage words, and its pointer levels:
+    ``const T *__restrict__`` -> ``("T", 1)``, ``unsigned int`` -> ``("unsigned int", 0)``."""
+    stars = text.count("*") + text.count("[]")
+    words = re.sub(r"[*&]|\[\]", " ", text).split()
+    return " ".join(w for w in words if w not in _IGNORED_WORDS), stars
+
+
 def parse_type(text: str, aliases: Mapping[str, str] | None = None, _depth: int = 0) -> DataType:
     """The :class:`DataType` of a declaration's type text (declarator stars included)."""
     pointer = text.count("*") + text.count("[")
