@@ -57,6 +57,7 @@ def test_vector_loads_and_stores_move_sixteen_bytes(gpu: GpuProfile) -> None:
     ("kernel", "fp32", "callee"),
     [
         ("map_deduced", 1.0, "Square::operator()"),  # op(in[i]), Op deduced from Square()
+        ("map_variable", 1.0, "Halve::operator()"),  # Op deduced from the host's `Halve h`
         ("map_named", 1.0, "Square::operator()"),  # Op()(in[i]) with Op = Square (first launch)
         ("map_function", 2.0, "cube"),  # F(in[i]) with F = cube: x * x * x
         ("map_lambda", 2.0, "lambda f (line 40)"),  # in[j] * in[j] + 1.0f: one FMA

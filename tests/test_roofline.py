@@ -479,11 +479,15 @@ def test_template_argument_of_the_launching_function_template(gpu) -> None:  # t
     assert a.totals["fp64"] == 2 * (1 << 20) and a.totals["fp32"] == 0
 
 
-@pytest.mark.parametrize("name", ["deduced_plain.cu", "deduced_host/main.cu"])
+@pytest.mark.parametrize(
+    "name", ["deduced_plain.cu", "deduced_host/main.cu", "deduced_caller/main.cu"]
+)
 def test_template_type_deduced_from_the_launch_arguments(gpu, name: str) -> None:  # type: ignore[no-untyped-def]
     """``axpb<<<n / 256, 256>>>(d_x, d_y, n)`` with ``const T *x`` given ``double *d_x``
-    (declared so, or ``T *d_x`` in ``run<T>`` first instantiated as ``run<double>``): T is
-    double. x[i] * x[i] + 1 is 2 FP64 FLOP per thread, 2^20 threads; 16 B per thread."""
+    (declared so, or ``T *d_x`` in ``run<T>`` first instantiated as ``run<double>``), or a
+    value ``T a`` of ``run`` bound to an ``fp`` of ``example<fp>``, first instantiated as
+    ``example<double>``: T is double. x[i] * x[i] + 1 (x[i] * a + 1) is 2 FP64 FLOP per
+    thread, 2^20 threads; 16 B per thread."""
     det = _launch_fixture(name)
     a = analyze(det.kernels[0], det, gpu)
     assert a.threads == 1 << 20

@@ -30,7 +30,7 @@ from roofline_lsp.detect.treewalk import descendants_of_type, enclosing_function
 from roofline_lsp.model.kernel import Detection, Kernel, LaunchSite
 from roofline_lsp.model.stamps import FileStamp
 from roofline_lsp.syntax.cexpr import Functions, evaluate, evaluate_dim3, inner_text, split_args
-from roofline_lsp.syntax.datatypes import parse_type
+from roofline_lsp.syntax.datatypes import parse_type, type_name
 from roofline_lsp.syntax.expr import (
     NAME,
     array_sizes,
@@ -81,6 +81,7 @@ class HostContext:
     grid: Dim3 | None = None
     template_args: tuple[str, ...] = ()
     # the launching function's template parameters, as its first instantiation gives them
+    # ("" where nothing does)
     host_template: dict[str, str] = field(default_factory=dict)
     launch: LaunchSite | None = None
     functions: Functions = field(default_factory=dict)  # macros / helpers launch text calls
@@ -878,6 +879,9 @@ def _bind_callers(
         sub = _program_context(detection, argv, ctx.fixed)
         _bind_callers(caller, detection, sub, argv, depth + 1, view, looked)
         _scan_function(caller, call.start_byte, sub, argv)
+        # a type that is the caller's own template parameter: what its instantiation gives,
+        # else nothing (the parameter's own declaration then applies)
+        instantiation = _instantiation(caller, detection, view)
         for (_ptype, pname), a in zip(params, args, strict=False):
             if not pname:
                 continue
@@ -891,7 +895,12 @@ def _bind_callers(
             if ext is not None and not math.isnan(ext):
                 ctx.extents[pname] = ext
             if base in sub.types and pname not in ctx.types:
-                ctx.types[pname] = sub.types[base]
+                given = sub.types[base]
+                word = type_name(given)[0]
+                if word in instantiation:
+                    given = re.sub(rf"\b{re.escape(word)}\b", instantiation[word], given)
+                if word not in instantiation or instantiation[word]:
+                    ctx.types[pname] = given
         ctx._cache.clear()
         return
 
@@ -1017,15 +1026,13 @@ def host_context(
                 "utf-8", "replace"
             ),
         )
-        own = {name for name, _ in template_params(fn)} if fn is not None else set()
-        if fn is not None and own:
+        if fn is not None:
             ctx.host_template = _instantiation(fn, unit.detection, view)
         if m and "<<" not in m.group(1):
             # the launching function's own parameters become what its instantiation gives,
             # else empty (the kernel's own default applies)
             ctx.template_args = tuple(
-                ctx.host_template.get(a.strip(), "") if a.strip() in own else a
-                for a in split_args(m.group(1))
+                ctx.host_template.get(a.strip(), a) for a in split_args(m.group(1))
             )
     else:
         _allocations(detection.source.decode("utf-8", "replace"), ctx, argv)
@@ -1085,7 +1092,7 @@ def template_params(fn: Node) -> list[tuple[str, str | None]]:
 def _instantiation(fn: Node, detection: Detection, view: SourceView | None) -> dict[str, str]:
     """What the first explicit instantiation of template function ``fn`` gives its template
     parameters (``run<float>(n)``: ``{"T": "float"}``), else their defaults; a parameter
-    nothing gives is left out."""
+    nothing gives is "" (no function template: no parameters)."""
     params = template_params(fn)
     if not params:
         return {}
@@ -1104,7 +1111,7 @@ def _instantiation(fn: Node, detection: Detection, view: SourceView | None) -> d
         pname: given[i].strip() if i < len(given) else default
         for i, (pname, default) in enumerate(params)
     }
-    return {k: v for k, v in values.items() if v}
+    return {k: v or "" for k, v in values.items()}
 
 
 def _explicit_args(call: Node) -> list[str]:

@@ -486,9 +486,10 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
             # `const T *x` given `d_a` declared `double *d_a` (or `T *d_a` in a function
             # whose instantiation makes T double): T is double
             host, host_stars = type_name(ctx.types[arg.strip()])
-            host = ctx.host_template.get(host, host)
-            # only a type known here: not a template parameter nothing instantiates
-            if host_stars == stars and parse_type(host).kind != "unknown":
+            host = ctx.host_template.get(host, host)  # "": a parameter nothing instantiates
+            # a pointee only of a type known here (`T *` of an unknown typedef stays assumed)
+            known = not stars or parse_type(host).kind != "unknown"
+            if host and host_stars == stars and known:
                 out.setdefault(t, host)
     return out
 
