@@ -28,6 +28,7 @@ from roofline_lsp.syntax.expr import (
     LoopHeader,
     declared_name,
     loop_header,
+    reads_memory,
     text,
     trips,
     while_header,
@@ -453,14 +454,12 @@ _LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "fo
 
 
 def _loads(node: Node) -> bool:
-    """``node`` reads memory or calls a function somewhere (``n[i] - 1``, ``*p``, ``s->n``,
-    ``f(x)``)."""
+    """``node`` reads memory (``syntax.expr.reads_memory``) or calls a function somewhere in
+    it (``n[i] - 1``, ``*p``, ``s->n``, ``f(x)``)."""
     stack = [node]
     while stack:
         n = stack.pop()
-        if n.type in ("subscript_expression", "call_expression", "field_expression"):
-            return True
-        if n.type == "pointer_expression" and text(n).lstrip().startswith("*"):
+        if n.type == "call_expression" or reads_memory(n):
             return True
         stack.extend(n.named_children)
     return False
