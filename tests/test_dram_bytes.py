@@ -303,3 +303,17 @@ def test_arrays_behind_pointer_members_are_their_own_buffers(gpu: GpuProfile) ->
     a = _run(gpu, "omp_members.cpp", "smooth")
     assert _buffer(a, "g->v") == pytest.approx((4 * MIB, 4 * MIB, 0.0))
     assert _buffer(a, "g->u") == pytest.approx((4 * MIB, 0.0, 4 * MIB))
+
+
+def test_array_members_are_their_own_runs_of_elements(gpu: GpuProfile) -> None:
+    # `Row` is `unsigned int[4096]`, so `Columns` is 32 KiB and one allocation holds one
+    # of them. 4096 threads read src->a[i] and src->b[i] and update dst->a[i], dst->b[i]:
+    # each of the four arrays is 4096 * 4 B = 16 KiB (before: the members were one buffer
+    # per pointer, indexed by i alone, and capped at one struct element, 4 B each)
+    a = _run(gpu, "array_members.cu", "soa_add")
+    assert _buffer(a, "src->a") == pytest.approx((16384, 16384, 0.0))
+    assert _buffer(a, "src->b") == pytest.approx((16384, 16384, 0.0))
+    assert _buffer(a, "dst->a")[0] == pytest.approx(16384)
+    # an array of 4096 Cells of 4 floats: every thread reads its own 16 B row, 64 KiB
+    c = _run(gpu, "array_members.cu", "cell_sum")
+    assert _buffer(c, "cells->w")[:2] == pytest.approx((65536, 65536))

@@ -220,3 +220,26 @@ def test_a_thread_dependent_remainder_bounds_loops_by_its_mean(gpu, tmp_path: Pa
     trips = sorted(round(loop.trips, 2) for loop in a.counts.loops)
     assert trips == [4.01, 511.5]
     assert a.counts.flops["fp32"] == pytest.approx(511.5 + 4.01, abs=0.01)
+
+
+def test_struct_sizes_count_macro_sized_and_aliased_arrays(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # `float v[N]` with N a macro (8) is 32 B, not one float; `Row` is `int[2 * N]`, 64 B;
+    # `Grid` holds two Rows and a double: 136 B. A `__device__ Row` global has 16 elements
+    src = (
+        "#define N 8\n"
+        "typedef int Row[2 * N];\n"
+        "struct Vec { float v[N]; };\n"
+        "struct Grid { Row a, b; double t; };\n"
+        "__device__ Row table;\n"
+        "__global__ void k(Grid *g, Vec *x) { x[threadIdx.x].v[0] = g->a[threadIdx.x]; }\n"
+    )
+    path = tmp_path / "k.cu"
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    root = det.kernels[0].node
+    assert root is not None
+    while root.parent is not None:
+        root = root.parent
+    d = declarations(root, det.macros)
+    assert (d.struct_sizes["Vec"], d.struct_sizes["Grid"]) == (32, 136)
+    assert d.globals["table"].elements == 16

@@ -61,12 +61,19 @@ class ReferenceWalker(BranchWalker):
                 if buffer is None:
                     buffer = bname
         else:
-            bv = self.expr(base) if base.type != "field_expression" else self.field(base, "address")
-            if base.type == "field_expression" and bv.type.pointer >= 2 and "->" in text(base):
+            member = base.type == "field_expression"
+            bv = self.field(base, "address") if member else self.expr(base)
+            if member and bv.type.pointer >= 2 and "->" in text(base):
                 # ``g->u[i]``: the pointer member's value is the array indexed (its own
                 # buffer), not the member's address in the struct
                 ptr = self.field(base, "load")
                 bv = Val(ptr.type, ptr.deps - {DATA}, None, text(base), ptr.space or "global")
+            elif member and bv.buffer and bv.space in (None, "global"):
+                # ``p->row[i]``, ``a[k].row[i]``: an array member is its own run of elements
+                # in the struct, apart from the others and from the struct's count
+                fname = text(base.child_by_field_name("field"))
+                bv = Val(bv.type, bv.deps, None, f"{bv.buffer}->{fname}", bv.space)
+                key_parts.insert(0, text(base))
             bt, space, buffer, arrdims = bv.type, bv.space or "global", bv.buffer, 0
             deps = deps | bv.deps
             if buffer is None:
@@ -270,15 +277,16 @@ class ReferenceWalker(BranchWalker):
             inner = self.memory(arg, "address")
             st = inner.type.deref()
             ft = self.field_type(st, fname)
-            if kind != "address":
-                self.record(
-                    (inner.buffer or "?") + "." + fname,
-                    inner.space or "global",
-                    ft.size if not ft.pointer else 8,
-                    kind,
-                    inner.deps,
-                    text(arg) + "." + fname,
-                )
+            if kind == "address":
+                return Val(ft.pointer_to(), inner.deps, None, inner.buffer, inner.space)
+            self.record(
+                (inner.buffer or "?") + "." + fname,
+                inner.space or "global",
+                ft.size if not ft.pointer else 8,
+                kind,
+                inner.deps,
+                text(arg) + "." + fname,
+            )
             return Val(
                 ft, inner.deps | {DATA}, None, inner.buffer if ft.pointer else None, inner.space
             )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from roofline_lsp.model.kernel import Macro
-from roofline_lsp.syntax.cexpr import split_args
+from roofline_lsp.syntax.cexpr import evaluate, split_args
 from roofline_lsp.syntax.datatypes import parse_type
 from roofline_lsp.syntax.expr import text, value
 
@@ -48,6 +48,11 @@ class Declarations:
     static_members: dict[str, str] = field(default_factory=dict)
     # struct template -> its parameter names and static members (value texts)
     struct_templates: dict[str, _Template] = field(default_factory=dict)
+    # ``typedef unsigned int Row[4096]``: the alias's element count (its element type is
+    # in ``aliases``)
+    array_aliases: dict[str, float] = field(default_factory=dict)
+    # object-like macros, for array sizes (``float a[N]``)
+    macro_env: dict[str, str] = field(default_factory=dict)
 
 
 _CACHE: OrderedDict[int, tuple[Node, Declarations]] = OrderedDict()
@@ -65,6 +70,8 @@ def declarations(root: Node, macros: dict[str, Macro] | None = None) -> Declarat
         for m in macros.values():
             if m.params is None and m.body and _TYPE_WORD.fullmatch(m.body.strip()):
                 d.aliases[m.name] = m.body.strip()
+            elif m.params is None and m.body:
+                d.macro_env[m.name] = m.body
     _scan(root, d, 0)
     _alias_statics(d)
     _CACHE[key] = (root, d)
@@ -92,6 +99,11 @@ def _scan(node: Node, d: Declarations, depth: int) -> None:
                     d.aliases[name] = text(ty)
                 elif ty is not None and decl.type == "pointer_declarator":
                     d.aliases[_last_ident(decl)] = text(ty) + " *"
+                elif ty is not None and decl.type == "array_declarator":
+                    count, inner = _array_count(decl, d)
+                    if inner is not None and inner.type == "type_identifier" and count:
+                        d.aliases[text(inner)] = text(ty)
+                        d.array_aliases[text(inner)] = count
         elif t == "alias_declaration":
             name = text(c.child_by_field_name("name"))
             ty = c.child_by_field_name("type")
@@ -133,6 +145,27 @@ def _scan(node: Node, d: Declarations, depth: int) -> None:
             _scan(body if body is not None else c, d, depth + 1)
 
 
+def _size(array: Node, d: Declarations) -> float | None:
+    """The element count of one array declarator (``[N]``, ``[2 * N]``), macros evaluated."""
+    size = array.child_by_field_name("size")
+    if size is None:
+        return None
+    v = value(size, lambda _n: None)
+    return v if v is not None else evaluate(text(size), d.macro_env)
+
+
+def _array_count(decl: Node, d: Declarations) -> tuple[float | None, Node | None]:
+    """The element count of a chain of array declarators (``a[N][4]``) and the declarator
+    it names."""
+    count: float | None = 1.0
+    dn: Node | None = decl
+    while dn is not None and dn.type == "array_declarator":
+        n = _size(dn, d)
+        count = count * n if count is not None and n else None
+        dn = dn.child_by_field_name("declarator")
+    return count, dn
+
+
 def _last_ident(decl: Node) -> str:
     found = ""
     stack = [decl]
@@ -164,13 +197,13 @@ def _struct(node: Node, d: Declarations, name: str, params: tuple[str, ...] = ()
             continue  # a static member takes no room in the struct
         ty = text(f.child_by_field_name("type"))
         for decl in f.children_by_field_name("declarator"):
-            count = 1.0
+            # an array of an array alias (``Row rows[2]``) holds both counts
+            count = d.array_aliases.get(ty, 1.0)
             dn: Node | None = decl
             stars = ""
             while dn is not None and dn.type in ("array_declarator", "pointer_declarator"):
                 if dn.type == "array_declarator":
-                    v = value(dn.child_by_field_name("size"), lambda _n: None)
-                    count *= v if v else 1
+                    count *= _size(dn, d) or 1
                 else:
                     stars += "*"
                 dn = dn.child_by_field_name("declarator")
@@ -253,11 +286,11 @@ def _global(node: Node, d: Declarations) -> None:
         space = "global"
     for decl in node.children_by_field_name("declarator"):
         dn = decl.child_by_field_name("declarator") if decl.type == "init_declarator" else decl
-        elements: float | None = 1.0
-        stars = ""
+        elements: float | None = d.array_aliases.get(tyt, 1.0)
+        stars = "[]" if tyt in d.array_aliases else ""
         while dn is not None and dn.type in ("array_declarator", "pointer_declarator"):
             if dn.type == "array_declarator":
-                v = value(dn.child_by_field_name("size"), lambda _n: None)
+                v = _size(dn, d)
                 elements = elements * v if elements is not None and v else None
                 stars += "[]"
             else:
