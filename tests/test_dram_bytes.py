@@ -317,3 +317,12 @@ def test_array_members_are_their_own_runs_of_elements(gpu: GpuProfile) -> None:
     # an array of 4096 Cells of 4 floats: every thread reads its own 16 B row, 64 KiB
     c = _run(gpu, "array_members.cu", "cell_sum")
     assert _buffer(c, "cells->w")[:2] == pytest.approx((65536, 65536))
+
+
+def test_a_row_pointer_that_moves_with_threads_reads_every_row(gpu: GpuProfile) -> None:
+    # 1024 rows of 4096 floats, one thread per element: probs_t = probs + t * V moves with
+    # the thread, so probs_t[v] covers all 2^22 elements, 16 MiB (before: v's own range,
+    # 0..4095, capped the footprint at one row, 16 KiB)
+    a = _run(gpu, "row_pointers.cu", "row_update")
+    assert _buffer(a, "probs")[:2] == pytest.approx((16 * MIB, 16 * MIB))
+    assert _buffer(a, "dlogits")[0] == pytest.approx(16 * MIB)

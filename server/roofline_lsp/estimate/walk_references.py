@@ -33,6 +33,7 @@ class ReferenceWalker(BranchWalker):
                 break
             base = arg
         deps: frozenset[str] = NOTHING
+        moved: frozenset[str] = NOTHING  # what the base pointer itself moves with
         key_parts = []
         idx_vals: list[Val] = []
         idx_nodes: list[Node] = []
@@ -55,7 +56,8 @@ class ReferenceWalker(BranchWalker):
             else:
                 bt, space, arrdims = var.type, var.space, var.arrdims
                 buffer = var.buffer or bname
-                deps = deps | (var.deps if var.buffer else NOTHING)
+                moved = var.deps if var.buffer else NOTHING
+                deps = deps | moved
                 if space is None:
                     space = "global" if bt.pointer else "local"
                 if buffer is None:
@@ -75,7 +77,8 @@ class ReferenceWalker(BranchWalker):
                 bv = Val(bv.type, bv.deps, None, f"{bv.buffer}->{fname}", bv.space)
                 key_parts.insert(0, text(base))
             bt, space, buffer, arrdims = bv.type, bv.space or "global", bv.buffer, 0
-            deps = deps | bv.deps
+            moved = bv.deps
+            deps = deps | moved
             if buffer is None:
                 buffer = text(base)
         levels = len(chain)
@@ -106,7 +109,7 @@ class ReferenceWalker(BranchWalker):
                 bs = lane_slope(bvar, lane)  # a pointer that moves with the lane
                 stride = None if bs is None else stride + bs
         interval = None
-        if len(idx_vals) == 1 and idx_vals[0].deps == deps:
+        if len(idx_vals) == 1 and not moved:
             # the index alone spans [lo, hi] (the base pointer does not move with threads);
             # a byte or short read from memory (``bins[img[i]]``) is one of 2^8 or 2^16 values
             iv, it = idx_vals[0], idx_vals[0].type
