@@ -557,3 +557,20 @@ def test_a_given_launch_gives_an_offloaded_loop_s_unknown_bound(tmp_path: Path) 
     files = {"w.cpp": src.replace("{clause}", "num_teams(8) thread_limit(256)")}
     ctx = ctx_for(tmp_path, files, "w.cpp", block=(256, 1, 1), grid=(8, 1, 1))
     assert ctx.get("width") is None
+
+
+def test_a_launcher_passed_as_an_argument_is_bound_where_it_is_called(tmp_path: Path) -> None:
+    # llm.c's dispatch: `run(..., T, launch_scale)` calls its parameter `step(x, T)`, which
+    # is launch_scale: T = 1024 reaches the launch (grid 1024 / 128 = 8) and the kernel's n.
+    # The address-of form `&launch_scale` is the same call.
+    for passed in ("launch_scale", "&launch_scale"):
+        src = (
+            "__global__ void scale(float *x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2; }\n"
+            "void launch_scale(float *x, int n) { scale<<<n / 128, 128>>>(x, n); }\n"
+            "template <class Step>\n"
+            "void run(float *x, int T, Step step) { step(x, T); }\n"
+            f"int main() {{ float *x; int T = 1024; run(x, T, {passed}); }}\n"
+        )
+        ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu")
+        assert ctx.grid == (8, 1, 1)
+        assert ctx.get("n") == 1024

@@ -815,11 +815,24 @@ def _bracket_end(src: str, start: int) -> int | None:
     return None
 
 
-def _call_sites(detection: Detection, root: Node, name: str) -> list[Node]:
-    """Calls of function ``name`` in the file (found textually, confirmed on the tree)."""
+def _call_sites(
+    detection: Detection, root: Node, name: str, within: Node | None = None
+) -> list[Node]:
+    """Calls of function ``name`` in the file (found textually, confirmed on the tree), or
+    in the node ``within``."""
+    return _named_sites(detection, root, name, within)[0]
+
+
+def _named_sites(
+    detection: Detection, root: Node, name: str, within: Node | None = None
+) -> tuple[list[Node], list[Node]]:
+    """The calls of function ``name`` and the definitions of functions of that name."""
     src = detection.source
-    out = []
-    for m in re.finditer(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(", src):
+    start, end = (within.start_byte, within.end_byte) if within is not None else (0, len(src))
+    calls: list[Node] = []
+    defs: list[Node] = []
+    pat = rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\("
+    for m in re.compile(pat).finditer(src, start, end):
         node = root.descendant_for_byte_range(m.start(), m.start() + len(name))
         while node is not None and node.type not in ("call_expression", "function_declarator"):
             if node.type in ("compound_statement", "translation_unit", "declaration"):
@@ -827,7 +840,35 @@ def _call_sites(detection: Detection, root: Node, name: str) -> list[Node]:
                 break
             node = node.parent
         if node is not None and node.type == "call_expression":
-            out.append(node)
+            calls.append(node)
+        elif node is not None and node.parent and node.parent.type == "function_definition":
+            defs.append(node.parent)
+        if len(calls) >= 8:
+            break
+    return calls, defs
+
+
+def _passed_calls(detection: Detection, root: Node, name: str) -> list[Node]:
+    """Calls of function ``name`` made through a parameter it is passed as: in
+    ``run(x, n, step)``, where ``run`` calls its parameter ``op(x, n)``, that call."""
+    out: list[Node] = []
+    pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b(?!\s*[(<])")
+    for m in pat.finditer(detection.source):
+        node = root.descendant_for_byte_range(m.start(), m.end())
+        if node is not None and node.parent and node.parent.type == "pointer_expression":
+            node = node.parent  # ``&step``
+        args = node.parent if node is not None else None
+        if node is None or args is None or args.type != "argument_list":
+            continue
+        call = args.parent
+        fn = call.child_by_field_name("function") if call is not None else None
+        if fn is None or fn.type != "identifier":
+            continue
+        pos = next(i for i, a in enumerate(args.named_children) if a.start_byte == node.start_byte)
+        for d in _named_sites(detection, root, text(fn))[1]:
+            params = function_params(d)
+            if pos < len(params) and params[pos][1]:
+                out += _call_sites(detection, root, params[pos][1], d.child_by_field_name("body"))
         if len(out) >= 8:
             break
     return out
@@ -860,6 +901,8 @@ def _bind_callers(
     units = [Unit(detection.file, detection, _root(fn))]
     calls = _call_sites(detection, units[0].root, name)
     calls = [c for c in calls if enclosing_function(c) not in (None, fn)]
+    if not calls:
+        calls = _passed_calls(detection, units[0].root, name)
     if not calls:
         pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(")
         looked.append(detection.file)
