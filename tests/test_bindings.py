@@ -574,3 +574,22 @@ def test_a_launcher_passed_as_an_argument_is_bound_where_it_is_called(tmp_path: 
         ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu")
         assert ctx.grid == (8, 1, 1)
         assert ctx.get("n") == 1024
+
+
+def test_the_sm_count_a_launch_queries_is_the_target_gpu_s(tmp_path: Path) -> None:
+    # grid = 4 blocks per SM, the SM count read from cudaDeviceProp or from
+    # cudaDeviceGetAttribute: 4 * 108 = 432 on an A100, 4 * 68 = 272 on an RTX 3080; with
+    # no GPU given the value is unknown (and so is the grid)
+    for query in (
+        "cudaDeviceProp prop; cudaGetDeviceProperties(&prop, 0);"
+        " int sms = prop.multiProcessorCount;",
+        "int sms; cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);",
+    ):
+        src = (
+            "__global__ void k(float *x) { x[threadIdx.x] = 0; }\n"
+            f"int main() {{ float *x; {query} k<<<4 * sms, 256>>>(x); }}\n"
+        )
+        for sms, grid in ((108, (432, 1, 1)), (68, (272, 1, 1)), (None, None)):
+            device = {"multiProcessorCount": float(sms)} if sms else None
+            ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", device=device)
+            assert ctx.grid == grid, (query, sms)

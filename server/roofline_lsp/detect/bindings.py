@@ -63,6 +63,12 @@ _ALLOC_ASSIGN = re.compile(
     r"[^<>]*>\s*)?\(?\s*(malloc|calloc|aligned_alloc|omp_target_alloc|_mm_malloc|"
     r"sycl::malloc_device|sycl::malloc_shared|malloc_device|malloc_shared|new\s+[\w:<>, ]+?\[)\s*"
 )
+_DEVICE_QUERY = re.compile(
+    r"\b(?:cuda|hip)DeviceGetAttribute\s*\(\s*&\s*([A-Za-z_]\w*)\s*,\s*"
+    r"(?:cudaDevAttr|hipDeviceAttribute)(\w+)"
+)
+# device attributes by their enumerator's name (lower case) -> the cudaDeviceProp field
+_DEVICE_ATTRIBUTES = {"multiprocessorcount": "multiProcessorCount"}
 _ARRAY_VALUES = 64  # a local array's initializer elements kept as values, at most
 _VECTOR_DECL = re.compile(r"\bstd::vector\s*<\s*([\w:]+)\s*>\s+([A-Za-z_]\w*)\s*\(")
 
@@ -85,6 +91,9 @@ class HostContext:
     host_template: dict[str, str] = field(default_factory=dict)
     launch: LaunchSite | None = None
     functions: Functions = field(default_factory=dict)  # macros / helpers launch text calls
+    # properties of the GPU the verdict is for, by ``cudaDeviceProp`` field name
+    # (``prop.multiProcessorCount``, ``cudaDeviceGetAttribute(&n, ...)``)
+    device: Mapping[str, float] = field(default_factory=dict)
     _cache: dict[str, int | float | None] = field(default_factory=dict)
 
     def get(self, name: str) -> float | None:
@@ -100,6 +109,8 @@ class HostContext:
             return self._cache[name]
         self._cache[name] = None  # cycle guard
         t = self.texts.get(name)
+        if t is None and self.device:
+            t = _device_property(name, self.device)
         v = evaluate(t, _Env(self), functions=self.functions) if t is not None else None
         if v is not None and (math.isnan(v) or math.isinf(v)):
             v = None
@@ -361,6 +372,12 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
     for read in _read_at_run_time(node):
         for name in [k for k in ctx.texts if k == read or k.startswith(read + ".")]:
             _assign(ctx, name, "", argv)
+    query = _DEVICE_QUERY.search(text(node)) if node.type == "expression_statement" else None
+    if query is not None:
+        # ``cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)``
+        prop = _DEVICE_ATTRIBUTES.get(query.group(2).lower())
+        known = ctx.device.get(prop) if prop is not None else None
+        _assign(ctx, query.group(1), repr(known) if known is not None else "", argv)
     if node.type == "while_statement":
         ru = round_up(node)
         taken = _branch_taken(node, fn, ctx, argv) if ru is not None else False
@@ -919,7 +936,7 @@ def _bind_callers(
         args = [text(a) for a in (args_node.named_children if args_node else [])]
         if len(args) > len(params):
             continue
-        sub = _program_context(detection, argv, ctx.fixed)
+        sub = _program_context(detection, argv, ctx.fixed, ctx.device)
         _bind_callers(caller, detection, sub, argv, depth + 1, view, looked)
         _scan_function(caller, call.start_byte, sub, argv)
         # a type that is the caller's own template parameter: what its instantiation gives,
@@ -953,14 +970,26 @@ def _bind_callers(
 # --------------------------------------------------------------------------------------------
 
 
+def _device_property(name: str, device: Mapping[str, float]) -> str | None:
+    """``prop.multiProcessorCount`` (a ``cudaDeviceProp``'s field, as the target GPU
+    has it) as a number text, else None."""
+    owner, dot, prop = name.rpartition(".")
+    v = device.get(prop) if dot and owner else None
+    return repr(v) if v is not None else None
+
+
 def _program_context(
-    detection: Detection, argv: list[str], fixed: dict[str, float] | None = None
+    detection: Detection,
+    argv: list[str],
+    fixed: dict[str, float] | None = None,
+    device: Mapping[str, float] | None = None,
 ) -> HostContext:
     """A host scope's starting values: the file's constants and ``argc`` (no arguments
     given: the program's own defaults, ``argc > 1 ? atoi(argv[1]) : 1024``)."""
     ctx = HostContext(
         fixed=fixed if fixed is not None else {},
         functions=text_functions(detection.functions, detection.macros),
+        device=device or {},
     )
     ctx.texts.update(detection.constants)
     ctx.texts["argc"] = str(len(argv) + 1)
@@ -975,12 +1004,14 @@ def host_context(
     args: str | None = None,
     values: Mapping[str, str | float] | None = None,
     read: SourceReader | None = None,
+    device: Mapping[str, float] | None = None,
 ) -> HostContext:
     """Everything the host side says about ``kernel`` (see the module docstring). The other
-    files of the folder are read through ``read`` (open buffers first), else from disk."""
+    files of the folder are read through ``read`` (open buffers first), else from disk.
+    ``device``: the target GPU's ``cudaDeviceProp`` values the host code may query."""
     view = source_view(read)
     argv = argv_of(args)
-    ctx = _program_context(detection, argv)
+    ctx = _program_context(detection, argv, device=device)
     hints: dict[str, str | float] = dict(parse_hints(detection.source))
     if values:
         hints.update(values)
@@ -1223,6 +1254,7 @@ def _host_scope(
         tuple(argv),
         tuple(sorted(ctx.fixed.items())),
         tuple(sorted(ctx.texts.items())),
+        tuple(sorted(ctx.device.items())),
     )
     source, scans = _SCANS.pop(detection.file, (detection.source, {}))
     if source is not detection.source:

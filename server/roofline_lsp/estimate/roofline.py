@@ -143,7 +143,9 @@ def analyze(
     if args and "=" in args and re.search(r"[A-Za-z_]\w*\s*=", args):
         values.update(parse_assignments(args))
     values.update(dict(inputs.values))
-    ctx = host_context(kernel, detection, inputs.block, inputs.grid, args, values, view)
+    ctx = host_context(
+        kernel, detection, inputs.block, inputs.grid, args, values, view, gpu.device_properties
+    )
     root = _root(kernel.node if kernel.node is not None else kernel.body)
     decls = declarations(root, detection.macros)
     aliases = dict(decls.aliases)

@@ -152,6 +152,11 @@ class GpuProfile:
     bf16_tensor_flops: float | None = None
     sources: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
+    @property
+    def device_properties(self) -> dict[str, float]:
+        """What host code querying this GPU reads (``cudaDeviceProp`` field names)."""
+        return {"multiProcessorCount": float(self.sm_count)}
+
     def __post_init__(self) -> None:
         for attr in (*_PEAK_ATTR.values(), "dram_bandwidth", "l2_bytes", "sm_count", "clock_ghz"):
             value = getattr(self, attr)
