@@ -593,3 +593,40 @@ def test_the_sm_count_a_launch_queries_is_the_target_gpu_s(tmp_path: Path) -> No
             device = {"multiProcessorCount": float(sms)} if sms else None
             ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", device=device)
             assert ctx.grid == grid, (query, sms)
+
+
+def test_a_helper_searching_an_empty_command_line_finds_nothing(tmp_path: Path) -> None:
+    # the CUDA samples' `if (checkCmdLineFlag(argc, (const char **)argv, "wA")) dimsA.x =
+    # getCmdLineArgumentInt(...)`: run without arguments the flag is absent, dimsA.x keeps
+    # 320 and the grid is 320 / 32 = 10; given arguments, the helper's answer is unknown
+    src = (
+        "__global__ void k(float *x) { x[threadIdx.x] = 0; }\n"
+        "bool checkCmdLineFlag(int argc, const char **argv, const char *f);\n"
+        "int getCmdLineArgumentInt(int argc, const char **argv, const char *f);\n"
+        "int main(int argc, char **argv) {\n"
+        "  dim3 dimsA(320, 320, 1);\n"
+        '  if (checkCmdLineFlag(argc, (const char **)argv, "wA")) {\n'
+        '    dimsA.x = getCmdLineArgumentInt(argc, (const char **)argv, "wA");\n'
+        "  }\n"
+        "  float *x; k<<<dimsA.x / 32, 32>>>(x);\n"
+        "}\n"
+    )
+    assert ctx_for(tmp_path, {"k.cu": src}, "k.cu").grid == (10, 1, 1)
+    assert ctx_for(tmp_path, {"k.cu": src}, "k.cu", args="-wA=64").grid is None
+
+
+def test_the_launch_the_host_values_take_is_the_one_bound(tmp_path: Path) -> None:
+    # `block_size` is 32, so of the two instantiations the else branch's <32> launch runs:
+    # its template argument and block (32 x 32) are the ones used, not the first site's
+    src = (
+        "template <int BS> __global__ void mm(float *c) { c[threadIdx.x] = BS; }\n"
+        "void run(float *c, int block_size) {\n"
+        "  dim3 threads(block_size, block_size);\n"
+        "  if (block_size == 16) mm<16><<<10, threads>>>(c);\n"
+        "  else mm<32><<<10, threads>>>(c);\n"
+        "}\n"
+        "int main() { float *c; int block_size = 32; run(c, block_size); }\n"
+    )
+    ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu")
+    assert ctx.block == (32, 32, 1)
+    assert ctx.template_args == ("32",)

@@ -52,6 +52,8 @@ _ARGV_CALL = re.compile(
     r"[^()]*\)"
 )
 _ARGV_BARE = re.compile(r"\bargv\s*\[\s*(\d+)\s*\]")
+_CALL_OPEN = re.compile(r"\b[A-Za-z_]\w*\s*\(")
+_CAST = re.compile(r"^(?:\(\s*[\w\s*]+\)\s*|(?:const|reinterpret|static)_cast\s*<[^<>]*>\s*\()")
 _SIZEOF = re.compile(r"\bsizeof\s*\(\s*([^()]*(?:\([^()]*\))?[^()]*)\)")
 _HINT = re.compile(r"//\s*roofline\s*:\s*(.*)$|/\*\s*roofline\s*:\s*(.*?)\*/", re.M)
 _ALLOC_API = re.compile(
@@ -627,6 +629,27 @@ def _target(left: Node) -> str | None:
     return None
 
 
+def _no_options(expr: str) -> str:
+    """``expr`` with each call given the whole command line (``checkCmdLineFlag(argc,
+    (const char **)argv, "wA")``) replaced by 0: what it finds in an empty one."""
+    out, i = [], 0
+    for m in _CALL_OPEN.finditer(expr):
+        if m.start() < i:
+            continue
+        depth, close = 1, m.end()
+        while close < len(expr) and depth:
+            depth += {"(": 1, ")": -1}.get(expr[close], 0)
+            close += 1
+        if depth:
+            break
+        close -= 1  # at the call's ``)``
+        args = split_args(expr[m.end() : close])
+        if any(_CAST.sub("", a.strip()).rstrip(")").strip() == "argv" for a in args):
+            out.append(expr[i : m.start()] + "0")
+            i = close + 1
+    return "".join(out) + expr[i:]
+
+
 def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bool | None:
     """Whether ``node`` runs, as far as the host values decide the ``if``s around it: False
     in a branch they decide against (``if (argc > 2) reps = atoi(argv[2]);`` run without a
@@ -638,6 +661,10 @@ def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bo
             cond = p.child_by_field_name("condition")
             cond_text = inner_text(text(cond)) if cond is not None else ""
             v = ctx.eval_text(substitute_host(cond_text, argv, ctx.types)) if cond_text else None
+            if v is None and not argv and "argv" in cond_text:
+                # run without arguments, a helper searching them (``checkCmdLineFlag(argc,
+                # argv, "wA")``) finds none
+                v = ctx.eval_text(substitute_host(_no_options(cond_text), argv, ctx.types))
             if v is None:
                 taken = None
             else:
@@ -1047,6 +1074,8 @@ def host_context(
                 unit = u
                 break
     site = _pick_launch(sites, block, grid)
+    if block is None and unit is not None and len(sites) > 1:
+        site = _taken_launch(sites, unit, ctx, argv, view) or site
     ctx.launch = site
     if site is not None and unit is not None:
         if unit.detection is not detection:
@@ -1475,6 +1504,29 @@ def _solve_iterations(
         node = node.child_by_field_name("body") if node is not None else None
     threads = block[0]
     _solve_size(ctx, f"({' * '.join(extents)} + {threads} - 1) / {threads}", grid, argv)
+
+
+def _taken_launch(
+    sites: tuple[LaunchSite, ...],
+    unit: Unit,
+    ctx: HostContext,
+    argv: list[str],
+    view: SourceView | None,
+) -> LaunchSite | None:
+    """The first launch the host values do not rule out: of ``if (block_size == 16)
+    k<16><<<...>>>; else k<32><<<...>>>;`` with ``block_size = 32``, the second."""
+    for site in sites:
+        if site.file != unit.detection.file:
+            continue
+        call = unit.root.descendant_for_byte_range(site.span.start_byte, site.span.end_byte)
+        fn = enclosing_function(call) if call is not None else None
+        if call is None or fn is None:
+            continue
+        probe = _program_context(unit.detection, argv, dict(ctx.fixed), ctx.device)
+        _host_scope(probe, unit.detection, fn, site.span.start_byte, argv, view)
+        if _branch_taken(call, fn, probe, argv) is not False:
+            return site
+    return None
 
 
 def _pick_launch(
