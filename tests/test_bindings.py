@@ -630,3 +630,25 @@ def test_the_launch_the_host_values_take_is_the_one_bound(tmp_path: Path) -> Non
     ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu")
     assert ctx.block == (32, 32, 1)
     assert ctx.template_args == ("32",)
+
+
+def test_a_launch_through_a_function_pointer_launches_what_it_points_to(tmp_path: Path) -> None:
+    # the transpose sample: `kernel = &copy;` or `= transpose;` in a switch, then
+    # `kernel<<<grid, threads>>>(...)`: both kernels get that launch (1024 / 32 = 32 blocks)
+    src = (
+        "__global__ void copy(float *o, const float *i) { o[threadIdx.x] = i[threadIdx.x]; }\n"
+        "__global__ void transpose(float *o, const float *i) { o[threadIdx.x] = 0; }\n"
+        "int main() {\n"
+        "  void (*kernel)(float *, const float *) = transpose;\n"
+        "  float *o, *i; int n = 1024;\n"
+        "  for (int k = 0; k < 2; k++) {\n"
+        "    if (k == 0) kernel = &copy;\n"
+        "    kernel<<<n / 32, 32>>>(o, i);\n"
+        "  }\n"
+        "}\n"
+    )
+    (tmp_path / "k.cu").write_text(src)
+    det = detect(src.encode(), str(tmp_path / "k.cu"))
+    for kern in det.kernels:
+        ctx = host_context(kern, det)
+        assert ctx.launch is not None and ctx.grid == (32, 1, 1), kern.name

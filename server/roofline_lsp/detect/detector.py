@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TypeVar
 
 from tree_sitter import Node, Tree
@@ -28,6 +29,7 @@ from roofline_lsp.detect.textscan import (
 from roofline_lsp.detect.treewalk import (
     argument_array,
     called_names,
+    descendants_of_type,
     enclosing_function,
     function_declarator,
     function_qualifiers,
@@ -51,7 +53,7 @@ from roofline_lsp.model.kernel import (
 )
 from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3
 from roofline_lsp.syntax.declarations import declarations
-from roofline_lsp.syntax.expr import NAME, text
+from roofline_lsp.syntax.expr import NAME, declared_name, text
 from roofline_lsp.syntax.parsing import captures, language_for_path, parse
 
 K = TypeVar("K")
@@ -561,23 +563,49 @@ class Detector:
                 evaluate(shmem, env, functions=fns) if shmem else None,
             ),
         )
-        self.launches.append(
-            LaunchSite(
-                kernel=name,
-                file=self.path,
-                line=start_line(call),
-                span=Span.of(call),
-                form=form,  # type: ignore[arg-type]
-                grid=parts[0],
-                block=parts[1],
-                shmem=shmem,
-                stream=parts[3] if len(parts) > 3 else None,
-                args=tuple(rest),
-                grid_value=grid_v,
-                block_value=block_v,
-                shmem_value=int(shmem_v) if shmem_v is not None else None,
-            )
+        site = LaunchSite(
+            kernel=name,
+            file=self.path,
+            line=start_line(call),
+            span=Span.of(call),
+            form=form,  # type: ignore[arg-type]
+            grid=parts[0],
+            block=parts[1],
+            shmem=shmem,
+            stream=parts[3] if len(parts) > 3 else None,
+            args=tuple(rest),
+            grid_value=grid_v,
+            block_value=block_v,
+            shmem_value=int(shmem_v) if shmem_v is not None else None,
         )
+        self.launches.append(site)
+        # through a function pointer: a launch of each kernel it is set to
+        self.launches += [replace(site, kernel=k) for k in self.pointed_kernels(call, name)]
+
+    def pointed_kernels(self, call: Node, name: str) -> list[str]:
+        """The kernels a launch through a function pointer may run: ``kernel = &copy;``
+        (or ``= copy``, or its initializer) in the function around ``kernel<<<...>>>``."""
+        if name in self.functions:
+            return []
+        fn = enclosing_function(call)
+        if fn is None:
+            return []
+        out: list[str] = []
+        for kind, left_field, right_field in (
+            ("assignment_expression", "left", "right"),
+            ("init_declarator", "declarator", "value"),
+        ):
+            for node in descendants_of_type(fn, kind, stop=call.start_byte):
+                left = node.child_by_field_name(left_field)
+                right = node.child_by_field_name(right_field)
+                if left is None or right is None or declared_name(left) != name:
+                    continue
+                if right.type == "pointer_expression":
+                    right = right.child_by_field_name("argument")
+                target = kernel_ref(text(right)) if right is not None else ""
+                if target and target != name and target not in out:
+                    out.append(target)
+        return out
 
     def callees(self, body: Node | None) -> tuple[str, ...]:
         """Names of functions called from ``body``, transitively, in first-call order."""

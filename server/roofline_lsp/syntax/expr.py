@@ -461,7 +461,10 @@ def declared_name(decl: Node | None) -> str:
             for c in decl.named_children:
                 if c.type == "identifier":
                     return text(c)
-            return ""
+            # ``(*kernel)`` of a function pointer ``void (*kernel)(float *)``
+            nxt = next((c for c in decl.named_children if c.type.endswith("declarator")), None)
+            if nxt is None:
+                return ""
         decl = nxt
     return ""
 
