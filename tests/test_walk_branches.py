@@ -68,3 +68,29 @@ def test_bound_check_on_an_index_the_walk_lost(gpu, tmp_path: Path) -> None:  # 
     )
     kinds = {(x.buffer, x.kind): x.weight for x in a.counts.accesses}
     assert kinds == {("in", "load"): pytest.approx(1.0), ("out", "store"): pytest.approx(1.0)}
+
+
+def test_the_last_block_done_idiom_runs_in_one_block(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a ticket taken from an atomic counter, compared with gridDim.x - 1 (through shared
+    # memory): only the last of the 1024 blocks sums the 1024 partial results, so its
+    # 1024-trip loop (1 FADD each) counts 1024 / 1024 = 1 FP32 FLOP per thread, plus the
+    # partial sum's FADD (before: the data-dependent branch was taken half the time, 512)
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *x, float *partial, unsigned int *count, float *out) {\n"
+        "  __shared__ unsigned int ticket;\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (threadIdx.x == 0) partial[blockIdx.x] = x[i] + 1.0f;\n"
+        "  __threadfence();\n"
+        "  if (threadIdx.x == 0) ticket = atomicAdd(count, 1);\n"
+        "  __syncthreads();\n"
+        "  if (ticket == gridDim.x - 1) {\n"
+        "    float s = 0.f;\n"
+        "    for (int b = 0; b < gridDim.x; b++) s += partial[b];\n"
+        "    out[threadIdx.x] = s;\n"
+        "  }\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(1 / 256 + 1.0)

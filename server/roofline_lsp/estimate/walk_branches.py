@@ -9,6 +9,7 @@ import math
 from tree_sitter import Node
 
 from roofline_lsp.estimate.value_domain import (
+    AXES,
     COMPARISONS,
     DATA,
     NOTHING,
@@ -53,11 +54,28 @@ class BranchWalker(WalkerBase):
                     self.infer_size(left, right)
                 va = self.expr_quiet(left)
                 vb = self.expr_quiet(right)
+                last = self.last_block(bop, (left, va), (right, vb))
+                if last is not None:
+                    return last
                 return self.compare_probability(bop, va, vb)
         cv = self.expr_quiet(cond)
         if cv.val is not None and not cv.deps:
             return 1.0 if cv.val else 0.0
         return self.inputs.settings.default_branch
+
+    def last_block(self, op: str, left: tuple[Node, Val], right: tuple[Node, Val]) -> float | None:
+        """``ticket == gridDim.x - 1``, a value read from memory (an atomic counter's old
+        value) against the grid's size: the last-block-done idiom, true for one block of
+        the grid (None: not this form)."""
+        if op not in ("==", "!="):
+            return None
+        for (_node, data), (other, _v) in ((left, right), (right, left)):
+            axes = [a for a in "xyz" if f"gridDim.{a}" in text(other)]
+            if DATA in data.deps and axes and "blockIdx" not in text(other):
+                blocks = math.prod(self.inputs.grid[AXES.index(a)] for a in axes)
+                p = 1.0 / max(blocks, 1)
+                return p if op == "==" else 1.0 - p
+        return None
 
     def infer_size(self, left: Node, right: Node) -> None:
         """``if (i < n)`` with ``i`` a thread index and ``n`` an unknown kernel parameter:
