@@ -652,3 +652,24 @@ def test_a_launch_through_a_function_pointer_launches_what_it_points_to(tmp_path
     for kern in det.kernels:
         ctx = host_context(kern, det)
         assert ctx.launch is not None and ctx.grid == (32, 1, 1), kern.name
+
+
+def test_a_global_the_caller_sets_before_the_call_is_known_in_the_callee(tmp_path: Path) -> None:
+    # `num_sms` is 0 at file scope and set in main from the device before run() launches
+    # with it: on a 108-SM GPU, 2 * 108 blocks. A global main sets only after the call
+    # stays unknown in run()
+    src = (
+        "__global__ void k(float *x) { x[threadIdx.x] = 0; }\n"
+        "int num_sms = 0;\n"
+        "int late = 0;\n"
+        "void run(float *x) { k<<<2 * num_sms, 256>>>(x); k<<<late, 256>>>(x); }\n"
+        "int main() {\n"
+        "  cudaDeviceProp prop; cudaGetDeviceProperties(&prop, 0);\n"
+        "  num_sms = prop.multiProcessorCount;\n"
+        "  float *x; run(x);\n"
+        "  late = 64;\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", device={"multiProcessorCount": 108.0})
+    assert ctx.grid == (216, 1, 1)
+    assert ctx.get("late") is None

@@ -732,6 +732,7 @@ def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:
 
 
 _IDENT = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # a name, a dim3's or struct's field
+_IDENT_ONLY = re.compile(r"[A-Za-z_]\w*\Z")
 
 
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
@@ -966,6 +967,15 @@ def _bind_callers(
         sub = _program_context(detection, argv, ctx.fixed, ctx.device)
         _bind_callers(caller, detection, sub, argv, depth + 1, view, looked)
         _scan_function(caller, call.start_byte, sub, argv)
+        # globals the caller set before the call (``cuda_num_SMs =
+        # deviceProp.multiProcessorCount`` in main): names it neither declares nor has
+        # as parameters, nor the file's constants
+        for name in list(sub.texts):
+            if name in sub.types or name in detection.constants or not _IDENT_ONLY.match(name):
+                continue
+            v = sub.eval_value(name)
+            if v is not None and name not in ctx.texts:
+                ctx.texts[name] = repr(v)
         # a type that is the caller's own template parameter: what its instantiation gives,
         # else nothing (the parameter's own declaration then applies)
         instantiation = _instantiation(caller, detection, view)
