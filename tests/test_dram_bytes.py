@@ -326,3 +326,14 @@ def test_a_row_pointer_that_moves_with_threads_reads_every_row(gpu: GpuProfile) 
     a = _run(gpu, "row_pointers.cu", "row_update")
     assert _buffer(a, "probs")[:2] == pytest.approx((16 * MIB, 16 * MIB))
     assert _buffer(a, "dlogits")[0] == pytest.approx(16 * MIB)
+
+
+def test_texture_fetches_and_surface_writes_move_their_elements(gpu: GpuProfile) -> None:
+    # 1024 x 1024 threads, one texel each: tex2DLod<float4> reads 16 B (16 MiB in all)
+    # and surf2Dwrite stores a uchar4, 4 B (4 MiB); before, tex2DLod and surface writes
+    # moved nothing. A texture<float2> reference reads 8 B per texel: 8 MiB (before: 4 B)
+    a = _run(gpu, "textures.cu", "blur")
+    assert _buffer(a, "src")[:2] == pytest.approx((16 * MIB, 16 * MIB))
+    assert _buffer(a, "dst")[2] == pytest.approx(4 * MIB)
+    b = _run(gpu, "textures.cu", "legacy")
+    assert _buffer(b, "refTex")[:2] == pytest.approx((8 * MIB, 8 * MIB))

@@ -216,7 +216,11 @@ def analyze(
         include=lambda rel, including: included_body(rel, including, view),
         file=detection.file,
     )
-    counter.inputs = replace(counter.inputs, template_names=_template_names(kernel))
+    counter.inputs = replace(
+        counter.inputs,
+        template_names=_template_names(kernel),
+        texture_types={g.name: g.type_text for g in decls.globals.values() if g.space == "texture"},
+    )
     body = kernel.body
     if offload:
         sections = mapped_sections(

@@ -5,6 +5,7 @@ after a few full walks) and expanded macros.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from tree_sitter import Node
@@ -44,8 +45,41 @@ OMP_IDS = frozenset(
 )
 
 
+# texture fetches (``tex2D<float4>(obj, x, y)``, ``tex2DLod``, ``tex1Dfetch``, a texture
+# reference's ``tex2D(ref, x, y)``) and surface reads and writes (``surf2Dwrite(v, s, x, y)``)
+_TEXTURE_CALL = re.compile(
+    r"tex(?:1D|2D|3D|Cubemap)(?:Layered)?(?:fetch|Lod|Grad|gather)?|texfetch|"
+    r"surf(?:1D|2D|3D|Cubemap)(?:Layered)?(?:read|write)"
+)
+_TEXTURE_TYPE = re.compile(r"texture\s*<\s*([^,>]+)")
+
+
 class CallWalker(GroupWalker):
     """Function calls, device-function inlining and macro expansion."""
+
+    def texture(self, fn: Node | None, short: str, args: list[Node]) -> Val:
+        """A texture fetch or a surface read: a load of the element type (the call's
+        template argument, the texture reference's, else a float) from the texture at the
+        coordinates; a surface write: a store of the value written."""
+        vals = [self.expr(a) for a in args]
+        write = short.endswith("write")
+        obj = args[1] if write and len(args) > 1 else args[0]
+        deps = NOTHING
+        for v in vals[2 if write else 1 :]:
+            deps = deps | v.deps
+        targs = fn.child_by_field_name("arguments") if fn is not None else None
+        if write:
+            elem = vals[0].type
+        elif fn is not None and fn.type == "template_function" and targs is not None:
+            elem = self.type_of(text(targs).strip("<> "))
+        else:
+            declared = self.inputs.texture_types.get(text(obj), "")
+            m = _TEXTURE_TYPE.search(declared)
+            elem = self.type_of(m.group(1)) if m else FLOAT
+        size = elem.size if elem.kind != "unknown" else 4
+        kind = "store" if write else "load"
+        self.record(text(obj), "global", size, kind, deps, short[:4])
+        return Val(VOID, deps) if write else Val(elem, deps | {DATA})
 
     def call(self, node: Node) -> Val:
         fn = node.child_by_field_name("function")
@@ -70,13 +104,8 @@ class CallWalker(GroupWalker):
             return self.atomic(short, args)
         if short in OMP_IDS:
             return self.omp_id(short)
-        if short in ("tex1Dfetch", "tex1D", "tex2D", "tex3D", "tex2DLayered", "texfetch"):
-            vals = [self.expr(a) for a in args]
-            deps = NOTHING
-            for v in vals[1:]:
-                deps = deps | v.deps
-            self.record(text(args[0]) if args else "tex", "global", 4, "load", deps, "tex")
-            return Val(FLOAT, deps | {DATA})
+        if short.startswith(("tex", "surf")) and _TEXTURE_CALL.fullmatch(short) and args:
+            return self.texture(fn, short, args)
         if short in CACHE_LOADS and args:
             return self.through_pointer(args[0], "load")
         if short in CACHE_STORES and len(args) >= 2:

@@ -14,7 +14,7 @@ The walker itself is split by concern into a chain of classes, one module each
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -89,6 +89,8 @@ class WalkInputs:
     # the template parameters around the kernel (``dim`` of ``template <int dim>``): a
     # value a hint can give, not one read from memory
     template_names: frozenset[str] = frozenset()
+    # texture references by name -> their declared type (``texture<float4, 2>``)
+    texture_types: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
