@@ -673,3 +673,41 @@ def test_a_global_the_caller_sets_before_the_call_is_known_in_the_callee(tmp_pat
     ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", device={"multiProcessorCount": 108.0})
     assert ctx.grid == (216, 1, 1)
     assert ctx.get("late") is None
+
+
+def test_a_data_region_sizes_only_the_regions_inside_it(tmp_path: Path) -> None:
+    # main maps b[0:n] with its n = 4096 * 4096 around the call; inside scale(), n is the
+    # row length 4096. The region around the call must not size scale()'s b as 4096
+    # elements (what main's clause read in scale()'s scope gave: a 16 kB working set for a
+    # 64 MiB matrix). A data region around the offload region itself, and a standalone
+    # `target enter data` before it in the same function, do size it
+    src = (
+        "void scale(float *b, int n) {\n"
+        "  #pragma omp target teams distribute parallel for collapse(2)\n"
+        "  for (int i = 0; i < n; i++)\n"
+        "    for (int j = 0; j < n; j++) b[i * n + j] *= 2.0f;\n"
+        "}\n"
+        "void inner(float *c, int m) {\n"
+        "  #pragma omp target enter data map(to: c[0:m])\n"
+        "  #pragma omp target data map(tofrom: c[0:2 * m])\n"
+        "  {\n"
+        "    #pragma omp target teams distribute parallel for\n"
+        "    for (int i = 0; i < m; i++) c[i] += 1.0f;\n"
+        "  }\n"
+        "}\n"
+        "int main() {\n"
+        "  int n = 4096 * 4096;\n"
+        "  float *b = (float *)malloc(n * sizeof(float));\n"
+        "  #pragma omp target data map(tofrom: b[0:n])\n"
+        "  {\n"
+        "    scale(b, 4096);\n"
+        "    inner(b, 1000);\n"
+        "  }\n"
+        "}\n"
+    )
+    path = tmp_path / "o.cpp"
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    first, second = det.kernels
+    assert "b" not in host_context(first, det).extents
+    assert host_context(second, det).extents["c"] == 2000

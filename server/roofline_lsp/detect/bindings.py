@@ -1067,7 +1067,7 @@ def host_context(
         fn = enclosing_function(anchor)
         if fn is not None:
             _host_scope(ctx, detection, fn, anchor.start_byte, argv, view)
-            _map_extents(kernel, detection, ctx)
+            _map_extents(kernel, detection, ctx, fn)
             if block is not None and grid is not None:
                 _solve_iterations(kernel, ctx, block, grid, argv)
         ctx.block, ctx.grid = block, grid
@@ -1553,12 +1553,22 @@ def _pick_launch(
     return sites[0]
 
 
-def _map_extents(kernel: Kernel, detection: Detection, ctx: HostContext) -> None:
-    """OpenMP/OpenACC ``map(to: a[0:n])`` sections (of the region and enclosing data
-    regions) -> buffer extents."""
+def _map_extents(kernel: Kernel, detection: Detection, ctx: HostContext, fn: Node) -> None:
+    """OpenMP/OpenACC ``map(to: a[0:n])`` sections (of the region, of the data regions
+    around it and of the standalone data directives before it in its function ``fn``) ->
+    buffer extents. A data region elsewhere (around a call in ``main``) names its own
+    scope's arrays and sizes: it is not read in this one."""
     clauses = list(kernel.clauses)
+    start, end = kernel.span.start_byte, kernel.span.end_byte
     for region in detection.data_regions:
-        clauses.extend(region.clauses)
+        if region.file != kernel.file:
+            continue
+        if region.body is not None:
+            inside = region.body.start_byte <= start and end <= region.body.end_byte
+        else:
+            inside = fn.start_byte <= region.span.start_byte < start
+        if inside:
+            clauses.extend(region.clauses)
     for c in clauses:
         if c.name not in ("map", "copy", "copyin", "copyout", "create", "present", "to", "from"):
             continue

@@ -439,9 +439,18 @@ class Detector:
             ) or (pr.family == "acc" and words[0] in _ACC_DATA)
             if is_data:
                 family: KernelLanguage = "omp" if pr.family == "omp" else "acc"
+                block = None
+                if words[1 if family == "omp" else 0] in ("data", "host_data"):
+                    block = statement_after(node) if not inside_error(node) else None
                 self.data_regions.append(
                     DataRegion(
-                        family, pr.directive, self.path, start_line(node), Span.of(node), pr.clauses
+                        family,
+                        pr.directive,
+                        self.path,
+                        start_line(node),
+                        Span.of(node),
+                        pr.clauses,
+                        Span.of(block) if block is not None else None,
                     )
                 )
                 continue

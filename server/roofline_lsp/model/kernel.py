@@ -106,6 +106,9 @@ class DataRegion:
     line: int
     span: Span
     clauses: tuple[Clause, ...]
+    # the statement a structured region (``target data``, ``acc data``) covers; None for
+    # a standalone directive (``target enter data``, ``update``)
+    body: Span | None = None
 
 
 @dataclass(frozen=True)
