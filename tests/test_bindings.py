@@ -711,3 +711,37 @@ def test_a_data_region_sizes_only_the_regions_inside_it(tmp_path: Path) -> None:
     first, second = det.kernels
     assert "b" not in host_context(first, det).extents
     assert host_context(second, det).extents["c"] == 2000
+
+
+def test_what_a_called_host_function_sets_is_known_after_the_call(tmp_path: Path) -> None:
+    # the transpose sample's getParams(argc, argv, size_x, size_y): run without arguments
+    # it takes its else branches, size_x = 2048 and size_y = 1024 through reference
+    # parameters; llm.c's setup_main() sets the global num_sms from the device (108 SMs).
+    # Grid (2048 / 32) x (1024 / 32), then 4 * 108 blocks
+    src = (
+        "__global__ void k(float *x) { x[threadIdx.x] = 0; }\n"
+        "bool checkCmdLineFlag(int argc, const char **argv, const char *f);\n"
+        "int num_sms = 0;\n"
+        "void setup_main() {\n"
+        "  cudaDeviceProp prop; cudaGetDeviceProperties(&prop, 0);\n"
+        "  num_sms = prop.multiProcessorCount;\n"
+        "}\n"
+        "void getParams(int argc, char **argv, int &size_x, int &size_y, int max_dim) {\n"
+        '  if (checkCmdLineFlag(argc, (const char **)argv, "dimX")) size_x = 7;\n'
+        "  else size_x = max_dim;\n"
+        "  size_y = max_dim / 2;\n"
+        "}\n"
+        "int main(int argc, char **argv) {\n"
+        "  int size_x, size_y;\n"
+        "  setup_main();\n"
+        "  getParams(argc, argv, size_x, size_y, 2048);\n"
+        "  dim3 grid(size_x / 32, size_y / 32), threads(32, 8);\n"
+        "  float *x;\n"
+        "  k<<<grid, threads>>>(x);\n"
+        "  k<<<4 * num_sms, 256>>>(x);\n"
+        "}\n"
+    )
+    device = {"multiProcessorCount": 108.0}
+    ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", device=device)
+    assert ctx.grid == (64, 32, 1)
+    assert ctx.eval_value("4 * num_sms") == 432

@@ -27,7 +27,7 @@ from tree_sitter import Node
 
 from roofline_lsp.detect.program import Unit, sibling_stamps, units_mentioning
 from roofline_lsp.detect.treewalk import descendants_of_type, enclosing_function, text_functions
-from roofline_lsp.model.kernel import Detection, Kernel, LaunchSite
+from roofline_lsp.model.kernel import Detection, Function, Kernel, LaunchSite
 from roofline_lsp.model.stamps import FileStamp
 from roofline_lsp.syntax.cexpr import Functions, evaluate, evaluate_dim3, inner_text, split_args
 from roofline_lsp.syntax.datatypes import parse_type, type_name
@@ -96,6 +96,8 @@ class HostContext:
     # properties of the GPU the verdict is for, by ``cudaDeviceProp`` field name
     # (``prop.multiProcessorCount``, ``cudaDeviceGetAttribute(&n, ...)``)
     device: Mapping[str, float] = field(default_factory=dict)
+    # the host functions of the file and the headers it includes, by name
+    definitions: Mapping[str, Function] = field(default_factory=dict)
     _cache: dict[str, int | float | None] = field(default_factory=dict)
 
     def get(self, name: str) -> float | None:
@@ -434,6 +436,8 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                     ctx.extents[name] = _maybe(ctx, size, argv)
     else:
         e = node.named_children[0] if node.named_children else None
+        if e is not None and e.type == "call_expression":
+            _call_effects(e, fn, ctx, argv)
         if e is not None and e.type == "update_expression":
             arg = e.child_by_field_name("argument")
             counter = _target(arg) if arg is not None else None
@@ -471,6 +475,79 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 # accumulated in a loop: the value after it is known only at run time
                 upd = f"({target}) {op.type[:-1]} ({rt})" if depth == 0 else ""
                 _assign(ctx, target, upd, argv)
+
+
+# host functions being run for what they set (``setup_main()``, ``getParams(..., n, m)``)
+_EFFECT_DEPTH = [0]
+
+
+def _call_effects(call: Node, fn: Node, ctx: HostContext, argv: list[str]) -> None:
+    """What a call to a host function of the file sets for its caller: the variables
+    passed to its reference parameters (``void getParams(int &n)``) and the globals it
+    assigns (``cuda_num_SMs = deviceProp.multiProcessorCount`` in ``setup_main()``), from
+    running its statements with the call's arguments; unknown where they are not known."""
+    name_node = call.child_by_field_name("function")
+    if name_node is None or name_node.type != "identifier" or _EFFECT_DEPTH[0] >= 2:
+        return
+    known = ctx.definitions.get(text(name_node))
+    callee = known.node if known is not None else _definition(_root(fn), text(name_node))
+    if callee is None or callee == fn or callee.type != "function_definition":
+        return
+    args_node = call.child_by_field_name("arguments")
+    args = [text(a) for a in (args_node.named_children if args_node else [])]
+    params = function_params(callee)
+    refs = _reference_params(callee)
+    sub = HostContext(
+        fixed=ctx.fixed, functions=ctx.functions, device=ctx.device, definitions=ctx.definitions
+    )
+    sub.texts.update(ctx.texts)
+    for (_ptype, pname), a in zip(params, args, strict=False):
+        if pname:
+            v = ctx.eval_value(substitute_host(a, argv, ctx.types))
+            sub.texts[pname] = repr(v) if v is not None else ""
+    before = dict(sub.texts)
+    _EFFECT_DEPTH[0] += 1
+    try:
+        _scan_function(callee, callee.end_byte, sub, argv)
+    finally:
+        _EFFECT_DEPTH[0] -= 1
+    out: dict[str, str] = {}
+    for (_ptype, pname), a in zip(params, args, strict=False):
+        if pname in refs and _IDENT_ONLY.match(a.strip()):
+            out[a.strip()] = pname
+    for name, value in sub.texts.items():
+        if name not in sub.types and _IDENT_ONLY.match(name) and value != before.get(name):
+            out.setdefault(name, name)  # a global the callee assigned
+    for target, source in out.items():
+        v = sub.eval_value(source)
+        _assign(ctx, target, repr(v) if v is not None else "", argv)
+
+
+def _definition(root: Node, name: str) -> Node | None:
+    """The definition of host function ``name`` at the top level of the file (or in a
+    namespace)."""
+    stack = list(root.named_children)
+    while stack:
+        n = stack.pop()
+        if n.type == "function_definition" and function_name(n) == name:
+            return n
+        if n.type in ("namespace_definition", "declaration_list", "linkage_specification"):
+            stack.extend(n.named_children)
+    return None
+
+
+def _reference_params(fn: Node) -> set[str]:
+    """The parameters of ``fn`` passed by non-const reference (``int &n``)."""
+    d = fn.child_by_field_name("declarator")
+    while d is not None and d.type != "function_declarator":
+        d = d.child_by_field_name("declarator")
+    plist = d.child_by_field_name("parameters") if d is not None else None
+    out: set[str] = set()
+    for p in plist.named_children if plist is not None else []:
+        decl = p.child_by_field_name("declarator")
+        if decl is not None and decl.type == "reference_declarator" and "const" not in text(p):
+            out.add(declared_name(decl))
+    return out
 
 
 def _loop_exit(node: Node, depth: int, ctx: HostContext, argv: list[str]) -> None:
@@ -1027,6 +1104,7 @@ def _program_context(
         fixed=fixed if fixed is not None else {},
         functions=text_functions(detection.functions, detection.macros),
         device=device or {},
+        definitions=detection.functions,
     )
     ctx.texts.update(detection.constants)
     ctx.texts["argc"] = str(len(argv) + 1)
