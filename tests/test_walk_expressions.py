@@ -243,3 +243,29 @@ def test_struct_sizes_count_macro_sized_and_aliased_arrays(gpu, tmp_path: Path) 
     d = declarations(root, det.macros)
     assert (d.struct_sizes["Vec"], d.struct_sizes["Grid"]) == (32, 136)
     assert d.globals["table"].elements == 16
+
+
+def test_a_global_pointer_has_no_extent_of_its_own(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the alignedTypes sample keeps `unsigned char *d_idata` at file scope and names its
+    # kernel's parameter the same: the pointer's target is allocated elsewhere, so it
+    # does not cap the parameter's buffer at one element (before: a 1 B working set for
+    # 1024 x 256 threads copying a byte each, 256 kB)
+    src = (
+        "unsigned char *d_idata, *d_odata;\n"
+        "__device__ float table[64];\n"
+        "__global__ void k(unsigned char *d_odata, unsigned char *d_idata) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  d_odata[i] = d_idata[i];\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH)
+    loaded = {b.buffer: b.footprint for b in a.memory.buffers}
+    assert loaded["d_idata"] == 1024 * 256
+    path = tmp_path / "k.cu"
+    det = detect(path.read_bytes(), str(path))
+    root = det.kernels[0].node
+    assert root is not None
+    while root.parent is not None:
+        root = root.parent
+    d = declarations(root, det.macros)
+    assert d.globals["d_idata"].elements is None and d.globals["table"].elements == 64

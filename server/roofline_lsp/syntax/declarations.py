@@ -295,6 +295,7 @@ def _global(node: Node, d: Declarations) -> None:
                 stars += "[]"
             else:
                 stars += "*"
+                elements = None  # a pointer: what it points to is allocated elsewhere
             dn = dn.child_by_field_name("declarator")
         if dn is None or dn.type != "identifier":
             continue
