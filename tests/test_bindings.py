@@ -745,3 +745,26 @@ def test_what_a_called_host_function_sets_is_known_after_the_call(tmp_path: Path
     ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", device=device)
     assert ctx.grid == (64, 32, 1)
     assert ctx.eval_value("4 * num_sms") == 432
+
+
+def test_a_driver_api_launch_of_a_module_function(tmp_path: Path) -> None:
+    # the NVRTC / driver-API samples: the kernel is compiled at run time and launched as
+    # cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, &arr[0], 0), with f
+    # loaded by its name; its arguments are the array's items (casts and & removed)
+    kernel = 'extern "C" __global__ void vadd(float *c, int n) { c[threadIdx.x] = n; }\n'
+    host = (
+        "int main() {\n"
+        "  CUfunction f; CUmodule module;\n"
+        '  cuModuleGetFunction(&f, module, "vadd");\n'
+        "  int n = 50000; CUdeviceptr d_c;\n"
+        "  int threads = 256, blocks = (n + threads - 1) / threads;\n"
+        "  dim3 block(threads, 1, 1), grid(blocks, 1, 1);\n"
+        "  void *arr[] = {reinterpret_cast<void *>(&d_c), reinterpret_cast<void *>(&n)};\n"
+        "  cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, 0, 0,\n"
+        "                 &arr[0], 0);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"vadd_kernel.cu": kernel, "vadd.cpp": host}, "vadd_kernel.cu")
+    assert ctx.launch is not None and ctx.launch.form == "cuLaunchKernel"
+    assert (ctx.grid, ctx.block) == ((196, 1, 1), (256, 1, 1))
+    assert ctx.get("n") == 50000

@@ -659,7 +659,12 @@ def _read_at_run_time(node: Node) -> list[str]:
             arg = n.child_by_field_name("argument")
             if op is not None and op.type == "&" and arg is not None and arg.type == "identifier":
                 p = n.parent
-                if p is not None and p.type == "argument_list":
+                call = p.parent if p is not None else None
+                callee = call.child_by_field_name("function") if call is not None else None
+                # a cast (``reinterpret_cast<void *>(&n)`` in a launch's argument array)
+                # reads nothing
+                cast = callee is not None and text(callee).split("<")[0].endswith("_cast")
+                if p is not None and p.type == "argument_list" and not cast:
                     out.append(text(arg))
         elif n.type == "binary_expression" and n.parent is not None:
             op = n.child_by_field_name("operator")
@@ -1155,7 +1160,8 @@ def host_context(
     if sites and kernel.body is not None:
         unit = Unit(detection.file, detection, _root(kernel.body))
     else:
-        pat = re.compile(re.escape(kernel.name.encode()) + rb"\s*(?:<[^;{}]*>)?\s*(?:<<<|\))")
+        # ``k<<<``, ``(void *)k)``, or a driver-API module function's name ``"k"``
+        pat = re.compile(re.escape(kernel.name.encode()) + rb'\s*(?:<[^;{}]*>)?\s*(?:<<<|\)|")')
         for u in units_mentioning(detection.file, pat, view):
             sites = u.detection.launches_of(kernel)
             if sites:

@@ -542,6 +542,15 @@ class Detector:
             parts = [text(c) for c in cfg.named_children] if cfg else []
             name = kernel_ref(text(fn_node))
             rest = args
+        elif form == "cuLaunchKernel":
+            # cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra), with
+            # cuModuleGetFunction(&f, module, "name") naming the kernel
+            if len(args) < 10:
+                return
+            name = self.module_function(call, args[0])
+            parts = [f"dim3({', '.join(args[1:4])})", f"dim3({', '.join(args[4:7])})", *args[7:9]]
+            array = re.sub(r"^&\s*|\[\s*0\s*\]$", "", args[9].strip())
+            rest = list(argument_array(call, array))
         elif form == "hipLaunchKernelGGL":
             if len(args) < 5:
                 return
@@ -590,6 +599,24 @@ class Detector:
         self.launches.append(site)
         # through a function pointer: a launch of each kernel it is set to
         self.launches += [replace(site, kernel=k) for k in self.pointed_kernels(call, name)]
+
+    def module_function(self, call: Node, handle: str) -> str:
+        """The kernel a driver-API function handle was loaded as:
+        ``cuModuleGetFunction(&f, module, "vectorAdd")`` before ``call``, in its function
+        (else in the file); "" when no such call names it."""
+        fn = enclosing_function(call)
+        scope = fn if fn is not None else call
+        while scope.parent is not None and fn is None:
+            scope = scope.parent
+        pat = re.compile(
+            r"\b(?:cu|hip)ModuleGetFunction\s*\(\s*&\s*"
+            + re.escape(handle.strip())
+            + r'\s*,[^,]*,\s*"([A-Za-z_]\w*)"'
+        )
+        found = ""
+        for m in pat.finditer(text(scope)):
+            found = m.group(1)
+        return found
 
     def pointed_kernels(self, call: Node, name: str) -> list[str]:
         """The kernels a launch through a function pointer may run: ``kernel = &copy;``

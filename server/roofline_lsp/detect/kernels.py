@@ -189,7 +189,10 @@ def _detect(
         d.launch(call, "chevron")
     for call in _api_calls(source, root):
         fname = text(call.child_by_field_name("function"))
-        d.launch(call, "cudaLaunchKernel" if fname != "hipLaunchKernelGGL" else fname)
+        if fname in ("cuLaunchKernel", "hipModuleLaunchKernel"):
+            d.launch(call, "cuLaunchKernel")  # the driver API's, through a module function
+        else:
+            d.launch(call, "cudaLaunchKernel" if fname != "hipLaunchKernelGGL" else fname)
     kernels = sorted(d.kernels, key=lambda k: k.span.start_byte)
     kernels = [replace(k, callees=d.callees(k.body)) for k in kernels]
     callers: dict[str, list[str]] = {}
@@ -213,7 +216,7 @@ def _detect(
 
 _LAUNCH_API = re.compile(
     rb"\b(hipLaunchKernelGGL|cudaLaunchKernel|hipLaunchKernel|cudaLaunchCooperativeKernel|"
-    rb"hipLaunchCooperativeKernel)\s*\("
+    rb"hipLaunchCooperativeKernel|cuLaunchKernel|hipModuleLaunchKernel)\s*\("
 )
 
 

@@ -107,6 +107,7 @@ def local_values(body: Node, stop: int) -> dict[str, str]:
 # type by start): a function with many launches is walked once, not once per launch
 _DESCENDANTS: dict[tuple[int, str], tuple[Node, list[Node], list[int]]] = {}
 _ADDRESS_OF = re.compile(r"^(?:\(\s*(?:const\s+)?void\s*\*\s*\)\s*)?&\s*(.+)$", re.S)
+_VOID_CAST = re.compile(r"(?:reinterpret|static)_cast\s*<[^<>]*>\s*\((.*)\)", re.S)
 
 
 def argument_array(call: Node, array: str) -> tuple[str, ...]:
@@ -136,8 +137,12 @@ def argument_array(call: Node, array: str) -> tuple[str, ...]:
             for item in value.named_children:
                 if item.type == "comment":
                     continue
-                m = _ADDRESS_OF.match(text(item).strip())
-                found.append(m.group(1).strip() if m else text(item).strip())
+                item_text = text(item).strip()
+                cast = _VOID_CAST.fullmatch(item_text)  # reinterpret_cast<void *>(&n)
+                if cast is not None:
+                    item_text = cast.group(1).strip()
+                m = _ADDRESS_OF.match(item_text)
+                found.append(m.group(1).strip() if m else item_text)
             items = tuple(found)
     return items
 

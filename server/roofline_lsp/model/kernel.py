@@ -85,7 +85,7 @@ class LaunchSite:
     file: str
     line: int
     span: Span
-    form: Literal["chevron", "hipLaunchKernelGGL", "cudaLaunchKernel"]
+    form: Literal["chevron", "hipLaunchKernelGGL", "cudaLaunchKernel", "cuLaunchKernel"]
     grid: str
     block: str
     shmem: str | None
