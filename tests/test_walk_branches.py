@@ -94,3 +94,24 @@ def test_the_last_block_done_idiom_runs_in_one_block(gpu, tmp_path: Path) -> Non
         **LAUNCH,
     )
     assert a.counts.flops["fp32"] == pytest.approx(1 / 256 + 1.0)
+
+
+def test_a_size_read_from_memory_is_inferred_from_the_bound_check(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # n = params->n is the same for every thread; `if (i >= n) return` says the launch
+    # covers it, so n is about 1024 x 256 = 262,144 and the j loop runs that many trips
+    # (1 DADD each; before: "bound read from memory", 16 trips)
+    a = count(
+        gpu,
+        tmp_path,
+        "struct param { int n; double h; };\n"
+        "__global__ void k(double *x, const param *params) {\n"
+        "  int n = params->n;\n"
+        "  int i = blockDim.x * blockIdx.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  double s = 0.0;\n"
+        "  for (int j = 0; j < n; j++) s += x[j];\n"
+        "  x[i] = s;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp64"] == pytest.approx(1024 * 256, rel=1e-3)

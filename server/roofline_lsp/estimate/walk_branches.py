@@ -84,7 +84,11 @@ class BranchWalker(WalkerBase):
             if name_node.type != "identifier":
                 continue
             var = self.var(text(name_node))
-            if var is None or not var.const or var.val is not None or var.type.kind != "int":
+            if var is None or var.val is not None or var.type.kind != "int":
+                continue
+            # a parameter, or a size every thread reads from memory alike
+            # (``n = params->count``): neither varies with the thread
+            if not var.const and not (var.deps and var.deps <= {DATA}):
                 continue
             v = self.expr_quiet(other)
             if not v.deps or v.val is None or not v.deps <= THREAD_SET:
@@ -93,6 +97,7 @@ class BranchWalker(WalkerBase):
             if ext is None or ext <= 1:
                 continue
             var.val = math.floor(v.val - (ext - 1) / 2 + ext)
+            var.deps = NOTHING  # now a known size, like a parameter's
             self.tally.inferred.append(text(name_node))
             return
 
