@@ -493,6 +493,8 @@ def _call_effects(call: Node, fn: Node, ctx: HostContext, argv: list[str]) -> No
     callee = known.node if known is not None else _definition(_root(fn), text(name_node))
     if callee is None or callee == fn or callee.type != "function_definition":
         return
+    if not _sets_outside(callee):
+        return
     args_node = call.child_by_field_name("arguments")
     args = [text(a) for a in (args_node.named_children if args_node else [])]
     params = function_params(callee)
@@ -521,6 +523,36 @@ def _call_effects(call: Node, fn: Node, ctx: HostContext, argv: list[str]) -> No
     for target, source in out.items():
         v = sub.eval_value(source)
         _assign(ctx, target, repr(v) if v is not None else "", argv)
+
+
+_SETS_OUTSIDE: OrderedDict[int, tuple[Node, bool]] = OrderedDict()
+
+
+def _sets_outside(fn: Node) -> bool:
+    """Whether host function ``fn`` may set anything its caller sees: it has a reference
+    parameter or assigns a name it does not declare (cached per function node)."""
+    hit = _SETS_OUTSIDE.get(fn.id)
+    if hit is not None and hit[0] == fn:
+        return hit[1]
+    declared = {name for _t, name in function_params(fn)}
+    targets: set[str] = set()
+    stack = [fn.child_by_field_name("body")]
+    while stack:
+        n = stack.pop()
+        if n is None:
+            continue
+        if n.type == "declaration":
+            declared.update(declared_name(d) for d in n.children_by_field_name("declarator"))
+        elif n.type == "assignment_expression":
+            left = n.child_by_field_name("left")
+            if left is not None and left.type == "identifier":
+                targets.add(text(left))
+        stack.extend(n.named_children)
+    found = bool(_reference_params(fn)) or bool(targets - declared)
+    _SETS_OUTSIDE[fn.id] = (fn, found)
+    if len(_SETS_OUTSIDE) > 512:
+        _SETS_OUTSIDE.popitem(last=False)
+    return found
 
 
 def _definition(root: Node, name: str) -> Node | None:

@@ -621,7 +621,7 @@ class Detector:
     def pointed_kernels(self, call: Node, name: str) -> list[str]:
         """The kernels a launch through a function pointer may run: ``kernel = &copy;``
         (or ``= copy``, or its initializer) in the function around ``kernel<<<...>>>``."""
-        if name in self.functions:
+        if name in self.functions or any(k.name == name for k in self.kernels):
             return []
         fn = enclosing_function(call)
         if fn is None:
