@@ -557,15 +557,20 @@ def _sets_outside(fn: Node) -> bool:
 
 def _definition(root: Node, name: str) -> Node | None:
     """The definition of host function ``name`` at the top level of the file (or in a
-    namespace)."""
+    namespace, or a function template's)."""
     stack = list(root.named_children)
     while stack:
         n = stack.pop()
         if n.type == "function_definition" and function_name(n) == name:
             return n
-        if n.type in ("namespace_definition", "declaration_list", "linkage_specification"):
+        if n.type in _DEFINITION_SCOPES:
             stack.extend(n.named_children)
     return None
+
+
+_DEFINITION_SCOPES = frozenset(
+    {"namespace_definition", "declaration_list", "linkage_specification", "template_declaration"}
+)
 
 
 def _reference_params(fn: Node) -> set[str]:
@@ -979,17 +984,9 @@ def _call_sites(
 ) -> list[Node]:
     """Calls of function ``name`` in the file (found textually, confirmed on the tree), or
     in the node ``within``."""
-    return _named_sites(detection, root, name, within)[0]
-
-
-def _named_sites(
-    detection: Detection, root: Node, name: str, within: Node | None = None
-) -> tuple[list[Node], list[Node]]:
-    """The calls of function ``name`` and the definitions of functions of that name."""
     src = detection.source
     start, end = (within.start_byte, within.end_byte) if within is not None else (0, len(src))
     calls: list[Node] = []
-    defs: list[Node] = []
     pat = rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\("
     for m in re.compile(pat).finditer(src, start, end):
         node = root.descendant_for_byte_range(m.start(), m.start() + len(name))
@@ -1000,11 +997,9 @@ def _named_sites(
             node = node.parent
         if node is not None and node.type == "call_expression":
             calls.append(node)
-        elif node is not None and node.parent and node.parent.type == "function_definition":
-            defs.append(node.parent)
         if len(calls) >= 8:
             break
-    return calls, defs
+    return calls
 
 
 def _passed_calls(detection: Detection, root: Node, name: str) -> list[Node]:
@@ -1024,10 +1019,10 @@ def _passed_calls(detection: Detection, root: Node, name: str) -> list[Node]:
         if fn is None or fn.type != "identifier":
             continue
         pos = next(i for i, a in enumerate(args.named_children) if a.start_byte == node.start_byte)
-        for d in _named_sites(detection, root, text(fn))[1]:
-            params = function_params(d)
-            if pos < len(params) and params[pos][1]:
-                out += _call_sites(detection, root, params[pos][1], d.child_by_field_name("body"))
+        d = _definition(root, text(fn))
+        params = function_params(d) if d is not None else []
+        if d is not None and pos < len(params) and params[pos][1]:
+            out += _call_sites(detection, root, params[pos][1], d.child_by_field_name("body"))
         if len(out) >= 8:
             break
     return out

@@ -604,10 +604,9 @@ class Detector:
         """The kernel a driver-API function handle was loaded as:
         ``cuModuleGetFunction(&f, module, "vectorAdd")`` before ``call``, in its function
         (else in the file); "" when no such call names it."""
-        fn = enclosing_function(call)
-        scope = fn if fn is not None else call
-        while scope.parent is not None and fn is None:
-            scope = scope.parent
+        scope = enclosing_function(call) or call.parent or call
+        while scope.type != "function_definition" and scope.parent is not None:
+            scope = scope.parent  # at file scope: the whole file
         pat = re.compile(
             r"\b(?:cu|hip)ModuleGetFunction\s*\(\s*&\s*"
             + re.escape(handle.strip())
