@@ -9,7 +9,17 @@ import pytest
 from counting_helpers import LAUNCH, count
 
 from roofline_lsp.detect.kernels import detect
-from roofline_lsp.syntax.declarations import declarations
+from roofline_lsp.syntax.declarations import Declarations, declarations
+
+
+def _declarations(path: Path) -> Declarations:
+    """The declarations of the file holding a kernel, as the counter reads them."""
+    det = detect(path.read_bytes(), str(path))
+    root = det.kernels[0].node
+    assert root is not None
+    while root.parent is not None:
+        root = root.parent
+    return declarations(root, det.macros)
 
 
 def test_fma_and_precision_promotion(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -158,13 +168,7 @@ def test_arithmetic_on_union_fields_is_counted(gpu, tmp_path: Path) -> None:  # 
     )
     a = count(gpu, tmp_path, src, **LAUNCH)
     assert a.counts.flops["fp32"] == pytest.approx(3.0)
-    path = tmp_path / "k.cu"
-    det = detect(path.read_bytes(), str(path))
-    assert det.kernels[0].node is not None
-    root = det.kernels[0].node
-    while root.parent is not None:
-        root = root.parent
-    assert declarations(root, det.macros).struct_sizes["un"] == 4
+    assert _declarations(tmp_path / "k.cu").struct_sizes["un"] == 4
 
 
 def test_a_struct_element_counts_its_array_fields_whole(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -235,12 +239,7 @@ def test_struct_sizes_count_macro_sized_and_aliased_arrays(gpu, tmp_path: Path) 
     )
     path = tmp_path / "k.cu"
     path.write_text(src)
-    det = detect(path.read_bytes(), str(path))
-    root = det.kernels[0].node
-    assert root is not None
-    while root.parent is not None:
-        root = root.parent
-    d = declarations(root, det.macros)
+    d = _declarations(path)
     assert (d.struct_sizes["Vec"], d.struct_sizes["Grid"]) == (32, 136)
     assert d.globals["table"].elements == 16
 
@@ -261,11 +260,5 @@ def test_a_global_pointer_has_no_extent_of_its_own(gpu, tmp_path: Path) -> None:
     a = count(gpu, tmp_path, src, **LAUNCH)
     loaded = {b.buffer: b.footprint for b in a.memory.buffers}
     assert loaded["d_idata"] == 1024 * 256
-    path = tmp_path / "k.cu"
-    det = detect(path.read_bytes(), str(path))
-    root = det.kernels[0].node
-    assert root is not None
-    while root.parent is not None:
-        root = root.parent
-    d = declarations(root, det.macros)
+    d = _declarations(tmp_path / "k.cu")
     assert d.globals["d_idata"].elements is None and d.globals["table"].elements == 64
