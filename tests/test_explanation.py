@@ -15,7 +15,7 @@ from roofline_lsp.model.gpus import load_registry
 from roofline_lsp.model.kernel import Detection
 from roofline_lsp.model.terms import AssumptionTerm, LoopTerm, MemoryTerm, TypeTerm, WorkTerm
 from roofline_lsp.model.verdict import classify_bound
-from roofline_lsp.present.explanations import term_text
+from roofline_lsp.present.explanations import explanation, term_text
 
 SAXPY = (
     "__global__ void k(int n, float a, float *x, float *y) {\n"
@@ -233,3 +233,28 @@ def test_a_template_parameter_bound_is_settled_by_a_hint(gpu, tmp_path: Path) ->
     settled = estimate(det.kernels[0], det, gpu)
     left = [t.line for t in settled.terms if isinstance(t, AssumptionTerm) and t.kind == "trips"]
     assert 7 not in left and 8 in left  # the dim loop settled; the data-bound one stays
+
+
+def test_tensor_core_operations_are_named_as_not_counted(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a WMMA tile product in a device function the kernel calls: the counts leave
+    # tensor-core work out, and the verdict says so; SAXPY has no such note
+    src = (
+        "#include <mma.h>\n"
+        "using namespace nvcuda;\n"
+        "__device__ void tile(const half *a, const half *b, float *c) {\n"
+        "  wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> fa;\n"
+        "  wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> fb;\n"
+        "  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;\n"
+        "  wmma::load_matrix_sync(fa, a, 16);\n"
+        "  wmma::load_matrix_sync(fb, b, 16);\n"
+        "  wmma::mma_sync(acc, fa, fb, acc);\n"
+        "  wmma::store_matrix_sync(c, acc, 16, wmma::mem_row_major);\n"
+        "}\n"
+        "__global__ void k(const half *a, const half *b, float *c) { tile(a, b, c); }\n"
+    )
+    det = _detected(tmp_path, src)
+    k = next(k for k in det.kernels if k.name == "k")
+    note = "tensor-core (wmma/mma) loads, stores and multiply-adds are not counted"
+    assert note in explanation(estimate(k, det, gpu))
+    plain = _detected(tmp_path, SAXPY, "saxpy.cu")
+    assert note not in explanation(estimate(plain.kernels[0], plain, gpu))

@@ -63,6 +63,7 @@ from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
 from roofline_lsp.syntax.datatypes import DataType, parse_type, type_name
 from roofline_lsp.syntax.declarations import declarations
+from roofline_lsp.syntax.expr import text
 from roofline_lsp.syntax.sources import SourceReader, source_view
 
 
@@ -338,6 +339,8 @@ def estimate(
     ai = {p: (None if v is None else min(v, 1e9)) for p, v in a.ai.items()}
     bound, deciding = classify_bound(ai, ridge)
     terms = verdict_terms(a)
+    if _tensor_core_ops(kernel, detection):
+        terms = (*terms, NoteTerm(TENSOR_NOTE))
     if compiled is not None:
         terms = (*terms, NoteTerm(compiled.note))
     return Verdict(
@@ -389,6 +392,17 @@ def _line_instructions(
         if facts != LineInstructions():  # a line left out has none of them
             out[ln - kernel.line] = facts
     return out
+
+
+_TENSOR_OPS = re.compile(r"\b(?:mma_sync|load_matrix_sync|store_matrix_sync|wgmma)\b|\bmma\.sync\b")
+TENSOR_NOTE = "tensor-core (wmma/mma) loads, stores and multiply-adds are not counted"
+
+
+def _tensor_core_ops(kernel: Kernel, detection: Detection) -> bool:
+    """Whether the kernel or a function it calls uses tensor-core matrix operations,
+    which the counts leave out (as ncu's FLOP counters do)."""
+    nodes = [kernel.body, *(f.node for n in kernel.callees if (f := detection.functions.get(n)))]
+    return any(node is not None and _TENSOR_OPS.search(text(node)) for node in nodes)
 
 
 def _root(node: Node) -> Node:
