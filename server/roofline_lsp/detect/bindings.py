@@ -254,18 +254,23 @@ def function_name(fn: Node) -> str:
     return text(name).rsplit("::", 1)[-1]
 
 
-def function_params(fn: Node) -> list[tuple[str, str]]:
-    """(type text, name) of each parameter of a function definition."""
+def _parameters(fn: Node) -> list[Node]:
+    """The parameter declarations of a function definition."""
     d = fn.child_by_field_name("declarator")
     while d is not None and d.type != "function_declarator":
         d = d.child_by_field_name("declarator")
-    if d is None:
-        return []
-    plist = d.child_by_field_name("parameters")
+    plist = d.child_by_field_name("parameters") if d is not None else None
+    return [
+        p
+        for p in (plist.named_children if plist is not None else [])
+        if p.type in ("parameter_declaration", "optional_parameter_declaration")
+    ]
+
+
+def function_params(fn: Node) -> list[tuple[str, str]]:
+    """(type text, name) of each parameter of a function definition."""
     out = []
-    for p in plist.named_children if plist else []:
-        if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
-            continue
+    for p in _parameters(fn):
         decl = p.child_by_field_name("declarator")
         name = declared_name(decl)
         full = text(p)
@@ -489,6 +494,7 @@ def _call_effects(call: Node, fn: Node, ctx: HostContext, argv: list[str]) -> No
     name_node = call.child_by_field_name("function")
     if name_node is None or name_node.type != "identifier" or _EFFECT_DEPTH[0] >= 2:
         return
+    # the file's functions (headers included), else one in an ``extern "C"`` block
     known = ctx.definitions.get(text(name_node))
     callee = known.node if known is not None else _definition(_root(fn), text(name_node))
     if callee is None or callee == fn or callee.type != "function_definition":
@@ -517,12 +523,22 @@ def _call_effects(call: Node, fn: Node, ctx: HostContext, argv: list[str]) -> No
     for (_ptype, pname), a in zip(params, args, strict=False):
         if pname in refs and _IDENT_ONLY.match(a.strip()):
             out[a.strip()] = pname
-    for name, value in sub.texts.items():
-        if name not in sub.types and _IDENT_ONLY.match(name) and value != before.get(name):
-            out.setdefault(name, name)  # a global the callee assigned
+    for name in _globals_set(sub, before):
+        out.setdefault(name, name)
     for target, source in out.items():
         v = sub.eval_value(source)
         _assign(ctx, target, repr(v) if v is not None else "", argv)
+
+
+def _globals_set(scope: HostContext, before: Mapping[str, str]) -> list[str]:
+    """The names a host scope set that are not its own (neither declared in it nor its
+    parameters) and that differ from what they were (``before``): the globals it
+    assigned."""
+    return [
+        name
+        for name, value in scope.texts.items()
+        if name not in scope.types and _IDENT_ONLY.match(name) and value != before.get(name)
+    ]
 
 
 _SETS_OUTSIDE: OrderedDict[int, tuple[Node, bool]] = OrderedDict()
@@ -575,12 +591,8 @@ _DEFINITION_SCOPES = frozenset(
 
 def _reference_params(fn: Node) -> set[str]:
     """The parameters of ``fn`` passed by non-const reference (``int &n``)."""
-    d = fn.child_by_field_name("declarator")
-    while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator")
-    plist = d.child_by_field_name("parameters") if d is not None else None
     out: set[str] = set()
-    for p in plist.named_children if plist is not None else []:
+    for p in _parameters(fn):
         decl = p.child_by_field_name("declarator")
         if decl is not None and decl.type == "reference_declarator" and "const" not in text(p):
             out.add(declared_name(decl))
@@ -1074,13 +1086,13 @@ def _bind_callers(
         if len(args) > len(params):
             continue
         sub = _program_context(detection, argv, ctx.fixed, ctx.device)
+        start = dict(sub.texts)  # the file's constants and argc
         _bind_callers(caller, detection, sub, argv, depth + 1, view, looked)
         _scan_function(caller, call.start_byte, sub, argv)
-        # globals the caller set before the call (``cuda_num_SMs =
-        # deviceProp.multiProcessorCount`` in main): names it neither declares nor has
-        # as parameters, nor the file's constants
-        for name in list(sub.texts):
-            if name in sub.types or name in detection.constants or not _IDENT_ONLY.match(name):
+        # globals the caller (or its callers) set before the call (``cuda_num_SMs =
+        # deviceProp.multiProcessorCount`` in main), other than the file's constants
+        for name in _globals_set(sub, start):
+            if name in detection.constants:
                 continue
             v = sub.eval_value(name)
             if v is not None and name not in ctx.texts:

@@ -6,6 +6,7 @@ parsed tree.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -100,7 +101,8 @@ def _scan(node: Node, d: Declarations, depth: int) -> None:
                 elif ty is not None and decl.type == "pointer_declarator":
                     d.aliases[_last_ident(decl)] = text(ty) + " *"
                 elif ty is not None and decl.type == "array_declarator":
-                    count, inner = _array_count(decl, d)
+                    sizes, stars, inner = _declarator_chain(decl, d)
+                    count = _count(sizes) if "*" not in stars else None
                     if inner is not None and inner.type == "type_identifier" and count:
                         d.aliases[text(inner)] = text(ty)
                         d.array_aliases[text(inner)] = count
@@ -154,16 +156,27 @@ def _size(array: Node, d: Declarations) -> float | None:
     return v if v is not None else evaluate(text(size), d.macro_env)
 
 
-def _array_count(decl: Node, d: Declarations) -> tuple[float | None, Node | None]:
-    """The element count of a chain of array declarators (``a[N][4]``) and the declarator
-    it names."""
-    count: float | None = 1.0
+def _declarator_chain(decl: Node, d: Declarations) -> tuple[list[float | None], str, Node | None]:
+    """A chain of array and pointer declarators (``*a[N][4]``): the element count of each
+    array level (None where unknown), the levels as ``*``/``[]`` text in order, and the
+    declarator the chain names."""
+    sizes: list[float | None] = []
+    stars = ""
     dn: Node | None = decl
-    while dn is not None and dn.type == "array_declarator":
-        n = _size(dn, d)
-        count = count * n if count is not None and n else None
+    while dn is not None and dn.type in ("array_declarator", "pointer_declarator"):
+        if dn.type == "array_declarator":
+            sizes.append(_size(dn, d))
+            stars += "[]"
+        else:
+            stars += "*"
         dn = dn.child_by_field_name("declarator")
-    return count, dn
+    return sizes, stars, dn
+
+
+def _count(sizes: list[float | None]) -> float | None:
+    """The elements of array levels of these sizes; None if one is unknown (or 0)."""
+    known = [n for n in sizes if n]
+    return math.prod(known) if len(known) == len(sizes) else None
 
 
 def _last_ident(decl: Node) -> str:
@@ -197,16 +210,11 @@ def _struct(node: Node, d: Declarations, name: str, params: tuple[str, ...] = ()
             continue  # a static member takes no room in the struct
         ty = text(f.child_by_field_name("type"))
         for decl in f.children_by_field_name("declarator"):
-            # an array of an array alias (``Row rows[2]``) holds both counts
-            count = d.array_aliases.get(ty, 1.0)
-            dn: Node | None = decl
-            stars = ""
-            while dn is not None and dn.type in ("array_declarator", "pointer_declarator"):
-                if dn.type == "array_declarator":
-                    count *= _size(dn, d) or 1
-                else:
-                    stars += "*"
-                dn = dn.child_by_field_name("declarator")
+            sizes, levels, dn = _declarator_chain(decl, d)
+            # an array of an array alias (``Row rows[2]``) holds both counts; an array
+            # level of unknown size counts one element
+            count = d.array_aliases.get(ty, 1.0) * math.prod(n or 1 for n in sizes)
+            stars = levels.replace("[]", "")
             fname = text(dn)
             if not fname:
                 continue
@@ -286,17 +294,11 @@ def _global(node: Node, d: Declarations) -> None:
         space = "global"
     for decl in node.children_by_field_name("declarator"):
         dn = decl.child_by_field_name("declarator") if decl.type == "init_declarator" else decl
-        elements: float | None = d.array_aliases.get(tyt, 1.0)
-        stars = "[]" if tyt in d.array_aliases else ""
-        while dn is not None and dn.type in ("array_declarator", "pointer_declarator"):
-            if dn.type == "array_declarator":
-                v = _size(dn, d)
-                elements = elements * v if elements is not None and v else None
-                stars += "[]"
-            else:
-                stars += "*"
-                elements = None  # a pointer: what it points to is allocated elsewhere
-            dn = dn.child_by_field_name("declarator")
+        sizes, levels, dn = _declarator_chain(dn, d) if dn is not None else ([], "", None)
+        stars = ("[]" if tyt in d.array_aliases else "") + levels
+        # a pointer's target is allocated elsewhere: no elements of its own
+        count = _count(sizes) if "*" not in levels else None
+        elements = d.array_aliases.get(tyt, 1.0) * count if count is not None else None
         if dn is None or dn.type != "identifier":
             continue
         name = text(dn)
