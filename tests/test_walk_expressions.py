@@ -262,3 +262,30 @@ def test_a_global_pointer_has_no_extent_of_its_own(gpu, tmp_path: Path) -> None:
     assert loaded["d_idata"] == 1024 * 256
     d = _declarations(tmp_path / "k.cu")
     assert d.globals["d_idata"].elements is None and d.globals["table"].elements == 64
+
+
+def test_a_block_s_share_chosen_per_block_takes_the_value_most_blocks_take(
+    gpu, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # 64 blocks of 256 threads split n = 2^22 elements: region = 65536 each, the last
+    # block's stop is n (the remainder). 63 of 64 blocks stop at start + region, so a
+    # thread's loop runs (65536 - 127.5) / 256 + 0.5 = 256.0 trips (from its lane, mean
+    # 127.5, by 256, half a trip for the lanes' spread); the conditional used to have no
+    # value and the loop its 16-trip default.
+    src = (
+        "__global__ void scan(const unsigned *in, unsigned *out, int n) {\n"
+        "  int region = n / gridDim.x;\n"
+        "  int start = blockIdx.x * region;\n"
+        "  int stop = (blockIdx.x == gridDim.x - 1) ? n : start + region;\n"
+        "  for (int i = start + threadIdx.x; i < stop; i += blockDim.x)\n"
+        "    out[i] = in[i] + 1u;\n"
+        "}\n"
+        "int main() { unsigned *a, *b; scan<<<64, 256>>>(a, b, 1 << 22); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert [(round(loop.trips, 2), loop.source) for loop in a.counts.loops] == [
+        (256.0, "grid-stride")
+    ]
+    # a lane-dependent choice keeps no value: which lanes take which side is not a share
+    lane = count(gpu, tmp_path, src.replace("blockIdx.x == gridDim.x - 1", "threadIdx.x == 0"))
+    assert [loop.source for loop in lane.counts.loops] == ["default"]

@@ -16,6 +16,7 @@ AXES = "xyz"
 NOTHING = frozenset[str]()
 COMPARISONS = frozenset({"<", ">", "<=", ">=", "==", "!="})
 THREAD_SET = frozenset(THREAD_DIMS)
+BLOCK_SET = frozenset(THREAD_DIMS[3:])  # the block (team) indices
 WARP_LANES = 32
 
 

@@ -11,6 +11,7 @@ from tree_sitter import Node
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.macro_expansion import macro_tree
 from roofline_lsp.estimate.value_domain import (
+    BLOCK_SET,
     COMPARISONS,
     DATA,
     NOTHING,
@@ -119,7 +120,20 @@ class ExpressionWalker(ReferenceWalker):
             if cv.val is not None and not cv.val and not cv.deps:
                 val = b.val
             deps = a.deps | b.deps | cv.deps
-            return Val(ty, deps, val, a.buffer or b.buffer, a.space or b.space)
+            rng = None
+            if (
+                cv.deps
+                and cv.deps <= BLOCK_SET
+                and DATA not in deps
+                and a.val is not None
+                and b.val is not None
+            ):
+                # chosen per block (``g == last ? n : start + size``: the last block takes
+                # the remainder): the value most blocks take
+                val = a.val if p > 0.5 else b.val if p < 0.5 else (a.val + b.val) / 2
+                ra, rb = a.rng or (a.val, a.val), b.rng or (b.val, b.val)
+                rng = (min(ra[0], rb[0]), max(ra[1], rb[1]))
+            return Val(ty, deps, val, a.buffer or b.buffer, a.space or b.space, rng)
         if t == "cast_expression":
             ty = self.type_of(text(node.child_by_field_name("type")))
             v = self.expr(node.child_by_field_name("value") or node)
