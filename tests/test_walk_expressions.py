@@ -286,6 +286,11 @@ def test_a_block_s_share_chosen_per_block_takes_the_value_most_blocks_take(
     assert [(round(loop.trips, 2), loop.source) for loop in a.counts.loops] == [
         (256.0, "grid-stride")
     ]
+    # the same as min(start + region, n)
+    clamped = src.replace(
+        "(blockIdx.x == gridDim.x - 1) ? n : start + region", "min(start + region, n)"
+    )
+    assert [round(loop.trips, 2) for loop in count(gpu, tmp_path, clamped).counts.loops] == [256.0]
     # a lane-dependent choice keeps no value: which lanes take which side is not a share
     lane = count(gpu, tmp_path, src.replace("blockIdx.x == gridDim.x - 1", "threadIdx.x == 0"))
     assert [loop.source for loop in lane.counts.loops] == ["default"]
