@@ -6,6 +6,7 @@ import pytest
 
 from roofline_lsp.syntax.expr import (
     array_sizes,
+    detached_body,
     loop_header,
     reads_memory,
     text,
@@ -76,6 +77,18 @@ def test_trips(loop: str, expected: int) -> None:
     step = value(h.step, {}.get) if h.step is not None else 1.0
     assert start is not None and bound is not None and step is not None
     assert trips(start, bound, h.bound_op, step, h.step_op) == expected
+
+
+def test_the_detached_body_of_a_loop_whose_statement_starts_with_a_pragma() -> None:
+    src = "for (i = 0; i < n; i++)\n#pragma unroll\n// c\nfor (j = 0; j < 4; j++) s += j;\nt = s;"
+    parts = detached_body(first(src, "for_statement"))
+    assert [p.type for p in parts] == ["preproc_call", "comment", "for_statement"]
+    assert text(parts[-1]).startswith("for (j")
+    # a loop with its own body, even an empty statement, has none
+    assert detached_body(first("for (i = 0; i < n; i++)\n  s += i;", "for_statement")) == []
+    assert (
+        detached_body(first("for (i = 0; i < n; i++);\n#pragma x\nt = s;", "for_statement")) == []
+    )
 
 
 def test_while_header() -> None:

@@ -308,3 +308,24 @@ def test_a_file_without_kernel_marks_has_no_kernel(
     kernel in (a local include may hold one: not ruled out)."""
     assert len(detect(source, "/nowhere/f.cu").kernels) == kernels
     assert may_hold_kernels(source) == marked
+
+
+def test_an_offload_loop_whose_statement_starts_with_a_pragma_spans_that_statement(
+    tmp_path,
+):  # type: ignore[no-untyped-def]
+    # `distribute` then its loop, whose statement is `#pragma omp parallel for` and a loop:
+    # tree-sitter ends the outer loop at the pragma line; the region runs to line 6
+    src = (
+        "void f(float *x, int n) {\n"
+        "  #pragma omp target teams distribute map(tofrom: x[0:n])\n"
+        "  for (int i0 = 0; i0 < n; i0 += 256)\n"
+        "    #pragma omp parallel for\n"
+        "    for (int i = i0; i < i0 + 256; i++)\n"
+        "      x[i] *= 2.f;\n"
+        "}\n"
+    )
+    path = tmp_path / "f.cpp"
+    path.write_text(src)
+    (k,) = detect(src.encode(), str(path)).kernels
+    assert (k.line, k.end_line) == (2, 6)
+    assert k.directive == "target teams distribute | parallel for"

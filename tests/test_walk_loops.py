@@ -309,3 +309,57 @@ def test_a_loop_distributed_over_teams_only_gets_one_team_an_iteration(gpu, tmp_
     assert trips == {"m": 1000, "k": 128}
     out = next(b for b in a.memory.buffers if b.buffer == "out")
     assert out.footprint == 1000 * 8
+
+
+def test_a_loop_whose_statement_starts_with_a_pragma_runs_it_every_trip(
+    gpu, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # `for (i...)` then `#pragma unroll` then `for (j...)`: tree-sitter ends the i loop at
+    # the pragma line with an empty body and puts the j loop after it. The j loop is the i
+    # loop's statement: 64 x 4 FMAs of 2 FLOP = 512 FP32 FLOP per thread, not 4 x 2 = 8
+    src = (
+        "__global__ void k(const float *a, float *b) {\n"
+        "  int t = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float s = 0.f;\n"
+        "  for (int i = 0; i < 64; i++)\n"
+        "    #pragma unroll\n"
+        "    for (int j = 0; j < 4; j++)\n"
+        "      s += a[t + i * 4 + j] * 2.f;\n"
+        "  b[t] = s;\n"
+        "}\n"
+        "int main() { float *a, *b; k<<<4096, 256>>>(a, b); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert a.counts.flops["fp32"] == pytest.approx(512)
+    assert [lp.trips for lp in a.counts.loops] == [64, 4]
+
+
+def test_an_inner_parallel_loop_bounded_per_team_runs_the_team_s_chunk(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the OpenMP examples' teams.2 form: `distribute` gives chunks of 1024 to the teams,
+    # `parallel for` (the distribute loop's statement, after its pragma line) shares each
+    # chunk up to min(i0 + 1024, N). With N = 2^20 every team's chunk is 1024 (N is a
+    # multiple of 1024): 1024 trips (+0.5, as for any start that moves with the team or
+    # thread), no assumed trip count, and the 2^20 elements of B and C read once: 8 MiB
+    src = (
+        "#define min(x, y) (((x) < (y)) ? (x) : (y))\n"
+        "float dotprod(float B[], float C[], int N, int block_size) {\n"
+        "  float sum = 0.0;\n"
+        "  int i, i0;\n"
+        "  #pragma omp target map(to: B[0:N], C[0:N]) map(tofrom: sum)\n"
+        "  #pragma omp teams num_teams(8) thread_limit(256) reduction(+:sum)\n"
+        "  #pragma omp distribute\n"
+        "  for (i0 = 0; i0 < N; i0 += block_size)\n"
+        "    #pragma omp parallel for reduction(+:sum)\n"
+        "    for (i = i0; i < min(i0 + block_size, N); i++)\n"
+        "      sum += B[i] * C[i];\n"
+        "  return sum;\n"
+        "}\n"
+        "int main() { float *b, *c; return (int)dotprod(b, c, 1 << 20, 1024); }\n"
+    )
+    a = count(gpu, tmp_path, src, name="teams.c")
+    assert [(lp.var, lp.trips, lp.source) for lp in a.counts.loops][-1] == (
+        "i",
+        1024.5,
+        "thread range",
+    )
+    assert sum(b.footprint for b in a.memory.buffers) == pytest.approx(2 * 4 * 2**20)

@@ -53,7 +53,7 @@ from roofline_lsp.model.kernel import (
 )
 from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3
 from roofline_lsp.syntax.declarations import declarations
-from roofline_lsp.syntax.expr import NAME, declared_name, text
+from roofline_lsp.syntax.expr import NAME, declared_name, detached_body, text
 from roofline_lsp.syntax.parsing import captures, language_for_path, parse
 
 K = TypeVar("K")
@@ -461,13 +461,16 @@ class Detector:
                 stmt = self.recover_statement(node)
             if stmt is None:
                 continue
+            # a loop whose statement starts with a pragma line ends at that line in the
+            # tree: the region runs to the end of the statement after it
+            last = (detached_body(stmt) or [stmt])[-1]
             directive, clauses = pr.directive, list(pr.clauses)
             # stacked or nested worksharing pragmas belong to this region
             for other, opr in parsed:
                 if other is node or opr.family != pr.family:
                     continue
                 stacked = node.end_byte <= other.start_byte < stmt.start_byte
-                nested = stmt.start_byte <= other.start_byte < stmt.end_byte
+                nested = stmt.start_byte <= other.start_byte < last.end_byte
                 if stacked or (nested and opr.words and opr.words[0] != "target"):
                     inner.add(other.start_byte)
                     if stacked or opr.words[0] in ("teams", "distribute", "parallel", "loop"):
@@ -484,15 +487,20 @@ class Detector:
                     language="omp" if pr.family == "omp" else "acc",
                     file=self.path,
                     line=start_line(node),
-                    end_line=stmt.end_point.row + 1,
+                    end_line=last.end_point.row + 1,
                     span=Span(
                         node.start_byte,
-                        stmt.end_byte,
+                        last.end_byte,
                         (node.start_point.row, node.start_point.column),
-                        (stmt.end_point.row, stmt.end_point.column),
+                        (last.end_point.row, last.end_point.column),
                     ),
                     name_span=Span.of(node),
-                    body_span=Span.of(stmt),
+                    body_span=Span(
+                        stmt.start_byte,
+                        last.end_byte,
+                        (stmt.start_point.row, stmt.start_point.column),
+                        (last.end_point.row, last.end_point.column),
+                    ),
                     directive=directive,
                     clauses=tuple(clauses),
                     node=node,

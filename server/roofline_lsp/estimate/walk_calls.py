@@ -14,7 +14,6 @@ from roofline_lsp.detect.bindings import function_params, template_params
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.macro_expansion import macro_tree, substitute_macro
 from roofline_lsp.estimate.value_domain import (
-    BLOCK_SET,
     DATA,
     NOTHING,
     Val,
@@ -179,7 +178,7 @@ class CallWalker(GroupWalker):
                 return Val(ty, deps, fold_call(short, vals))
             ty = widest_type(vals) if vals else INT
             val = fold_call(short, vals)
-            if val is None and deps and deps <= BLOCK_SET and short in ("min", "max"):
+            if val is None and self.chosen_per_block(deps) and short in ("min", "max"):
                 # chosen per block (``min(start + chunk, n)``: the last block stops at n):
                 # the side most blocks take
                 val = fold_call(short, [Val(v.type, NOTHING, v.val) for v in vals])

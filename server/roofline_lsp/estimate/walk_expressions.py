@@ -122,8 +122,7 @@ class ExpressionWalker(ReferenceWalker):
             deps = a.deps | b.deps | cv.deps
             rng = None
             if (
-                cv.deps
-                and cv.deps <= BLOCK_SET
+                self.chosen_per_block(cv.deps)
                 and DATA not in deps
                 and a.val is not None
                 and b.val is not None
@@ -210,6 +209,11 @@ class ExpressionWalker(ReferenceWalker):
             if tree is not None:
                 return self.in_macro(name, tree, expression=True)
         return Val(UNKNOWN, frozenset({DATA, UNFOLLOWED}) if not name.isupper() else NOTHING)
+
+    def chosen_per_block(self, deps: frozenset[str]) -> bool:
+        """A value that varies only from block to block (team to team): with the block
+        index, or the counter of a loop whose iterations go to the teams."""
+        return bool(deps) and deps <= BLOCK_SET | self.par.team_dims
 
     def binary(self, node: Node) -> Val:
         op_node = node.child_by_field_name("operator")

@@ -27,6 +27,7 @@ from roofline_lsp.syntax.datatypes import FLOAT, INT
 from roofline_lsp.syntax.expr import (
     LoopHeader,
     declared_name,
+    detached_body,
     loop_header,
     reads_memory,
     text,
@@ -105,9 +106,9 @@ class LoopWalker(CallWalker):
             self.expr(cond)  # the test runs every iteration (while loops are not unrolled)
         unknown = source == "default"
         self.cursor.unknown_depth += unknown
-        self.mark_loop_carried(body, dim, var_name)
-        if body is not None:
-            self.stmt(body)
+        for part in detached_body(node) or ([body] if body is not None else []):
+            self.mark_loop_carried(part, dim, var_name)
+            self.stmt(part)
         self.cursor.unknown_depth -= unknown
         self.cursor.scopes.pop()
         self.cursor.seen.pop()
@@ -203,6 +204,8 @@ class LoopWalker(CallWalker):
             source = "default" if self.par.parallel_assumed else "launch"
         var_name = hdr.var if hdr else None
         dim = self.new_loop_dim(n)
+        if teams_only:
+            self.par.team_dims.add(dim)
         unrolled = False
         if unroll is not None:
             unrolled = unroll == math.inf or (unroll >= n and source == "constant")
@@ -331,8 +334,9 @@ class LoopWalker(CallWalker):
                     self.par.pending_parallel = collapse_left
             unknown = source == "default"
             self.cursor.unknown_depth += unknown
-            self.mark_loop_carried(body, dim, var_name)
-            self.stmt(body)
+            for part in detached_body(node) or [body]:
+                self.mark_loop_carried(part, dim, var_name)
+                self.stmt(part)
             self.cursor.unknown_depth -= unknown
         self.cursor.seen.pop()
         self.cursor.loops.pop()

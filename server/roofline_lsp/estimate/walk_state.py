@@ -168,6 +168,8 @@ class Parallelism:
     # also folds them into the team's partial results (a warp shuffle tree)
     reductions: tuple[DataType, ...] = ()
     parallel_dims: list[str] = field(default_factory=list)
+    # the loops whose iterations go to the teams only: their counters are block indices
+    team_dims: set[str] = field(default_factory=set)
     # OpenMP: iterations assumed for a work-shared loop whose bound is unknown (the runtime
     # sizes the launch to the loop: teams x threads; ``roofline._parallel_default``)
     parallel_default: float | None = None

@@ -19,6 +19,7 @@ from roofline_lsp.syntax.expr import (
     array_sizes,
     declarator_stars,
     declared_name,
+    detached_body,
     reads_memory,
     text,
 )
@@ -164,11 +165,12 @@ class StatementWalker(LoopWalker):
         saved_w = self.cursor.w
         cont = 1.0
         skip = False
+        walked_to = -1  # the end of the statements a loop walked as its detached body
         for i, c in enumerate(stmts):
             if skip:
                 skip = False
                 continue
-            if c.type == "comment":
+            if c.type == "comment" or c.start_byte < walked_to:
                 continue
             if self.cursor.w <= 0:
                 break
@@ -178,6 +180,9 @@ class StatementWalker(LoopWalker):
                     c = loop
                     skip = True
             k = self.stmt(c)
+            detached = detached_body(c) if c.type in ("for_statement", "while_statement") else []
+            if detached:
+                walked_to = detached[-1].end_byte
             if k < 1.0:
                 cont *= k
                 self.cursor.w = saved_w * cont

@@ -193,6 +193,24 @@ def test_target(c: Node | None) -> Node | None:
     return t if t is not None and t.type == "identifier" else None
 
 
+def detached_body(node: Node) -> list[Node]:
+    """A loop whose statement starts with a ``#pragma`` line (``for (...)`` then ``#pragma
+    unroll`` then ``for (...) s;``): tree-sitter ends the loop there with an empty body and
+    puts the pragmas and the statement after them next to it. Those siblings, in order
+    (empty when the loop has its body)."""
+    body = node.child_by_field_name("body")
+    if body is None or body.end_byte > body.start_byte:
+        return []
+    out: list[Node] = []
+    nxt = node.next_named_sibling
+    while nxt is not None and nxt.type in ("preproc_call", "comment"):
+        out.append(nxt)
+        nxt = nxt.next_named_sibling
+    if nxt is None or not any(n.type == "preproc_call" for n in out):
+        return []
+    return [*out, nxt]
+
+
 def while_header(node: Node) -> LoopHeader | None:
     """``while (i < n) { ...; i += s; }``: a counted ``while``/``do`` loop (the variable
     updated by a top-level statement of the body); the start is the variable's value."""
