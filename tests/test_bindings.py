@@ -768,3 +768,35 @@ def test_a_driver_api_launch_of_a_module_function(tmp_path: Path) -> None:
     assert ctx.launch is not None and ctx.launch.form == "cuLaunchKernel"
     assert (ctx.grid, ctx.block) == ((196, 1, 1), (256, 1, 1))
     assert ctx.get("n") == 50000
+
+
+def test_a_method_s_offload_region_sees_its_class_s_data_members(tmp_path: Path) -> None:
+    # Solver's members are its kernels' arrays and scalars: float pointers u and w, the
+    # float dt, the int n, written bare (step, defined outside the class) or as this->x
+    # (step2, inline). Their map sections size them (n = 4096 by a hint). Before, both
+    # regions had neither types nor extents: the arithmetic was not counted
+    src = (
+        "class Solver {\n"
+        " public:\n"
+        "  float *u; float *w; int n; float dt;\n"
+        "  void step();\n"
+        "  void step2() {\n"
+        "    #pragma omp target teams distribute parallel for \\\n"
+        "      map(to: this->u[0:n]) map(from: w[0:n])\n"
+        "    for (int i = 0; i < this->n; i++) this->w[i] = this->u[i] + this->dt * this->u[i];\n"
+        "  }\n"
+        "};\n"
+        "void Solver::step() {\n"
+        "  // roofline: n=4096\n"
+        "  #pragma omp target teams distribute parallel for map(to: u[0:n]) map(from: w[0:n])\n"
+        "  for (int i = 0; i < n; i++) w[i] = u[i] + dt * u[i];\n"
+        "}\n"
+    )
+    path = tmp_path / "solver.cpp"
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    inline, outside = det.kernels
+    for k in (inline, outside):
+        ctx = host_context(k, det, values={"n": "4096"})
+        assert (ctx.types["u"].replace(" ", ""), ctx.types["dt"].strip()) == ("float*", "float")
+        assert ctx.extents["u"] == ctx.extents["w"] == 4096

@@ -26,11 +26,18 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from roofline_lsp.detect.program import Unit, sibling_stamps, units_mentioning
-from roofline_lsp.detect.treewalk import descendants_of_type, enclosing_function, text_functions
+from roofline_lsp.detect.treewalk import (
+    descendants_of_type,
+    enclosing_function,
+    function_declarator,
+    qualified_declarator_name,
+    text_functions,
+)
 from roofline_lsp.model.kernel import Detection, Function, Kernel, LaunchSite
 from roofline_lsp.model.stamps import FileStamp
 from roofline_lsp.syntax.cexpr import Functions, evaluate, evaluate_dim3, inner_text, split_args
 from roofline_lsp.syntax.datatypes import parse_type, type_name
+from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.expr import (
     NAME,
     array_sizes,
@@ -358,6 +365,26 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
         if statement_at(node) < stop:
             _scan_statement(node, depth, fn, ctx, argv)
     _options(text(fn), ctx, argv)
+
+
+def _member_types(fn: Node, detection: Detection) -> dict[str, str]:
+    """The data members a method sees by their bare names (``u[i]`` in ``Solver::step``):
+    field name -> type text, of the class around an inline method or that a qualified
+    definition names, as the file declares it."""
+    owner = ""
+    p = fn.parent
+    while p is not None and p.type in ("field_declaration_list", "template_declaration"):
+        p = p.parent
+    if p is not None and p.type in ("class_specifier", "struct_specifier"):
+        owner = text(p.child_by_field_name("name"))
+    else:
+        fdecl = function_declarator(fn)
+        qname = qualified_declarator_name(fdecl.child_by_field_name("declarator")) if fdecl else ""
+        owner = qname.rsplit("::", 1)[0] if qname and "::" in qname else ""
+    if not owner:
+        return {}
+    fields = declarations(_root(fn), detection.macros).structs
+    return dict(fields.get(owner.rsplit("::", 1)[-1].split("<", 1)[0], {}))
 
 
 def _declare_params(fn: Node, ctx: HostContext) -> None:
@@ -1189,6 +1216,8 @@ def host_context(
         fn = enclosing_function(anchor)
         if fn is not None:
             _host_scope(ctx, detection, fn, anchor.start_byte, argv, view)
+            for name, tyt in _member_types(fn, detection).items():
+                ctx.types.setdefault(name, tyt)  # a local or parameter of that name wins
             _map_extents(kernel, detection, ctx, fn)
             if block is not None and grid is not None:
                 _solve_iterations(kernel, ctx, block, grid, argv)
@@ -1696,7 +1725,7 @@ def _map_extents(kernel: Kernel, detection: Detection, ctx: HostContext, fn: Nod
         if c.name not in ("map", "copy", "copyin", "copyout", "create", "present", "to", "from"):
             continue
         for item in c.items:
-            m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\[([^\]]*)\](.*)", item)
+            m = re.fullmatch(r"\s*(?:this\s*->\s*)?([A-Za-z_]\w*)\s*\[([^\]]*)\](.*)", item)
             if not m:
                 continue
             name = m.group(1)

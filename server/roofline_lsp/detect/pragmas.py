@@ -165,7 +165,7 @@ def mapped_sections(clauses: Iterable[Clause]) -> frozenset[str]:
     for c in clauses:
         if c.name in _DATA_CLAUSES:
             for item in c.items:
-                m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\[[^\]]*:.*", item, re.S)
+                m = re.fullmatch(r"\s*(?:this\s*->\s*)?([A-Za-z_]\w*)\s*\[[^\]]*:.*", item, re.S)
                 if m:
                     out.add(m.group(1))
     return frozenset(out)

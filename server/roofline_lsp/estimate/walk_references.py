@@ -44,8 +44,8 @@ class ReferenceWalker(BranchWalker):
                 deps = deps | v.deps
                 idx_vals.append(v)
                 key_parts.append(text(c))
-        if base.type == "identifier":
-            bname = text(base)
+        bname = text(base) if base.type == "identifier" else self.this_member(base)
+        if bname is not None:
             var = self.var(bname)
             buffer: str | None
             space: str | None
@@ -257,6 +257,9 @@ class ReferenceWalker(BranchWalker):
             an = text(arg)
             if an in ("threadIdx", "blockIdx", "blockDim", "gridDim") and self.var(an) is None:
                 return self.builtin(an, fname)
+        member = self.this_member(node)
+        if member is not None:
+            return self.identifier(member, node) if kind != "address" else self.expr(node)
         if arrow:
             base = self.expr(arg)
             st = base.type.deref()
@@ -308,6 +311,17 @@ class ReferenceWalker(BranchWalker):
             if hv is not None:
                 return Val(ft if ft.kind != "unknown" else INT, NOTHING, hv)
         return Val(ft, base.deps, None, base.buffer if ft.pointer else None, base.space)
+
+    def this_member(self, node: Node) -> str | None:
+        """``this->x`` of a method, when the walk knows ``x`` (a data member the host code
+        declares): the name ``x``, which the method may also write bare."""
+        if node.type != "field_expression":
+            return None
+        arg = node.child_by_field_name("argument")
+        name = text(node.child_by_field_name("field"))
+        if arg is None or arg.type != "this" or self.var(name) is None:
+            return None
+        return name
 
     def field_type(self, st: DataType, fname: str) -> DataType:
         if st.lanes > 1 and fname in ("x", "y", "z", "w"):
