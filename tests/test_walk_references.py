@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 from counting_helpers import count
 
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.roofline import Inputs, analyze
+
 
 def test_this_arrow_a_member_reads_the_member(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # an inline method's region reads this->u[i] twice and this->dt: per iteration one
@@ -28,3 +31,38 @@ def test_this_arrow_a_member_reads_the_member(gpu, tmp_path: Path) -> None:  # t
     assert a.counts.flops["fp32"] == pytest.approx(2)
     assert sorted(b.buffer for b in a.memory.buffers) == ["u", "w"]
     assert sum(b.footprint for b in a.memory.buffers) == 2 * 4096 * 4
+
+
+def test_host_memory_the_host_set_before_the_region_is_a_value(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the inner loops' bounds are read from memory, but memory the host set before the
+    # region: an element of an initialised array (cfg[1] = 1000), what a pointer to a
+    # variable points at (*it after run(&iters), iters = 500) and a field through a pointer
+    # to a struct (p->iters after Params *p = &prm, prm.iters = 250). Each inner trip is an
+    # FMA (2 FLOP): 2000, 1000 and 500 FP32 FLOP per iteration, not the 4-trip default
+    src = (
+        "struct Params { int n; int iters; };\n"
+        "void run(const int *it, float *x, int N) {\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: x[0:N]) map(to: it[0:1])\n"
+        "  for (int i = 0; i < N; i++) { float v = x[i];\n"
+        "    for (int k = 0; k < *it; k++) v = v * 0.99f + 1.f; x[i] = v; }\n"
+        "}\n"
+        "int main() {\n"
+        "  int N = 1 << 20, iters = 500;\n"
+        "  float *x = new float[N];\n"
+        "  int cfg[2] = {N, 1000};\n"
+        "  Params prm; prm.n = N; prm.iters = 250;\n"
+        "  Params *p = &prm;\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: x[0:N]) map(to: cfg)\n"
+        "  for (int i = 0; i < cfg[0]; i++) { float v = x[i];\n"
+        "    for (int k = 0; k < cfg[1]; k++) v = v * 0.99f + 1.f; x[i] = v; }\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: x[0:N]) map(to: p[0:1])\n"
+        "  for (int i = 0; i < p->n; i++) { float v = x[i];\n"
+        "    for (int k = 0; k < p->iters; k++) v = v * 0.99f + 1.f; x[i] = v; }\n"
+        "  run(&iters, x, N);\n"
+        "}\n"
+    )
+    path = tmp_path / "host.cpp"
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    flops = {k.line: analyze(k, det, gpu, Inputs()).counts.flops["fp32"] for k in det.kernels}
+    assert flops == {3: pytest.approx(1000), 13: pytest.approx(2000), 16: pytest.approx(500)}

@@ -459,6 +459,7 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                             ctx.extents[name] = _maybe(ctx, text(inner[0]), argv)
                         continue
                 _assign(ctx, name, vt, argv)
+                _point_at(ctx, ctx, name, vt)
             elif d.type == "function_declarator" and "dim3" in ty:
                 params = d.child_by_field_name("parameters")
                 _assign_dim3(ctx, name, text(params), argv)
@@ -1135,6 +1136,7 @@ def _bind_callers(
                 ctx.texts[pname] = repr(v)
             for f, fv in struct_fields(sub, a, pname).items():
                 ctx.texts[f] = repr(fv)
+            _point_at(ctx, sub, pname, a)
             base = pointer_base(a)
             ext = sub.extents.get(base)
             if ext is not None and not math.isnan(ext):
@@ -1317,6 +1319,24 @@ def struct_fields(ctx: HostContext, arg: str, param: str) -> dict[str, int | flo
         if v is not None:
             out[param + key[len(arg) :]] = v
     return out
+
+
+def _point_at(ctx: HostContext, src: HostContext, pointer: str, arg: str) -> None:
+    """A pointer set to a variable's address (``run(&n)``, ``Params *pp = &p``): what
+    ``src`` knows of the variable, as ``pointer[0]`` (``*pointer``) and, for a struct,
+    ``pointer->field``."""
+    m = _ADDRESS_OF.fullmatch(arg)
+    if m is None:
+        return
+    target = m.group(1)
+    v = src.value(target)
+    if v is not None:
+        ctx.texts[f"{pointer}[0]"] = repr(v)
+    for f, fv in struct_fields(src, target, pointer).items():
+        ctx.texts[f"{pointer}->{f[len(pointer) + 1 :]}"] = repr(fv)
+
+
+_ADDRESS_OF = re.compile(r"\s*&\s*([A-Za-z_]\w*)\s*")
 
 
 def pointer_base(arg: str) -> str:

@@ -133,7 +133,24 @@ class ReferenceWalker(BranchWalker):
             held = self.var(text(base))
             if held is not None:
                 loaded_deps = loaded_deps | held.held
+        if kind == "load" and bname is not None and len(idx_vals) == 1:
+            i = idx_vals[0]
+            if i.val is not None and not i.deps and i.val == int(i.val):
+                host = self.host_value(bname, f"{bname}[{int(i.val)}]")
+                if host is not None:
+                    return Val(elem_t, NOTHING, host)
         return Val(elem_t, loaded_deps, None, buffer if elem_t.pointer else None, space)
+
+    def host_value(self, name: str, key: str) -> float | None:
+        """An offload region's read of host memory as the host code set it before the
+        region: an element of a host array at a constant index (``cfg[1]`` of ``int
+        cfg[2] = {n, 1000}``), what a pointer to a variable points at (``*n`` or ``n[0]``
+        after ``run(&n)``), a field through a pointer to a struct (``p->iters`` after
+        ``run(&params)``). ``name``: the host variable read (``key`` is what the host scope
+        calls the value). A value, not data: a loop bounded by it has a count."""
+        if not self.inputs.offload or self.var(name) is None:
+            return None
+        return self.inputs.lookup_host(key)
 
     def split_offset(self, index: Node) -> tuple[str, float] | None:
         """An index as the sum of its symbolic terms and a constant: ``k + tid + 128`` ->
@@ -244,6 +261,10 @@ class ReferenceWalker(BranchWalker):
             self.record(
                 buffer, space, t.size if not t.pointer else 8, kind, v.deps, "*" + text(arg)
             )
+        if kind == "load" and arg.type == "identifier":
+            host = self.host_value(text(arg), f"{text(arg)}[0]")
+            if host is not None:
+                return Val(t, NOTHING, host)
         return Val(t, v.deps | {DATA}, None, buffer if t.pointer else None, space)
 
     def field(self, node: Node, kind: str) -> Val:
@@ -275,6 +296,10 @@ class ReferenceWalker(BranchWalker):
                     base.deps,
                     "->",
                 )
+            if kind == "load" and arg.type == "identifier" and not ft.pointer:
+                host = self.host_value(text(arg), f"{text(arg)}->{fname}")
+                if host is not None:
+                    return Val(ft if ft.kind != "unknown" else INT, NOTHING, host)
             return Val(
                 ft, base.deps | {DATA}, None, base.buffer if ft.pointer else None, base.space
             )
