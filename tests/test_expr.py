@@ -84,6 +84,11 @@ def test_the_detached_body_of_a_loop_whose_statement_starts_with_a_pragma() -> N
     parts = detached_body(first(src, "for_statement"))
     assert [p.type for p in parts] == ["preproc_call", "comment", "for_statement"]
     assert text(parts[-1]).startswith("for (j")
+    guarded = "if (t < n)\n#pragma unroll\nfor (j = 0; j < 4; j++) s += j;"
+    assert [p.type for p in detached_body(first(guarded, "if_statement"))] == [
+        "preproc_call",
+        "for_statement",
+    ]
     # a loop with its own body, even an empty statement, has none
     assert detached_body(first("for (i = 0; i < n; i++)\n  s += i;", "for_statement")) == []
     assert (

@@ -67,3 +67,25 @@ def test_a_per_thread_array_varies_with_what_it_holds(gpu, tmp_path: Path) -> No
         **LAUNCH,
     )
     assert a.counts.flops["fp32"] == pytest.approx(128.0)
+
+
+def test_an_if_whose_statement_starts_with_a_pragma_guards_that_statement(
+    gpu, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # `if (t < n)` then `#pragma unroll` then the loop: tree-sitter ends the if at the
+    # pragma line. Half the 512 threads pass (n = 256) and run the 4 FMAs: 4 FP32 FLOP per
+    # thread on average, and the loop once, inside the if (before: 8, the loop unguarded)
+    src = (
+        "__global__ void k(const float *a, float *b, int n) {\n"
+        "  int t = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float s = 0.f;\n"
+        "  if (t < n)\n"
+        "    #pragma unroll\n"
+        "    for (int j = 0; j < 4; j++) s += a[t * 4 + j] * 2.f;\n"
+        "  b[t] = s;\n"
+        "}\n"
+        "int main() { float *a, *b; k<<<2, 256>>>(a, b, 256); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert a.counts.flops["fp32"] == pytest.approx(4)
+    assert len(a.counts.loops) == 1

@@ -180,7 +180,11 @@ class StatementWalker(LoopWalker):
                     c = loop
                     skip = True
             k = self.stmt(c)
-            detached = detached_body(c) if c.type in ("for_statement", "while_statement") else []
+            detached = (
+                detached_body(c)
+                if c.type in ("for_statement", "while_statement", "if_statement")
+                else []
+            )
             if detached:
                 walked_to = detached[-1].end_byte
             if k < 1.0:
@@ -246,7 +250,8 @@ class StatementWalker(LoopWalker):
         if cons is not None and p > 0:
             self.cursor.w = saved * p
             self.cursor.scopes.append({})
-            cont_a = self.stmt(cons)
+            for part in detached_body(node) or [cons]:
+                cont_a = self.stmt(part)
             self.cursor.scopes.pop()
         if alt is not None and p < 1:
             self.cursor.w = saved * (1 - p)

@@ -194,11 +194,11 @@ def test_target(c: Node | None) -> Node | None:
 
 
 def detached_body(node: Node) -> list[Node]:
-    """A loop whose statement starts with a ``#pragma`` line (``for (...)`` then ``#pragma
-    unroll`` then ``for (...) s;``): tree-sitter ends the loop there with an empty body and
-    puts the pragmas and the statement after them next to it. Those siblings, in order
-    (empty when the loop has its body)."""
-    body = node.child_by_field_name("body")
+    """A loop or ``if`` whose statement starts with a ``#pragma`` line (``for (...)`` then
+    ``#pragma unroll`` then ``for (...) s;``): tree-sitter ends it there with an empty body
+    and puts the pragmas and the statement after them next to it. Those siblings, in order
+    (empty when it has its body)."""
+    body = node.child_by_field_name("body") or node.child_by_field_name("consequence")
     if body is None or body.end_byte > body.start_byte:
         return []
     out: list[Node] = []
