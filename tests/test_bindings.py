@@ -800,3 +800,38 @@ def test_a_method_s_offload_region_sees_its_class_s_data_members(tmp_path: Path)
         ctx = host_context(k, det, values={"n": "4096"})
         assert (ctx.types["u"].replace(" ", ""), ctx.types["dt"].strip()) == ("float*", "float")
         assert ctx.extents["u"] == ctx.extents["w"] == 4096
+
+
+def test_an_offload_region_in_a_function_template_takes_its_first_instantiation(
+    tmp_path: Path,
+) -> None:
+    # axpy's T from its call's arguments (double *x: double); scale<T> called as scale<T>
+    # from run<T>, instantiated as run<float> in main: float; fill's T from nothing (the
+    # verdict names it assumed)
+    src = (
+        "template <typename T> void axpy(const T *x, T *y, T a, int n) {\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < n; i++) y[i] += a * x[i];\n"
+        "}\n"
+        "template <typename T> void scale(T *y, int n) {\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < n; i++) y[i] *= 2;\n"
+        "}\n"
+        "template <typename T> void run(T *y, int n) { scale<T>(y, n); }\n"
+        "template <typename T> void fill(T *y, int n) {\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < n; i++) y[i] = 0;\n"
+        "}\n"
+        "int main() {\n"
+        "  double *x = 0, *y = 0; float *z = 0;\n"
+        "  axpy(x, y, 2.0, 64);\n"
+        "  run<float>(z, 64);\n"
+        "}\n"
+    )
+    path = tmp_path / "t.cpp"
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    axpy, scale, fill = det.kernels
+    assert host_context(axpy, det).host_template == {"T": "double"}
+    assert host_context(scale, det).host_template == {"T": "float"}
+    assert host_context(fill, det).host_template == {"T": ""}

@@ -1218,6 +1218,7 @@ def host_context(
         fn = enclosing_function(anchor)
         if fn is not None:
             _host_scope(ctx, detection, fn, anchor.start_byte, argv, view)
+            ctx.host_template = _instantiation(fn, detection, view, deduce=True)
             for name, tyt in _member_types(fn, detection).items():
                 ctx.types.setdefault(name, tyt)  # a local or parameter of that name wins
             _map_extents(kernel, detection, ctx, fn)
@@ -1374,29 +1375,85 @@ def template_params(fn: Node) -> list[tuple[str, str | None]]:
     return out
 
 
-def _instantiation(fn: Node, detection: Detection, view: SourceView | None) -> dict[str, str]:
+def _instantiation(
+    fn: Node,
+    detection: Detection,
+    view: SourceView | None,
+    *,
+    deduce: bool = False,
+    _depth: int = 0,
+) -> dict[str, str]:
     """What the first explicit instantiation of template function ``fn`` gives its template
-    parameters (``run<float>(n)``: ``{"T": "float"}``), else their defaults; a parameter
-    nothing gives is "" (no function template: no parameters)."""
+    parameters (``run<float>(n)``: ``{"T": "float"}``), else (``deduce``) what the first
+    call's arguments make them (``axpy(x, y, 2.0, n)`` with ``double *x``), else their
+    defaults; a parameter nothing gives is "" (no function template: no parameters). With
+    ``deduce``, an instantiation by the calling template's own parameter (``f<T>(...)``)
+    takes what that template's first instantiation gives it."""
     params = template_params(fn)
     if not params:
         return {}
     name = function_name(fn)
     calls = _call_sites(detection, _root(fn), name) if name else []
+    deduced = _deduced_from_call(fn, calls) if deduce else {}
+    site_detection = detection
     if name and not any(_explicit_args(c) for c in calls):
         pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*<[^;(){}]*>\s*\(")
         for u in units_mentioning(detection.file, pat, view):
             calls = _call_sites(u.detection, u.root, name)
             if any(_explicit_args(c) for c in calls):
+                site_detection = u.detection
                 break
-    given = next(
-        (g for c in calls if (g := _explicit_args(c)) and enclosing_function(c) is not fn), []
-    )
+    site = next((c for c in calls if _explicit_args(c) and enclosing_function(c) is not fn), None)
+    given = [g.strip() for g in _explicit_args(site)] if site is not None else []
+    outer = enclosing_function(site) if site is not None and deduce and _depth < 2 else None
+    outer_names = {n for n, _ in template_params(outer)} if outer is not None else set()
+    if outer is not None and outer_names & set(given):
+        outer_types = _instantiation(outer, site_detection, view, deduce=True, _depth=_depth + 1)
+        given = [outer_types.get(g, g) if g in outer_names else g for g in given]
     values = {
-        pname: given[i].strip() if i < len(given) else default
+        pname: given[i] if i < len(given) else deduced.get(pname) or default
         for i, (pname, default) in enumerate(params)
     }
     return {k: v or "" for k, v in values.items()}
+
+
+def _deduced_from_call(fn: Node, calls: list[Node]) -> dict[str, str]:
+    """The template types the first call of ``fn`` from another function deduces from its
+    arguments, as C++ does: a ``const T *x`` given a ``double *`` (a parameter or local of the
+    caller declared before the call) is ``double``, a ``T a`` given ``2.0`` is ``double``."""
+    names = {name for name, _ in template_params(fn)}
+    call = next((c for c in calls if enclosing_function(c) not in (None, fn)), None)
+    caller = enclosing_function(call) if call is not None else None
+    if call is None or caller is None:
+        return {}
+    args_node = call.child_by_field_name("arguments")
+    args = args_node.named_children if args_node is not None else []
+    out: dict[str, str] = {}
+    for (ptype, _), arg in zip(function_params(fn), args, strict=False):
+        word, stars = type_name(ptype)
+        if word not in names or word in out:
+            continue
+        if arg.type == "number_literal" and not stars:
+            lit = text(arg).lower()
+            floating = "." in lit or "e" in lit and not lit.startswith("0x")
+            out[word] = ("float" if lit.endswith("f") else "double") if floating else "int"
+        elif arg.type == "identifier":
+            declared = _declared_before(caller, text(arg), call.start_byte)
+            host, host_stars = type_name(declared) if declared else ("", 0)
+            if host and host_stars == stars and parse_type(host).kind != "unknown":
+                out[word] = host
+    return out
+
+
+def _declared_before(fn: Node, name: str, stop: int) -> str | None:
+    """The type text (stars included) a parameter or a declaration before byte ``stop`` of
+    function ``fn`` gives ``name``."""
+    found = next((t for t, n in function_params(fn) if n == name), None)
+    for decl in descendants_of_type(fn, "declaration", stop):
+        for d in decl.children_by_field_name("declarator"):
+            if declared_name(d) == name:
+                found = text(decl.child_by_field_name("type")) + " " + declarator_stars(d)
+    return found
 
 
 def _explicit_args(call: Node) -> list[str]:

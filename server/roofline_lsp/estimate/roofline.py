@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -174,7 +175,7 @@ def analyze(
     if not offload:
         assumed_types = _template_bindings(kernel, ctx, aliases)
     else:
-        assumed_types = _enclosing_template(kernel, aliases)
+        assumed_types = _enclosing_template(kernel, aliases, ctx.host_template)
     settings = Settings(
         default_trips=cal.default_trips,
         default_while=cal.default_while,
@@ -514,9 +515,12 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
     return out
 
 
-def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> tuple[str, ...]:
-    """An offload region inside ``template <typename T> void f(...)``: T is ``float``
-    unless a type is given as a default (returned: the types assumed)."""
+def _enclosing_template(
+    kernel: Kernel, aliases: dict[str, str], given: Mapping[str, str]
+) -> tuple[str, ...]:
+    """An offload region inside ``template <typename T> void f(...)``: T is what the
+    function's first instantiation or call gives (``given``), else its default, else
+    ``float`` (returned: the types assumed)."""
     p = kernel_function(kernel)
     if p is None or p.parent is None or p.parent.type != "template_declaration":
         return ()
@@ -532,7 +536,9 @@ def _enclosing_template(kernel: Kernel, aliases: dict[str, str]) -> tuple[str, .
                 name = name_node.text.decode()
                 if name in aliases:
                     continue
-                if default is not None and default.text:
+                if given.get(name):
+                    aliases[name] = given[name]
+                elif default is not None and default.text:
                     aliases[name] = default.text.decode()
                 else:
                     aliases[name] = "float"
