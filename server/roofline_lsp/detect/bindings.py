@@ -1435,7 +1435,7 @@ def _deduced_from_call(fn: Node, calls: list[Node]) -> dict[str, str]:
             continue
         if arg.type == "number_literal" and not stars:
             lit = text(arg).lower()
-            floating = "." in lit or "e" in lit and not lit.startswith("0x")
+            floating = "." in lit or ("e" in lit and not lit.startswith("0x"))
             out[word] = ("float" if lit.endswith("f") else "double") if floating else "int"
         elif arg.type == "identifier":
             declared = _declared_before(caller, text(arg), call.start_byte)

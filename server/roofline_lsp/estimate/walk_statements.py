@@ -165,7 +165,7 @@ class StatementWalker(LoopWalker):
         saved_w = self.cursor.w
         cont = 1.0
         skip = False
-        walked_to = -1  # the end of the statements a loop walked as its detached body
+        walked_to = -1  # the end of the statements a loop or if walked as its detached body
         for i, c in enumerate(stmts):
             if skip:
                 skip = False
