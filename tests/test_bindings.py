@@ -835,3 +835,22 @@ def test_an_offload_region_in_a_function_template_takes_its_first_instantiation(
     assert host_context(axpy, det).host_template == {"T": "double"}
     assert host_context(scale, det).host_template == {"T": "float"}
     assert host_context(fill, det).host_template == {"T": ""}
+
+
+def test_a_class_template_s_method_takes_the_class_s_first_instantiation(tmp_path: Path) -> None:
+    # BabelStream's form: `template <class T> void Stream<T>::copy()` with an offload
+    # region, the class instantiated at the end of the file: T is double (the first one)
+    src = (
+        "template <class T> class Stream { T *a, *c; int n; public: void copy(); };\n"
+        "template <class T> void Stream<T>::copy() {\n"
+        "  T *a = this->a, *c = this->c;\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < n; i++) c[i] = a[i];\n"
+        "}\n"
+        "template class Stream<double>;\n"
+        "template class Stream<float>;\n"
+    )
+    path = tmp_path / "stream.cpp"
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    assert host_context(det.kernels[0], det).host_template == {"T": "double"}

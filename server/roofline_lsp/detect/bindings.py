@@ -1405,6 +1405,8 @@ def _instantiation(
                 break
     site = next((c for c in calls if _explicit_args(c) and enclosing_function(c) is not fn), None)
     given = [g.strip() for g in _explicit_args(site)] if site is not None else []
+    if site is None and deduce:
+        given = _class_instantiation(fn, detection, {n for n, _ in params})
     outer = enclosing_function(site) if site is not None and deduce and _depth < 2 else None
     outer_names = {n for n, _ in template_params(outer)} if outer is not None else set()
     if outer is not None and outer_names & set(given):
@@ -1415,6 +1417,23 @@ def _instantiation(
         for i, (pname, default) in enumerate(params)
     }
     return {k: v or "" for k, v in values.items()}
+
+
+def _class_instantiation(fn: Node, detection: Detection, names: set[str]) -> list[str]:
+    """The arguments of the first instantiation in the file of the class template whose
+    method ``fn`` defines (``template <class T> void Stream<T>::copy()`` and ``template class
+    Stream<float>;`` or ``Stream<double> s;``), else none."""
+    fdecl = function_declarator(fn)
+    qname = qualified_declarator_name(fdecl.child_by_field_name("declarator")) if fdecl else ""
+    owner = qname.rsplit("::", 1)[0].split("<", 1)[0].strip() if qname and "::" in qname else ""
+    if not owner or not NAME.fullmatch(owner):
+        return []
+    pat = re.compile(rb"\b" + re.escape(owner.encode()) + rb"\s*<([^<>;(){}]*)>")
+    for m in pat.finditer(detection.source):
+        args = [a.strip() for a in split_args(m.group(1).decode("utf-8", "replace"))]
+        if args and not set(args) & names:
+            return args
+    return []
 
 
 def _deduced_from_call(fn: Node, calls: list[Node]) -> dict[str, str]:
