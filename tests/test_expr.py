@@ -13,6 +13,7 @@ from roofline_lsp.syntax.expr import (
     trips,
     value,
     while_header,
+    written_names,
 )
 from roofline_lsp.syntax.parsing import parse
 
@@ -148,3 +149,11 @@ def test_array_sizes(decl: str, expected: list[str | None]) -> None:
         d = d.child_by_field_name("declarator")
     assert d is not None
     assert [None if s is None else text(s) for s in array_sizes(d)] == expected
+
+
+def test_written_names_are_the_bases_of_assignment_and_increment_targets() -> None:
+    body = first(
+        "{ a[i] = 1; *p += 2; s->n++; --k; x.y[3] = 0; q = r[2]; (*w)[1] = 0; }",
+        "compound_statement",
+    )
+    assert written_names(body) == {"a", "p", "s", "k", "x", "q", "w"}  # not r, only read

@@ -66,3 +66,19 @@ def test_host_memory_the_host_set_before_the_region_is_a_value(gpu, tmp_path: Pa
     det = detect(path.read_bytes(), str(path))
     flops = {k.line: analyze(k, det, gpu, Inputs()).counts.flops["fp32"] for k in det.kernels}
     assert flops == {3: pytest.approx(1000), 13: pytest.approx(2000), 16: pytest.approx(500)}
+
+
+def test_host_memory_the_region_writes_is_no_host_value(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # cfg[1] = 1000 on the host, but the region also writes cfg: the bound it reads may be
+    # the device's, so the loop keeps the default for a bound read from memory (16 trips)
+    src = (
+        "int main() {\n"
+        "  int N = 1 << 20; float *x = new float[N];\n"
+        "  int cfg[2] = {N, 1000};\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: x[0:N], cfg)\n"
+        "  for (int i = 0; i < N; i++) { float v = x[i];\n"
+        "    for (int k = 0; k < cfg[1]; k++) v = v * 0.99f + 1.f; x[i] = v; cfg[0] = 0; }\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="w.cpp")
+    assert [(lp.var, lp.trips, lp.source) for lp in a.counts.loops][-1] == ("k", 16, "default")

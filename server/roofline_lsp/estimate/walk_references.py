@@ -147,8 +147,9 @@ class ReferenceWalker(BranchWalker):
         cfg[2] = {n, 1000}``), what a pointer to a variable points at (``*n`` or ``n[0]``
         after ``run(&n)``), a field through a pointer to a struct (``p->iters`` after
         ``run(&params)``). ``name``: the host variable read (``key`` is what the host scope
-        calls the value). A value, not data: a loop bounded by it has a count."""
-        if not self.inputs.offload or self.var(name) is None:
+        calls the value). A value, not data: a loop bounded by it has a count; unless the
+        region writes that memory itself."""
+        if not self.inputs.offload or name in self.inputs.written or self.var(name) is None:
             return None
         return self.inputs.lookup_host(key)
 

@@ -91,6 +91,8 @@ class WalkInputs:
     template_names: frozenset[str] = frozenset()
     # texture references by name -> their declared type (``texture<float4, 2>``)
     texture_types: Mapping[str, str] = field(default_factory=dict)
+    # an offload region's variables whose memory it writes (their host values do not hold)
+    written: frozenset[str] = frozenset()
 
 
 @dataclass

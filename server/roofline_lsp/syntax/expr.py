@@ -467,6 +467,30 @@ def reads_memory(node: Node) -> bool:
     return node.type in ("subscript_expression", "field_expression")
 
 
+def written_names(node: Node) -> frozenset[str]:
+    """The variables whose memory the code under ``node`` writes: the base names of the
+    targets of its assignments and increments (``a[i] = ...``, ``*p += ...``, ``s->n++``)."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        target = None
+        if n.type == "assignment_expression":
+            target = n.child_by_field_name("left")
+        elif n.type == "update_expression":
+            target = n.child_by_field_name("argument")
+        while target is not None and target.type != "identifier":
+            target = (
+                target.child_by_field_name("argument")
+                or target.child_by_field_name("value")
+                or (target.named_children[0] if target.named_children else None)
+            )
+        if target is not None:
+            out.add(text(target))
+        stack.extend(n.named_children)
+    return frozenset(out)
+
+
 def declared_name(decl: Node | None) -> str:
     """The name a declarator declares (``*p``, ``a[4]``, ``A::x`` -> ``p``, ``a``, ``x``)."""
     while decl is not None:
