@@ -9,11 +9,11 @@ from roofline_lsp.syntax.expr import (
     detached_body,
     loop_header,
     reads_memory,
+    stored_names,
     text,
     trips,
     value,
     while_header,
-    written_names,
 )
 from roofline_lsp.syntax.parsing import parse
 
@@ -151,9 +151,9 @@ def test_array_sizes(decl: str, expected: list[str | None]) -> None:
     assert [None if s is None else text(s) for s in array_sizes(d)] == expected
 
 
-def test_written_names_are_the_bases_of_assignment_and_increment_targets() -> None:
+def test_stored_names_are_the_roots_of_assignment_and_increment_targets() -> None:
     body = first(
         "{ a[i] = 1; *p += 2; s->n++; --k; x.y[3] = 0; q = r[2]; (*w)[1] = 0; }",
         "compound_statement",
     )
-    assert written_names(body) == {"a", "p", "s", "k", "x", "q", "w"}  # not r, only read
+    assert stored_names(body) == {"a", "p", "s", "k", "x", "q", "w"}  # not r, only read

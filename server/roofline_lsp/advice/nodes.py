@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 
 from tree_sitter import Node
 
-from roofline_lsp.syntax.expr import text
+from roofline_lsp.syntax.expr import root_identifier, stored_names, text
 
 SPECIAL_FUNCTIONS = frozenset(
     (  # noqa: SIM905
@@ -40,20 +40,6 @@ def walk(node: Node) -> Iterator[Node]:
 def identifiers(node: Node) -> set[str]:
     """Every identifier named in ``node``."""
     return {text(n) for n in walk(node) if n.type == "identifier"}
-
-
-def root_identifier(node: Node | None) -> str | None:
-    """``a`` for ``a``, ``a[i]``, ``a[i][j]``, ``*a``, ``a->x``, ``(a)``."""
-    while node is not None:
-        if node.type == "identifier":
-            return text(node)
-        if node.type in ("subscript_expression", "field_expression", "pointer_expression"):
-            node = node.child_by_field_name("argument")
-        elif node.type == "parenthesized_expression":
-            node = node.named_children[0] if node.named_children else None
-        else:
-            return None
-    return None
 
 
 def call_name(call: Node) -> str:
@@ -272,18 +258,13 @@ def pointer_aliases(body_nodes: Iterable[Node]) -> dict[str, str]:
 
 
 def written_names(body: Node, aliases: dict[str, str] | None = None) -> set[str]:
-    """Names whose memory the body may write: assigned, incremented, passed by address or
+    """Names whose memory the body may write: stored to (``syntax.expr.stored_names``:
+    assigned, incremented), passed by address or
     passed to a call as a pointer into them (conservative); a write through a local alias
     (``row[j] = ...`` with ``row = &c[i * n]``) writes the array it points into."""
-    out: set[str] = set()
+    out: set[str] = set(stored_names(body))
     for n in walk(body):
-        if n.type == "assignment_expression":
-            name = root_identifier(n.child_by_field_name("left"))
-            if name:
-                out.add(name)
-        elif n.type == "update_expression" or (
-            n.type == "pointer_expression" and text(n).startswith("&")
-        ):
+        if n.type == "pointer_expression" and text(n).startswith("&"):
             name = root_identifier(n.child_by_field_name("argument"))
             if name:
                 out.add(name)

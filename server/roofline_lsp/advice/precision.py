@@ -21,7 +21,6 @@ from roofline_lsp.advice.nodes import (
     identifiers,
     is_pure,
     operator_text,
-    root_identifier,
     walk,
 )
 from roofline_lsp.detect.treewalk import kernel_function
@@ -36,7 +35,7 @@ from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Kernel
 from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.model.verdict import LineInstructions
-from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
+from roofline_lsp.syntax.expr import declarator_stars, declared_name, root_identifier, text
 
 _FLOAT_LITERAL = re.compile(r"^(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?$|^\d+[eE][+-]?\d+$")
 _TWO = frozenset({"2", "2.0", "2.", "2.0f", "2.f", "2.0F", "2.F"})

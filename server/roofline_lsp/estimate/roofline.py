@@ -64,7 +64,7 @@ from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
 from roofline_lsp.syntax.datatypes import DataType, parse_type, type_name
 from roofline_lsp.syntax.declarations import declarations
-from roofline_lsp.syntax.expr import text, written_names
+from roofline_lsp.syntax.expr import stored_names, text
 from roofline_lsp.syntax.sources import SourceReader, source_view
 
 
@@ -222,7 +222,7 @@ def analyze(
         counter.inputs,
         template_names=_template_names(kernel),
         texture_types={g.name: g.type_text for g in decls.globals.values() if g.space == "texture"},
-        written=written_names(kernel.body) if offload and kernel.body is not None else frozenset(),
+        written=stored_names(kernel.body) if offload and kernel.body is not None else frozenset(),
     )
     body = kernel.body
     if offload:

@@ -467,8 +467,22 @@ def reads_memory(node: Node) -> bool:
     return node.type in ("subscript_expression", "field_expression")
 
 
-def written_names(node: Node) -> frozenset[str]:
-    """The variables whose memory the code under ``node`` writes: the base names of the
+def root_identifier(node: Node | None) -> str | None:
+    """``a`` for ``a``, ``a[i]``, ``a[i][j]``, ``*a``, ``a->x``, ``(a)``."""
+    while node is not None:
+        if node.type == "identifier":
+            return text(node)
+        if node.type in ("subscript_expression", "field_expression", "pointer_expression"):
+            node = node.child_by_field_name("argument")
+        elif node.type == "parenthesized_expression":
+            node = node.named_children[0] if node.named_children else None
+        else:
+            return None
+    return None
+
+
+def stored_names(node: Node) -> frozenset[str]:
+    """The variables whose memory the code under ``node`` stores to: the root names of the
     targets of its assignments and increments (``a[i] = ...``, ``*p += ...``, ``s->n++``)."""
     out: set[str] = set()
     stack = [node]
@@ -479,14 +493,9 @@ def written_names(node: Node) -> frozenset[str]:
             target = n.child_by_field_name("left")
         elif n.type == "update_expression":
             target = n.child_by_field_name("argument")
-        while target is not None and target.type != "identifier":
-            target = (
-                target.child_by_field_name("argument")
-                or target.child_by_field_name("value")
-                or (target.named_children[0] if target.named_children else None)
-            )
-        if target is not None:
-            out.add(text(target))
+        name = root_identifier(target)
+        if name:
+            out.add(name)
         stack.extend(n.named_children)
     return frozenset(out)
 
