@@ -1,5 +1,6 @@
 """Counting a small kernel for the walker tests: ``count(gpu, tmp_path, src, **launch)``
-writes ``src`` to a file, detects its first kernel and estimates it on ``gpu``."""
+writes ``src`` to a file, detects its first kernel and estimates it on ``gpu``;
+``detected(tmp_path, src, name)`` is the file's detection (all its kernels)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,20 @@ from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
 from roofline_lsp.estimate.roofline import Inputs, analyze
 from roofline_lsp.model.gpus import GpuProfile
+from roofline_lsp.model.kernel import Detection
 
 LAUNCH: dict[str, Any] = dict(block=(256, 1, 1), grid=(1024, 1, 1))
+
+
+def detected(tmp_path: Path, src: str, name: str = "k.cu") -> Detection:
+    path = tmp_path / name
+    path.write_text(src)
+    return detect(path.read_bytes(), str(path))
 
 
 def count(
     gpu: GpuProfile, tmp_path: Path, src: str, name: str = "k.cu", **inputs: Any
 ) -> KernelEstimate:
-    path = tmp_path / name
-    path.write_text(src)
-    det = detect(path.read_bytes(), str(path))
+    det = detected(tmp_path, src, name)
     assert det.kernels, "no kernel detected"
     return analyze(det.kernels[0], det, gpu, Inputs(**inputs))

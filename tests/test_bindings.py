@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from counting_helpers import detected
+
 from roofline_lsp.detect.bindings import (
     argv_of,
     host_context,
@@ -705,9 +707,7 @@ def test_a_data_region_sizes_only_the_regions_inside_it(tmp_path: Path) -> None:
         "  }\n"
         "}\n"
     )
-    path = tmp_path / "o.cpp"
-    path.write_text(src)
-    det = detect(path.read_bytes(), str(path))
+    det = detected(tmp_path, src, "o.cpp")
     first, second = det.kernels
     assert "b" not in host_context(first, det).extents
     assert host_context(second, det).extents["c"] == 2000
@@ -792,9 +792,7 @@ def test_a_method_s_offload_region_sees_its_class_s_data_members(tmp_path: Path)
         "  for (int i = 0; i < n; i++) w[i] = u[i] + dt * u[i];\n"
         "}\n"
     )
-    path = tmp_path / "solver.cpp"
-    path.write_text(src)
-    det = detect(path.read_bytes(), str(path))
+    det = detected(tmp_path, src, "solver.cpp")
     inline, outside = det.kernels
     for k in (inline, outside):
         ctx = host_context(k, det, values={"n": "4096"})
@@ -828,9 +826,7 @@ def test_an_offload_region_in_a_function_template_takes_its_first_instantiation(
         "  run<float>(z, 64);\n"
         "}\n"
     )
-    path = tmp_path / "t.cpp"
-    path.write_text(src)
-    det = detect(path.read_bytes(), str(path))
+    det = detected(tmp_path, src, "t.cpp")
     axpy, scale, fill = det.kernels
     assert host_context(axpy, det).host_template == {"T": "double"}
     assert host_context(scale, det).host_template == {"T": "float"}
@@ -850,7 +846,5 @@ def test_a_class_template_s_method_takes_the_class_s_first_instantiation(tmp_pat
         "template class Stream<double>;\n"
         "template class Stream<float>;\n"
     )
-    path = tmp_path / "stream.cpp"
-    path.write_text(src)
-    det = detect(path.read_bytes(), str(path))
+    det = detected(tmp_path, src, "stream.cpp")
     assert host_context(det.kernels[0], det).host_template == {"T": "double"}

@@ -5,6 +5,7 @@ import random
 from pathlib import Path
 
 import pytest
+from counting_helpers import detected
 from edits import SNIPPETS, edited
 
 from roofline_lsp.detect.kernels import detect, detect_with_reads, may_hold_kernels
@@ -324,8 +325,6 @@ def test_an_offload_loop_whose_statement_starts_with_a_pragma_spans_that_stateme
         "      x[i] *= 2.f;\n"
         "}\n"
     )
-    path = tmp_path / "f.cpp"
-    path.write_text(src)
-    (k,) = detect(src.encode(), str(path)).kernels
+    (k,) = detected(tmp_path, src, "f.cpp").kernels
     assert (k.line, k.end_line) == (2, 6)
     assert k.directive == "target teams distribute | parallel for"

@@ -24,6 +24,7 @@ import math
 from pathlib import Path
 
 import pytest
+from counting_helpers import count
 
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
@@ -537,16 +538,14 @@ def test_a_template_type_nothing_instantiates_stays_assumed(gpu) -> None:  # typ
 def test_an_offload_region_in_a_template_counts_in_the_type_its_call_gives(gpu, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """``axpy(x, y, 2.0, n)`` with ``double *x`` makes T double: one FP64 FMA (2 FLOP) and
     24 B per iteration, nothing assumed (before: T assumed float, 2 FP32 FLOP and 12 B)."""
-    path = tmp_path / "axpy.cpp"
-    path.write_text(
+    src = (
         "template <typename T> void axpy(const T *x, T *y, T a, int n) {\n"
         "  #pragma omp target teams distribute parallel for map(to: x[0:n]) map(tofrom: y[0:n])\n"
         "  for (int i = 0; i < n; i++) y[i] = a * x[i] + y[i];\n"
         "}\n"
         "int main() { double *x = 0, *y = 0; axpy(x, y, 2.0, 1 << 20); }\n"
     )
-    det = detect(path.read_bytes(), str(path))
-    a = analyze(det.kernels[0], det, gpu)
+    a = count(gpu, tmp_path, src, name="axpy.cpp")
     assert not a.assumed_types
     assert (a.counts.flops["fp64"], a.counts.flops["fp32"]) == (2, 0)
     assert a.memory.references == 24 * (1 << 20)

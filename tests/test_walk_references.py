@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import count
+from counting_helpers import count, detected
 
-from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.roofline import Inputs, analyze
 
 
@@ -61,9 +60,7 @@ def test_host_memory_the_host_set_before_the_region_is_a_value(gpu, tmp_path: Pa
         "  run(&iters, x, N);\n"
         "}\n"
     )
-    path = tmp_path / "host.cpp"
-    path.write_text(src)
-    det = detect(path.read_bytes(), str(path))
+    det = detected(tmp_path, src, "host.cpp")
     flops = {k.line: analyze(k, det, gpu, Inputs()).counts.flops["fp32"] for k in det.kernels}
     assert flops == {3: pytest.approx(1000), 13: pytest.approx(2000), 16: pytest.approx(500)}
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from roofline_lsp.detect.pragmas import SECTION_START
 from roofline_lsp.detect.program import Unit, sibling_stamps, units_mentioning
 from roofline_lsp.detect.treewalk import (
     descendants_of_type,
@@ -378,13 +379,19 @@ def _member_types(fn: Node, detection: Detection) -> dict[str, str]:
     if p is not None and p.type in ("class_specifier", "struct_specifier"):
         owner = text(p.child_by_field_name("name"))
     else:
-        fdecl = function_declarator(fn)
-        qname = qualified_declarator_name(fdecl.child_by_field_name("declarator")) if fdecl else ""
-        owner = qname.rsplit("::", 1)[0] if qname and "::" in qname else ""
+        owner = _qualified_owner(fn)
     if not owner:
         return {}
     fields = declarations(_root(fn), detection.macros).structs
     return dict(fields.get(owner.rsplit("::", 1)[-1].split("<", 1)[0], {}))
+
+
+def _qualified_owner(fn: Node) -> str:
+    """The class a qualified method definition names (``Stream<T>`` of ``void
+    Stream<T>::copy()``), else ""."""
+    fdecl = function_declarator(fn)
+    qname = qualified_declarator_name(fdecl.child_by_field_name("declarator")) if fdecl else ""
+    return qname.rsplit("::", 1)[0] if qname and "::" in qname else ""
 
 
 def _declare_params(fn: Node, ctx: HostContext) -> None:
@@ -1393,8 +1400,7 @@ def _instantiation(
     if not params:
         return {}
     name = function_name(fn)
-    calls = _call_sites(detection, _root(fn), name) if name else []
-    deduced = _deduced_from_call(fn, calls) if deduce else {}
+    calls = in_file = _call_sites(detection, _root(fn), name) if name else []
     site_detection = detection
     if name and not any(_explicit_args(c) for c in calls):
         pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*<[^;(){}]*>\s*\(")
@@ -1412,6 +1418,7 @@ def _instantiation(
     if outer is not None and outer_names & set(given):
         outer_types = _instantiation(outer, site_detection, view, deduce=True, _depth=_depth + 1)
         given = [outer_types.get(g, g) if g in outer_names else g for g in given]
+    deduced = _deduced_from_call(fn, in_file) if deduce and len(given) < len(params) else {}
     values = {
         pname: given[i] if i < len(given) else deduced.get(pname) or default
         for i, (pname, default) in enumerate(params)
@@ -1423,9 +1430,7 @@ def _class_instantiation(fn: Node, detection: Detection, names: set[str]) -> lis
     """The arguments of the first instantiation in the file of the class template whose
     method ``fn`` defines (``template <class T> void Stream<T>::copy()`` and ``template class
     Stream<float>;`` or ``Stream<double> s;``), else none."""
-    fdecl = function_declarator(fn)
-    qname = qualified_declarator_name(fdecl.child_by_field_name("declarator")) if fdecl else ""
-    owner = qname.rsplit("::", 1)[0].split("<", 1)[0].strip() if qname and "::" in qname else ""
+    owner = _qualified_owner(fn).split("<", 1)[0].strip()
     if not owner or not NAME.fullmatch(owner):
         return []
     pat = re.compile(rb"\b" + re.escape(owner.encode()) + rb"\s*<([^<>;(){}]*)>")
@@ -1821,7 +1826,7 @@ def _map_extents(kernel: Kernel, detection: Detection, ctx: HostContext, fn: Nod
         if c.name not in ("map", "copy", "copyin", "copyout", "create", "present", "to", "from"):
             continue
         for item in c.items:
-            m = re.fullmatch(r"\s*(?:this\s*->\s*)?([A-Za-z_]\w*)\s*\[([^\]]*)\](.*)", item)
+            m = re.fullmatch(SECTION_START + r"([^\]]*)\](.*)", item)
             if not m:
                 continue
             name = m.group(1)

@@ -157,6 +157,11 @@ _DATA_CLAUSES = frozenset(
 )
 
 
+# the start of a data clause's array section: its variable (a method's ``this->a`` is a)
+# and the opening bracket
+SECTION_START = r"\s*(?:this\s*->\s*)?([A-Za-z_]\w*)\s*\["
+
+
 def mapped_sections(clauses: Iterable[Clause]) -> frozenset[str]:
     """Variables that data clauses move as array sections (``map(to: a[0:n])``,
     ``copyin(b[:n])``): pointers or arrays on the device, whatever their declared type says
@@ -165,7 +170,7 @@ def mapped_sections(clauses: Iterable[Clause]) -> frozenset[str]:
     for c in clauses:
         if c.name in _DATA_CLAUSES:
             for item in c.items:
-                m = re.fullmatch(r"\s*(?:this\s*->\s*)?([A-Za-z_]\w*)\s*\[[^\]]*:.*", item, re.S)
+                m = re.fullmatch(SECTION_START + r"[^\]]*:.*", item, re.S)
                 if m:
                     out.add(m.group(1))
     return frozenset(out)
