@@ -38,10 +38,11 @@ def test_rules_are_confirmed_on_the_ptx(tmp_path: Path) -> None:
     if NVCC is None:
         pytest.skip("no nvcc on this machine")  # as every nvcc test (.ci/install-toolchains.sh)
     source = _diagnostics(tmp_path, "source")
-    # the source analysis flags every candidate: both divisions, both literals, both kernels
-    # that load after a store
+    # the source analysis flags both divisions, both kernels that load after a store, and
+    # the literal of the statement it counts in fp64 (`(float)(v * k * 0.5)` is exact in
+    # float and converted back at once: an fp32 multiply, as the compiler makes it)
     assert sorted(source["series"]) == [
-        ("RL001", 13), ("RL001", 14), ("RL004", 11), ("RL004", 12), ("counts", 0)
+        ("RL001", 13), ("RL004", 11), ("RL004", 12), ("counts", 0)
     ]  # fmt: skip
     assert ("RL007", 19) in source["correlate"] and ("RL007", 27) in source["twice"]
     ptx = _diagnostics(tmp_path, "compiler")

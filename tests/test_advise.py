@@ -11,8 +11,10 @@ def test_advice_cache_reuses_unchanged_kernels_and_moves_their_advice():
 
     gpu = load_registry().get("rtx3080")
     src = (
-        b"__global__ void a(float *x, float *y) { y[threadIdx.x] = x[threadIdx.x] * 1.5; }\n"
-        b"__global__ void b(float *x, float *y) { y[threadIdx.x] = x[threadIdx.x] * 2.5; }\n"
+        b"__global__ void a(float *x, float *y) { int i = threadIdx.x;"
+        b" y[i] = x[i] * (1.5 + x[0]); }\n"
+        b"__global__ void b(float *x, float *y) { int i = threadIdx.x;"
+        b" y[i] = x[i] * (2.5 + x[0]); }\n"
     )
     cache: dict = {}
     first = analyze_file(src, "k.cu", (gpu,))

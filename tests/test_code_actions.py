@@ -29,7 +29,7 @@ def _at(text: str, needle: str) -> lsp.Range:
 def test_fp64_literal_fix(document_changes: bool) -> None:
     ws = Workspace()
     uri, text = open_analysed(ws, "kernels.cu")
-    actions = kernel_actions(ws, _params(uri, _at(text, "0.5;")), "utf-16", document_changes)
+    actions = kernel_actions(ws, _params(uri, _at(text, "0.5)")), "utf-16", document_changes)
     fixes = [a for a in actions if a.kind == lsp.CodeActionKind.QuickFix]
     assert fixes and fixes[0].is_preferred
     fix = fixes[0]
@@ -52,7 +52,7 @@ def test_fp64_literal_fix(document_changes: bool) -> None:
 def test_only_quickfix_leaves_out_the_commands() -> None:
     ws = Workspace()
     uri, text = open_analysed(ws, "kernels.cu")
-    params = _params(uri, _at(text, "0.5;"), [lsp.CodeActionKind.QuickFix])
+    params = _params(uri, _at(text, "0.5)"), [lsp.CodeActionKind.QuickFix])
     actions = kernel_actions(ws, params, "utf-16")
     assert actions and all(a.kind == lsp.CodeActionKind.QuickFix for a in actions)
 
@@ -60,7 +60,7 @@ def test_only_quickfix_leaves_out_the_commands() -> None:
 def test_a_fix_whose_text_changed_is_dropped() -> None:
     ws = Workspace()
     uri, text = open_analysed(ws, "kernels.cu")
-    rng = _at(text, "0.5;")
+    rng = _at(text, "0.5)")
     doc = ws.documents[uri]
     s, e = (rng.start.line, rng.start.character), (rng.end.line, rng.end.character - 1)
     doc.apply([Change("0.25", (s, e))], 2)  # the literal the fix rewrites is gone

@@ -30,7 +30,7 @@ def test_hover_on_name_has_a_utf16_range() -> None:
 def test_hover_in_body_is_one_line_about_that_line() -> None:
     ws = Workspace()
     uri, text = open_analysed(ws, "kernels.cu")
-    at = position_of(text, "y[i] = a * x[i]")
+    at = position_of(text, "y[i] = a * (x[i]")
     body = _text(hover_card(ws, lsp.HoverParams(doc_id(uri), at), "utf-16"))
     # the line that loads x and y and stores y moves every DRAM byte of scale_add
     assert body.strip() == body.strip().splitlines()[0], body

@@ -19,7 +19,7 @@ def test_fp64_literal_in_fp32_kernel_with_fix() -> None:
     small = lits[0].gain is not None and lits[0].gain.small
     assert lits[0].severity == ("hint" if small else "information")
     fixed = apply(src, lits[0])
-    assert b"a * x[i] + 0.5f;" in fixed and not has_error(fixed)
+    assert b"a * (x[i] + 0.5f);" in fixed and not has_error(fixed)
     # not flagged in a kernel that is fp64 on purpose
     src64 = (FIXTURES / "fp64_flip.cu").read_bytes()
     rep = report(src64, "fp64_flip.cu", "compute")

@@ -135,7 +135,7 @@ async def test_views_refresh_only_when_a_verdict_changed() -> None:
     )
     edit = Change("0.5f * x[i] * x[i]", ((line, col), (line, col + 3)))
     sched.change(URI, [edit], 3, "utf-32")  # columns in code points, as str.index gives
-    assert "+ 0.5f * x[i] * x[i];" in doc.source.decode()
+    assert "+ 0.5f * x[i] * x[i]);" in doc.source.decode()
     await _settle(sched)
     assert sched.ws.analyses[URI].version == 3 and front.refreshes == 2
     await sched.shutdown()
@@ -232,7 +232,7 @@ async def test_llm_requests_are_deduplicated_and_cancelled_on_edit() -> None:
     await asyncio.sleep(0.01)
     assert len(llm.calls) == 2 and len(sched.llm_tasks) == 2
     # change the body of scale_add: its request is replaced, the other one stays
-    at = TEXT.index("y[i] = a * x[i]")
+    at = TEXT.index("y[i] = a * (x[i]")
     line = TEXT.count("\n", 0, at) + 1  # one comment line was added by _edit
     sched.change(URI, [Change("  ", ((line, 0), (line, 0)))], 3, "utf-16")
     await _settle(sched)

@@ -40,6 +40,36 @@ def test_fma_and_precision_promotion(gpu, tmp_path: Path) -> None:  # type: igno
     assert a.counts.flops["fp64"] == pytest.approx(1.0)
 
 
+def test_a_double_operation_stored_into_a_float_runs_in_fp32(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # nvcc -arch=sm_86 -ptx (LLVM shrinks fptrunc(op(fpext x, C)) when C is exact in float):
+    #   b[i] = a[i] * 2.0          add.f32            1 FP32
+    #   float t = a[i] / 3.0       div.rn.f32         10 FP32 (an IEEE division)
+    #   b[i] = (float)(a[i] - 1.5) sub.f32            1 FP32
+    #   b[i] = a[i] * 0.1          mul.f64            1 FP64 (0.1 is not exact in float)
+    #   b[i] = a[i] * 2.0 + 1.0    fma.rn.f64         2 FP64 (only the stored operation)
+    #   b[i] = a[i] * c            mul.f64            1 FP64 (c: a double the host passes)
+    #   p->x = a[i] * 0.5          mul.f32            1 FP32 (a struct's float field)
+    a = count(
+        gpu,
+        tmp_path,
+        "struct Pt { float x; };\n"
+        "__global__ void k(const float *a, float *b, double c, Pt *p) {\n"
+        "  int i = threadIdx.x;\n"
+        "  p->x = a[i] * 0.5;\n"
+        "  b[i] = a[i] * 2.0;\n"
+        "  float t = a[i] / 3.0;\n"
+        "  b[i + 1] = (float)(t - 1.5);\n"
+        "  b[i + 2] = a[i] * 0.1;\n"
+        "  b[i + 3] = a[i] * 2.0 + 1.0;\n"
+        "  b[i + 4] = a[i] * c;\n"
+        "}\n"
+        "int main() { float *a, *b; Pt *p; k<<<1, 256>>>(a, b, 1.0, p); }\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(1 + 1 + 10 + 1)
+    assert a.counts.flops["fp64"] == pytest.approx(1 + 2 + 1)
+
+
 def test_division_and_special_functions(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # fp32 a / b: 10 FLOP + 2 int; a / 4.0f by a power of two: 1 FMUL; expf: 8 + 2;
     # sqrt(double): 14 + 4; __expf intrinsic: 2

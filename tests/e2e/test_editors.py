@@ -34,7 +34,7 @@ OMP_FIXTURE = REPO / "tests" / "fixtures" / "editors" / "jacobi_omp.cpp"
 KERNEL = "scale_shift"
 MAX_HOVER_LINES, MAX_HOVER_COLUMNS = 12, 100
 # The line of the fixture whose unsuffixed literal makes the fp32 kernel do an fp64 add.
-FP64_LINE_MARK = "+ 1.0;"
+FP64_LINE_MARK = "+ 1.0)"
 DRIVER_TIMEOUT_S = 30  # each driver's own budget; the subprocess gets a little more
 
 

@@ -116,7 +116,7 @@ async def test_hover_on_name_launch_and_body_with_utf16_columns(client: Recordin
     assert outside is None or "scale_add" not in hover_text(outside)
 
     # inside the body: one line about that source line, not the card
-    body = position_of(text, "y[i] = a * x[i]")
+    body = position_of(text, "y[i] = a * (x[i]")
     line = hover_text(await hover(client, uri, body))
     assert line.startswith(f"line {body.line + 1}: 100% of DRAM bytes") and "\n" not in line.strip()
 
@@ -235,7 +235,7 @@ async def test_diagnostics_carry_code_link_and_utf16_range(client: RecordingClie
     assert all(d.severity in (INFO, HINT) for d in diags)
     lit = [d for d in diags if d.code == "RL001"]
     assert len(lit) == 1
-    start = position_of(text, "0.5;")
+    start = position_of(text, "0.5)")
     assert lit[0].range.start == start
     assert lit[0].range.end == lsp.Position(start.line, start.character + 3)
     assert lit[0].code_description is not None
@@ -248,7 +248,7 @@ async def test_diagnostics_carry_code_link_and_utf16_range(client: RecordingClie
 @pytest.mark.parametrize(
     ("fixture", "code", "before", "after"),
     [
-        ("kernels.cu", "RL001", "x[i] + 0.5;", "x[i] + 0.5f;"),
+        ("kernels.cu", "RL001", "x[i] + 0.5)", "x[i] + 0.5f)"),
         ("kernels.cu", "RL003", "pow(in[i], 2);", "in[i] * in[i];"),
         (
             "../advice/rl007_restrict.cu",
@@ -610,7 +610,7 @@ async def test_invalid_utf8_file_keeps_working(client: RecordingClient) -> None:
         b"// Latin-1 comment: caf\xe9 \xff\xfe\n"
         b"__global__ void bad_bytes(int n, float *x, float *y) {\n"
         b"    int i = blockIdx.x * blockDim.x + threadIdx.x; /* \xe9\xe9 */\n"
-        b"    /* \xff */ if (i < n) y[i] = x[i] * 3.0;\n"
+        b"    /* \xff */ if (i < n) y[i] = x[i] * (x[i] + 3.0);\n"
         b"}\n"
     )
     text = raw.decode("utf-8", "replace")  # what an editor sends for such a file
@@ -618,7 +618,7 @@ async def test_invalid_utf8_file_keeps_working(client: RecordingClient) -> None:
     open_text(client, uri, text)
     diags = await diagnostics_for(client, uri, 1)
     lit = [d for d in diags if d.code == "RL001"]
-    assert lit and lit[0].range.start == position_of(text, "3.0;")
+    assert lit and lit[0].range.start == position_of(text, "3.0)")
     assert "`bad_bytes`" in hover_text(await hover(client, uri, position_of(text, "bad_bytes")))
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 
 from tree_sitter import Node
 
@@ -34,7 +33,7 @@ from roofline_lsp.estimate.costs import (
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Kernel
 from roofline_lsp.model.numbers import fmt_num
-from roofline_lsp.model.verdict import LineInstructions
+from roofline_lsp.syntax.datatypes import exact_in_float
 from roofline_lsp.syntax.expr import declarator_stars, declared_name, root_identifier, text
 
 _FLOAT_LITERAL = re.compile(r"^(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?$|^\d+[eE][+-]?\d+$")
@@ -84,8 +83,7 @@ def _exact_in_float(literal: str) -> bool:
         v = float(literal.rstrip("lL"))
     except ValueError:
         return False
-    as_float: float = struct.unpack("f", struct.pack("f", v))[0]
-    return as_float == v
+    return exact_in_float(v)
 
 
 def _fp64_rate(gpu: GpuProfile) -> float:
@@ -113,9 +111,10 @@ class PrecisionChecks(KernelContext):
         ]
         if not found or not _is_fp32_kernel(self.k):
             return
-        # with PTX counts, only literals whose statement the compiler computes in fp64 (a
-        # cvt.f64.f32 or fp64 arithmetic): `x * 0.5` is compiled as an fp32 multiply
-        found = [n for n in found if _promoted(self.compiled(n))]
+        # only literals whose statement the compiler computes in fp64: `b[i] = x * 0.5` is
+        # compiled as an fp32 multiply (with PTX counts, a cvt.f64.f32 or fp64 arithmetic on
+        # the line; with source counts, fp64 FLOPs booked on it)
+        found = [n for n in found if self.promoted(n)]
         low = _fp64_rate(self.gpu) <= LOW_FP64_RATE
         severity: Severity = "information" if low or self.bound == "compute" else "hint"
         rate = f"1/{round(1 / _fp64_rate(self.gpu))}" if _fp64_rate(self.gpu) < 1 else "full"
@@ -283,6 +282,15 @@ class PrecisionChecks(KernelContext):
                 ),
             )
 
+    def promoted(self, n: Node) -> bool:
+        """``n``'s statement computes in fp64 (True when the estimate did not reach it)."""
+        ptx = self.compiled(n)
+        if ptx is not None:
+            return ptx.to_fp64 > 0 or ptx.fp64_flops > 0
+        if line_runs(self.counts, self.offset(n)) is None:
+            return True
+        return line_ops(self.counts, self.offset(n))[0] > 0
+
     def _line_saving(self, n: Node, savings: list[Saving | None]) -> Gain | None:
         """What removing ``savings`` (per execution) from ``n``'s line is worth: times the
         line's executions per thread, never more than the operations booked on it. Said to
@@ -296,11 +304,6 @@ class PrecisionChecks(KernelContext):
         capped = tuple(min(t, o) if t > 0 else t for t, o in zip(total, ops, strict=True))
         basis = "at most the calls' whole cost" if any(whole for _o, whole in known) else ""
         return fewer_ops(self.gpu, self.counts, (capped[0], capped[1], capped[2], capped[3]), basis)
-
-
-def _promoted(ptx: LineInstructions | None) -> bool:
-    """The compiled statement computes in fp64 (True with source counts: not known)."""
-    return ptx is None or ptx.to_fp64 > 0 or ptx.fp64_flops > 0
 
 
 def _float_precision(ops: Ops) -> str | None:

@@ -36,9 +36,20 @@ from roofline_lsp.syntax.datatypes import (
     UNKNOWN,
     VOID,
     DataType,
+    exact_in_float,
     promote,
 )
-from roofline_lsp.syntax.expr import is_float_literal, literal, reads_memory, text
+from roofline_lsp.syntax.expr import (
+    has_effects,
+    is_float_literal,
+    literal,
+    reads_memory,
+    text,
+    unparenthesized,
+)
+
+# double operations the compiler computes in float when their result goes straight into one
+_SHRINKABLE = frozenset({"+", "-", "*", "/"})
 
 
 class ExpressionWalker(ReferenceWalker):
@@ -135,7 +146,7 @@ class ExpressionWalker(ReferenceWalker):
             return Val(ty, deps, val, a.buffer or b.buffer, a.space or b.space, rng)
         if t == "cast_expression":
             ty = self.type_of(text(node.child_by_field_name("type")))
-            v = self.expr(node.child_by_field_name("value") or node)
+            v = self.stored_as(node.child_by_field_name("value") or node, ty)
             val = v.val
             if val is not None and ty.kind == "int" and not ty.pointer and not v.deps:
                 val = float(math.trunc(val))
@@ -256,6 +267,14 @@ class ExpressionWalker(ReferenceWalker):
         ty = promote(a.type, b.type)
         if val is not None and not deps:
             return Val(ty, deps, val)
+        if (
+            ty.kind == "f64"
+            and node.id == self.cursor.narrowed
+            and op in _SHRINKABLE
+            and self.float_operand(left, a)
+            and self.float_operand(right, b)
+        ):
+            ty = FLOAT  # ``b[i] = a[i] * 2.0``: one FP32 multiply (``stored_as``)
         if ty.is_float:
             if op in ("+", "-", "*"):
                 self.add_flop(ty, 1.0, w)
@@ -282,6 +301,63 @@ class ExpressionWalker(ReferenceWalker):
         if ty.kind == "f16":
             self.add_flop(ty, 1.0, w)
         return Val(ty, deps, val)
+
+    def stored_as(self, node: Node, ty: DataType) -> Val:
+        """The value of ``node``, which goes straight into a ``ty`` (a store, a declaration's
+        initial value, a cast). Into a float, a double operation of floats and constants
+        exact in float is computed in float: the compiler shrinks ``fptrunc(fmul(fpext(x),
+        2.0))`` to ``fmul float x, 2.0``, so ``b[i] = a[i] * 2.0`` and ``a[i] / 3.0`` stay
+        FP32; only the operation whose result is stored: ``a[i] * 2.0 + 1.0`` multiplies
+        and adds in FP64 (``b[i] = a[i] * 0.1`` too: 0.1 is not exact in float)."""
+        inner = unparenthesized(node)
+        if ty.kind != "f32" or ty.pointer or inner.type != "binary_expression":
+            return self.expr(node)
+        saved = self.cursor.narrowed
+        self.cursor.narrowed = inner.id
+        try:
+            return self.expr(node)
+        finally:
+            self.cursor.narrowed = saved
+
+    def float_operand(self, node: Node, v: Val) -> bool:
+        """An operand of a double operation that is a float widened, or a constant the
+        compiler sees (a literal, a macro or named constant) exact in float; not a value
+        only the host fixes (a launch argument)."""
+        if v.type.pointer:
+            return False
+        if v.type.kind == "f32":
+            return True
+        if v.val is None or v.deps or not exact_in_float(v.val):
+            return False
+        inner = unparenthesized(node)
+        if inner.type == "unary_expression":
+            inner = unparenthesized(inner.child_by_field_name("argument") or inner)
+        if inner.type == "number_literal":
+            return True
+        return inner.type == "identifier" and self.var(text(inner)) is None
+
+    def lvalue_type(self, left: Node) -> DataType | None:
+        """The type stored into by an assignment to ``left`` (``x``, ``b[i]``, ``m[i][j]``,
+        ``s.f``, ``p->f[i]``), without counting it; None: not known (or ``left`` has effects
+        of its own: ``b[k++]``)."""
+        levels = 0
+        base = left
+        while base.type == "subscript_expression":
+            arg = base.child_by_field_name("argument")
+            if arg is None:
+                return None
+            base, levels = arg, levels + 1
+        if base.type == "identifier":
+            var = self.var(text(base))
+            if var is None:
+                return None
+            ty = var.type
+            for _ in range(levels):
+                ty = ty.deref()
+            return ty
+        if has_effects(left):
+            return None
+        return self.expr_quiet(left).type
 
     def hold(self, target: Node, deps: frozenset[str]) -> None:
         """A store into a per-thread or shared array ``a[i] = v``: its reads vary with
@@ -337,8 +413,9 @@ class ExpressionWalker(ReferenceWalker):
         right = node.child_by_field_name("right")
         if left is None or right is None:
             return Val(UNKNOWN)
-        r = self.expr(right)
         compound = op != "="
+        stored = self.lvalue_type(left) if not compound else None
+        r = self.stored_as(right, stored) if stored is not None else self.expr(right)
         if left.type in ("subscript_expression", "field_expression", "pointer_expression"):
             is_var_field = left.type == "field_expression" and self.is_local_struct(left)
             if is_var_field:

@@ -133,6 +133,8 @@ class Cursor:
     nodes: int = 0
     pending_unroll: float | None = None
     include_stack: list[str] = field(default_factory=list)  # headers being walked
+    # the expression whose value goes straight into a float (``ExpressionWalker.stored_as``)
+    narrowed: int | None = None
 
 
 @dataclass

@@ -333,7 +333,7 @@ class StatementWalker(LoopWalker):
                     )
                     self.declare(name, Var(vt, deps, val, const=const, group=group))
                     continue
-                v = self.expr(value_node)
+                v = self.stored_as(value_node, vt)
                 if vt is UNKNOWN or vt.kind == "unknown" and v.type.kind != "unknown":
                     vt = v.type
                 if vt.pointer and v.buffer:

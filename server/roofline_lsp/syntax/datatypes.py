@@ -9,12 +9,22 @@ type names (structs, template parameters) resolve through an alias table (``type
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 # kinds: "f64" "f32" "f16" "int" "bool" "void" "struct" "unknown"
 FLOAT_KINDS = ("f64", "f32", "f16")
 PRECISION_OF_KIND = {"f64": "fp64", "f32": "fp32", "f16": "fp16"}
+
+
+def exact_in_float(v: float) -> bool:
+    """Whether a float holds ``v`` exactly (2.0, 0.5, 1e4: yes; 0.1: no)."""
+    try:
+        as_float: float = struct.unpack("f", struct.pack("f", v))[0]
+    except OverflowError:
+        return False
+    return as_float == v
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,13 @@ def text(node: Node | None) -> str:
     return t.decode("utf-8", "replace") if t is not None else ""
 
 
+def unparenthesized(node: Node) -> Node:
+    """``node`` without the parentheses around it: ``((a * b))`` -> ``a * b``."""
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    return node
+
+
 def literal(node: Node) -> float | None:
     """The value of a ``number_literal`` (``1e-3f``, ``0x10``, ``1'000``, ``256u``)."""
     v = parse_literal(text(node), TREE_DIALECT, floating=True)
@@ -465,6 +472,21 @@ def reads_memory(node: Node) -> bool:
         op = node.child_by_field_name("operator")
         return op is not None and op.type == "*"
     return node.type in ("subscript_expression", "field_expression")
+
+
+_EFFECTS = frozenset({"update_expression", "assignment_expression", "call_expression"})
+
+
+def has_effects(node: Node) -> bool:
+    """Whether evaluating ``node`` may change something (an increment, an assignment, a
+    call somewhere in it): ``b[k++]``, ``a[f(i)]``."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type in _EFFECTS:
+            return True
+        stack.extend(n.named_children)
+    return False
 
 
 def root_identifier(node: Node | None) -> str | None:
