@@ -65,6 +65,32 @@ def test_host_memory_the_host_set_before_the_region_is_a_value(gpu, tmp_path: Pa
     assert flops == {3: pytest.approx(1000), 13: pytest.approx(2000), 16: pytest.approx(500)}
 
 
+def test_a_global_struct_s_fields_are_what_main_set_before_the_call(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # params.n = 1 << 20 and params.iters = 300 in main, then step(x): the region's loops
+    # over params.n and params.iters have those counts (1 M iterations of 300 FMAs: 600
+    # FP32 FLOP each), not "bound read from memory" defaults
+    src = (
+        "#include <cstdlib>\n"
+        "struct Params { int n; int iters; };\n"
+        "Params params;\n"
+        "void step(float *x) {\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: x[0:params.n])\n"
+        "  for (int i = 0; i < params.n; i++) { float v = x[i];\n"
+        "    for (int k = 0; k < params.iters; k++) v = v * 0.99f + 1.f; x[i] = v; }\n"
+        "}\n"
+        "int main(int argc, char **argv) {\n"
+        "  params.n = 1 << 20;\n"
+        "  params.iters = 300;\n"
+        "  float *x = (float *)malloc(sizeof(float) * params.n);\n"
+        "  step(x);\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="g.cpp")
+    assert [(lp.var, lp.trips, lp.source) for lp in a.counts.loops][-1][:2] == ("k", 300)
+    assert a.counts.flops["fp32"] == pytest.approx(600)
+    assert a.counts.threads == pytest.approx(1 << 20)
+
+
 def test_host_memory_the_region_writes_is_no_host_value(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # cfg[1] = 1000 on the host, but the region also writes cfg: the bound it reads may be
     # the device's, so the loop keeps the default for a bound read from memory (16 trips)

@@ -568,11 +568,13 @@ def _call_effects(call: Node, fn: Node, ctx: HostContext, argv: list[str]) -> No
 def _globals_set(scope: HostContext, before: Mapping[str, str]) -> list[str]:
     """The names a host scope set that are not its own (neither declared in it nor its
     parameters) and that differ from what they were (``before``): the globals it
-    assigned."""
+    assigned, and the fields of global structs (``params.n = atoi(argv[1])``)."""
     return [
         name
         for name, value in scope.texts.items()
-        if name not in scope.types and _IDENT_ONLY.match(name) and value != before.get(name)
+        if _IDENT.fullmatch(name)
+        and name.split(".", 1)[0] not in scope.types
+        and value != before.get(name)
     ]
 
 

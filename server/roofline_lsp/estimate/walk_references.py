@@ -10,7 +10,7 @@ from tree_sitter import Node
 from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val, host_constant, lane_slope
 from roofline_lsp.estimate.walk_branches import BranchWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
-from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType
+from roofline_lsp.syntax.datatypes import FLOAT, INT, UNKNOWN, DataType
 from roofline_lsp.syntax.expr import reads_memory, text
 
 # the values an integer of this many bytes holds, signed or unsigned
@@ -326,6 +326,17 @@ class ReferenceWalker(BranchWalker):
             hv = self.inputs.lookup_host(f"{v.tname}::{fname}")  # a static member: x.size
             if hv is not None:
                 return host_constant(hv)
+        if (
+            arg.type == "identifier"
+            and self.inputs.offload
+            and self.var(text(arg)) is None
+            and text(arg) not in self.inputs.written
+        ):
+            # a field of a global struct, as the host set it before the region
+            # (``params.n = atoi(argv[1])`` in main)
+            hv = self.inputs.lookup_host(f"{text(arg)}.{fname}")
+            if hv is not None:
+                return Val(INT if hv == int(hv) else FLOAT, NOTHING, hv)
         base = self.expr(arg)
         ft = self.field_type(base.type, fname)
         if base.type.pointer and not ft.pointer:
