@@ -85,6 +85,25 @@ def test_inexact_fp64_literal_gets_no_quick_fix() -> None:
     assert fixed == {"0.1": False, "0.5": True}
 
 
+def test_fp64_literal_only_where_the_compiler_keeps_fp64() -> None:
+    # nvcc -arch=sm_86 -ptx: `x[i] * 0.5` stored into a float is mul.f32 and `x[i] > 0.5` a
+    # setp.f32 (no RL001); `x[i] > 0.1` converts x and compares in fp64, and `x[i] * 0.5
+    # + y[i]` multiplies and adds in fp64 (RL001 on 0.1 and on that 0.5)
+    src = (
+        b"__global__ void s(int n, const float *__restrict__ x, float *__restrict__ y)\n{\n"
+        b"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        b"    if (i < n) y[i] = x[i] * 0.5;\n"
+        b"    if (x[i] > 0.5) y[i] = 0.f;\n"
+        b"    if (x[i] > 0.1) y[i] = 1.f;\n"
+        b"    y[i + 1] = x[i] * 0.5 + y[i];\n}\n"
+    )
+    gpu = load_registry().get("rtx3080")
+    advice = [a for a in advise(analyze_file(src, "s.cu", (gpu,)), gpu) if a.code == "RL001"]
+    flagged = sorted((a.start, src[a.start : a.end]) for a in advice)
+    assert [lit for _start, lit in flagged] == [b"0.1", b"0.5"]
+    assert flagged[1][0] > src.index(b"y[i + 1]")
+
+
 def test_advice_is_ordered_by_impact_and_small_gains_are_hints() -> None:
     from roofline_lsp.advice.catalogue import by_impact
 

@@ -283,10 +283,19 @@ class PrecisionChecks(KernelContext):
             )
 
     def promoted(self, n: Node) -> bool:
-        """``n``'s statement computes in fp64 (True when the estimate did not reach it)."""
+        """Literal ``n``'s statement computes in fp64 (True when the estimate did not reach
+        it). A comparison with a literal exact in float compares in float (``x > 0.5``);
+        with another (``x > 0.1``) it converts x and compares in fp64, which counts no
+        FLOP."""
         ptx = self.compiled(n)
         if ptx is not None:
             return ptx.to_fp64 > 0 or ptx.fp64_flops > 0
+        parent = n.parent
+        while parent is not None and parent.type == "parenthesized_expression":
+            parent = parent.parent
+        op = parent.child_by_field_name("operator") if parent is not None else None
+        if op is not None and op.type in ("<", ">", "<=", ">=", "==", "!="):
+            return not _exact_in_float(text(n))
         if line_runs(self.counts, self.offset(n)) is None:
             return True
         return line_ops(self.counts, self.offset(n))[0] > 0
