@@ -414,7 +414,9 @@ class ExpressionWalker(ReferenceWalker):
         if left is None or right is None:
             return Val(UNKNOWN)
         compound = op != "="
-        stored = self.lvalue_type(left) if not compound else None
+        # only an operation's result can be narrowed into the stored type (``stored_as``)
+        narrowable = not compound and unparenthesized(right).type == "binary_expression"
+        stored = self.lvalue_type(left) if narrowable else None
         r = self.stored_as(right, stored) if stored is not None else self.expr(right)
         if left.type in ("subscript_expression", "field_expression", "pointer_expression"):
             is_var_field = left.type == "field_expression" and self.is_local_struct(left)
