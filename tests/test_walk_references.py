@@ -91,6 +91,35 @@ def test_a_global_struct_s_fields_are_what_main_set_before_the_call(gpu, tmp_pat
     assert a.counts.threads == pytest.approx(1 << 20)
 
 
+def test_a_struct_an_init_function_fills_has_its_fields(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # setup(&c, n) sets c through a pointer (p->iters = 300), setup_ref(d, n) through a
+    # reference (p.iters = 200): the regions' inner loops run 300 and 200 FMAs (600 and 400
+    # FP32 FLOP per iteration), not the default for an unknown count
+    src = (
+        "#include <cstdlib>\n"
+        "struct Cfg { int n; int iters; };\n"
+        "void setup(Cfg *p, int n) { p->n = n; p->iters = 300; }\n"
+        "void setup_ref(Cfg &p, int n) { p.n = n; p.iters = 200; }\n"
+        "int main() {\n"
+        "  int n = 1 << 20;\n"
+        "  float *x = (float *)malloc(sizeof(float) * n);\n"
+        "  Cfg c;\n"
+        "  setup(&c, n);\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: x[0:n])\n"
+        "  for (int i = 0; i < c.n; i++) { float v = x[i];\n"
+        "    for (int k = 0; k < c.iters; k++) v = v * 0.99f + 1.f; x[i] = v; }\n"
+        "  Cfg d;\n"
+        "  setup_ref(d, n);\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: x[0:n])\n"
+        "  for (int i = 0; i < d.n; i++) { float v = x[i];\n"
+        "    for (int k = 0; k < d.iters; k++) v = v * 0.99f + 1.f; x[i] = v; }\n"
+        "}\n"
+    )
+    det = detected(tmp_path, src, "init.cpp")
+    flops = {k.line: analyze(k, det, gpu, Inputs()).counts.flops["fp32"] for k in det.kernels}
+    assert flops == {10: pytest.approx(600), 15: pytest.approx(400)}
+
+
 def test_host_memory_the_region_writes_is_no_host_value(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # cfg[1] = 1000 on the host, but the region also writes cfg: the bound it reads may be
     # the device's, so the loop keeps the default for a bound read from memory (16 trips)

@@ -46,6 +46,7 @@ from roofline_lsp.syntax.expr import (
     declarator_stars,
     declared_name,
     loop_header,
+    root_identifier,
     step_of,
     text,
     trips,
@@ -556,12 +557,24 @@ def _call_effects(call: Node, fn: Node, ctx: HostContext, argv: list[str]) -> No
         _EFFECT_DEPTH[0] -= 1
     out: dict[str, str] = {}
     for (_ptype, pname), a in zip(params, args, strict=False):
+        if not pname:
+            continue
+        # the fields of a struct passed by reference (``p.n = n``) or by its address
+        # (``p->n = n`` of ``setup(&cfg, n)``): the caller's ``cfg.n``
+        owner, sep = (a.strip(), ".") if pname in refs else ("", "")
+        if (m := _ADDRESS_OF.fullmatch(a)) is not None:
+            owner, sep = m.group(1), "->"
         if pname in refs and _IDENT_ONLY.match(a.strip()):
             out[a.strip()] = pname
+        if owner and _IDENT_ONLY.match(owner):
+            prefix = pname + sep
+            for key, value in sub.texts.items():
+                if key.startswith(prefix) and value != before.get(key):
+                    out[f"{owner}.{key[len(prefix) :]}"] = key
     for name in _globals_set(sub, before):
         out.setdefault(name, name)
     for target, source in out.items():
-        v = sub.eval_value(source)
+        v = sub.value(source)
         _assign(ctx, target, repr(v) if v is not None else "", argv)
 
 
@@ -589,6 +602,7 @@ def _sets_outside(fn: Node) -> bool:
         return hit[1]
     declared = {name for _t, name in function_params(fn)}
     targets: set[str] = set()
+    pointed: set[str] = set()
     stack = [fn.child_by_field_name("body")]
     while stack:
         n = stack.pop()
@@ -600,8 +614,13 @@ def _sets_outside(fn: Node) -> bool:
             left = n.child_by_field_name("left")
             if left is not None and left.type == "identifier":
                 targets.add(text(left))
+            elif left is not None and left.type == "field_expression" and "->" in text(left):
+                root = root_identifier(left)  # through a pointer parameter: ``p->n = n``
+                if root:
+                    pointed.add(root)
         stack.extend(n.named_children)
-    found = bool(_reference_params(fn)) or bool(targets - declared)
+    params = {name for _t, name in function_params(fn)}
+    found = bool(_reference_params(fn)) or bool(targets - declared) or bool(pointed & params)
     _SETS_OUTSIDE[fn.id] = (fn, found)
     if len(_SETS_OUTSIDE) > 512:
         _SETS_OUTSIDE.popitem(last=False)
@@ -775,8 +794,9 @@ def _read_at_run_time(node: Node) -> list[str]:
 
 
 def _target(left: Node) -> str | None:
-    """The name an assignment sets: ``n``, a ``dim3``'s component ``grid.x`` or a field of
-    a local struct ``dim.boxes`` (not through a pointer: ``p->n`` may alias)."""
+    """The name an assignment sets: ``n``, a ``dim3``'s component ``grid.x``, a field of
+    a local struct ``dim.boxes`` or one through a pointer ``p->n`` (as that name: a later
+    store through another pointer to the same struct is not seen)."""
     if left.type == "identifier":
         return text(left)
     if left.type == "subscript_expression":  # an element of a local array: sizes[1]
@@ -792,8 +812,8 @@ def _target(left: Node) -> str | None:
         arg = left.child_by_field_name("argument")
         fld = left.child_by_field_name("field")
         op = left.child_by_field_name("operator")
-        if arg is not None and fld is not None and arg.type == "identifier" and text(op) == ".":
-            return f"{text(arg)}.{text(fld)}"
+        if arg is not None and fld is not None and arg.type == "identifier":
+            return f"{text(arg)}{text(op)}{text(fld)}" if text(op) in (".", "->") else None
     return None
 
 
