@@ -800,6 +800,41 @@ def test_a_method_s_offload_region_sees_its_class_s_data_members(tmp_path: Path)
         assert ctx.extents["u"] == ctx.extents["w"] == 4096
 
 
+def test_a_method_s_data_members_hold_what_the_constructor_gave_them(tmp_path: Path) -> None:
+    # main constructs Solver s(n, iters) with n = 1 << 20 and iters = 300, then calls
+    # s.step(): the constructor's initializers give n_ = n, iters_ = iters and its body
+    # m_ = n / 4; Grid *g = new Grid(64) then g->sweep(): cells_ = 64 * 64
+    src = (
+        "class Solver {\n"
+        " public:\n"
+        "  Solver(int n, int iters) : n_(n), iters_{iters} { m_ = n / 4; }\n"
+        "  void step() {\n"
+        "    #pragma omp target teams distribute parallel for\n"
+        "    for (int i = 0; i < n_; i++) for (int k = 0; k < iters_ + m_; k++) {}\n"
+        "  }\n"
+        "  int n_, iters_, m_;\n"
+        "};\n"
+        "struct Grid { Grid(int side); void sweep(); int cells_; };\n"
+        "Grid::Grid(int side) : cells_(side * side) {}\n"
+        "void Grid::sweep() {\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int c = 0; c < cells_; c++) {}\n"
+        "}\n"
+        "int main() {\n"
+        "  int n = 1 << 20, iters = 300;\n"
+        "  Solver s(n, iters);\n"
+        "  s.step();\n"
+        "  Grid *g = new Grid(64);\n"
+        "  g->sweep();\n"
+        "}\n"
+    )
+    det = detected(tmp_path, src, "members.cpp")
+    step, sweep = det.kernels
+    ctx = host_context(step, det)
+    assert (ctx.get("n_"), ctx.get("iters_"), ctx.get("m_")) == (1 << 20, 300, 1 << 18)
+    assert host_context(sweep, det).get("cells_") == 64 * 64
+
+
 def test_an_offload_region_in_a_function_template_takes_its_first_instantiation(
     tmp_path: Path,
 ) -> None:

@@ -369,11 +369,10 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
     _options(text(fn), ctx, argv)
 
 
-def _member_types(fn: Node, detection: Detection) -> dict[str, str]:
-    """The data members a method sees by their bare names (``u[i]`` in ``Solver::step``):
-    field name -> type text, of the class around an inline method or that a qualified
-    definition names, as the file declares it."""
-    owner = ""
+def _method_class(fn: Node) -> str:
+    """The class of a method: around an inline definition, or that a qualified definition
+    names (``Solver`` of ``void Solver::step()``, ``Stream`` of ``Stream<T>::copy``); else
+    ""."""
     p = fn.parent
     while p is not None and p.type in ("field_declaration_list", "template_declaration"):
         p = p.parent
@@ -381,10 +380,104 @@ def _member_types(fn: Node, detection: Detection) -> dict[str, str]:
         owner = text(p.child_by_field_name("name"))
     else:
         owner = _qualified_owner(fn)
+    return owner.rsplit("::", 1)[-1].split("<", 1)[0]
+
+
+def _member_types(fn: Node, detection: Detection) -> dict[str, str]:
+    """The data members a method sees by their bare names (``u[i]`` in ``Solver::step``):
+    field name -> type text, of the class around an inline method or that a qualified
+    definition names, as the file declares it."""
+    owner = _method_class(fn)
     if not owner:
         return {}
-    fields = declarations(_root(fn), detection.macros).structs
-    return dict(fields.get(owner.rsplit("::", 1)[-1].split("<", 1)[0], {}))
+    return dict(declarations(_root(fn), detection.macros).structs.get(owner, {}))
+
+
+def _member_values(
+    fn: Node, detection: Detection, argv: list[str], view: SourceView | None
+) -> dict[str, str]:
+    """The values a method's data members hold: from the object it is called on
+    (``s.step()``, ``p->step()``), constructed where the caller declares it (``Solver s(n,
+    iters)``, ``new Solver(n, iters)``), through the constructor's member initializers
+    (``n_(n)``) and the members its body assigns (``m_ = n * 2;``). The first call whose
+    object the file constructs gives them."""
+    cls = _method_class(fn)
+    root = _root(fn)
+    members = set(declarations(root, detection.macros).structs.get(cls, {})) if cls else set()
+    ctor = _constructor(detection, root, cls) if members else None
+    method = function_name(fn)
+    if ctor is None or not method:
+        return {}
+    pat = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:\.|->)\s*" + re.escape(method.encode()) + rb"\s*\(")
+    for m in pat.finditer(detection.source):
+        caller = enclosing_function(root.descendant_for_byte_range(m.start(), m.end()))
+        if caller is None or caller == fn:
+            continue
+        args = _constructed_with(caller, m.group(1).decode(), cls, m.start())
+        if args is None:
+            continue
+        sub = _program_context(detection, argv)
+        _bind_callers(caller, detection, sub, argv, 1, view, [])
+        _scan_function(caller, m.start(), sub, argv)
+        inner = _program_context(detection, argv)
+        for (_ptype, pname), a in zip(function_params(ctor), args, strict=False):
+            v = sub.eval_value(substitute_host(a, argv, sub.types)) if pname else None
+            if pname:
+                inner.texts[pname] = repr(v) if v is not None else ""
+        inits = next((c for c in ctor.named_children if c.type == "field_initializer_list"), None)
+        for init in inits.named_children if inits is not None else []:
+            name = next((c for c in init.named_children if c.type == "field_identifier"), None)
+            value = init.named_children[-1] if init.named_child_count > 1 else None
+            if name is not None and value is not None and value.named_child_count == 1:
+                v = inner.eval_value(text(value.named_children[0]))
+                inner.texts[text(name)] = repr(v) if v is not None else ""
+        _scan_function(ctor, ctor.end_byte, inner, argv)
+        out = {k: repr(v) for k in members if (v := inner.value(k)) is not None}
+        if out:
+            return out
+    return {}
+
+
+def _constructor(detection: Detection, root: Node, cls: str) -> Node | None:
+    """The first definition of class ``cls``'s constructor in the file (inline or
+    ``cls::cls(...)``), found textually and confirmed on the tree."""
+    name = re.escape(cls.encode())
+    for m in re.finditer(rb"\b" + name + rb"\s*(?:::\s*" + name + rb"\s*)?\(", detection.source):
+        node: Node | None = root.descendant_for_byte_range(m.start(), m.start() + len(cls))
+        while node is not None and node.type not in ("function_definition", "compound_statement"):
+            node = node.parent
+        fdecl = function_declarator(node) if node is not None else None
+        declared = fdecl.child_by_field_name("declarator") if fdecl is not None else None
+        if declared is not None and text(declared).replace(" ", "") in (cls, f"{cls}::{cls}"):
+            return node
+    return None
+
+
+def _constructed_with(caller: Node, obj: str, cls: str, before: int) -> list[str] | None:
+    """The constructor arguments of object ``obj`` of class ``cls`` as ``caller`` declares
+    it before byte ``before``: ``cls obj(a, b)``, ``cls obj{a, b}``, ``cls *obj = new
+    cls(a, b)``, ``auto obj = cls(a, b)``; None if it does not."""
+    stack = [caller]
+    while stack:
+        n = stack.pop()
+        if n.start_byte >= before:
+            continue
+        if n.type == "declaration":
+            ty = text(n.child_by_field_name("type")).split("<", 1)[0].strip()
+            for d in n.children_by_field_name("declarator"):
+                if ty not in (cls, "auto") or declared_name(d) != obj:
+                    continue
+                if d.type == "function_declarator":  # ``Solver s(n, iters)`` parses as one
+                    params = d.child_by_field_name("parameters")
+                    return [text(a) for a in params.named_children] if params else []
+                value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+                if value is not None and value.type in ("new_expression", "call_expression"):
+                    value = value.child_by_field_name("arguments")
+                if value is not None and value.type in ("argument_list", "initializer_list"):
+                    return [text(a) for a in value.named_children]
+            continue
+        stack.extend(n.named_children)
+    return None
 
 
 def _qualified_owner(fn: Node) -> str:
@@ -1250,6 +1343,8 @@ def host_context(
             ctx.host_template = _instantiation(fn, detection, view, deduce=True)
             for name, tyt in _member_types(fn, detection).items():
                 ctx.types.setdefault(name, tyt)  # a local or parameter of that name wins
+            for name, value in _member_values(fn, detection, argv, view).items():
+                ctx.texts.setdefault(name, value)
             _map_extents(kernel, detection, ctx, fn)
             if block is not None and grid is not None:
                 _solve_iterations(kernel, ctx, block, grid, argv)
