@@ -37,3 +37,25 @@ def test_mapped_sections():
     q = parse_pragma("acc parallel copyin(x[0:n]) present(y) create(z[0:8])")
     assert mapped_sections(p.clauses) == {"a", "b"}
     assert mapped_sections(q.clauses) == {"x", "z"}
+
+
+def test_a_metadirective_is_the_directive_it_selects_on_a_gpu():
+    # the first `when` a GPU matches (an nvptx or amdgcn arch, kind(gpu) or kind(nohost),
+    # being inside `target`), else `otherwise`/`default`, else nothing
+    nvptx = parse_pragma(
+        'omp metadirective when(device={arch("nvptx")}: teams loop) otherwise(parallel loop)'
+    )
+    assert nvptx.words == ("teams", "loop")
+    gpu = parse_pragma(
+        "omp metadirective when(device={kind(gpu)}: target teams distribute parallel for "
+        "map(to: a[0:n])) otherwise(parallel for)"
+    )
+    assert gpu.words == ("target", "teams", "distribute", "parallel", "for")
+    assert [c.text for c in gpu.clauses] == ["map(to: a[0:n])"]
+    inside = parse_pragma("omp metadirective when(construct={target}: distribute parallel for)")
+    assert inside.words == ("distribute", "parallel", "for")
+    other = parse_pragma(
+        "omp metadirective when(user={condition(n > 9)}: target teams loop) default(parallel for)"
+    )
+    assert other.words == ("parallel", "for")
+    assert parse_pragma("omp metadirective when(device={kind(host)}: parallel for)").words == ()

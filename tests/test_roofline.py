@@ -347,6 +347,24 @@ def test_openacc_loop_seq_is_not_shared(gpu) -> None:  # type: ignore[no-untyped
     assert a.totals["fp32"] == pytest.approx(2.0**20)
 
 
+def test_a_metadirective_region_runs_as_the_directive_it_selects(gpu, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # `target` over `metadirective when(device={arch("nvptx")}: teams loop)`: the loop of
+    # 2^20 iterations is shared, as under `target teams loop` (one iteration, one FP32
+    # multiply, per thread); before, every thread of the launch ran the whole loop
+    src = (
+        "#define N (1 << 20)\n"
+        "void scale(const float *a, float *b) {\n"
+        "  #pragma omp target map(to: a[0:N]) map(from: b[0:N])\n"
+        '  #pragma omp metadirective when(device={arch("nvptx")}: teams loop) \\\n'
+        "                            otherwise(parallel loop)\n"
+        "  for (int i = 0; i < N; i++) b[i] = a[i] * 2.0f;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="meta.c")
+    assert a.threads == 2**20
+    assert a.counts.flops["fp32"] == pytest.approx(1.0)
+
+
 def test_openmp_body_in_an_included_header(gpu) -> None:  # type: ignore[no-untyped-def]
     # `#include "omp_host_forms_body.h"` inside the loop: x[i] = a * x[i] + 1.0f is one FMA
     # (2 FP32 FLOP) per iteration; N = 4096 from `#define N 4096  // elements`; x is read

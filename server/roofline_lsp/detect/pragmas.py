@@ -79,10 +79,13 @@ class Pragma:
 
 
 def parse_pragma(text: str) -> Pragma:
-    """Split pragma argument text (``omp target teams map(to: a[0:n]) collapse(2)``)."""
+    """Split pragma argument text (``omp target teams map(to: a[0:n]) collapse(2)``). An
+    OpenMP ``metadirective`` is the directive it selects on a GPU (``_gpu_variant``)."""
     text = re.sub(r"\\\r?\n", " ", text).strip()
     family, _, rest = text.partition(" ")
     family = family.strip()
+    if family == "omp" and re.match(r"(?:begin\s+)?metadirective\b", rest.strip()):
+        return parse_pragma("omp " + _gpu_variant(rest))
     vocab = _OMP_DIRECTIVE_WORDS if family == "omp" else _ACC_DIRECTIVE_WORDS
     words: list[str] = []
     clauses: list[Clause] = []
@@ -117,6 +120,33 @@ def parse_pragma(text: str) -> Pragma:
             continue
         clauses.append(_clause(word, args))
     return Pragma(family, tuple(words), tuple(clauses))
+
+
+# a context selector an offloaded region on a GPU matches: a GPU device (``kind(gpu)``,
+# ``kind(nohost)``, ``arch(nvptx)``/``arch(amdgcn)``) or being inside ``target``
+_GPU_SELECTOR = re.compile(
+    r"kind\s*\(\s*(?:gpu|nohost)\s*\)|arch\s*\(\s*\"?(?:nvptx|amdgcn)|construct\s*=\s*\{[^}]*target"
+)
+
+
+def _gpu_variant(rest: str) -> str:
+    """The directive a ``metadirective when(selector: directive) otherwise(directive)``
+    selects on a GPU: the first ``when`` whose selector a GPU matches, else its
+    ``otherwise`` (or ``default``) directive, else none (an empty directive)."""
+    fallback = ""
+    for c in parse_pragma("omp " + re.sub(r"^\s*(?:begin\s+)?metadirective", "", rest)).clauses:
+        args = c.text[len(c.name) + 1 : -1]  # ``when(<args>)``
+        if c.name == "when":
+            depth = 0
+            for i, ch in enumerate(args):
+                depth += ch in "({[" and 1 or ch in ")}]" and -1 or 0
+                if ch == ":" and depth == 0:
+                    if _GPU_SELECTOR.search(args[:i]):
+                        return args[i + 1 :]
+                    break
+        elif c.name in ("otherwise", "default") and not fallback:
+            fallback = args
+    return fallback
 
 
 @dataclass(frozen=True)

@@ -635,12 +635,14 @@ def _offload_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -
             collapse = int(m.group(0))
     workshare = bool(words & _WORKSHARE)
     for t in _stacked_pragmas(kernel):
-        words |= set(t.split())
-        if _WORKSHARE & set(t.split()):
+        stacked = parse_pragma(t)  # a metadirective: the directive it selects on a GPU
+        words |= set(stacked.words)
+        if _WORKSHARE & set(stacked.words):
             workshare = True
-            m = re.search(r"collapse\s*\(\s*(\d+)\s*\)", t)
-            if m:
-                collapse = max(collapse, int(m.group(1)))
+            for c in stacked.clauses:
+                m = re.fullmatch(r"collapse\s*\(\s*(\d+)\s*\)", c.text)
+                if m:
+                    collapse = max(collapse, int(m.group(1)))
     if workshare and body is not None and body.type in ("for_statement", "while_statement"):
         counter.par.pending_parallel = collapse
         counter.par.pending_distribute = bool(words & {"distribute", "gang", "loop"})
