@@ -30,6 +30,7 @@ from roofline_lsp.estimate.costs import (
     MATH_F32,
     MATH_F64,
 )
+from roofline_lsp.estimate.value_domain import COMPARISONS
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Kernel
 from roofline_lsp.model.numbers import fmt_num
@@ -294,7 +295,7 @@ class PrecisionChecks(KernelContext):
         while parent is not None and parent.type == "parenthesized_expression":
             parent = parent.parent
         op = parent.child_by_field_name("operator") if parent is not None else None
-        if op is not None and op.type in ("<", ">", "<=", ">=", "==", "!="):
+        if op is not None and op.type in COMPARISONS:
             return not _exact_in_float(text(n))
         if line_runs(self.counts, self.offset(n)) is None:
             return True

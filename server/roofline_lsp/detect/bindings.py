@@ -394,7 +394,7 @@ def _member_types(fn: Node, detection: Detection) -> dict[str, str]:
 
 
 def _member_values(
-    fn: Node, detection: Detection, argv: list[str], view: SourceView | None
+    fn: Node, detection: Detection, ctx: HostContext, argv: list[str], view: SourceView | None
 ) -> dict[str, str]:
     """The values a method's data members hold: from the object it is called on
     (``s.step()``, ``p->step()``), constructed where the caller declares it (``Solver s(n,
@@ -416,13 +416,11 @@ def _member_values(
         args = _constructed_with(caller, m.group(1).decode(), cls, m.start())
         if args is None:
             continue
-        sub = _program_context(detection, argv)
-        _bind_callers(caller, detection, sub, argv, 1, view, [])
-        _scan_function(caller, m.start(), sub, argv)
-        inner = _program_context(detection, argv)
+        sub, _start = _caller_scope(caller, m.start(), detection, ctx, argv, 1, view, [])
+        inner = _program_context(detection, argv, ctx.fixed, ctx.device)
         for (_ptype, pname), a in zip(function_params(ctor), args, strict=False):
-            v = sub.eval_value(substitute_host(a, argv, sub.types)) if pname else None
             if pname:
+                v = sub.eval_value(substitute_host(a, argv, sub.types))
                 inner.texts[pname] = repr(v) if v is not None else ""
         inits = next((c for c in ctor.named_children if c.type == "field_initializer_list"), None)
         for init in inits.named_children if inits is not None else []:
@@ -652,18 +650,15 @@ def _call_effects(call: Node, fn: Node, ctx: HostContext, argv: list[str]) -> No
     for (_ptype, pname), a in zip(params, args, strict=False):
         if not pname:
             continue
-        # the fields of a struct passed by reference (``p.n = n``) or by its address
-        # (``p->n = n`` of ``setup(&cfg, n)``): the caller's ``cfg.n``
-        owner, sep = (a.strip(), ".") if pname in refs else ("", "")
-        if (m := _ADDRESS_OF.fullmatch(a)) is not None:
-            owner, sep = m.group(1), "->"
+        owner, prefix = "", ""
         if pname in refs and _IDENT_ONLY.match(a.strip()):
             out[a.strip()] = pname
-        if owner and _IDENT_ONLY.match(owner):
-            prefix = pname + sep
-            for key, value in sub.texts.items():
-                if key.startswith(prefix) and value != before.get(key):
-                    out[f"{owner}.{key[len(prefix) :]}"] = key
+            owner, prefix = a.strip(), pname + "."  # its fields: ``p.n = n``
+        elif (address := _ADDRESS_OF.fullmatch(a)) is not None:
+            owner, prefix = address.group(1), pname + "->"  # ``p->n = n`` of ``setup(&cfg)``
+        for key, value in sub.texts.items() if owner else ():
+            if key.startswith(prefix) and value != before.get(key):
+                out[f"{owner}.{key[len(prefix) :]}"] = key  # the caller's ``cfg.n``
     for name in _globals_set(sub, before):
         out.setdefault(name, name)
     for target, source in out.items():
@@ -1196,6 +1191,26 @@ def _root(node: Node) -> Node:
     return node
 
 
+def _caller_scope(
+    caller: Node,
+    stop: int,
+    detection: Detection,
+    ctx: HostContext,
+    argv: list[str],
+    depth: int,
+    view: SourceView | None,
+    looked: list[str],
+) -> tuple[HostContext, dict[str, str]]:
+    """The host values at byte ``stop`` of host function ``caller`` (a call in it): the
+    file's constants with ``ctx``'s user-given values, what ``caller``'s own callers pass it,
+    and its statements before ``stop``; with the starting values (to tell what it set)."""
+    sub = _program_context(detection, argv, ctx.fixed, ctx.device)
+    start = dict(sub.texts)  # the file's constants and argc
+    _bind_callers(caller, detection, sub, argv, depth, view, looked)
+    _scan_function(caller, stop, sub, argv)
+    return sub, start
+
+
 def _bind_callers(
     fn: Node,
     detection: Detection,
@@ -1235,10 +1250,9 @@ def _bind_callers(
         args = [text(a) for a in (args_node.named_children if args_node else [])]
         if len(args) > len(params):
             continue
-        sub = _program_context(detection, argv, ctx.fixed, ctx.device)
-        start = dict(sub.texts)  # the file's constants and argc
-        _bind_callers(caller, detection, sub, argv, depth + 1, view, looked)
-        _scan_function(caller, call.start_byte, sub, argv)
+        sub, start = _caller_scope(
+            caller, call.start_byte, detection, ctx, argv, depth + 1, view, looked
+        )
         # globals the caller (or its callers) set before the call (``cuda_num_SMs =
         # deviceProp.multiProcessorCount`` in main), other than the file's constants
         for name in _globals_set(sub, start):
@@ -1343,7 +1357,7 @@ def host_context(
             ctx.host_template = _instantiation(fn, detection, view, deduce=True)
             for name, tyt in _member_types(fn, detection).items():
                 ctx.types.setdefault(name, tyt)  # a local or parameter of that name wins
-            for name, value in _member_values(fn, detection, argv, view).items():
+            for name, value in _member_values(fn, detection, ctx, argv, view).items():
                 ctx.texts.setdefault(name, value)
             _map_extents(kernel, detection, ctx, fn)
             if block is not None and grid is not None:

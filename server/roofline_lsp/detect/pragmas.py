@@ -137,10 +137,14 @@ def _gpu_variant(rest: str) -> str:
     for c in parse_pragma("omp " + re.sub(r"^\s*(?:begin\s+)?metadirective", "", rest)).clauses:
         args = c.text[len(c.name) + 1 : -1]  # ``when(<args>)``
         if c.name == "when":
+            # ``selector: directive``, the colon outside the selector's braces and parentheses
             depth = 0
             for i, ch in enumerate(args):
-                depth += ch in "({[" and 1 or ch in ")}]" and -1 or 0
-                if ch == ":" and depth == 0:
+                if ch in "({[":
+                    depth += 1
+                elif ch in ")}]":
+                    depth -= 1
+                elif ch == ":" and depth == 0:
                     if _GPU_SELECTOR.search(args[:i]):
                         return args[i + 1 :]
                     break
