@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from roofline_lsp.syntax.datatypes import DOUBLE, FLOAT, INT, parse_type, promote, type_name
+from roofline_lsp.syntax.datatypes import (
+    COMPLEX,
+    DOUBLE,
+    FLOAT,
+    INT,
+    overload_key,
+    parse_type,
+    promote,
+    spellings,
+    type_name,
+)
 
 
 @pytest.mark.parametrize(
@@ -49,3 +59,18 @@ def test_type_name_drops_qualifiers_and_counts_pointer_levels() -> None:
     assert type_name("static unsigned int") == ("unsigned int", 0)
     assert type_name("volatile float **") == ("float", 2)
     assert type_name("double []") == ("double", 1)
+
+
+def test_overloads_are_keyed_by_their_parameter_types() -> None:
+    assert overload_key("operator+", ["const float3 &", "float3"]) == "operator+(float3,float3)"
+    assert overload_key("operator*", ["float", "struct V3"]) == "operator*(float,V3)"
+    # what a value of each type may be declared as: a vector, a struct, a scalar (an integer
+    # converts to a floating-point parameter: ``2 * v`` calls ``operator*(float, V3)``)
+    assert spellings(parse_type("float4")) == ("float4",)
+    assert "uint4" in spellings(parse_type("uint4"))
+    assert spellings(parse_type("V3")) == ("V3",)
+    assert "float" in spellings(INT)
+    assert spellings(parse_type("float *")) == ()
+    # std::complex is a pair that multiplies as complex, cuFloatComplex (a float2) is not
+    assert parse_type("std::complex<double>").name == COMPLEX
+    assert parse_type("cuFloatComplex").name == ""

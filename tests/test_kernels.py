@@ -328,3 +328,17 @@ def test_an_offload_loop_whose_statement_starts_with_a_pragma_spans_that_stateme
     (k,) = detected(tmp_path, src, "f.cpp").kernels
     assert (k.line, k.end_line) == (2, 6)
     assert k.directive == "target teams distribute | parallel for"
+
+
+def test_a_kernel_s_callees_include_the_operators_it_applies():
+    # the operator's body is part of what the kernel runs: editing it must re-estimate the
+    # kernel (the reuse of unchanged results hashes its callees), as a called function does
+    src = (
+        b"struct V3 { float x, y, z; };\n"
+        b"__device__ V3 operator+(V3 a, V3 b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }\n"
+        b"__device__ V3 operator-(V3 a, V3 b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }\n"
+        b"__global__ void k(const V3 *a, V3 *b) { b[threadIdx.x] = a[0] + a[1]; }\n"
+    )
+    det = detect(src, "ops.cu")
+    assert det.functions["operator+(V3,V3)"].name == "operator+"
+    assert by_name(det)["k"].callees == ("operator+(V3,V3)",)

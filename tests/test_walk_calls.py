@@ -26,3 +26,63 @@ def test_macros_and_device_functions_followed(gpu, tmp_path: Path) -> None:  # t
     assert set(a.counts.followed) >= {"norm2", "SQR", "IDX"}
     # the callee's accesses are bound to the caller's buffer x
     assert {x.buffer for x in a.counts.accesses} == {"x", "y"}
+
+
+def test_an_operator_the_program_defines_runs_its_body(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # nvcc -arch=sm_86 -ptx, FP32 FLOP per thread (an fma counts 2):
+    #   c[i] = 2.f * (a[i] + b[i])   operator+ (3 add.f32), operator*(float, V3) (3 mul.f32): 6
+    #   acc += a[i]                  operator+= (3 add.f32):                                  3
+    #   f[i] = q[i] * s              operator*(float4, float), not (float4, float4): 4 mul:  4
+    # Before: a V3 sum was no arithmetic at all (0 FLOP), a product one FLOP.
+    a = count(
+        gpu,
+        tmp_path,
+        "struct V3 { float x, y, z; };\n"
+        "__device__ V3 operator+(const V3 &a, const V3 &b) {\n"
+        "  return {a.x + b.x, a.y + b.y, a.z + b.z}; }\n"
+        "__device__ V3 operator*(float s, V3 a) { return {s * a.x, s * a.y, s * a.z}; }\n"
+        "__device__ void operator+=(V3 &a, const V3 &b) { a.x += b.x; a.y += b.y; a.z += b.z; }\n"
+        "__device__ float4 operator*(float4 a, float4 b) {\n"
+        "  return make_float4(a.x * b.x * b.x, a.y * b.y * b.y, a.z * b.z * b.z, a.w * b.w); }\n"
+        "__device__ float4 operator*(float4 a, float s) {\n"
+        "  return make_float4(a.x * s, a.y * s, a.z * s, a.w * s); }\n"
+        "__global__ void k(const V3 *a, const V3 *b, V3 *c, V3 *d, const float4 *q, float4 *f,\n"
+        "                  float s) {\n"
+        "  int i = threadIdx.x;\n"
+        "  c[i] = 2.f * (a[i] + b[i]);\n"
+        "  V3 acc = d[i];\n"
+        "  acc += a[i];\n"
+        "  d[i] = acc;\n"
+        "  f[i] = q[i] * s;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(6 + 3 + 4)
+
+
+def test_complex_arithmetic_counts_as_the_compiler_does_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # nvcc -arch=sm_86 -ptx of cuComplex.h and thrust::complex (FLOP, an fma counts 2):
+    #   cuCmulf(x, y)       2 mul.f32 + 2 fma.rn.f32               6 FP32
+    #   cuCaddf(x, y)       2 add.f32                              2 FP32
+    #   cuCabsf(x)          the scaled hypotenuse                 20 FP32
+    #   cuCrealf(x) * 2.f   one mul.f32 of the real part           1 FP32
+    #   z[i] * w[i]         std::complex<double> product:          6 FP64 (not 2: lane by lane)
+    #   z[i] * s            by a real double: 2 mul.f64            2 FP64
+    # Before: the cuComplex calls were unknown functions (0 FLOP), the product 2 FLOP.
+    a = count(
+        gpu,
+        tmp_path,
+        "#include <cuComplex.h>\n"
+        "#include <complex>\n"
+        "__global__ void k(const cuFloatComplex *x, cuFloatComplex *y, float *r,\n"
+        "                  const std::complex<double> *z, std::complex<double> *w, double s) {\n"
+        "  int i = threadIdx.x;\n"
+        "  y[i] = cuCaddf(cuCmulf(x[i], y[i]), x[i]);\n"
+        "  r[i] = cuCabsf(x[i]) + cuCrealf(x[i]) * 2.f;\n"
+        "  w[i] = z[i] * w[i];\n"
+        "  w[i + 1] = z[i] * s;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(6 + 2 + 20 + 1 + 1)
+    assert a.counts.flops["fp64"] == pytest.approx(6 + 2)

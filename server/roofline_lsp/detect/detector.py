@@ -52,6 +52,7 @@ from roofline_lsp.model.kernel import (
     Span,
 )
 from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3
+from roofline_lsp.syntax.datatypes import overload_key
 from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.expr import NAME, declared_name, detached_body, text
 from roofline_lsp.syntax.parsing import captures, language_for_path, parse
@@ -277,21 +278,18 @@ class Detector:
             func = Function(
                 unqualified_name(name), self.path, start_line(fn), Span.of(fn), quals, fn
             )
-            known = self.functions.get(func.name)
-            if known is None or (known.file != self.path and func.file == self.path):
-                self.functions[func.name] = func
+            names = [func.name]
+            if func.name.startswith("operator") and func.name != "operator()" and not _member(fn):
+                # each overload by its parameter types too: ``operator+(float3,float3)``
+                names.append(overload_key(func.name, [t for t, _ in _parameters(fdecl)]))
+            for key in names:
+                known = self.functions.get(key)
+                if known is None or (known.file != self.path and func.file == self.path):
+                    self.functions[key] = func
             return
         if body is None:
             return
-        params = []
-        plist = fdecl.child_by_field_name("parameters")
-        for p in plist.named_children if plist else []:
-            if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
-                continue
-            pname = qualified_declarator_name(p.child_by_field_name("declarator")) or ""
-            ptext = text(p)
-            ptype = ptext[: ptext.rfind(pname)].strip() if pname else ptext
-            params.append((ptype, pname))
+        params = _parameters(fdecl)
         template: tuple[str, ...] = ()
         if fn.parent is not None and fn.parent.type == "template_declaration":
             tpl = fn.parent.child_by_field_name("parameters")
@@ -655,9 +653,18 @@ class Detector:
         out: list[str] = []
         seen: set[str] = set()
         stack = [body] if body is not None else []
+        # operator overloads the bodies may apply (``a + b`` of two ``float3``), by symbol
+        op = len("operator")
+        overloads = [
+            (n, n[op : n.find("(")].encode())
+            for n in self.functions
+            if n.startswith("operator") and n.find("(") > op
+        ]
         while stack and len(out) < 200:
             node = stack.pop()
-            for name in self.calls_in(node):
+            body_text = node.text or b""
+            applied = [n for n, symbol in overloads if symbol in body_text]
+            for name in (*self.calls_in(node), *applied):
                 if name in seen:
                     continue
                 seen.add(name)
@@ -695,3 +702,25 @@ class Detector:
         )
         env.update(local)
         return env
+
+
+def _parameters(fdecl: Node) -> list[tuple[str, str]]:
+    """(type text, name) of each parameter of a function declarator."""
+    params = []
+    plist = fdecl.child_by_field_name("parameters")
+    for p in plist.named_children if plist else []:
+        if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            continue
+        pname = qualified_declarator_name(p.child_by_field_name("declarator")) or ""
+        ptext = text(p)
+        ptype = ptext[: ptext.rfind(pname)].strip() if pname else ptext
+        params.append((ptype, pname))
+    return params
+
+
+def _member(fn: Node) -> bool:
+    """A function defined in a class body (a member operator takes ``this`` first)."""
+    p = fn.parent
+    while p is not None and p.type == "template_declaration":
+        p = p.parent
+    return p is not None and p.type == "field_declaration_list"

@@ -347,6 +347,31 @@ FREE_CALLS = frozenset(
         "cudaDeviceSynchronize",
     ]
 )
+# cuComplex.h (and hipComplex.h) functions: (precision, FLOPs, result) as nvcc compiles them
+# (``nvcc -arch=sm_86 -ptx``): a complex product is 2 mul + 2 fma, a quotient scales both
+# operands first (cuCdivf: 24 FP32 FLOP); the result is complex, real, or the operand part
+COMPLEX_CALLS: dict[str, tuple[str, float, str]] = {
+    **{
+        f"{pre}C{op}{suf}": (prec, flops, "complex")
+        for pre in ("cu", "hip")
+        for suf, prec in (("f", "f32"), ("", "f64"))
+        for op, flops in (("add", 2), ("sub", 2), ("mul", 6), ("fma", 8), ("conj", 0))
+    },
+    **{f"{pre}Cdivf": ("f32", 24, "complex") for pre in ("cu", "hip")},
+    **{f"{pre}Cdiv": ("f64", 36, "complex") for pre in ("cu", "hip")},
+    **{f"{pre}Cabsf": ("f32", 20, "real") for pre in ("cu", "hip")},
+    **{f"{pre}Cabs": ("f64", 32, "real") for pre in ("cu", "hip")},
+    **{
+        f"{pre}C{part}{suf}": (prec, 0, "real")
+        for pre in ("cu", "hip")
+        for suf, prec in (("f", "f32"), ("", "f64"))
+        for part in ("real", "imag")
+    },
+}
+# a product and a quotient of two std::complex / thrust::complex values (FLOPs, as above)
+COMPLEX_PRODUCT = 6.0
+COMPLEX_QUOTIENT = {"f32": 24.0, "f64": 36.0}
+
 ATOMICS = frozenset(
     [
         "atomicAdd",

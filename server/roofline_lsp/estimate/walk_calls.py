@@ -5,6 +5,7 @@ after a few full walks) and expanded macros.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import replace
 
@@ -25,7 +26,17 @@ from roofline_lsp.estimate.value_domain import (
 )
 from roofline_lsp.estimate.walk_groups import GroupWalker
 from roofline_lsp.estimate.walk_state import Frame, InlineSummary
-from roofline_lsp.syntax.datatypes import DOUBLE, FLOAT, HALF, INT, UNKNOWN, VOID, DataType
+from roofline_lsp.syntax.datatypes import (
+    DOUBLE,
+    FLOAT,
+    HALF,
+    INT,
+    UNKNOWN,
+    VOID,
+    DataType,
+    overload_key,
+    spellings,
+)
 from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
 
 MATH_NAMES = set(costs.MATH_F32) | set(costs.MATH_F64)
@@ -163,6 +174,13 @@ class CallWalker(GroupWalker):
         if short in costs.FREE_CALLS or short.startswith(("make_", "__shfl", "__float2", "__int2")):
             ty = conversion_type(short, vals)
             return Val(ty, deps, None)
+        if short in costs.COMPLEX_CALLS:
+            prec, flops, result = costs.COMPLEX_CALLS[short]
+            scalar = FLOAT if prec == "f32" else DOUBLE
+            self.add_flop(scalar, flops, w)
+            if result == "real":
+                return Val(scalar, deps)
+            return Val(DataType(scalar.kind, scalar.size * 2, lanes=2), deps)
         if short in costs.FAST_INTRINSICS:
             f, i = costs.FAST_INTRINSICS[short]
             ty = DOUBLE if short.startswith(("__d", "__fma_rn")) else FLOAT
@@ -195,6 +213,24 @@ class CallWalker(GroupWalker):
         # unknown function: a small cost
         self.add_int(2.0, w)
         return Val(widest_type(vals) if vals else UNKNOWN, deps | {DATA})
+
+    def overloaded(self, op: str, args: list[Node], vals: list[Val]) -> Val | None:
+        """``a + b`` (``op`` ``+``) or ``a += b`` of a struct or vector type that the program
+        defines ``operator+`` (``operator+=``) for, by the operands' types: the operator's
+        body walked with its parameters bound to the operands (``vals``, walked already).
+        None when no operand is of such a type or no overload takes them."""
+        types = [v.type for v in vals]
+        if not any((t.name or t.lanes > 1) and not t.pointer for t in types):
+            return None
+        if len(self.cursor.call_stack) >= self.inputs.settings.max_inline_depth:
+            return None
+        name = "operator" + op
+        for combo in itertools.product(*(spellings(t) for t in types)):
+            key = overload_key(name, list(combo))
+            fnode = self.inputs.functions.get(key)
+            if fnode is not None and key not in self.cursor.call_stack:
+                return self.inline(key, fnode, args, evaluated=vals)
+        return None
 
     def through_pointer(self, ptr: Node, kind: str) -> Val:
         """``*ptr`` as a load or store: ``&a[i]`` is the access ``a[i]``, ``&s.f`` the field,
@@ -341,15 +377,17 @@ class CallWalker(GroupWalker):
         args: list[Node],
         closure: bool = False,
         template_args: Node | None = None,
+        evaluated: list[Val] | None = None,
     ) -> Val:
         """Walk a device function's (``closure``: a lambda's, which sees the enclosing
         function's variables) body with its parameters bound to the call's arguments and
         its numeric template parameters to the call's template arguments (``f<4, 32>(..)``)
-        or their defaults."""
+        or their defaults. ``evaluated``: the arguments' values, already walked (the operands
+        of an overloaded operator)."""
         constants = self.template_constants(fnode, template_args) if not closure else {}
         params = function_params(fnode) if not closure else _lambda_params(fnode)
         outputs = output_params(fnode)
-        vals = [
+        vals = evaluated or [
             self.lvalue(a, "store") if i in outputs and _is_lvalue(a) else self.expr(a)
             for i, a in enumerate(args)
         ]
@@ -416,7 +454,7 @@ class CallWalker(GroupWalker):
         for r in frame.returns:
             deps = deps | r.deps
         val = frame.returns[0].val if len(frame.returns) == 1 else None
-        if ret_t.kind == "unknown" and frame.returns:
+        if ret_t.kind == "unknown" and ret_t.name not in self.inputs.structs and frame.returns:
             ret_t = frame.returns[0].type
         buf = next((r.buffer for r in frame.returns if r.buffer), None)
         result = Val(ret_t, deps, val, buf)

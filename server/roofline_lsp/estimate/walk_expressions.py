@@ -29,6 +29,7 @@ from roofline_lsp.estimate.walk_references import ReferenceWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED
 from roofline_lsp.syntax.datatypes import (
     BOOL,
+    COMPLEX,
     DOUBLE,
     FLOAT,
     INT,
@@ -243,6 +244,9 @@ class ExpressionWalker(ReferenceWalker):
             return Val(BOOL, a.deps | b.deps, fold_binary(op, a.val, b.val, a.deps | b.deps))
         a = self.expr(left)
         b = self.expr(right)
+        called = self.overloaded(op, [left, right], [a, b])
+        if called is not None:
+            return called
         deps = a.deps | b.deps
         val = fold_binary(op, a.val, b.val, deps, integer=a.type.kind == "int" == b.type.kind)
         if val is None and op == "%" and deps and DATA not in deps and not b.deps:
@@ -275,6 +279,14 @@ class ExpressionWalker(ReferenceWalker):
             and self.float_operand(right, b)
         ):
             ty = FLOAT  # ``b[i] = a[i] * 2.0``: one FP32 multiply (``stored_as``)
+        if ty.name == COMPLEX and op in ("*", "/") and a.type.lanes == b.type.lanes == 2:
+            # a product (quotient) of two complex values, not two lane-wise ones
+            scalar = ty.lane()
+            if op == "*":
+                self.add_flop(scalar, costs.COMPLEX_PRODUCT, w)
+            else:
+                self.add_flop(scalar, costs.COMPLEX_QUOTIENT.get(ty.kind, 24.0), w)
+            return Val(ty, deps)
         if ty.is_float:
             if op in ("+", "-", "*"):
                 self.add_flop(ty, 1.0, w)
@@ -423,11 +435,11 @@ class ExpressionWalker(ReferenceWalker):
             if is_var_field:
                 lv = self.field(left, "address")
                 if compound:
-                    self.arith_assign(op, lv.type, r)
+                    self.arith_assign(op, lv.type, r, left, right)
                 return lv
             if compound:
                 cur = self.lvalue(left, "load")
-                self.arith_assign(op, cur.type, r)
+                self.arith_assign(op, cur.type, r, left, right)
             lv = self.lvalue(left, "store")
             self.hold(left, r.deps)
             return Val(lv.type, lv.deps | r.deps, None)
@@ -438,7 +450,7 @@ class ExpressionWalker(ReferenceWalker):
                 self.cursor.scopes[0][name] = Var(r.type, r.deps, r.val, r.space, r.buffer)
                 return r
             if compound:
-                self.arith_assign(op, var.type, r)
+                self.arith_assign(op, var.type, r, left, right)
                 new_val = (
                     fold_binary(op[:-1], var.val, r.val, var.deps | r.deps)
                     if var.val is not None
@@ -466,7 +478,14 @@ class ExpressionWalker(ReferenceWalker):
         self.expr(left)
         return r
 
-    def arith_assign(self, op: str, t: DataType, r: Val) -> None:
+    def arith_assign(
+        self, op: str, t: DataType, r: Val, left: Node | None = None, right: Node | None = None
+    ) -> None:
+        """The arithmetic of ``left op= right`` on a value of type ``t``: a user's
+        ``operator+=`` when the types have one, else the operation in ``t``'s precision."""
+        lhs = Val(t, frozenset({DATA}))  # it changes from call to call: never hoisted
+        if left and right and self.overloaded(op, [left, right], [lhs, r]) is not None:
+            return
         base = op[:-1]
         w = self.cursor.w
         if t.pointer:  # ``p += w``: a 64-bit address add, whatever p points to

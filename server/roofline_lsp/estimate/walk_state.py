@@ -253,6 +253,9 @@ class WalkerBase:
     def in_macro(self, name: str, tree: Node, expression: bool) -> Val:
         raise NotImplementedError
 
+    def overloaded(self, op: str, args: list[Node], vals: list[Val]) -> Val | None:
+        raise NotImplementedError
+
     def stmt(self, node: Node) -> float:
         raise NotImplementedError
 

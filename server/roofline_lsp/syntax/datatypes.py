@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 # kinds: "f64" "f32" "f16" "int" "bool" "void" "struct" "unknown"
+COMPLEX = "complex"  # the name of a C++ complex type (its product is not lane by lane)
 FLOAT_KINDS = ("f64", "f32", "f16")
 PRECISION_OF_KIND = {"f64": "fp64", "f32": "fp32", "f16": "fp16"}
 
@@ -224,7 +225,8 @@ def parse_type(text: str, aliases: Mapping[str, str] | None = None, _depth: int 
     if base is None:
         base = UNKNOWN
     if "complex" in text and base.kind in FLOAT_KINDS and base.lanes == 1:
-        base = DataType(base.kind, base.size * 2, lanes=2)
+        # std::complex<double>, thrust::complex<float>: a pair that multiplies as complex
+        base = DataType(base.kind, base.size * 2, lanes=2, name=COMPLEX)
     if pointer:
         return DataType(base.kind, base.size, base.pointer + pointer, base.lanes, base.name)
     return base
@@ -246,6 +248,46 @@ def _base(word: str, aliases: Mapping[str, str] | None, depth: int) -> DataType 
         if target is not None and target != word:
             return parse_type(target, aliases, depth + 1)
     return None
+
+
+# how C++ spells an element type, for picking an operator overload by its parameter types
+_SPELLINGS: dict[tuple[str, int], tuple[str, ...]] = {
+    ("f32", 4): ("float",),
+    ("f64", 8): ("double",),
+    ("f16", 2): ("half", "__half"),
+    ("int", 1): ("char", "uchar", "unsigned char"),
+    ("int", 2): ("short", "ushort", "unsigned short"),
+    ("int", 4): ("int", "uint", "unsigned int", "unsigned"),
+    ("int", 8): ("long", "ulong", "longlong", "ulonglong", "size_t"),
+}
+
+
+def overload_key(name: str, param_types: list[str]) -> str:
+    """The key of one overload of operator ``name`` by its parameters' type texts:
+    ``overload_key("operator+", ["const float3 &", "float3"])`` -> ``operator+(float3,float3)``."""
+    parts = []
+    for t in param_types:
+        words, stars = type_name(t)
+        parts.append(words + "*" * stars)
+    return f"{name}({','.join(parts)})"
+
+
+def spellings(t: DataType) -> tuple[str, ...]:
+    """The type names a value of type ``t`` may be declared with (a struct's name, a vector
+    type's ``float3``, a scalar's ``float``): the parameter types of the overloads it
+    matches. An integer scalar converts to a floating-point parameter too (``2 * v``)."""
+    if t.pointer:
+        return ()
+    if t.name:
+        return (t.name,)
+    scalar = _SPELLINGS.get((t.kind, t.size // t.lanes), ())
+    if t.lanes > 1:
+        if t.kind == "f16" and t.lanes == 2:
+            return ("half2", "__half2")
+        return tuple(f"{s}{t.lanes}" for s in scalar if " " not in s and s != "size_t")
+    if t.kind == "int":
+        return (*scalar, "float", "double")
+    return scalar
 
 
 def promote(a: DataType, b: DataType) -> DataType:
