@@ -3,7 +3,8 @@ C (``syntax/carith.py``), means of thread-dependent values fold only where that 
 
 from __future__ import annotations
 
-from roofline_lsp.estimate.value_domain import fold_binary
+from roofline_lsp.estimate.value_domain import DATA, Val, fold_binary, fold_call
+from roofline_lsp.syntax.datatypes import FLOAT
 
 EXACT: frozenset[str] = frozenset()
 MEAN = frozenset({"tx"})
@@ -29,3 +30,13 @@ def test_means_fold_only_where_linear() -> None:
     assert fold_binary("*", 127.5, 2, MEAN) == 255.0
     assert fold_binary("%", 127.5, 32, MEAN) is None  # not linear: unknown
     assert fold_binary("&", 127.5, 31, MEAN) is None
+
+
+def test_floor_and_ceil_fold_on_a_mean_but_not_on_data() -> None:
+    # the row a block starts at, floorf(blockIdx.y * 16 * 1000 / 1500.f): mean 490.67
+    assert fold_call("floor", [Val(FLOAT, frozenset({"by"}), 490.67)]) == 490.0
+    assert fold_call("ceil", [Val(FLOAT, frozenset({"by"}), 501.33)]) == 502.0
+    assert fold_call("floor", [Val(FLOAT, frozenset({"by", DATA}), 3.5)]) is None
+    # not linear on a spread: min(i, n) of a thread's i is not min of the mean
+    assert fold_call("min", [Val(FLOAT, MEAN, 127.5), Val(FLOAT, EXACT, 100.0)]) is None
+    assert fold_call("min", [Val(FLOAT, EXACT, 127.5), Val(FLOAT, EXACT, 100.0)]) == 100.0

@@ -363,3 +363,29 @@ def test_an_inner_parallel_loop_bounded_per_team_runs_the_team_s_chunk(gpu, tmp_
         "thread range",
     )
     assert sum(b.footprint for b in a.memory.buffers) == pytest.approx(2 * 4 * 2**20)
+
+
+def test_a_block_s_share_of_rows_from_floor_and_ceil(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Each block of 16 output rows stages the input rows it maps to (a 1000 -> 1500 zoom):
+    # rows floorf(16 * by * 1000 / 1500.f) to ceilf(16 * (by + 1) * 1000 / 1500.f), about
+    # 10.7 + 1; on the means of blockIdx.y (46 of 0..92): floor(490.67) = 490 and
+    # ceil(501.33) = 502, 12 rows for the 16 threads of a column: from the mean start
+    # threadIdx.y = 7.5, (12 - 7.5) / 16 + 0.5 (a block-stride loop's last partial trip) =
+    # 0.78 trips per thread (exactly: 12 of 16 threads run one, 0.75), not the default 16.
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *in, float *out, int ih, int oh) {\n"
+        "  __shared__ float tile[1024];\n"
+        "  int first = floorf((blockIdx.y * blockDim.y * ih) / (float)oh);\n"
+        "  int last = ceilf(((blockIdx.y + 1) * blockDim.y * ih) / (float)oh);\n"
+        "  for (int r = threadIdx.y; r < last - first; r += blockDim.y)\n"
+        "    tile[r] = in[(first + r) * 64 + threadIdx.x];\n"
+        "  __syncthreads();\n"
+        "  out[(blockIdx.y * blockDim.y + threadIdx.y) * 64 + threadIdx.x] = tile[threadIdx.y];\n"
+        "}\n"
+        "int main() { float *in, *out; k<<<dim3(1, 93), dim3(64, 16)>>>(in, out, 1000, 1500); }\n",
+    )
+    trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
+    assert trips["r"][1] == "grid-stride"
+    assert trips["r"][0] == pytest.approx(0.78, abs=0.01)

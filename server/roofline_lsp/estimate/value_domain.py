@@ -263,7 +263,14 @@ def widest_type(vals: list[Val]) -> DataType:
 
 
 def fold_call(name: str, vals: list[Val]) -> float | None:
-    if not vals or any(v.val is None or v.deps for v in vals):
+    """A call of a math function on exact values; ``floor``/``ceil`` also on the mean of a
+    value that depends on the thread or block (``floorf(blockIdx.y * 16 * ih / (float)oh)``:
+    the row a block starts at), as the linear operators fold (``fold_binary``)."""
+    if not vals or any(v.val is None for v in vals):
+        return None
+    if any(v.deps for v in vals) and (
+        name not in ("floor", "ceil") or any(DATA in v.deps for v in vals)
+    ):
         return None
     xs = [v.val for v in vals if v.val is not None]
     try:
