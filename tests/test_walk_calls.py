@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from counting_helpers import LAUNCH, count
 
+from roofline_lsp.estimate import costs
+
 
 def test_macros_and_device_functions_followed(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     a = count(
@@ -86,3 +88,23 @@ def test_complex_arithmetic_counts_as_the_compiler_does_it(gpu, tmp_path: Path) 
     )
     assert a.counts.flops["fp32"] == pytest.approx(6 + 2 + 20 + 1 + 1)
     assert a.counts.flops["fp64"] == pytest.approx(6 + 2)
+
+
+def test_pow_of_a_float_and_an_integer_is_double(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # C++ makes pow(float, int) pow(double, double) (an integer argument promotes): nvcc
+    # compiles b[i] = pow(a[i], 2) in FP64 (PTX: 127 FP64 FLOP, no FP32); pow(a[i], 2.5f) is
+    # the float overload (62 FP32). The estimate books the first as fp64, the second as fp32.
+    a = count(
+        gpu,
+        tmp_path,
+        "#include <math.h>\n"
+        "__global__ void k(const float *a, float *b) {\n"
+        "  int i = threadIdx.x;\n"
+        "  b[i] = pow(a[i], 2);\n"
+        "  b[i + 1] = pow(a[i], 2.5f);\n"
+        "}\n",
+        **LAUNCH,
+    )
+    fp64_side = costs.F64_FP32_SIDE.get("pow", 0.0)  # FP32 work inside the fp64 sequence
+    assert a.counts.flops["fp64"] == pytest.approx(costs.MATH_F64["pow"][0])
+    assert a.counts.flops["fp32"] == pytest.approx(costs.MATH_F32["pow"][0] + fp64_side)

@@ -324,3 +324,26 @@ def test_a_block_s_share_chosen_per_block_takes_the_value_most_blocks_take(
     # a lane-dependent choice keeps no value: which lanes take which side is not a share
     lane = count(gpu, tmp_path, src.replace("blockIdx.x == gridDim.x - 1", "threadIdx.x == 0"))
     assert [loop.source for loop in lane.counts.loops] == ["default"]
+
+
+def test_a_compound_assignment_of_a_double_into_a_float_runs_in_double(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # nvcc -arch=sm_86 -ptx, per thread:
+    #   s += a[i] * 0.25   s = (float)((double)s + (double)a[i] * 0.25): fma.rn.f64  2 FP64
+    #   s += 0.5           a constant exact in float: add.f32                        1 FP32
+    #   s *= a[i + 1]      float by float: mul.f32                                   1 FP32
+    # Before: the add of the first counted in the float it is stored into (1 FP32 + 1 FP64).
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *a, float *b) {\n"
+        "  int i = threadIdx.x;\n"
+        "  float s = b[i];\n"
+        "  s += a[i] * 0.25;\n"
+        "  s += 0.5;\n"
+        "  s *= a[i + 1];\n"
+        "  b[i] = s;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp64"] == pytest.approx(2)
+    assert a.counts.flops["fp32"] == pytest.approx(2)

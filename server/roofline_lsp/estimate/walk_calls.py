@@ -649,7 +649,9 @@ def math_function(short: str, vals: list[Val]) -> tuple[str | None, str]:
     if name in MATH_NAMES:
         arg_t = widest_type(vals) if vals else DOUBLE
         prec = "f32" if arg_t.kind == "f32" or arg_t.kind == "f16" else "f64"
-        if arg_t.kind == "int":
+        if arg_t.kind == "int" or (len(vals) > 1 and any(v.type.kind == "int" for v in vals)):
+            # an integer argument makes C++'s overload double (``pow(x, 2)`` of a float x
+            # is ``pow(double, double)``: nvcc compiles it in FP64); C's is double anyway
             prec = "f64" if name not in ("min", "max", "abs") else "f32"
         return name, prec
     if name.endswith("f") and name[:-1] in MATH_NAMES:

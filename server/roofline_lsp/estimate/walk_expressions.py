@@ -492,6 +492,11 @@ class ExpressionWalker(ReferenceWalker):
             self.add_int(costs.INT_OP * 2, w)
         elif t.is_float or (t.kind == "unknown" and r.type.is_float):
             tt = t if t.is_float else r.type
+            if t.is_float and r.type.kind == "f64" and t.kind != "f64" and right is not None:
+                # ``s += a[i] * 0.25`` is ``s = s + (double)``: the add runs in double,
+                # unless the double is a float widened or a constant exact in float
+                # (``s += 0.5``: the compiler keeps it in float, as ``stored_as``)
+                tt = t if self.float_operand(right, r) else r.type
             if base == "/":
                 if r.val is not None and is_pow2(r.val):
                     self.add_flop(tt, 1.0, w)
