@@ -108,3 +108,32 @@ def test_pow_of_a_float_and_an_integer_is_double(gpu, tmp_path: Path) -> None:  
     fp64_side = costs.F64_FP32_SIDE.get("pow", 0.0)  # FP32 work inside the fp64 sequence
     assert a.counts.flops["fp64"] == pytest.approx(costs.MATH_F64["pow"][0])
     assert a.counts.flops["fp32"] == pytest.approx(costs.MATH_F32["pow"][0] + fp64_side)
+
+
+def test_a_macro_casting_a_local_keeps_the_cast(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # H2F(ir) is static_cast<float>(ir) of a half: the sum of two is one FP32 add, and the
+    # template sigmoid of it runs in float: exp (costs.MATH_F32), 1 + e (1 add), 1 / (..)
+    # (an IEEE division). nvcc: no FP64 (before: H2F(ir) was a comparison, a bool, and the
+    # sigmoid of it an FP64 exp of an integer).
+    a = count(
+        gpu,
+        tmp_path,
+        "#include <cuda_fp16.h>\n"
+        "#define H2F(input) static_cast<float>(input)\n"
+        "template <typename T>\n"
+        "__device__ T sigmoid(T in) {\n"
+        "  T one = static_cast<T>(1.0);\n"
+        "  return one / (one + exp(-in));\n"
+        "}\n"
+        "__global__ void k(const half *a, float *b) {\n"
+        "  int i = threadIdx.x;\n"
+        "  half ir = a[i];\n"
+        "  half hr = a[i + 1];\n"
+        "  b[i] = sigmoid(H2F(ir) + H2F(hr));\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp64"] == 0
+    assert a.counts.flops["fp32"] == pytest.approx(
+        1 + costs.MATH_F32["exp"][0] + 1 + costs.MATH_F32["div"][0]
+    )

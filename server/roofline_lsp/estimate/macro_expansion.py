@@ -26,10 +26,18 @@ def substitute_macro(body: str, params: tuple[str, ...], args: list[str]) -> str
         return body
     # ``((x)*(n)+(y))`` with variables for x, n, y: ``(n)+(y)`` parses as a cast of ``+(y)``
     # to a type ``n``, so a parameter's parentheses go when its argument is a plain name or
-    # number (not a type: ``((T)(v))`` stays a cast)
+    # number (not a type: ``((T)(v))`` stays a cast), unless they are a call's
+    # (``static_cast<float>(x)``, ``f(x)``, ``a[i](x)``)
     bare = "|".join(re.escape(p) for p, a in mapping.items() if _plain_value(a))
     if bare:
-        body = re.sub(r"\(\s*(" + bare + r")\s*\)", r" \1 ", body)
+
+        def unwrap(m: re.Match[str]) -> str:
+            before = body[: m.start()].rstrip()
+            if before and (before[-1].isalnum() or before[-1] in "_>])"):
+                return m.group(0)
+            return f" {m.group(1)} "
+
+        body = re.sub(r"\(\s*(" + bare + r")\s*\)", unwrap, body)
     pattern = re.compile(r"#?\b(" + "|".join(re.escape(p) for p in mapping) + r")\b")
 
     def rep(m: re.Match[str]) -> str:
