@@ -134,3 +134,34 @@ def test_host_memory_the_region_writes_is_no_host_value(gpu, tmp_path: Path) -> 
     )
     a = count(gpu, tmp_path, src, name="w.cpp")
     assert [(lp.var, lp.trips, lp.source) for lp in a.counts.loops][-1] == ("k", 16, "default")
+
+
+def test_a_vector_s_size_and_a_pointer_s_target_are_host_values(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # std::vector<float> w(m) sized by the host: the region's loop to w.size(), to a local
+    # sz = w.size() and to *cnt after `*cnt = m` each run m = 300 trips (600 FP32 FLOP per
+    # iteration: v * 0.99f + b[k] is one FMA), not the default for a bound read from memory;
+    # after w.resize(200) the size is 200 (400 FLOP), after a push_back it is unknown
+    def region(bound: str) -> str:
+        return (
+            "  #pragma omp target teams distribute parallel for map(tofrom: a[0:n])\n"
+            "  for (int i = 0; i < n; i++) { float v = a[i];\n"
+            f"    for (int k = 0; k < {bound}; k++) v = v * 0.99f + b[k]; a[i] = v; }}\n"
+        )
+
+    def flops(body: str) -> float:
+        src = (
+            "#include <cstdlib>\n#include <vector>\n"
+            "int main() {\n"
+            "  int n = 1 << 20;\n  int m = 300;\n"
+            "  std::vector<float> v(n), w(m);\n"
+            "  float *a = v.data();\n  float *b = w.data();\n" + body + "}\n"
+        )
+        return float(count(gpu, tmp_path, src, name="v.cpp").counts.flops["fp32"])
+
+    assert flops(region("w.size()")) == pytest.approx(600)
+    assert flops("  int sz = w.size();\n" + region("sz")) == pytest.approx(600)
+    pointed = "  int *cnt = (int *)malloc(sizeof(int));\n  *cnt = m;\n"
+    assert flops(pointed + region("*cnt")) == pytest.approx(600)
+    assert flops("  w.resize(200);\n" + region("w.size()")) == pytest.approx(400)
+    default = flops("  w.push_back(1.f);\n" + region("w.size()"))
+    assert default != pytest.approx(600)  # changed at run time: no longer the host's m

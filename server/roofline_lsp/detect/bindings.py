@@ -507,6 +507,10 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
     for read in _read_at_run_time(node):
         for name in [k for k in ctx.texts if k == read or k.startswith(read + ".")]:
             _assign(ctx, name, "", argv)
+    for obj, method, arg in _RESIZE.findall(text(node)) if node.type != "declaration" else ():
+        if f"{obj}.size()" in ctx.texts:
+            # w.resize(k) sets the size; push_back, insert, clear... change it at run time
+            _assign(ctx, f"{obj}.size()", arg if method == "resize" and depth == 0 else "", argv)
     query = _DEVICE_QUERY.search(text(node)) if node.type == "expression_statement" else None
     if query is not None:
         # ``cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)``
@@ -551,6 +555,9 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                         for i, element in enumerate(inner):
                             _assign(ctx, f"{name}[{i}]", text(element), argv)
                         continue
+                    if "vector" in ty and v.type == "argument_list" and inner:
+                        # std::vector<float> w(m): w.size() is m
+                        _assign(ctx, f"{name}.size()", text(inner[0]), argv)
                     if len(inner) == 1:
                         vt = text(inner[0])
                     else:
@@ -562,6 +569,12 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             elif d.type == "function_declarator" and "dim3" in ty:
                 params = d.child_by_field_name("parameters")
                 _assign_dim3(ctx, name, text(params), argv)
+            elif d.type == "function_declarator" and "vector" in ty:
+                # std::vector<float> w(m) (parsed as a declaration of a function w)
+                params = d.child_by_field_name("parameters")
+                first = params.named_children[0] if params is not None else None
+                if first is not None:
+                    _assign(ctx, f"{name}.size()", text(first), argv)
             elif d.type == "array_declarator":
                 size = _array_elements(d)
                 if size is not None:
@@ -887,6 +900,12 @@ def _target(left: Node) -> str | None:
     store through another pointer to the same struct is not seen)."""
     if left.type == "identifier":
         return text(left)
+    if left.type == "pointer_expression":  # *cnt = m: what cnt points at, cnt[0]
+        op = left.child_by_field_name("operator")
+        arg = left.child_by_field_name("argument")
+        if op is not None and op.type == "*" and arg is not None and arg.type == "identifier":
+            return f"{text(arg)}[0]"
+        return None
     if left.type == "subscript_expression":  # an element of a local array: sizes[1]
         arr = left.child_by_field_name("argument")
         idx = left.child_by_field_name("index") or next(
@@ -1476,6 +1495,11 @@ def _point_at(ctx: HostContext, src: HostContext, pointer: str, arg: str) -> Non
 
 
 _ADDRESS_OF = re.compile(r"\s*&\s*([A-Za-z_]\w*)\s*")
+# calls that change a std::vector's size (``w.resize(k)``: its first argument, the new size)
+_RESIZE = re.compile(
+    r"\b([A-Za-z_]\w*)\s*\.\s*(resize|push_back|emplace_back|insert|erase|clear|assign"
+    r"|pop_back|swap)\s*\(([^,()]*)"
+)
 
 
 def pointer_base(arg: str) -> str:

@@ -103,6 +103,11 @@ class CallWalker(GroupWalker):
             elif fn.type == "field_expression":
                 fname = text(fn.child_by_field_name("field"))
                 obj = fn.child_by_field_name("argument")
+                if fname == "size" and not args and obj is not None and obj.type == "identifier":
+                    # w.size() in an offload region: the size the host gave the vector
+                    host = self.host_value(text(obj), f"{text(obj)}.size()")
+                    if host is not None:
+                        return Val(INT, NOTHING, host)
                 if obj is not None and fname not in ("sync",):
                     self.expr(obj)
             else:

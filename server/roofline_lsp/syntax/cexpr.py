@@ -350,6 +350,8 @@ def evaluate(
         return evaluate(value, env, _depth + 1, functions=functions)
 
     def call(name: str, args: list[float]) -> float | None:
+        if not args and "." in name:  # w.size() of a std::vector the host sized
+            return lookup(name + "()")
         fn = _function(functions, name) if functions else None
         if fn is None or len(args) != len(fn.params):
             return None
@@ -368,7 +370,7 @@ def evaluate(
             return r
         return cast(r, fn.integer_result)
 
-    parser = _Parser(tokens, lookup, call if functions else None)
+    parser = _Parser(tokens, lookup, call)
     try:
         result = parser.expr()
         if parser.i != len(tokens):
