@@ -165,3 +165,30 @@ def test_a_vector_s_size_and_a_pointer_s_target_are_host_values(gpu, tmp_path: P
     assert flops("  w.resize(200);\n" + region("w.size()")) == pytest.approx(400)
     default = flops("  w.push_back(1.f);\n" + region("w.size()"))
     assert default != pytest.approx(600)  # changed at run time: no longer the host's m
+
+
+def test_sscanf_a_returned_struct_and_a_std_array_are_host_values(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # With the program run as `prog 1048576 300`: q from sscanf(argv[2], "%d", &q), p.iters
+    # of `Params p = make_params(argc, argv)` (the fields of the struct it returns) and
+    # dims[1] of `std::array<int, 2> dims = {n, m}` are all 300: 300 FMAs per iteration
+    # (600 FP32 FLOP), not the default for an unknown bound
+    def flops(decl: str, bound: str) -> float:
+        src = (
+            "#include <cstdio>\n#include <cstdlib>\n#include <array>\n"
+            "struct Params { int n; int iters; };\n"
+            "Params make_params(int argc, char **argv) {\n"
+            "  Params p;\n  p.n = atoi(argv[1]);\n  p.iters = atoi(argv[2]);\n  return p;\n}\n"
+            "int main(int argc, char **argv) {\n"
+            "  int n = atoi(argv[1]);\n  int m = atoi(argv[2]);\n"
+            "  float *a = (float *)malloc(sizeof(float) * n);\n" + decl + "\n"
+            "  #pragma omp target teams distribute parallel for map(tofrom: a[0:n])\n"
+            "  for (int i = 0; i < n; i++) { float v = a[i];\n"
+            f"    for (int k = 0; k < {bound}; k++) v = v * 0.99f + 1.f; a[i] = v; }}\n"
+            "}\n"
+        )
+        estimate = count(gpu, tmp_path, src, name="s.cpp", args="1048576 300")
+        return float(estimate.counts.flops["fp32"])
+
+    assert flops('  int q;\n  sscanf(argv[2], "%d", &q);', "q") == pytest.approx(600)
+    assert flops("  Params p = make_params(argc, argv);", "p.iters") == pytest.approx(600)
+    assert flops("  std::array<int, 2> dims = {n, m};", "dims[1]") == pytest.approx(600)

@@ -548,10 +548,10 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                     if (
                         v.type == "initializer_list"
                         and array is not None
-                        and array.type == "array_declarator"
+                        and (array.type == "array_declarator" or "array<" in ty)
                         and len(inner) <= _ARRAY_VALUES
                     ):
-                        # const int sizes[] = {256, 1024}: sizes[1] is 1024
+                        # const int sizes[] = {256, 1024}: sizes[1] is 1024 (a std::array too)
                         for i, element in enumerate(inner):
                             _assign(ctx, f"{name}[{i}]", text(element), argv)
                         continue
@@ -566,6 +566,8 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                         continue
                 _assign(ctx, name, vt, argv)
                 _point_at(ctx, ctx, name, vt)
+                if v.type == "call_expression":
+                    _call_effects(v, fn, ctx, argv, result=name)
             elif d.type == "function_declarator" and "dim3" in ty:
                 params = d.child_by_field_name("parameters")
                 _assign_dim3(ctx, name, text(params), argv)
@@ -582,6 +584,7 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
     else:
         e = node.named_children[0] if node.named_children else None
         if e is not None and e.type == "call_expression":
+            _scanned(e, ctx, argv)
             _call_effects(e, fn, ctx, argv)
         if e is not None and e.type == "update_expression":
             arg = e.child_by_field_name("argument")
@@ -626,11 +629,15 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
 _EFFECT_DEPTH = [0]
 
 
-def _call_effects(call: Node, fn: Node, ctx: HostContext, argv: list[str]) -> None:
+def _call_effects(
+    call: Node, fn: Node, ctx: HostContext, argv: list[str], result: str | None = None
+) -> None:
     """What a call to a host function of the file sets for its caller: the variables
     passed to its reference parameters (``void getParams(int &n)``) and the globals it
     assigns (``cuda_num_SMs = deviceProp.multiProcessorCount`` in ``setup_main()``), from
-    running its statements with the call's arguments; unknown where they are not known."""
+    running its statements with the call's arguments; unknown where they are not known.
+    ``result``: the caller's variable the call initialises (``Params p = make(argc, argv)``),
+    which gets the fields of the local struct the function returns."""
     name_node = call.child_by_field_name("function")
     if name_node is None or name_node.type != "identifier" or _EFFECT_DEPTH[0] >= 2:
         return
@@ -639,7 +646,8 @@ def _call_effects(call: Node, fn: Node, ctx: HostContext, argv: list[str]) -> No
     callee = known.node if known is not None else _definition(_root(fn), text(name_node))
     if callee is None or callee == fn or callee.type != "function_definition":
         return
-    if not _sets_outside(callee):
+    returned = _returned_name(callee) if result is not None else None
+    if returned is None and not _sets_outside(callee):
         return
     args_node = call.child_by_field_name("arguments")
     args = [text(a) for a in (args_node.named_children if args_node else [])]
@@ -674,9 +682,36 @@ def _call_effects(call: Node, fn: Node, ctx: HostContext, argv: list[str]) -> No
                 out[f"{owner}.{key[len(prefix) :]}"] = key  # the caller's ``cfg.n``
     for name in _globals_set(sub, before):
         out.setdefault(name, name)
+    if returned is not None:  # p.iters of ``return p;``
+        for key in [k for k in sub.texts if k.startswith(returned + ".")]:
+            out[f"{result}{key[len(returned) :]}"] = key
     for target, source in out.items():
         v = sub.value(source)
         _assign(ctx, target, repr(v) if v is not None else "", argv)
+
+
+def _scanned(call: Node, ctx: HostContext, argv: list[str]) -> None:
+    """``sscanf(argv[2], "%d", &q)``: q is the program argument (one conversion of one
+    argument; anything else a scan sets is known only at run time)."""
+    name = call.child_by_field_name("function")
+    args_node = call.child_by_field_name("arguments")
+    if name is None or text(name) != "sscanf" or args_node is None:
+        return
+    args = [text(a) for a in args_node.named_children]
+    targets = [m.group(1) for a in args[2:] if (m := _ADDRESS_OF.fullmatch(a)) is not None]
+    one = len(args) == 3 and len(targets) == 1 and _ARGV_BARE.fullmatch(args[0].strip())
+    for t in targets:
+        _assign(ctx, t, args[0] if one else "", argv)
+
+
+def _returned_name(fn: Node) -> str | None:
+    """The local a host function returns (``return p;``, its last statement), if any."""
+    body = fn.child_by_field_name("body")
+    last = body.named_children[-1] if body is not None and body.named_children else None
+    if last is None or last.type != "return_statement" or not last.named_children:
+        return None
+    value = last.named_children[0]
+    return text(value) if value.type == "identifier" else None
 
 
 def _globals_set(scope: HostContext, before: Mapping[str, str]) -> list[str]:
