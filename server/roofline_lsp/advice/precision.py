@@ -5,6 +5,7 @@ the hot loops of compute-bound kernels (RL004).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -196,17 +197,47 @@ class PrecisionChecks(KernelContext):
                 "parenthesized_expression",
             )
             xx = f"{x} * {x}" if simple else f"({x}) * ({x})"
+            # pow(x, 2) of a float with an int or double exponent is C++'s pow(double,
+            # double): the square stays in double (exact for a float), so the result does not
+            # change
+            widened = (
+                call_name(n) == "pow"
+                and text(args[1]).replace(" ", "") in ("2", "2.0", "2.")
+                and self._float_name(base)
+            )
+            if widened:
+                xx = f"(double){xx}"
             if n.parent is None or n.parent.type not in _NO_PARENS_NEEDED:
                 xx = f"({xx})"
+            what = (
+                "runs the double-precision power function (an integer or double exponent "
+                "makes C++ pick pow(double, double) for a float)"
+                if widened
+                else "runs the general power function (exp/log, tens of instructions per call)"
+            )
             self.add(
                 "RL003",
                 n,
-                f"`{text(n)}` runs the general power function (exp/log, tens of "
-                f"instructions per call); `{xx}` is one multiply.",
+                f"`{text(n)}` {what}; `{xx}` is one multiply.",
                 severity,
                 Fix(f"Replace with `{xx}`", (TextEdit(n.start_byte, n.end_byte, xx),)),
                 gain=gain,
             )
+
+    def _float_name(self, base: Node) -> bool:
+        """``base`` (``x``, ``x[i]``, ``p.x``) names a variable declared float or half."""
+        root = base
+        while root.type in ("subscript_expression", "field_expression"):
+            root = root.child_by_field_name("argument") or root
+            if root is base:
+                return False
+        if root.type != "identifier":
+            return False
+        return bool(_FLOATISH.search(self.element_types.get(text(root), "")))
+
+    @functools.cached_property
+    def element_types(self) -> dict[str, str]:
+        return _element_types(self.k)
 
     # RL004 ---------------------------------------------------------------------------------
     def slow_math(self) -> None:
@@ -365,6 +396,23 @@ def _in(prec: str, flops: float, ints: float) -> Ops:
 
 
 _INTEGER_TYPE = re.compile(r"\b(?:int|long|short|unsigned|signed|size_t|u?int\d+_t|char)\b")
+
+
+_FLOATISH = re.compile(r"\b(?:float|half|__half)\b")
+
+
+def _element_types(kernel: Kernel) -> dict[str, str]:
+    """The declared type text of each name in the kernel's function, pointers included
+    (``const float *x``: ``float``), by name: the last declaration wins."""
+    fn = kernel_function(kernel) or (kernel.node if kernel.node is not None else kernel.body)
+    out: dict[str, str] = {}
+    for d in walk(fn) if fn is not None else ():
+        if d.type in ("declaration", "parameter_declaration", "field_declaration"):
+            t = d.child_by_field_name("type")
+            for c in d.children_by_field_name("declarator") if t is not None else ():
+                if name := declared_name(c):
+                    out[name] = text(t)
+    return out
 
 
 def _declared_types(kernel: Kernel) -> dict[str, str]:
