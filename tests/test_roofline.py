@@ -567,3 +567,23 @@ def test_an_offload_region_in_a_template_counts_in_the_type_its_call_gives(gpu, 
     assert not a.assumed_types
     assert (a.counts.flops["fp64"], a.counts.flops["fp32"]) == (2, 0)
     assert a.memory.references == 24 * (1 << 20)
+
+
+def test_an_offload_region_sees_the_host_s_const_literals_as_constants(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # clang -fopenmp --offload-arch=sm_86: `const double dt = 0.5` folds into the region, so
+    # b[i] = a[i] * dt is one mul.f32; `double c = 0.5` (not const) is captured and passed:
+    # mul.rn.f64. Per iteration: 1 FP32 FLOP, 1 FP64 FLOP.
+    src = (
+        "#include <cstdlib>\n"
+        "int main() {\n"
+        "  int n = 1 << 20;\n"
+        "  const double dt = 0.5;\n"
+        "  double c = 0.5;\n"
+        "  float *a = (float *)malloc(4 * n), *b = (float *)malloc(8 * n);\n"
+        "  #pragma omp target teams distribute parallel for map(to: a[0:n]) map(from: b[0:2*n])\n"
+        "  for (int i = 0; i < n; i++) { b[i] = a[i] * dt; b[n + i] = a[i] * c; }\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="c.cpp")
+    assert a.counts.flops["fp32"] == pytest.approx(1)
+    assert a.counts.flops["fp64"] == pytest.approx(1)

@@ -347,3 +347,29 @@ def test_a_compound_assignment_of_a_double_into_a_float_runs_in_double(gpu, tmp_
     )
     assert a.counts.flops["fp64"] == pytest.approx(2)
     assert a.counts.flops["fp32"] == pytest.approx(2)
+
+
+def test_const_literal_locals_and_conditionals_narrow_like_literals(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # nvcc -arch=sm_86 -ptx (clang's OpenMP offload does the same), per thread:
+    #   const double h = 0.5; b[i] = a[i] * h      the constant folds: mul.f32         1 FP32
+    #   b[i] = a[i] > 0 ? a[i] * 1.5 : 0.0         the truncation moves into the arms:
+    #                                              mul.f32 on the taken arm (p = 0.5)  0.5 FP32
+    #   b[i] = a[i] > 0 ? a[i] * 1.5 + 1.0 : ...   an arm of two operations: the select is
+    #                                              double, fma.rn.f64 (p = 0.5)        1 FP64
+    #   b[i] = a[i] * d (d a double argument)      mul.f64                             1 FP64
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *a, float *b, double d) {\n"
+        "  const double h = 0.5;\n"
+        "  int i = threadIdx.x;\n"
+        "  b[i] = a[i] * h;\n"
+        "  b[i + 1] = a[i] > 0 ? a[i] * 1.5 : 0.0;\n"
+        "  b[i + 2] = a[i] > 0 ? a[i] * 1.5 + 1.0 : 0.0;\n"
+        "  b[i + 3] = a[i] * d;\n"
+        "}\n"
+        "int main() { float *a, *b; k<<<1, 256>>>(a, b, 0.5); }\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(1 + 0.5)
+    assert a.counts.flops["fp64"] == pytest.approx(1 + 1)

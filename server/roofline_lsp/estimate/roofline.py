@@ -64,7 +64,7 @@ from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
 from roofline_lsp.syntax.datatypes import DataType, parse_type, type_name
 from roofline_lsp.syntax.declarations import declarations
-from roofline_lsp.syntax.expr import stored_names, text
+from roofline_lsp.syntax.expr import declared_name, stored_names, text
 from roofline_lsp.syntax.sources import SourceReader, source_view
 
 
@@ -223,6 +223,7 @@ def analyze(
         template_names=_template_names(kernel),
         texture_types={g.name: g.type_text for g in decls.globals.values() if g.space == "texture"},
         written=stored_names(kernel.body) if offload and kernel.body is not None else frozenset(),
+        literal_constants=_literal_constants(kernel_function(kernel)),
     )
     body = kernel.body
     if offload:
@@ -545,6 +546,30 @@ def _enclosing_template(
                     aliases[name] = "float"
                     assumed.append(name)
     return tuple(assumed)
+
+
+def _literal_constants(fn: Node | None) -> frozenset[str]:
+    """Names the function declares ``const`` or ``constexpr`` with a number
+    (``const double dt = 0.5;``): constants the compiler sees, as a literal or a macro
+    (an offload region's, a kernel's own), not values only the run gives."""
+    out: set[str] = set()
+    stack = [fn] if fn is not None else []
+    while stack:
+        n = stack.pop()
+        if n.type == "declaration":
+            type_node = n.child_by_field_name("type")
+            head = text(n)[: (type_node.start_byte - n.start_byte) if type_node else 0]
+            if re.search(r"\b(?:const|constexpr)\b", head):
+                for d in n.children_by_field_name("declarator"):
+                    value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+                    if value is not None and _NUMBER.fullmatch(text(value)):
+                        out.add(declared_name(d))
+            continue
+        stack.extend(n.named_children)
+    return frozenset(out)
+
+
+_NUMBER = re.compile(r"[-+]?\s*(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fFlL]?")
 
 
 def _template_names(kernel: Kernel) -> frozenset[str]:

@@ -273,7 +273,7 @@ class ExpressionWalker(ReferenceWalker):
             return Val(ty, deps, val)
         if (
             ty.kind == "f64"
-            and node.id == self.cursor.narrowed
+            and node.id in self.cursor.narrowed
             and op in _SHRINKABLE
             and self.float_operand(left, a)
             and self.float_operand(right, b)
@@ -322,10 +322,25 @@ class ExpressionWalker(ReferenceWalker):
         FP32; only the operation whose result is stored: ``a[i] * 2.0 + 1.0`` multiplies
         and adds in FP64 (``b[i] = a[i] * 0.1`` too: 0.1 is not exact in float)."""
         inner = unparenthesized(node)
-        if ty.kind != "f32" or ty.pointer or inner.type != "binary_expression":
+        if ty.kind != "f32" or ty.pointer:
+            return self.expr(node)
+        # through a conditional: ``c ? a[i] * 1.5 : 0.0`` narrows each arm (the compiler
+        # moves the truncation into the select), when every arm is one operation or a
+        # number (``c ? a * 1.5 + 1.0 : a * 0.25`` selects a double: both stay FP64)
+        arms = [inner]
+        if inner.type == "conditional_expression":
+            arms = [
+                unparenthesized(a)
+                for f in ("consequence", "alternative")
+                if (a := inner.child_by_field_name(f)) is not None
+            ]
+            if not all(_one_operation(a) or a.type == "number_literal" for a in arms):
+                return self.expr(node)
+        ops = frozenset(a.id for a in arms if a.type == "binary_expression")
+        if not ops:
             return self.expr(node)
         saved = self.cursor.narrowed
-        self.cursor.narrowed = inner.id
+        self.cursor.narrowed = ops
         try:
             return self.expr(node)
         finally:
@@ -346,7 +361,10 @@ class ExpressionWalker(ReferenceWalker):
             inner = unparenthesized(inner.child_by_field_name("argument") or inner)
         if inner.type == "number_literal":
             return True
-        return inner.type == "identifier" and self.var(text(inner)) is None
+        name = text(inner)
+        return inner.type == "identifier" and (
+            self.var(name) is None or name in self.inputs.literal_constants
+        )
 
     def lvalue_type(self, left: Node) -> DataType | None:
         """The type stored into by an assignment to ``left`` (``x``, ``b[i]``, ``m[i][j]``,
@@ -427,7 +445,10 @@ class ExpressionWalker(ReferenceWalker):
             return Val(UNKNOWN)
         compound = op != "="
         # only an operation's result can be narrowed into the stored type (``stored_as``)
-        narrowable = not compound and unparenthesized(right).type == "binary_expression"
+        narrowable = not compound and unparenthesized(right).type in (
+            "binary_expression",
+            "conditional_expression",
+        )
         stored = self.lvalue_type(left) if narrowable else None
         r = self.stored_as(right, stored) if stored is not None else self.expr(right)
         if left.type in ("subscript_expression", "field_expression", "pointer_expression"):
@@ -540,3 +561,14 @@ class ExpressionWalker(ReferenceWalker):
             self.add_int(costs.INT_OP)
         self.lvalue(arg, "store")
         return cur
+
+
+def _one_operation(node: Node) -> bool:
+    """A binary operation of two operands that are not operations themselves."""
+    if node.type != "binary_expression":
+        return False
+    return all(
+        (c := node.child_by_field_name(f)) is not None
+        and unparenthesized(c).type not in ("binary_expression", "conditional_expression")
+        for f in ("left", "right")
+    )

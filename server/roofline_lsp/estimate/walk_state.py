@@ -93,6 +93,8 @@ class WalkInputs:
     texture_types: Mapping[str, str] = field(default_factory=dict)
     # an offload region's variables whose memory it writes (their host values do not hold)
     written: frozenset[str] = frozenset()
+    # locals declared const with a number (``const double dt = 0.5``): compile-time constants
+    literal_constants: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -134,7 +136,7 @@ class Cursor:
     pending_unroll: float | None = None
     include_stack: list[str] = field(default_factory=list)  # headers being walked
     # the expression whose value goes straight into a float (``ExpressionWalker.stored_as``)
-    narrowed: int | None = None
+    narrowed: frozenset[int] = frozenset()
 
 
 @dataclass
