@@ -89,3 +89,25 @@ def test_an_if_whose_statement_starts_with_a_pragma_guards_that_statement(
     a = count(gpu, tmp_path, src)
     assert a.counts.flops["fp32"] == pytest.approx(4)
     assert len(a.counts.loops) == 1
+
+
+def test_a_local_never_read_costs_nothing(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # `double t = a[i] * 3.3;` never read: nvcc and clang remove it (no mul.f64 in the PTX);
+    # `float u = a[i] * 2.f` is stored: 1 FP32 FLOP. A local read only through a macro
+    # (`#define OUT(i) b[i] = v`) is used: its multiply counts (1 FP32 FLOP).
+    a = count(
+        gpu,
+        tmp_path,
+        "#define OUT(i) b[i] = v\n"
+        "__global__ void k(const float *a, float *b) {\n"
+        "  int i = threadIdx.x;\n"
+        "  double t = a[i] * 3.3;\n"
+        "  float u = a[i] * 2.f;\n"
+        "  b[i] = u;\n"
+        "  float v = a[i] * 4.f;\n"
+        "  OUT(i + 1);\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp64"] == 0
+    assert a.counts.flops["fp32"] == pytest.approx(2)

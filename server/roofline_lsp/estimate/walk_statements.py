@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 
 from tree_sitter import Node
 
@@ -20,6 +21,7 @@ from roofline_lsp.syntax.expr import (
     declarator_stars,
     declared_name,
     detached_body,
+    has_effects,
     reads_memory,
     text,
 )
@@ -283,6 +285,26 @@ class StatementWalker(LoopWalker):
         self.cursor.w = saved
         return 1.0
 
+    def never_read(self, name: str, declarator: Node, value: Node) -> bool:
+        """A local whose name occurs nowhere else in its function (nor in a macro body or an
+        ``#include``d file it could be read from), initialised without side effects."""
+        fn = declarator.parent
+        while fn is not None and fn.type not in ("function_definition", "lambda_expression"):
+            fn = fn.parent
+        if fn is None or has_effects(value):
+            return False
+        words = self.inlining.words.get(fn.id)
+        if words is None:
+            body = text(fn)
+            words = Counter(re.findall(r"[A-Za-z_]\w*", body))
+            if "#include" in body:
+                words = Counter()  # a body included inside may read anything
+            self.inlining.words[fn.id] = words
+        if not words or words[name] > 1:
+            return False
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        return not any(word.search(body) for _params, body in self.inputs.macros.values())
+
     def declaration(self, node: Node) -> None:
         type_node = node.child_by_field_name("type")
         base_text = text(type_node)
@@ -313,6 +335,10 @@ class StatementWalker(LoopWalker):
                 arr = Var(vt, NOTHING, None, space, name, arrdims)
                 arr.held = held
                 self.declare(name, arr)
+                continue
+            if value_node is not None and self.never_read(name, d, value_node):
+                # computed and never used: the compiler removes it (a dead ``double t``)
+                self.declare(name, Var(vt, frozenset({DATA})))
                 continue
             # an object built by a constructor, or left to be filled field by field: the
             # walk does not track its fields, so their values are unexplained
