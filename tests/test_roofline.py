@@ -587,3 +587,34 @@ def test_an_offload_region_sees_the_host_s_const_literals_as_constants(gpu, tmp_
     a = count(gpu, tmp_path, src, name="c.cpp")
     assert a.counts.flops["fp32"] == pytest.approx(1)
     assert a.counts.flops["fp64"] == pytest.approx(1)
+
+
+def test_a_struct_declared_in_a_local_header_has_its_fields_and_size(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # vec.h declares `struct Vec { float x, y, z, w; }` (16 bytes) and its operators;
+    # the kernel accumulates 64 differences `acc += p[j] - p[i]`: 64 x (4 sub + 4 add) =
+    # 512 FP32 FLOP per thread (nvcc -ptx: 512), not 0 for fields of unknown type; and
+    # f[i] = acc stores 16 bytes per thread, 1024 x 256 x 16 = 4 MiB written
+    (tmp_path / "vec.h").write_text(
+        "struct Vec { float x, y, z, w; };\n"
+        "__device__ Vec operator-(const Vec &a, const Vec &b) {\n"
+        "  Vec r; r.x = a.x - b.x; r.y = a.y - b.y; r.z = a.z - b.z; r.w = a.w - b.w;\n"
+        "  return r; }\n"
+        "__device__ void operator+=(Vec &a, const Vec &b) {\n"
+        "  a.x += b.x; a.y += b.y; a.z += b.z; a.w += b.w; }\n"
+    )
+    a = count(
+        gpu,
+        tmp_path,
+        '#include "vec.h"\n'
+        "__global__ void k(const Vec *p, Vec *f) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  Vec acc = p[i];\n"
+        "  for (int j = 0; j < 64; j++) acc += p[j] - p[i];\n"
+        "  f[i] = acc;\n"
+        "}\n",
+        block=(256, 1, 1),
+        grid=(1024, 1, 1),
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(512)
+    stores = [x for x in a.counts.accesses if x.buffer == "f" and x.kind == "store"]
+    assert stores and stores[0].elem == 16

@@ -63,9 +63,9 @@ from roofline_lsp.model.kernel import Detection, Kernel
 from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
 from roofline_lsp.syntax.datatypes import DataType, parse_type, type_name
-from roofline_lsp.syntax.declarations import declarations
+from roofline_lsp.syntax.declarations import Declarations, declarations
 from roofline_lsp.syntax.expr import declared_name, stored_names, text
-from roofline_lsp.syntax.sources import SourceReader, source_view
+from roofline_lsp.syntax.sources import SourceReader, SourceView, source_view
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,13 @@ def analyze(
     root = _root(kernel.node if kernel.node is not None else kernel.body)
     decls = declarations(root, detection.macros)
     aliases = dict(decls.aliases)
+    structs, struct_sizes = dict(decls.structs), dict(decls.struct_sizes)
+    for header in _header_declarations(detection, view):
+        # the structs of the local headers the file includes (its own declarations win)
+        for name, fields in header.structs.items():
+            structs.setdefault(name, fields)
+        for name, size in header.struct_sizes.items():
+            struct_sizes.setdefault(name, size)
     macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
     for hip_name, cuda_name in HIP_INDEX_MACROS.items():  # hipThreadIdx_x is threadIdx.x
         macros.setdefault(hip_name, (None, cuda_name))
@@ -206,8 +213,8 @@ def analyze(
         macros=macros,
         lookup=ctx.get,
         aliases=aliases,
-        structs=decls.structs,
-        struct_sizes=decls.struct_sizes,
+        structs=structs,
+        struct_sizes=struct_sizes,
         globals_=globals_,
         settings=settings,
         dims=dims,
@@ -412,6 +419,51 @@ def _root(node: Node) -> Node:
     while node.parent is not None:
         node = node.parent
     return node
+
+
+_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+MAX_HEADER_DEPTH = 3
+
+
+def _header_declarations(detection: Detection, view: SourceView | None) -> list[Declarations]:
+    """Declarations of the local headers ``#include "..."`` brings into the kernel's file,
+    and of theirs, nearest first."""
+    out: list[Declarations] = []
+    seen = {detection.file}
+    frontier = [(detection.file, detection.source.decode("utf-8", "replace"))]
+    for _ in range(MAX_HEADER_DEPTH):
+        nxt = []
+        for path, text_ in frontier:
+            for rel in _LOCAL_INCLUDE.findall(text_):
+                found = included_body(rel, path, view)
+                if found is None or found[0] in seen:
+                    continue
+                seen.add(found[0])
+                body = found[1].text
+                out.append(_declarations_of(found[0], found[1], body, detection))
+                nxt.append((found[0], body.decode("utf-8", "replace") if body else ""))
+        frontier = nxt
+    return out
+
+
+# (header, its text's hash, the includer's macros) -> the header's declarations
+_HEADER_DECLARATIONS: dict[tuple[str, int, int], tuple[object, Declarations]] = {}
+
+
+def _declarations_of(
+    path: str, node: Node, body: bytes | None, detection: Detection
+) -> Declarations:
+    """``declarations`` of a header's parse, reused while its text and the includer's
+    macros are the same (the kernels of a file share them)."""
+    key = (path, hash(body), id(detection.macros))
+    hit = _HEADER_DECLARATIONS.get(key)
+    if hit is not None and hit[0] is detection.macros:
+        return hit[1]
+    if len(_HEADER_DECLARATIONS) > 64:
+        _HEADER_DECLARATIONS.pop(next(iter(_HEADER_DECLARATIONS)))
+    decls = declarations(node, detection.macros)
+    _HEADER_DECLARATIONS[key] = (detection.macros, decls)
+    return decls
 
 
 def _includers(path: str, read: SourceReader | None) -> list[Detection]:

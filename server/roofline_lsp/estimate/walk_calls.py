@@ -223,10 +223,9 @@ class CallWalker(GroupWalker):
         """``a + b`` (``op`` ``+``) or ``a += b`` of a struct or vector type that the program
         defines ``operator+`` (``operator+=``) for, by the operands' types: the operator's
         body walked with its parameters bound to the operands (``vals``, walked already).
-        None when no operand is of such a type or no overload takes them."""
+        None when no overload takes them (the caller checks that an operand is such a
+        type)."""
         types = [v.type for v in vals]
-        if not any((t.name or t.lanes > 1) and not t.pointer for t in types):
-            return None
         if len(self.cursor.call_stack) >= self.inputs.settings.max_inline_depth:
             return None
         name = "operator" + op

@@ -244,9 +244,10 @@ class ExpressionWalker(ReferenceWalker):
             return Val(BOOL, a.deps | b.deps, fold_binary(op, a.val, b.val, a.deps | b.deps))
         a = self.expr(left)
         b = self.expr(right)
-        called = self.overloaded(op, [left, right], [a, b])
-        if called is not None:
-            return called
+        if _user_type(a.type) or _user_type(b.type):
+            called = self.overloaded(op, [left, right], [a, b])
+            if called is not None:
+                return called
         deps = a.deps | b.deps
         val = fold_binary(op, a.val, b.val, deps, integer=a.type.kind == "int" == b.type.kind)
         if val is None and op == "%" and deps and DATA not in deps and not b.deps:
@@ -505,8 +506,10 @@ class ExpressionWalker(ReferenceWalker):
         """The arithmetic of ``left op= right`` on a value of type ``t``: a user's
         ``operator+=`` when the types have one, else the operation in ``t``'s precision."""
         lhs = Val(t, frozenset({DATA}))  # it changes from call to call: never hoisted
-        if left and right and self.overloaded(op, [left, right], [lhs, r]) is not None:
-            return
+        if left is not None and right is not None and (_user_type(t) or _user_type(r.type)):
+            called = self.overloaded(op, [left, right], [lhs, r])
+            if called is not None:
+                return
         base = op[:-1]
         w = self.cursor.w
         if t.pointer:  # ``p += w``: a 64-bit address add, whatever p points to
@@ -572,3 +575,8 @@ def _one_operation(node: Node) -> bool:
         and unparenthesized(c).type not in ("binary_expression", "conditional_expression")
         for f in ("left", "right")
     )
+
+
+def _user_type(t: DataType) -> bool:
+    """A struct or vector value, whose operators the program may define."""
+    return bool(t.name or t.lanes > 1) and not t.pointer
