@@ -237,7 +237,7 @@ class PrecisionChecks(KernelContext):
 
     @functools.cached_property
     def element_types(self) -> dict[str, str]:
-        return _element_types(self.k)
+        return _declared_types(self.k, pointee=True)
 
     # RL004 ---------------------------------------------------------------------------------
     def slow_math(self) -> None:
@@ -401,23 +401,10 @@ _INTEGER_TYPE = re.compile(r"\b(?:int|long|short|unsigned|signed|size_t|u?int\d+
 _FLOATISH = re.compile(r"\b(?:float|half|__half)\b")
 
 
-def _element_types(kernel: Kernel) -> dict[str, str]:
-    """The declared type text of each name in the kernel's function, pointers included
-    (``const float *x``: ``float``), by name: the last declaration wins."""
-    fn = kernel_function(kernel) or (kernel.node if kernel.node is not None else kernel.body)
-    out: dict[str, str] = {}
-    for d in walk(fn) if fn is not None else ():
-        if d.type in ("declaration", "parameter_declaration", "field_declaration"):
-            t = d.child_by_field_name("type")
-            for c in d.children_by_field_name("declarator") if t is not None else ():
-                if name := declared_name(c):
-                    out[name] = text(t)
-    return out
-
-
-def _declared_types(kernel: Kernel) -> dict[str, str]:
+def _declared_types(kernel: Kernel, pointee: bool = False) -> dict[str, str]:
     """The declared type of each name in the kernel's function (parameters and locals; for
-    an offload region, the function around it), by name: the last declaration wins."""
+    an offload region, the function around it), by name: the last declaration wins. A
+    pointer or array is ``pointer``, or with ``pointee`` its element type (``float``)."""
     fn = kernel_function(kernel) or (kernel.node if kernel.node is not None else kernel.body)
     out: dict[str, str] = {}
     for d in walk(fn) if fn is not None else ():
@@ -430,7 +417,7 @@ def _declared_types(kernel: Kernel) -> dict[str, str]:
             name = declared_name(c)
             if name:
                 # a pointer or array of integers is not an integer value
-                out[name] = "pointer" if declarator_stars(c) else text(t)
+                out[name] = "pointer" if declarator_stars(c) and not pointee else text(t)
     return out
 
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from roofline_lsp.syntax.sources import read_from_disk
+from roofline_lsp.syntax.sources import LOCAL_INCLUDE, read_from_disk
 
 __all__ = [
     "includers_of",
@@ -113,9 +112,6 @@ def _from_compile_commands(cc: str, target: str) -> list[str] | None:
     return same_dir
 
 
-_INCLUDE_RE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
-
-
 def local_includes(
     path: str, source: bytes, include_dirs: Sequence[str] = (), limit: int = 256
 ) -> list[tuple[str, bytes]]:
@@ -125,7 +121,7 @@ def local_includes(
     todo: list[tuple[str, bytes]] = [(os.path.abspath(path), source)]
     while todo and len(seen) < limit:
         cur, text = todo.pop()
-        for m in _INCLUDE_RE.finditer(text):
+        for m in LOCAL_INCLUDE.finditer(text):
             name = m.group(1).decode("utf-8", "replace")
             for d in (os.path.dirname(cur), *include_dirs):
                 cand = os.path.normpath(os.path.join(d, name))

@@ -65,7 +65,7 @@ from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classi
 from roofline_lsp.syntax.datatypes import DataType, parse_type, type_name
 from roofline_lsp.syntax.declarations import Declarations, declarations
 from roofline_lsp.syntax.expr import declared_name, stored_names, text
-from roofline_lsp.syntax.sources import SourceReader, SourceView, source_view
+from roofline_lsp.syntax.sources import LOCAL_INCLUDE, SourceReader, SourceView, source_view
 
 
 @dataclass(frozen=True)
@@ -421,7 +421,6 @@ def _root(node: Node) -> Node:
     return node
 
 
-_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 MAX_HEADER_DEPTH = 3
 
 
@@ -430,18 +429,18 @@ def _header_declarations(detection: Detection, view: SourceView | None) -> list[
     and of theirs, nearest first."""
     out: list[Declarations] = []
     seen = {detection.file}
-    frontier = [(detection.file, detection.source.decode("utf-8", "replace"))]
+    frontier = [(detection.file, detection.source)]
     for _ in range(MAX_HEADER_DEPTH):
         nxt = []
-        for path, text_ in frontier:
-            for rel in _LOCAL_INCLUDE.findall(text_):
-                found = included_body(rel, path, view)
+        for path, source in frontier:
+            for rel in LOCAL_INCLUDE.findall(source):
+                found = included_body(rel.decode("utf-8", "replace"), path, view)
                 if found is None or found[0] in seen:
                     continue
                 seen.add(found[0])
-                body = found[1].text
+                body = found[1].text or b""
                 out.append(_declarations_of(found[0], found[1], body, detection))
-                nxt.append((found[0], body.decode("utf-8", "replace") if body else ""))
+                nxt.append((found[0], body))
         frontier = nxt
     return out
 
@@ -450,9 +449,7 @@ def _header_declarations(detection: Detection, view: SourceView | None) -> list[
 _HEADER_DECLARATIONS: dict[tuple[str, int, int], tuple[object, Declarations]] = {}
 
 
-def _declarations_of(
-    path: str, node: Node, body: bytes | None, detection: Detection
-) -> Declarations:
+def _declarations_of(path: str, node: Node, body: bytes, detection: Detection) -> Declarations:
     """``declarations`` of a header's parse, reused while its text and the includer's
     macros are the same (the kernels of a file share them)."""
     key = (path, hash(body), id(detection.macros))

@@ -505,8 +505,8 @@ class ExpressionWalker(ReferenceWalker):
     ) -> None:
         """The arithmetic of ``left op= right`` on a value of type ``t``: a user's
         ``operator+=`` when the types have one, else the operation in ``t``'s precision."""
-        lhs = Val(t, frozenset({DATA}))  # it changes from call to call: never hoisted
         if left is not None and right is not None and (_user_type(t) or _user_type(r.type)):
+            lhs = Val(t, frozenset({DATA}))  # it changes from call to call: never hoisted
             called = self.overloaded(op, [left, right], [lhs, r])
             if called is not None:
                 return

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Callable
 
@@ -21,6 +22,10 @@ from roofline_lsp.model.stamps import FileStamp, Version
 
 SourceReader = Callable[[str], bytes | None]
 """The bytes of a file (an open buffer's or the disk's), None when unreadable."""
+
+
+# a local ``#include "..."`` line (its file name): the headers a source brings in
+LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 
 
 def not_regular(mode: int) -> str | None:
