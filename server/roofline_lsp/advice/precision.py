@@ -226,14 +226,8 @@ class PrecisionChecks(KernelContext):
 
     def _float_name(self, base: Node) -> bool:
         """``base`` (``x``, ``x[i]``, ``p.x``) names a variable declared float or half."""
-        root = base
-        while root.type in ("subscript_expression", "field_expression"):
-            root = root.child_by_field_name("argument") or root
-            if root is base:
-                return False
-        if root.type != "identifier":
-            return False
-        return bool(_FLOATISH.search(self.element_types.get(text(root), "")))
+        root = root_identifier(base)
+        return root is not None and bool(_FLOATISH.search(self.element_types.get(root, "")))
 
     @functools.cached_property
     def element_types(self) -> dict[str, str]:

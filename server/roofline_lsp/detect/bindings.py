@@ -736,7 +736,8 @@ def _sets_outside(fn: Node) -> bool:
     hit = _SETS_OUTSIDE.get(fn.id)
     if hit is not None and hit[0] == fn:
         return hit[1]
-    declared = {name for _t, name in function_params(fn)}
+    params = {name for _t, name in function_params(fn)}
+    declared = set(params)
     targets: set[str] = set()
     pointed: set[str] = set()
     stack = [fn.child_by_field_name("body")]
@@ -755,7 +756,6 @@ def _sets_outside(fn: Node) -> bool:
                 if root:
                     pointed.add(root)
         stack.extend(n.named_children)
-    params = {name for _t, name in function_params(fn)}
     found = bool(_reference_params(fn)) or bool(targets - declared) or bool(pointed & params)
     _SETS_OUTSIDE[fn.id] = (fn, found)
     if len(_SETS_OUTSIDE) > 512:

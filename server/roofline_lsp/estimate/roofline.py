@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -601,8 +602,13 @@ def _literal_constants(fn: Node | None) -> frozenset[str]:
     """Names the function declares ``const`` or ``constexpr`` with a number
     (``const double dt = 0.5;``): constants the compiler sees, as a literal or a macro
     (an offload region's, a kernel's own), not values only the run gives."""
+    if fn is None:
+        return frozenset()
+    hit = _LITERAL_CONSTANTS.get(fn.id)
+    if hit is not None and hit[0] == fn:
+        return hit[1]
     out: set[str] = set()
-    stack = [fn] if fn is not None else []
+    stack = [fn]
     while stack:
         n = stack.pop()
         if n.type == "declaration":
@@ -615,9 +621,15 @@ def _literal_constants(fn: Node | None) -> frozenset[str]:
                         out.add(declared_name(d))
             continue
         stack.extend(n.named_children)
-    return frozenset(out)
+    found = frozenset(out)
+    _LITERAL_CONSTANTS[fn.id] = (fn, found)
+    if len(_LITERAL_CONSTANTS) > 256:
+        _LITERAL_CONSTANTS.popitem(last=False)
+    return found
 
 
+# by function node: the offload regions of one long ``main`` share it
+_LITERAL_CONSTANTS: OrderedDict[int, tuple[Node, frozenset[str]]] = OrderedDict()
 _NUMBER = re.compile(r"[-+]?\s*(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fFlL]?")
 
 

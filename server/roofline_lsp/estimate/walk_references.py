@@ -10,7 +10,7 @@ from tree_sitter import Node
 from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val, host_constant, lane_slope
 from roofline_lsp.estimate.walk_branches import BranchWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
-from roofline_lsp.syntax.datatypes import FLOAT, INT, UNKNOWN, DataType
+from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType
 from roofline_lsp.syntax.expr import reads_memory, text
 
 # the values an integer of this many bytes holds, signed or unsigned
@@ -336,7 +336,7 @@ class ReferenceWalker(BranchWalker):
             # (``params.n = atoi(argv[1])`` in main)
             hv = self.inputs.lookup_host(f"{text(arg)}.{fname}")
             if hv is not None:
-                return Val(INT if hv == int(hv) else FLOAT, NOTHING, hv)
+                return host_constant(hv)
         base = self.expr(arg)
         ft = self.field_type(base.type, fname)
         if base.type.pointer and not ft.pointer:

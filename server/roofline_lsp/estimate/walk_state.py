@@ -14,7 +14,6 @@ The walker itself is split by concern into a chain of classes, one module each
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -196,8 +195,6 @@ class InlineCache:
     call_operators: dict[int, dict[str, Node]] = field(default_factory=dict)  # by tree root
     # a block's lambdas by name (``walk_calls._lambda_named``), by the block's node id
     lambdas: dict[int, dict[str, list[tuple[int, Node]]]] = field(default_factory=dict)
-    # a function's identifiers and how often each occurs, by the function's node id
-    words: dict[int, Counter[str]] = field(default_factory=dict)
 
 
 class WalkerBase:

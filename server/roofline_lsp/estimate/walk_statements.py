@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 
 from tree_sitter import Node
 
 from roofline_lsp.detect.pragmas import acc_loop_sharing, parse_pragma
+from roofline_lsp.detect.treewalk import enclosing_function
 from roofline_lsp.estimate.macro_expansion import loop_macro
 from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var
 from roofline_lsp.estimate.walk_loops import LoopWalker
@@ -288,18 +289,10 @@ class StatementWalker(LoopWalker):
     def never_read(self, name: str, declarator: Node, value: Node) -> bool:
         """A local whose name occurs nowhere else in its function (nor in a macro body or an
         ``#include``d file it could be read from), initialised without side effects."""
-        fn = declarator.parent
-        while fn is not None and fn.type not in ("function_definition", "lambda_expression"):
-            fn = fn.parent
+        fn = enclosing_function(declarator)
         if fn is None or has_effects(value):
             return False
-        words = self.inlining.words.get(fn.id)
-        if words is None:
-            body = text(fn)
-            words = Counter(re.findall(r"[A-Za-z_]\w*", body))
-            if "#include" in body:
-                words = Counter()  # a body included inside may read anything
-            self.inlining.words[fn.id] = words
+        words = _words(fn)
         if not words or words[name] > 1:
             return False
         word = re.compile(rf"\b{re.escape(name)}\b")
@@ -434,3 +427,22 @@ class StatementWalker(LoopWalker):
         self.tally.local_sizes[name] = n * (
             vt.size if not vt.pointer or vt.pointer > 1 else vt.size
         )
+
+
+# a function's identifiers and how often each occurs, by its node (kept across walks: the
+# offload regions of one long ``main`` share it)
+_WORDS: OrderedDict[int, tuple[Node, Counter[str]]] = OrderedDict()
+
+
+def _words(fn: Node) -> Counter[str]:
+    """How often each identifier occurs in function ``fn`` (none when an ``#include`` in it
+    may read anything)."""
+    hit = _WORDS.get(fn.id)
+    if hit is not None and hit[0] == fn:
+        return hit[1]
+    body = text(fn)
+    words = Counter() if "#include" in body else Counter(re.findall(r"[A-Za-z_]\w*", body))
+    _WORDS[fn.id] = (fn, words)
+    if len(_WORDS) > 256:
+        _WORDS.popitem(last=False)
+    return words
