@@ -137,3 +137,48 @@ def test_a_macro_casting_a_local_keeps_the_cast(gpu, tmp_path: Path) -> None:  #
     assert a.counts.flops["fp32"] == pytest.approx(
         1 + costs.MATH_F32["exp"][0] + 1 + costs.MATH_F32["div"][0]
     )
+
+
+def test_a_global_atomic_add_is_no_flop(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # nvcc -arch=sm_86 -ptx: atomicAdd(&g[k], v) on global memory is one red.global.add.f32
+    # (.f64), run in L2: Nsight Compute counts no FLOP for it (a dev kernel that adds two
+    # floats and then atomicAdds the sum measures 2 FP32 FLOP per element, not 3). On shared
+    # memory (atom.shared.add.f32) the SMs run a compare-and-swap loop around an FADD (a dev
+    # kernel whose only float op is one measures ~90 FP32 FLOP per thread): 1 FLOP at least.
+    #   x[i] * 2.f        1 FP32
+    #   atomicAdd(&g[..]) 0
+    #   atomicAdd(&d[..]) 0 (the (double) conversion is no FLOP either)
+    #   atomicAdd(&s[..]) 1 FP32 (shared)
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *x, float *g, double *d) {\n"
+        "  __shared__ float s[32];\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  atomicAdd(&g[i % 64], x[i] * 2.f);\n"
+        "  atomicAdd(d + i % 64, (double)x[i]);\n"
+        "  atomicAdd(&s[threadIdx.x % 32], x[i]);\n"
+        "  __syncthreads();\n"
+        "  g[i] = s[threadIdx.x % 32];\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(1 + 1)
+    assert a.counts.flops["fp64"] == 0
+
+
+def test_half_to_float_intrinsics_give_floats(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # __low2float/__high2float of a half2 are floats: their sum is one add.f32 (nvcc -ptx),
+    # not a half2 add (it counted 2 FP16 before)
+    a = count(
+        gpu,
+        tmp_path,
+        "#include <cuda_fp16.h>\n"
+        "__global__ void k(const half2 *h, float *r) {\n"
+        "  int i = threadIdx.x;\n"
+        "  r[i] = __low2float(h[i]) + __high2float(h[i]);\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(1.0)
+    assert a.counts.flops["fp16"] == 0

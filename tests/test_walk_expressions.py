@@ -373,3 +373,52 @@ def test_const_literal_locals_and_conditionals_narrow_like_literals(gpu, tmp_pat
     )
     assert a.counts.flops["fp32"] == pytest.approx(1 + 0.5)
     assert a.counts.flops["fp64"] == pytest.approx(1 + 1)
+
+
+def test_a_macro_constant_has_the_type_its_literal_is_written_in(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # nvcc -arch=sm_86 -ptx, per thread:
+    #   b[i] = a[i] * TENTH       TENTH 0.1 is a double, not exact in float: mul.rn.f64   1 FP64
+    #   b[i + 1] = a[i] * HALF    0.5 is exact: narrowed to mul.f32                       1 FP32
+    #   s += a[i] * TWO  (x 8)    a compound add of a double: fma.rn.f64 per trip        16 FP64
+    #   c[i] = a[i] * RC          RCONST(0.5) pastes an f: its type is the call's        1 FP32
+    # Before, every fractional macro was a float: 0.1 and the compound add counted FP32.
+    a = count(
+        gpu,
+        tmp_path,
+        "#define TENTH 0.1\n"
+        "#define HALF (0.5)\n"
+        "#define TWO 2.0\n"
+        "#define RCONST(x) x##f\n"
+        "#define RC RCONST(0.5)\n"
+        "__global__ void k(const float *a, float *b, float *c) {\n"
+        "  int i = threadIdx.x;\n"
+        "  b[i] = a[i] * TENTH;\n"
+        "  b[i + 1] = a[i] * HALF;\n"
+        "  float s = 0.f;\n"
+        "  for (int j = 0; j < 8; j++) s += a[j] * TWO;\n"
+        "  c[i] = a[i] * RC + s;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp64"] == pytest.approx(1 + 16)
+    assert a.counts.flops["fp32"] == pytest.approx(1 + 1 + 1)
+
+
+def test_a_file_scope_constant_has_its_declared_type(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # nvcc -arch=sm_86 -ptx: const double kTenth = 0.1 makes a[i] * kTenth a mul.rn.f64
+    # (1 FP64); const float kHalf = 0.5 a mul.f32 (1 FP32). Before, both were floats (the
+    # type was read from the value 0.1, not from the declaration).
+    a = count(
+        gpu,
+        tmp_path,
+        "const double kTenth = 0.1;\n"
+        "const float kHalf = 0.5;\n"
+        "__global__ void k(const float *a, float *b) {\n"
+        "  int i = threadIdx.x;\n"
+        "  b[i] = a[i] * kTenth;\n"
+        "  b[i + 1] = a[i] * kHalf;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp64"] == pytest.approx(1.0)
+    assert a.counts.flops["fp32"] == pytest.approx(1.0)

@@ -128,6 +128,7 @@ class Detector:
         self.functions: dict[str, Function] = {}
         self.macros: dict[str, Macro] = {}
         self.constants: dict[str, str] = {}
+        self.constant_types: dict[str, str] = {}  # a const's declared type (``double``)
         self.kernels: list[Kernel] = []
         self.launches: list[LaunchSite] = []
         self.data_regions: list[DataRegion] = []
@@ -149,6 +150,9 @@ class Detector:
                 placeholder = evaluate(text(value), self.constants) in (0, None)
                 if not (placeholder and self.set_at_run_time(decl, text(name))):
                     self.constants.setdefault(text(name), text(value))
+                    ty = decl.parent.child_by_field_name("type") if decl.parent else None
+                    if ty is not None:
+                        self.constant_types.setdefault(text(name), text(ty))
         for node in caps.get("enum", []):
             self.enumerators(node)
         for d in included:
@@ -158,6 +162,8 @@ class Detector:
                 self.macros.setdefault(mname, macro)
             for cname, body in d.constants.items():
                 self.constants.setdefault(cname, body)
+            for cname, ty_text in d.constant_types.items():
+                self.constant_types.setdefault(cname, ty_text)
         # static constants of structs and their aliases (`x128::size`), as qualified names
         decls = declarations(self.tree.root_node, self.macros)
         for qname, value_text in decls.static_members.items():

@@ -206,6 +206,7 @@ def _detect(
         functions=d.functions,
         macros=d.macros,
         constants=d.constants,
+        constant_types=d.constant_types,
         launches=tuple(d.launches),
         data_regions=tuple(d.data_regions),
         source=source,

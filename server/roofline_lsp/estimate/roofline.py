@@ -232,6 +232,11 @@ def analyze(
         texture_types={g.name: g.type_text for g in decls.globals.values() if g.space == "texture"},
         written=stored_names(kernel.body) if offload and kernel.body is not None else frozenset(),
         literal_constants=_literal_constants(kernel_function(kernel)),
+        constant_types={
+            name: t
+            for name, type_text in detection.constant_types.items()
+            if (t := parse_type(type_text, aliases)).is_float and not t.pointer
+        },
     )
     body = kernel.body
     if offload:

@@ -213,9 +213,15 @@ class ExpressionWalker(ReferenceWalker):
         if name == "warpSize":
             return Val(INT, NOTHING, 32.0)
         hv = self.inputs.lookup_host(name)
-        if hv is not None:
-            return host_constant(hv)
         m = self.inputs.macros.get(name)
+        if hv is not None:
+            # ``#define EPS 1e-3`` and ``const double dt = 0.1`` are doubles, ``#define TWO
+            # 2.0f`` a float, as written (not as their values look)
+            if m is not None and m[0] is None:
+                typed = _literal_type(m[1])
+            else:
+                typed = self.inputs.constant_types.get(name)
+            return Val(typed, NOTHING, hv) if typed is not None else host_constant(hv)
         if m is not None and m[0] is None and name not in self.cursor.call_stack:
             tree = macro_tree(m[1], expression=True)
             if tree is not None:
@@ -461,7 +467,10 @@ class ExpressionWalker(ReferenceWalker):
                 return lv
             if compound:
                 cur = self.lvalue(left, "load")
-                self.arith_assign(op, cur.type, r, left, right)
+                # ``#pragma omp atomic`` on global memory is one ``red`` instruction run in
+                # L2, not an add of the SMs: Nsight Compute counts no FLOP for it
+                if not (self.cursor.atomic and cur.space not in ("shared", "local")):
+                    self.arith_assign(op, cur.type, r, left, right)
             lv = self.lvalue(left, "store")
             self.hold(left, r.deps)
             return Val(lv.type, lv.deps | r.deps, None)
@@ -580,3 +589,29 @@ def _one_operation(node: Node) -> bool:
 def _user_type(t: DataType) -> bool:
     """A struct or vector value, whose operators the program may define."""
     return bool(t.name or t.lanes > 1) and not t.pointer
+
+
+def _literal_type(body: str) -> DataType | None:
+    """The floating type of an object-like macro made of numbers alone (``1e-3`` double,
+    ``0.5f`` float, ``(1.0 / 3)`` double); None for one with a name or a call in it (its
+    type is theirs: ``RCONST(0.5)`` may paste an ``f``) or without a floating number."""
+    tree = macro_tree(body, expression=True)
+    if tree is None:
+        return None
+    kinds: set[str] = set()
+    todo = [tree]
+    while todo:
+        n = todo.pop()
+        if n.type == "number_literal":
+            k = is_float_literal(n)
+            if k is not None:
+                kinds.add(k)
+        elif n.is_named and n.type not in _LITERAL_EXPRESSIONS:
+            return None
+        todo.extend(n.children)
+    return DOUBLE if "f64" in kinds else FLOAT if kinds else None
+
+
+_LITERAL_EXPRESSIONS = frozenset(
+    {"binary_expression", "unary_expression", "parenthesized_expression"}
+)

@@ -95,6 +95,8 @@ class WalkInputs:
     written: frozenset[str] = frozenset()
     # locals declared const with a number (``const double dt = 0.5``): compile-time constants
     literal_constants: frozenset[str] = frozenset()
+    # the floating type of file-scope constants (``const double dt = 0.1``: double)
+    constant_types: Mapping[str, DataType] = field(default_factory=dict)
 
 
 @dataclass
@@ -134,6 +136,9 @@ class Cursor:
     unknown_depth: int = 0  # enclosing loops whose trip count is a default
     nodes: int = 0
     pending_unroll: float | None = None
+    # an ``omp``/``acc atomic`` pragma applies to the next statement; ``atomic``: walking it
+    pending_atomic: bool = False
+    atomic: bool = False
     include_stack: list[str] = field(default_factory=list)  # headers being walked
     # the expression whose value goes straight into a float (``ExpressionWalker.stored_as``)
     narrowed: frozenset[int] = frozenset()

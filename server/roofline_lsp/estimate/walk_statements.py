@@ -44,6 +44,13 @@ class StatementWalker(LoopWalker):
             kind = self.par.pending_region
             self.par.pending_region = None
             return self.region(kind, node)
+        if self.cursor.pending_atomic and t not in ("preproc_call", "comment"):
+            self.cursor.pending_atomic = False
+            self.cursor.atomic = True
+            try:
+                return self.stmt(node)
+            finally:
+                self.cursor.atomic = False
         if t == "compound_statement":
             return self.block_stmts(node.named_children, scoped=True)
         if t == "expression_statement":
@@ -210,6 +217,9 @@ class StatementWalker(LoopWalker):
             if len(words) > 1:
                 n = self.lookup_num(" ".join(words[1:]).strip("()"))
             self.cursor.pending_unroll = n if n else math.inf
+        elif words[0] in ("omp", "acc") and len(words) > 1 and words[1] == "atomic":
+            # ``update``/``capture`` (the default) run one read-modify-write in memory
+            self.cursor.pending_atomic = not ({"read", "write"} & set(words[2:]))
         elif words[0] == "acc" and self.inputs.offload:
             sharing = acc_loop_sharing(parse_pragma(arg))
             if sharing is not None:

@@ -172,6 +172,8 @@ class Detection:
     launches: tuple[LaunchSite, ...]
     data_regions: tuple[DataRegion, ...]
     source: bytes = field(repr=False, default=b"")
+    # a file-scope constant's declared type (``const double dt = 0.1``: ``double``)
+    constant_types: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     # function name -> the functions of this file that call it
     callers: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
     memo: DetectMemo = field(default_factory=lambda: DetectMemo(), compare=False, repr=False)
