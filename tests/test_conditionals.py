@@ -1,10 +1,10 @@
-"""``#if``/``#ifdef`` branches of ``#define`` (``detect/conditionals.py``) on a hand-written
+"""``#if``/``#ifdef`` branches of ``#define`` (``syntax/conditionals.py``) on a hand-written
 fixture and on small sources."""
 
 from pathlib import Path
 
-from roofline_lsp.detect.conditionals import branch_taken, defined_before
 from roofline_lsp.detect.kernels import detect
+from roofline_lsp.syntax.conditionals import branch_taken, defined_before
 from roofline_lsp.syntax.parsing import parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "detect"

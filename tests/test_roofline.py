@@ -618,3 +618,37 @@ def test_a_struct_declared_in_a_local_header_has_its_fields_and_size(gpu, tmp_pa
     assert a.counts.flops["fp32"] == pytest.approx(512)
     stores = [x for x in a.counts.accesses if x.buffer == "f" and x.kind == "store"]
     assert stores and stores[0].elem == 16
+
+
+def test_a_type_alias_of_a_local_header_follows_the_branch_taken(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # real.h (include-guarded) picks real_t with #ifdef: no -D flag, so the #else, float;
+    # nvcc -ptx of the kernel: one fma.rn.f32 in the 64-trip loop, 128 FP32 FLOP per thread,
+    # no FP64, 4-byte elements. Before, a header's typedef was not read: real_t arithmetic
+    # counted nothing (0 FLOP) and its elements had no size.
+    (tmp_path / "real.h").write_text(
+        "#ifndef REAL_H\n"
+        "#define REAL_H\n"
+        "#ifdef USE_DOUBLE\n"
+        "typedef double real_t;\n"
+        "#else\n"
+        "typedef float real_t;\n"
+        "#endif\n"
+        "#endif\n"
+    )
+    a = count(
+        gpu,
+        tmp_path,
+        '#include "real.h"\n'
+        "__global__ void k(const real_t *x, real_t *y) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  real_t s = 0;\n"
+        "  for (int j = 0; j < 64; j++) s = s * x[i] + x[j];\n"
+        "  y[i] = s;\n"
+        "}\n",
+        block=(256, 1, 1),
+        grid=(1024, 1, 1),
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(128)
+    assert a.counts.flops["fp64"] == 0
+    stores = [x for x in a.counts.accesses if x.buffer == "y" and x.kind == "store"]
+    assert stores and stores[0].elem == 4

@@ -13,7 +13,6 @@ from typing import TypeVar
 
 from tree_sitter import Node, Tree
 
-from roofline_lsp.detect.conditionals import branch_taken, defined_before
 from roofline_lsp.detect.pragmas import is_statement, parse_pragma, pragma_text, statement_after
 from roofline_lsp.detect.textscan import (
     blank_else_branches,
@@ -52,6 +51,7 @@ from roofline_lsp.model.kernel import (
     Span,
 )
 from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3
+from roofline_lsp.syntax.conditionals import branch_taken, defined_before
 from roofline_lsp.syntax.datatypes import overload_key
 from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.expr import NAME, declared_name, detached_body, text

@@ -154,11 +154,14 @@ def analyze(
     aliases = dict(decls.aliases)
     structs, struct_sizes = dict(decls.structs), dict(decls.struct_sizes)
     for header in _header_declarations(detection, view):
-        # the structs of the local headers the file includes (its own declarations win)
+        # the structs and type aliases of the local headers the file includes (its own
+        # declarations win; an alias from the branch the preprocessor takes)
         for name, fields in header.structs.items():
             structs.setdefault(name, fields)
         for name, size in header.struct_sizes.items():
             struct_sizes.setdefault(name, size)
+        for name, target in header.aliases.items():
+            aliases.setdefault(name, target)
     macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
     for hip_name, cuda_name in HIP_INDEX_MACROS.items():  # hipThreadIdx_x is threadIdx.x
         macros.setdefault(hip_name, (None, cuda_name))

@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 import re
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
 from roofline_lsp.model.kernel import Macro
 from roofline_lsp.syntax.cexpr import evaluate, split_args
+from roofline_lsp.syntax.conditionals import branch_taken, defined_before
 from roofline_lsp.syntax.datatypes import parse_type
 from roofline_lsp.syntax.expr import text, value
 
@@ -73,7 +75,7 @@ def declarations(root: Node, macros: dict[str, Macro] | None = None) -> Declarat
                 d.aliases[m.name] = m.body.strip()
             elif m.params is None and m.body:
                 d.macro_env[m.name] = m.body
-    _scan(root, d, 0)
+    _scan(root, d, 0, _branches(root, macros or {}))
     _alias_statics(d)
     _CACHE[key] = (root, d)
     if len(_CACHE) > 64:
@@ -85,11 +87,39 @@ def declarations(root: Node, macros: dict[str, Macro] | None = None) -> Declarat
 _RECORDS = ("struct_specifier", "class_specifier", "union_specifier")
 
 
-def _scan(node: Node, d: Declarations, depth: int) -> None:
+def _branches(root: Node, macros: dict[str, Macro]) -> Callable[[Node], bool | None]:
+    """Whether the preprocessor keeps a node of ``root``'s tree, with ``macros`` defined (and
+    nothing else: a build's ``-D`` flags are not in the source): ``#ifdef USE_DOUBLE`` /
+    ``typedef double real`` / ``#else`` / ``typedef float real`` declares ``real`` a float.
+    An include guard (``#ifndef H`` / ``#define H`` around the file) decides nothing: the
+    first inclusion is the one read."""
+    known = defined_before({}, set(macros))
+    guards = {
+        text(name)
+        for c in root.named_children
+        if c.type == "preproc_ifdef"
+        and c.children
+        and c.children[0].type.endswith("ndef")
+        and (name := c.child_by_field_name("name")) is not None
+        and len(c.named_children) > 1
+        and c.named_children[1].type == "preproc_def"
+        and text(c.named_children[1].child_by_field_name("name")) == text(name)
+    }
+
+    def defined(name: str, at: int) -> bool | None:
+        return None if name in guards else known(name, at)
+
+    values = {m.name: m.body for m in macros.values() if m.params is None and m.body}
+    return lambda node: branch_taken(node, defined, values)
+
+
+def _scan(node: Node, d: Declarations, depth: int, kept: Callable[[Node], bool | None]) -> None:
     if depth > 6:
         return
     for c in node.named_children:
         t = c.type
+        if t in ("type_definition", "alias_declaration") and kept(c) is False:
+            continue  # an alias on a branch the preprocessor skips
         if t == "type_definition":
             ty = c.child_by_field_name("type")
             for decl in c.children_by_field_name("declarator"):
@@ -139,12 +169,13 @@ def _scan(node: Node, d: Declarations, depth: int) -> None:
             "linkage_specification",
             "preproc_if",
             "preproc_ifdef",
+            "preproc_elif",
             "preproc_else",
             "declaration_list",
             "template_declaration",
         ):
             body = c.child_by_field_name("body")
-            _scan(body if body is not None else c, d, depth + 1)
+            _scan(body if body is not None else c, d, depth + 1, kept)
 
 
 def _size(array: Node, d: Declarations) -> float | None:

@@ -1,0 +1,60 @@
+"""Type aliases of ``syntax/declarations.py`` on small sources: the branch the preprocessor
+keeps declares them."""
+
+from roofline_lsp.detect.kernels import detect
+from roofline_lsp.syntax.declarations import declarations
+from roofline_lsp.syntax.parsing import parse
+
+
+def test_an_alias_comes_from_the_branch_the_preprocessor_takes() -> None:
+    # what nvcc compiles with no -D flag: PRECISION is 1, USE_FLOAT is defined nowhere, so
+    # real and T2 are floats and FP a double; __CUDA_ARCH__ (the compiler's own) decides
+    # nothing: both of its aliases are read and the last one holds, as before
+    src = b"""#define PRECISION 1
+#if PRECISION == 2
+typedef double real;
+#elif PRECISION == 1
+typedef float real;
+#else
+typedef int real;
+#endif
+#ifdef USE_FLOAT
+typedef float FP;
+#else
+typedef double FP;
+#endif
+#ifndef USE_FLOAT
+using T2 = float;
+#else
+using T2 = double;
+#endif
+#ifdef __CUDA_ARCH__
+typedef float D;
+#else
+typedef double D;
+#endif
+"""
+    det = detect(src, "k.cu")
+    aliases = declarations(parse(src).root_node, det.macros).aliases
+    assert aliases["real"] == "float"
+    assert aliases["FP"] == "double"
+    assert aliases["T2"] == "float"
+    assert aliases["D"] == "double"
+
+
+def test_an_include_guard_keeps_the_header_s_aliases() -> None:
+    # #ifndef H_ / #define H_ around the header: the file is read on its first inclusion
+    src = b"""#ifndef DIV_HPP_
+#define DIV_HPP_
+using real = double;
+#ifdef H_SINGLE
+typedef float half_t;
+#else
+typedef double half_t;
+#endif
+#endif
+"""
+    det = detect(src, "div.hpp")
+    aliases = declarations(parse(src).root_node, det.macros).aliases
+    assert aliases["real"] == "double"
+    assert aliases["half_t"] == "double"
