@@ -117,15 +117,17 @@ def test_an_openmp_atomic_update_of_memory_is_no_flop(gpu, tmp_path: Path) -> No
     # clang-16 -fopenmp --offload-arch=sm_86 -S: "#pragma omp atomic" on h[..] += v is one
     # atom.add.f64 (f32) in L2, no add of the SM (Nsight Compute counts no FLOP); the value
     # added is computed as usual: x[i] * 2.0 is one add.rn.f64 (x + x). A plain update is
-    # counted: y[i] += x[i] is one add.f32. "atomic read" and "write" leave it alone.
+    # counted: y[i] += x[i] is one add.f32. An atomic h[..]++ is one atom.add.f64 too.
     src = (
         "void f(const double *x, double *h, float *y, int n) {\n"
-        "  #pragma omp target teams distribute parallel for map(to: x[0:n]) map(tofrom: h[0:64])\n"
+        "  #pragma omp target teams distribute parallel for map(to: x[0:n]) map(tofrom: h[0:128])\n"
         "  for (int i = 0; i < n; i++) {\n"
         "    #pragma omp atomic update\n"
         "    h[i % 64] += x[i] * 2.0;\n"
         "    #pragma omp atomic\n"
         "    y[i % 64] += 1.5f;\n"
+        "    #pragma omp atomic\n"
+        "    h[64 + i % 64]++;\n"
         "    y[i] += (float)x[i];\n"
         "  }\n"
         "}\n"

@@ -467,9 +467,7 @@ class ExpressionWalker(ReferenceWalker):
                 return lv
             if compound:
                 cur = self.lvalue(left, "load")
-                # ``#pragma omp atomic`` on global memory is one ``red`` instruction run in
-                # L2, not an add of the SMs: Nsight Compute counts no FLOP for it
-                if not (self.cursor.atomic and cur.space not in ("shared", "local")):
+                if not self.atomic_in_l2(cur):
                     self.arith_assign(op, cur.type, r, left, right)
             lv = self.lvalue(left, "store")
             self.hold(left, r.deps)
@@ -567,12 +565,19 @@ class ExpressionWalker(ReferenceWalker):
                 return Val(v.type, v.deps, v.val, v.buffer, v.space)
             return Val(INT)
         cur = self.lvalue(arg, "load")
-        if cur.type.is_float and not cur.type.pointer:
-            self.add_flop(cur.type, 1.0)
-        else:
-            self.add_int(costs.INT_OP)
+        if not self.atomic_in_l2(cur):
+            if cur.type.is_float and not cur.type.pointer:
+                self.add_flop(cur.type, 1.0)
+            else:
+                self.add_int(costs.INT_OP)
         self.lvalue(arg, "store")
         return cur
+
+    def atomic_in_l2(self, target: Val) -> bool:
+        """Whether an update of ``target`` under ``#pragma omp atomic`` runs in L2: one
+        ``atom``/``red`` instruction on global memory (a memory instruction: Nsight Compute
+        counts no FLOP for it), not an operation of the SMs."""
+        return self.cursor.atomic and target.space not in ("shared", "local")
 
 
 def _one_operation(node: Node) -> bool:
