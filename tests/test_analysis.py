@@ -61,6 +61,30 @@ __global__ void k(float *x) { int i = blockIdx.x * blockDim.x + threadIdx.x; x[i
     assert analyze_file(src, str(main), gpus()).kernels[0].verdict == disk.kernels[0].verdict
 
 
+def test_an_unsaved_header_s_typedef_changes_the_kernel_s_precision(tmp_path):
+    # real.h's alias reaches the kernel that includes it, from the editor's buffer: float
+    # on disk, double in the unsaved buffer (the same 2 FLOP per thread, now FP64)
+    header = tmp_path / "real.h"
+    header.write_bytes(b"typedef float real_t;\n")
+    main = tmp_path / "main.cu"
+    src = b"""#include "real.h"
+__global__ void k(real_t *x) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  x[i] = x[i] * x[i] + x[i];
+}
+"""
+    main.write_bytes(src)
+    buffers = {str(header): b"typedef double real_t;\n"}
+
+    def read(path):
+        return buffers[path] if path in buffers else read_from_disk(path)
+
+    disk = analyze_file(src, str(main), gpus()).kernels[0].verdict.counts.flops
+    edited = analyze_file(src, str(main), gpus(), read=read).kernels[0].verdict.counts.flops
+    assert (disk["fp32"], disk["fp64"]) == (2.0, 0.0)
+    assert (edited["fp32"], edited["fp64"]) == (0.0, 2.0)
+
+
 def test_an_unsaved_sibling_changes_the_verdict_of_a_kernel_calling_into_it(tmp_path):
     dev = tmp_path / "dev.cu"
     dev.write_bytes(b"__device__ float work(float v) { return v + 1.0f; }\n")
