@@ -44,6 +44,31 @@ def test_a_plain_argument_loses_its_parentheses() -> None:
     assert substitute_macro("((T)(v))", ("T", "v"), ["float", "q"]) == "((float)(q))"
 
 
+def test_a_subscript_argument_loses_its_parentheses(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # LERP(a[k], a[i], 0.3f) -> ((a[k]) + 0.3f * ((a[i]) - (a[k]))): there `(a[i]) - (a[k])`
+    # parses as a cast of -(a[k]) to an array type `a[i]`, and the subtraction was lost.
+    # A name followed by subscripts and members goes in bare (nothing binds tighter).
+    body = "((a) + (t) * ((b) - (a)))"
+    expanded = substitute_macro(body, ("a", "b", "t"), ["a[k]", "p[i].x", "0.3f"])
+    assert expanded.split() == ["(", "a[k]", "+", "0.3f", "*", "(", "p[i].x", "-", "a[k]", "))"]
+    assert substitute_macro("((x) * 2)", ("x",), ["a[k] + 1"]) == "((a[k] + 1) * 2)"
+    # nvcc -ptx: per trip a sub, an fma and the add to s: 4 FP32 FLOP, 64 trips (was 128)
+    a = count(
+        gpu,
+        tmp_path,
+        "#define LERP(a, b, t) ((a) + (t) * ((b) - (a)))\n"
+        "__global__ void k(const float *a, float *b) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float s = 0.f;\n"
+        "  for (int k = 0; k < 64; k++) s += LERP(a[k], a[i], 0.3f);\n"
+        "  b[i] = s;\n"
+        "}\n",
+        block=(256, 1, 1),
+        grid=(4096, 1, 1),
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(256)
+
+
 def test_a_call_s_parentheses_stay() -> None:
     # `#define H2F(input) static_cast<accscalar_t>(input)`: without its parentheses
     # `static_cast<accscalar_t> ir` parses as two comparisons, a bool (and a half-precision

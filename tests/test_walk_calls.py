@@ -182,3 +182,23 @@ def test_half_to_float_intrinsics_give_floats(gpu, tmp_path: Path) -> None:  # t
     )
     assert a.counts.flops["fp32"] == pytest.approx(1.0)
     assert a.counts.flops["fp16"] == 0
+
+
+def test_a_variadic_macro_passes_its_arguments(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # SUM3(...) is sum3(__VA_ARGS__): two adds per call, 64 calls and the running sum:
+    # 64 x 3 = 192 FP32 FLOP (nvcc -ptx: 192). Before, __VA_ARGS__ was not replaced and the
+    # call counted one add of the loop (66).
+    a = count(
+        gpu,
+        tmp_path,
+        "#define SUM3(...) sum3(__VA_ARGS__)\n"
+        "__device__ float sum3(float a, float b, float c) { return a + b + c; }\n"
+        "__global__ void k(const float *a, float *b) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float s = 0.f;\n"
+        "  for (int k = 0; k < 64; k++) s += SUM3(a[i], a[k], 1.f);\n"
+        "  b[i] = s;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(192)

@@ -389,3 +389,26 @@ def test_a_block_s_share_of_rows_from_floor_and_ceil(gpu, tmp_path: Path) -> Non
     trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
     assert trips["r"][1] == "grid-stride"
     assert trips["r"][0] == pytest.approx(0.78, abs=0.01)
+
+
+def test_statement_macros_run_once_and_carry_what_they_assign(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # nvcc -arch=sm_86 -ptx (-Xcicc -O1), FP32 FLOP per thread; each loop runs 64 trips:
+    #   AXPY(y, a[i], a[k])  do { y = a * x + y; } while (0): one pass, one fma     128
+    #   STEP(v, a[k])        v = v * 0.5f + a[k]: v changes every trip, one fma     128
+    # Before: the do-while(0) ran the 16-trip default (1088 FLOP), and v * 0.5f was
+    # hoisted out of the loop as if v did not change (65 FLOP).
+    a = count(
+        gpu,
+        tmp_path,
+        "#define AXPY(y, a, x) do { (y) = (a) * (x) + (y); } while (0)\n"
+        "#define STEP(v, k) v = v * 0.5f + k\n"
+        "__global__ void k(const float *a, float *b) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float y = 0.f, v = a[i];\n"
+        "  for (int k = 0; k < 64; k++) AXPY(y, a[i], a[k]);\n"
+        "  for (int k = 0; k < 64; k++) STEP(v, a[k]);\n"
+        "  b[i] = y + v;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(128 + 128 + 1)

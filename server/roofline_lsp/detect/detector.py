@@ -198,7 +198,12 @@ class Detector:
                 self.constants.setdefault(name, body)
                 self.macros.setdefault(name, Macro(name, None, body, start_line(node), self.path))
                 continue
-            pnames = tuple(text(c) for c in params.named_children if c.type != "comment")
+            # ``(a, ...)``: the ``...`` a variadic macro's ``__VA_ARGS__`` stands for
+            pnames = tuple(
+                text(c)
+                for c in params.children
+                if (c.is_named and c.type != "comment") or c.type == "..."
+            )
             self.macros.setdefault(
                 name, Macro(name, pnames, text(value).strip(), start_line(node), self.path)
             )

@@ -55,9 +55,38 @@ _TYPE_WORD = re.compile(
 
 
 def _plain_value(arg: str) -> bool:
-    """A macro argument that is a name or a number, and no type."""
+    """A macro argument that is a name or a number, and no type; or a name followed by
+    subscripts and members (``a[k]``, ``p[i].x``, ``q->v[j]``): a postfix expression binds
+    tighter than any operator around it, and in parentheses ``(a[i]) - (a[k])`` parses as a
+    cast of ``-(a[k])`` to an array type ``a[i]``."""
     a = arg.strip()
-    return bool(re.fullmatch(r"[A-Za-z_]\w*|\d[\w.]*", a)) and not _TYPE_WORD.fullmatch(a)
+    if re.fullmatch(r"[A-Za-z_]\w*|\d[\w.]*", a):
+        return not _TYPE_WORD.fullmatch(a)
+    m = re.match(r"[A-Za-z_]\w*", a)
+    return m is not None and not _TYPE_WORD.fullmatch(m.group(0)) and _postfix_only(a[m.end() :])
+
+
+def _postfix_only(rest: str) -> bool:
+    """Whether ``rest`` is nothing but ``[...]`` subscripts (brackets balanced) and ``.f`` /
+    ``->f`` members."""
+    i = 0
+    while i < len(rest):
+        if rest[i].isspace():
+            i += 1
+        elif rest[i] == "[":
+            depth = 0
+            for j in range(i, len(rest)):
+                depth += {"[": 1, "]": -1}.get(rest[j], 0)
+                if depth == 0:
+                    break
+            if depth != 0:
+                return False
+            i = j + 1
+        elif (m := re.match(r"(?:\.|->)\s*[A-Za-z_]\w*", rest[i:])) is not None:
+            i += m.end()
+        else:
+            return False
+    return bool(rest.strip())
 
 
 _LOOP_MACRO_CACHE: dict[str, Node | None] = {}

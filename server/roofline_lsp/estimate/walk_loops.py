@@ -61,6 +61,8 @@ class LoopWalker(CallWalker):
                     n, source, var_name = trip, src, hdr.var
                     if node.type == "do_statement":
                         n = max(n, 1.0)
+            if source == "default" and node.type == "do_statement" and _never_again(cond):
+                n, source = 1.0, "constant"  # ``do { ... } while (0)``: a macro's one pass
             if source == "default" and cond is not None and body is not None:
                 halvings = self.bisection_trips(cond, body)
                 if halvings is not None:
@@ -154,7 +156,7 @@ class LoopWalker(CallWalker):
         """Variables assigned in a loop body vary with the loop from its first iteration."""
         if body is None:
             return
-        names = assigned_names(body)
+        names = assigned_names(body) | macro_assigned_names(body, self.inputs.macros)
         if len(names) > 8:  # a deep nest: look up only the names in scope (each lookup walks
             names = names & self.names_in_scope()  # the scopes: cubic in the nesting depth)
         for name in names:
@@ -556,3 +558,50 @@ def assigned_names(body: Node) -> frozenset[str]:
         _ASSIGNED_CACHE.clear()
     _ASSIGNED_CACHE[key] = result
     return result
+
+
+def _never_again(cond: Node | None) -> bool:
+    """A loop condition that is the constant false: ``(0)``, ``(false)``."""
+    if cond is None:
+        return False
+    inner = cond
+    while inner.type in ("parenthesized_expression", "condition_clause") and inner.named_children:
+        inner = inner.named_children[-1]
+    t = text(inner).strip()
+    return inner.type in ("number_literal", "false") and t in ("0", "false", "0u", "0U")
+
+
+# ``x = ...``, ``x += ...``, ``x++``, ``--x`` in a macro's body text
+_ASSIGNS = re.compile(
+    r"(?<![\w.>])([A-Za-z_]\w*)\s*(?:(?:[-+*/%&|^]|<<|>>)?=(?!=)|\+\+|--)|(?:\+\+|--)\s*([A-Za-z_]\w*)"
+)
+
+
+def macro_assigned_names(
+    body: Node, macros: dict[str, tuple[tuple[str, ...] | None, str]]
+) -> frozenset[str]:
+    """Variables that the function-like macros called in ``body`` assign: ``STEP(v, a[k])``
+    with ``#define STEP(v, k) v = v * 0.5f + k`` assigns ``v`` (the argument given for an
+    assigned parameter, or a name the macro's body assigns itself)."""
+    out: set[str] = set()
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if n.type == "call_expression":
+            fn = n.child_by_field_name("function")
+            m = macros.get(text(fn)) if fn is not None and fn.type == "identifier" else None
+            if m is not None and m[0] is not None:
+                params = m[0]
+                arglist = n.child_by_field_name("arguments")
+                args = [c for c in arglist.named_children if c.type != "comment"] if arglist else []
+                for hit in _ASSIGNS.finditer(m[1]):
+                    name = hit.group(1) or hit.group(2)
+                    if name in params:
+                        i = params.index(name)
+                        if i < len(args) and args[i].type == "identifier":
+                            out.add(text(args[i]))
+                    else:
+                        out.add(name)
+        if n.type not in ("number_literal", "string_literal", "comment", "identifier"):
+            stack.extend(n.named_children)
+    return frozenset(out)
