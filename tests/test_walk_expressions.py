@@ -422,3 +422,22 @@ def test_a_file_scope_constant_has_its_declared_type(gpu, tmp_path: Path) -> Non
     )
     assert a.counts.flops["fp64"] == pytest.approx(1.0)
     assert a.counts.flops["fp32"] == pytest.approx(1.0)
+
+
+def test_a_parenthesized_element_before_a_sign_is_not_a_cast(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # `(a[k]) + 0.3f * (...)` parses as a cast of `+0.3f` to an array type `a[k]` (C has
+    # no cast to an array type); read as the sum it is: per trip a sub, a mul, two adds =
+    # 4 FP32 FLOP (nvcc -ptx: 256 over 64 trips; 128 before, the add and a load lost)
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *a, float *b) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float s = 0.f;\n"
+        "  for (int k = 0; k < 64; k++) s += ((a[k]) + 0.3f * ((a[i]) - (a[k])));\n"
+        "  b[i] = s;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(256)
+    assert any(x.buffer == "a" and x.index.replace(" ", "") == "k" for x in a.counts.accesses)

@@ -146,6 +146,14 @@ class ExpressionWalker(ReferenceWalker):
                 rng = (min(ra[0], rb[0]), max(ra[1], rb[1]))
             return Val(ty, deps, val, a.buffer or b.buffer, a.space or b.space, rng)
         if t == "cast_expression":
+            misread = _array_cast_misread(node)
+            if misread is not None:
+                saved_base = self.cursor.line_base
+                self.cursor.line_base = self.cursor.line
+                try:
+                    return self.expr(misread)
+                finally:
+                    self.cursor.line_base = saved_base
             ty = self.type_of(text(node.child_by_field_name("type")))
             v = self.stored_as(node.child_by_field_name("value") or node, ty)
             val = v.val
@@ -620,3 +628,20 @@ def _literal_type(body: str) -> DataType | None:
 _LITERAL_EXPRESSIONS = frozenset(
     {"binary_expression", "unary_expression", "parenthesized_expression"}
 )
+
+
+def _array_cast_misread(node: Node) -> Node | None:
+    """``(a[k]) + x`` parses as a cast of ``+x`` to an array type ``a[k]`` (no C cast is to
+    an array type): the expression ``a[k] + x`` re-parsed, else None."""
+    ty = node.child_by_field_name("type")
+    value = node.child_by_field_name("value")
+    if ty is None or value is None or value.type != "unary_expression":
+        return None
+    base = ty.child_by_field_name("type")
+    declarator = ty.child_by_field_name("declarator")
+    if base is None or base.type != "type_identifier" or declarator is None:
+        return None
+    if declarator.type != "abstract_array_declarator":
+        return None
+    return macro_tree(f"{text(ty)} {text(value)}", expression=True)
+
