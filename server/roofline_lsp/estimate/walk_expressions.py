@@ -644,4 +644,3 @@ def _array_cast_misread(node: Node) -> Node | None:
     if declarator.type != "abstract_array_declarator":
         return None
     return macro_tree(f"{text(ty)} {text(value)}", expression=True)
-

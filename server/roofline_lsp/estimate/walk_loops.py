@@ -584,24 +584,56 @@ def macro_assigned_names(
     with ``#define STEP(v, k) v = v * 0.5f + k`` assigns ``v`` (the argument given for an
     assigned parameter, or a name the macro's body assigns itself)."""
     out: set[str] = set()
+    for name, args in named_calls(body):
+        m = macros.get(name)
+        if m is None or m[0] is None:
+            continue
+        params = m[0]
+        for hit in _ASSIGNS.finditer(m[1]):
+            assigned = hit.group(1) or hit.group(2)
+            if assigned not in params:
+                out.add(assigned)
+            elif (i := params.index(assigned)) < len(args) and (arg := args[i]) is not None:
+                out.add(arg)
+    return frozenset(out)
+
+
+Call = tuple[str, tuple[str | None, ...]]  # callee name, each argument if it is a name
+_CALLS_CACHE: dict[tuple[int, int, bytes], tuple[Call, ...]] = {}
+
+
+def named_calls(body: Node) -> tuple[Call, ...]:
+    """The calls of a named function or macro in ``body``, cached by the body's bytes like
+    :func:`assigned_names` (a loop inside is scanned once, not again for each enclosing
+    loop)."""
+    key = (body.start_byte, body.end_byte, hashlib.blake2b(body.text or b"").digest())
+    hit = _CALLS_CACHE.get(key)
+    if hit is not None:
+        return hit
+    out: list[Call] = []
     stack = [body]
     while stack:
         n = stack.pop()
         if n.type == "call_expression":
             fn = n.child_by_field_name("function")
-            m = macros.get(text(fn)) if fn is not None and fn.type == "identifier" else None
-            if m is not None and m[0] is not None:
-                params = m[0]
-                arglist = n.child_by_field_name("arguments")
-                args = [c for c in arglist.named_children if c.type != "comment"] if arglist else []
-                for hit in _ASSIGNS.finditer(m[1]):
-                    name = hit.group(1) or hit.group(2)
-                    if name in params:
-                        i = params.index(name)
-                        if i < len(args) and args[i].type == "identifier":
-                            out.add(text(args[i]))
-                    else:
-                        out.add(name)
+            arglist = n.child_by_field_name("arguments")
+            if fn is not None and fn.type == "identifier" and arglist is not None:
+                args = tuple(
+                    text(c) if c.type == "identifier" else None
+                    for c in arglist.named_children
+                    if c.type != "comment"
+                )
+                out.append((text(fn), args))
+        if n.type in _LOOP_TYPES and n is not body:
+            inner = n.child_by_field_name("body")
+            if inner is not None:
+                out.extend(named_calls(inner))
+                stack.extend(c for c in n.named_children if c != inner)
+                continue
         if n.type not in ("number_literal", "string_literal", "comment", "identifier"):
             stack.extend(n.named_children)
-    return frozenset(out)
+    result = tuple(out)
+    if len(_CALLS_CACHE) > 20000:
+        _CALLS_CACHE.clear()
+    _CALLS_CACHE[key] = result
+    return result
