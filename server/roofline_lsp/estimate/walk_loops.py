@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from dataclasses import dataclass
 
 from tree_sitter import Node
 
@@ -32,6 +33,7 @@ from roofline_lsp.syntax.expr import (
     reads_memory,
     text,
     trips,
+    value,
     while_header,
 )
 
@@ -61,7 +63,11 @@ class LoopWalker(CallWalker):
                     n, source, var_name = trip, src, hdr.var
                     if node.type == "do_statement":
                         n = max(n, 1.0)
-            if source == "default" and node.type == "do_statement" and _never_again(cond):
+            if (
+                source == "default"
+                and node.type == "do_statement"
+                and value(cond, lambda _name: None) == 0
+            ):
                 n, source = 1.0, "constant"  # ``do { ... } while (0)``: a macro's one pass
             if source == "default" and cond is not None and body is not None:
                 halvings = self.bisection_trips(cond, body)
@@ -455,7 +461,6 @@ class LoopWalker(CallWalker):
         return "constant"
 
 
-_ASSIGNED_CACHE: dict[tuple[int, int, bytes], frozenset[str]] = {}
 _LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "for_range_loop"})
 
 
@@ -523,16 +528,40 @@ def _assigned_values(body: Node) -> list[Node]:
 
 
 def assigned_names(body: Node) -> frozenset[str]:
-    """Variables assigned anywhere in ``body`` (loop-carried values of a loop body).
+    """Variables assigned anywhere in ``body`` (loop-carried values of a loop body)."""
+    return _scan_body(body).assigned
 
-    Cached by the body's bytes, and the bodies of the loops inside are computed (and cached)
+
+def named_calls(body: Node) -> tuple[Call, ...]:
+    """The calls of a named function or macro anywhere in ``body``, each argument given
+    when it is a name."""
+    return _scan_body(body).calls
+
+
+Call = tuple[str, tuple[str | None, ...]]  # callee name, each argument if it is a name
+
+
+@dataclass(frozen=True)
+class _BodyScan:
+    assigned: frozenset[str]
+    calls: tuple[Call, ...]
+
+
+_SCAN_CACHE: dict[tuple[int, int, bytes], _BodyScan] = {}
+
+
+def _scan_body(body: Node) -> _BodyScan:
+    """What :func:`assigned_names` and :func:`named_calls` read from ``body``, in one walk.
+
+    Cached by the body's bytes, and the bodies of the loops inside are scanned (and cached)
     once, not walked again for every enclosing loop: linear in a nest's size, where walking
     each loop's whole body was quadratic in its depth."""
     key = (body.start_byte, body.end_byte, hashlib.blake2b(body.text or b"").digest())
-    hit = _ASSIGNED_CACHE.get(key)
+    hit = _SCAN_CACHE.get(key)
     if hit is not None:
         return hit
-    out: set[str] = set()
+    assigned: set[str] = set()
+    calls: list[Call] = []
     stack = [body]
     while stack:
         n = stack.pop()
@@ -540,35 +569,36 @@ def assigned_names(body: Node) -> frozenset[str]:
         if t == "assignment_expression":
             left = n.child_by_field_name("left")
             if left is not None and left.type == "identifier":
-                out.add(text(left))
+                assigned.add(text(left))
         elif t == "update_expression":
             arg = n.child_by_field_name("argument")
             if arg is not None and arg.type == "identifier":
-                out.add(text(arg))
+                assigned.add(text(arg))
+        elif t == "call_expression":
+            fn = n.child_by_field_name("function")
+            arglist = n.child_by_field_name("arguments")
+            if fn is not None and fn.type == "identifier" and arglist is not None:
+                args = tuple(
+                    text(c) if c.type == "identifier" else None
+                    for c in arglist.named_children
+                    if c.type != "comment"
+                )
+                calls.append((text(fn), args))
         if t in _LOOP_TYPES and n is not body:
             inner = n.child_by_field_name("body")
             if inner is not None:
-                out |= assigned_names(inner)
+                nested = _scan_body(inner)
+                assigned |= nested.assigned
+                calls.extend(nested.calls)
                 stack.extend(c for c in n.named_children if c != inner)
                 continue
         if t not in ("number_literal", "string_literal", "comment", "identifier"):
             stack.extend(n.named_children)
-    result = frozenset(out)
-    if len(_ASSIGNED_CACHE) > 20000:
-        _ASSIGNED_CACHE.clear()
-    _ASSIGNED_CACHE[key] = result
+    result = _BodyScan(frozenset(assigned), tuple(calls))
+    if len(_SCAN_CACHE) > 20000:
+        _SCAN_CACHE.clear()
+    _SCAN_CACHE[key] = result
     return result
-
-
-def _never_again(cond: Node | None) -> bool:
-    """A loop condition that is the constant false: ``(0)``, ``(false)``."""
-    if cond is None:
-        return False
-    inner = cond
-    while inner.type in ("parenthesized_expression", "condition_clause") and inner.named_children:
-        inner = inner.named_children[-1]
-    t = text(inner).strip()
-    return inner.type in ("number_literal", "false") and t in ("0", "false", "0u", "0U")
 
 
 # ``x = ...``, ``x += ...``, ``x++``, ``--x`` in a macro's body text
@@ -596,44 +626,3 @@ def macro_assigned_names(
             elif (i := params.index(assigned)) < len(args) and (arg := args[i]) is not None:
                 out.add(arg)
     return frozenset(out)
-
-
-Call = tuple[str, tuple[str | None, ...]]  # callee name, each argument if it is a name
-_CALLS_CACHE: dict[tuple[int, int, bytes], tuple[Call, ...]] = {}
-
-
-def named_calls(body: Node) -> tuple[Call, ...]:
-    """The calls of a named function or macro in ``body``, cached by the body's bytes like
-    :func:`assigned_names` (a loop inside is scanned once, not again for each enclosing
-    loop)."""
-    key = (body.start_byte, body.end_byte, hashlib.blake2b(body.text or b"").digest())
-    hit = _CALLS_CACHE.get(key)
-    if hit is not None:
-        return hit
-    out: list[Call] = []
-    stack = [body]
-    while stack:
-        n = stack.pop()
-        if n.type == "call_expression":
-            fn = n.child_by_field_name("function")
-            arglist = n.child_by_field_name("arguments")
-            if fn is not None and fn.type == "identifier" and arglist is not None:
-                args = tuple(
-                    text(c) if c.type == "identifier" else None
-                    for c in arglist.named_children
-                    if c.type != "comment"
-                )
-                out.append((text(fn), args))
-        if n.type in _LOOP_TYPES and n is not body:
-            inner = n.child_by_field_name("body")
-            if inner is not None:
-                out.extend(named_calls(inner))
-                stack.extend(c for c in n.named_children if c != inner)
-                continue
-        if n.type not in ("number_literal", "string_literal", "comment", "identifier"):
-            stack.extend(n.named_children)
-    result = tuple(out)
-    if len(_CALLS_CACHE) > 20000:
-        _CALLS_CACHE.clear()
-    _CALLS_CACHE[key] = result
-    return result
