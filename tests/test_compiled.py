@@ -39,6 +39,17 @@ def test_missing_kernel_and_failed_compile_give_reasons():
     assert counts_for(failed, k).note == "counts: source (nvcc: error: boom)"
 
 
+def test_auto_takes_the_flops_of_an_openmp_region_and_compiler_everything():
+    k, _, module = kernel_of("omp_saxpy", ".c")
+    cf = CompiledFile(str(FIX / "omp_saxpy.c"), None, module=module)
+    assert counts_for(cf, k, "auto").flops_only
+    assert counts_for(cf, k, "compiler").ok and not counts_for(cf, k, "compiler").flops_only
+    assert counts_for(cf, k, "source").reason == "clang: compiler counts off (counts=source)"
+    cuda, _, cuda_module = kernel_of("saxpy")
+    cuda_cf = CompiledFile(str(FIX / "saxpy.cu"), None, module=cuda_module)
+    assert counts_for(cuda_cf, cuda, "auto").ok and not counts_for(cuda_cf, cuda, "auto").flops_only
+
+
 def test_compiled_counts_for_file_reasons():
     import asyncio
 

@@ -44,3 +44,23 @@ def test_classify_widths_and_spaces() -> None:
     mix = c("add.s32") + c("fma.rn.f32")
     assert mix.int_ops == 1 and mix.flops_fp32 == 2 and mix.instructions == 2
     assert mix.scaled(3).flops_fp32 == 6
+
+
+def test_a_float_atomic_add_is_a_flop_only_where_the_sm_runs_it() -> None:
+    c = opcode_mix
+    # global memory: the add runs in L2 (RED/ATOM), ncu counts no FP instruction
+    assert c("atom.global.add.f32").flops_fp32 == 0
+    assert c("red.global.add.f64").flops_fp64 == 0
+    # shared memory, or a generic address (clang's OpenMP team-local variables): a
+    # compare-and-swap loop around one FADD/DADD in the SM
+    assert c("atom.shared.add.f32").nonzero() == {
+        "instructions": 1,
+        "fp32": 1,
+        "flops_fp32": 1,
+        "atom_shared": 1,
+        "atom_shared_bytes": 4,
+    }
+    assert c("atom.add.f32").flops_fp32 == 1 and c("red.shared.add.f64").flops_fp64 == 1
+    # integer and other float atomics: no FLOP
+    assert c("atom.shared.add.u32").flops_fp32 == 0 and c("atom.shared.add.u32").fp32 == 0
+    assert c("atom.shared.exch.b32").flops_fp32 == 0

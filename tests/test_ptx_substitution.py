@@ -89,6 +89,37 @@ def test_omp_region_keeps_the_runtime_model_on_the_parallel_loop():
     assert comp.counts.flops["fp32"] == pytest.approx(2.0)
 
 
+def test_auto_takes_only_the_flops_of_an_openmp_region():
+    # counts=auto for OpenMP: the FLOPs of the body line from the PTX (one fma: 2 FP32
+    # FLOP), every line's integer instructions from the source counter, which books the
+    # runtime's worksharing per thread and per iteration
+    k, det, module = kernel_of("omp_saxpy", ".c")
+    kp = kernel_ptx(module, k)
+    assert kp is not None
+    src = analyze(k, det, GPU, Inputs())
+    comp = analyze(k, det, GPU, Inputs(), compiled=CompiledCounts(kp, flops_only=True))
+    assert comp.counts.flops["fp32"] == pytest.approx(2.0)
+    assert comp.counts.int_ops == src.counts.int_ops
+    assert comp.counts.lines[8] == pytest.approx((0.0, 2.0, 0.0, src.counts.lines[8][3]))
+    assert CompiledCounts(kp, flops_only=True).note == "counts: PTX FLOPs, source integer ops"
+
+
+# omp_team_sum.c, a generic-mode region (line 9): clang emits the parallel body (lines 13-18)
+# twice, as __omp_outlined__1 and inlined into its worker entry __omp_outlined__1_wrapper; a
+# thread runs one of them. Per thread:
+#   line 15 v = x[t] * 2.0f: x + x, one add.rn.f32                        1 FP32 FLOP
+#   line 17 part += v (omp atomic, team-local part): atom.add.f32 on a generic address, a
+#           compare-and-swap loop around one FADD in the SM                1 FP32 FLOP
+# -> 2 FP32 FLOP (4 with both copies counted, 2 with both copies and no atomic FLOP)
+def test_an_openmp_parallel_body_and_its_worker_wrapper_count_once():
+    k, det, module = kernel_of("omp_team_sum", ".c")
+    kp = kernel_ptx(module, k)
+    assert kp is not None
+    assert kp.lines[15].flops_fp32 == 1 and kp.lines[17].flops_fp32 == 1
+    comp = analyze(k, det, GPU, Inputs(), compiled=CompiledCounts(kp, flops_only=True))
+    assert comp.counts.flops["fp32"] == pytest.approx(2.0)
+
+
 # A kernel calling two .func device functions: one straight-line (its per-call cost is added
 # on the call line), one with a loop (line weights unknown: the call line keeps its source
 # counts). Hand-written PTX.

@@ -233,6 +233,12 @@ def opcode_mix(opcode: str) -> LineMix:
         space = _space(mods)
         space = space if space in ("global", "shared") else "generic"
         size = _TYPE_BYTES.get(t, 4) * _vec(mods)
+        if space != "global" and "add" in mods and t in ("f32", "f64"):
+            # a float add on shared memory (or a generic address, which clang's OpenMP
+            # team-local variables have) runs as a compare-and-swap loop around an FADD/DADD
+            # in the SM; on global memory it runs in L2 (no FLOP, as ncu counts)
+            prec = _FLOAT_PREC[t][0]
+            add(**{prec: 1, f"flops_{prec}": 1})
         return add(**{f"atom_{space}": 1, f"atom_{space}_bytes": size})
     if base in ("tex", "tld4", "suld"):
         size = _TYPE_BYTES.get(types[0] if types else "f32", 4) * _vec(mods)

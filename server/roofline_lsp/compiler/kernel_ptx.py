@@ -99,10 +99,15 @@ class KernelPtx:
 
 @dataclass(frozen=True)
 class CompiledCounts:
-    """What the estimator gets: PTX counts of the kernel, or why there are none."""
+    """What the estimator gets: PTX counts of the kernel, or why there are none.
+    ``flops_only``: take the FLOPs from the PTX and keep the source counter's integer
+    instructions (``auto`` for OpenMP regions: clang's PTX carries the OpenMP runtime's
+    worksharing and state-machine code, which the counter books per GPU thread and iteration
+    instead)."""
 
     ptx: KernelPtx | None = None
     reason: str = ""
+    flops_only: bool = False
 
     @property
     def ok(self) -> bool:
@@ -111,7 +116,7 @@ class CompiledCounts:
     @property
     def note(self) -> str:
         if self.ptx is not None:
-            return "counts: PTX"
+            return "counts: PTX FLOPs, source integer ops" if self.flops_only else "counts: PTX"
         return f"counts: source ({self.reason})" if self.reason else "counts: source"
 
 
@@ -188,6 +193,7 @@ def kernel_ptx(module: PtxModule, kernel: Kernel, compiler: str = "nvcc") -> Ker
 
 
 _MAX_INSTANTIATIONS = 8
+_WRAPPER = "_wrapper"
 
 
 def _kernel_ptx(
@@ -211,6 +217,9 @@ def _kernel_ptx(
         if any(in_span(k) for k in f.callsite_lines):
             order.append(c)
             todo.extend(f.calls)
+    # clang's generic-mode parallel region is ``__omp_outlined__N`` and its worker entry
+    # ``__omp_outlined__N_wrapper``, which inlines it: a thread runs one of them
+    order = [n for n in order if not (n.endswith(_WRAPPER) and n[: -len(_WRAPPER)] in order)]
     lines: dict[int, LineMix] = {}
     fallback: set[int] = set()
     for name in order:

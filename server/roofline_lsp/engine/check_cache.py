@@ -81,7 +81,7 @@ def compiler_identity(config: Config) -> str:
         return ""
     nvcc, why = locate_nvcc(config.nvcc)
     out = f"nvcc={nvcc}:{nvcc_version(nvcc) if nvcc else why}"
-    if config.counts == "compiler":
+    if config.counts in ("compiler", "auto"):
         clang = find_offload_clang(None)
         out += f";clang={clang}:{clang_version(clang) if clang else ''}"
     return out

@@ -11,6 +11,8 @@ from roofline_lsp.compiler.kernel_ptx import UNROLL_DEFAULT, KernelPtx, line_qua
 from roofline_lsp.estimate.thread_counts import ThreadCounts
 from roofline_lsp.model.kernel import Kernel
 
+_NONE = (0.0, 0.0, 0.0, 0.0)
+
 
 def pick_instantiation(counts: ThreadCounts, ptx: KernelPtx) -> KernelPtx:
     """Of a template kernel's instantiations, the first whose dominant floating-point precision
@@ -51,9 +53,12 @@ def substitute(
     kernel: Kernel,
     ptx: KernelPtx,
     unroll_default: float = UNROLL_DEFAULT,
+    *,
+    flops_only: bool = False,
 ) -> ThreadCounts:
     """``counts`` with FLOPs and integer instructions from ``ptx`` line by line (see the module
-    docstring); accesses, loops and weights unchanged."""
+    docstring); accesses, loops and weights unchanged. ``flops_only``: the integer
+    instructions stay the counter's, line by line."""
     ptx = pick_instantiation(counts, ptx)
     lo, hi = kernel.line, max(kernel.end_line, kernel.line)
     weights = counts.weights
@@ -103,6 +108,12 @@ def substitute(
         extra = orig[i] - src[i]
         if extra > 1e-9 * max(abs(orig[i]), 1.0):
             tot[i] += extra
+    if flops_only:
+        tot[3] = orig[3]
+        new = {
+            ln: (*new.get(ln, _NONE)[:3], counts.lines.get(ln, _NONE)[3])
+            for ln in new.keys() | counts.lines.keys()
+        }
     return replace(
         counts,
         flops={"fp64": tot[0], "fp32": tot[1], "fp16": tot[2]},

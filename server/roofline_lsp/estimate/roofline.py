@@ -300,7 +300,9 @@ def analyze(
         counter.add_int(settings.int_entry)
         counts = counter.result(threads)
     if compiled is not None and compiled.ptx is not None:
-        counts = substitute(counts, kernel, compiled.ptx, settings.unroll_default)
+        counts = substitute(
+            counts, kernel, compiled.ptx, settings.unroll_default, flops_only=compiled.flops_only
+        )
     mem = estimate_traffic(
         counts,
         ctx.extents,
