@@ -239,3 +239,15 @@ def test_one_line_inline_asm_scopes_are_parsed():
     f = module.functions["_Z1kPfi"]
     assert f.lines[("calls.cu", 5)].flops_fp32 == 1 and f.lines[("calls.cu", 5)].warp_ops == 1
     assert f.lines[("calls.cu", 6)].int_ops == 1
+
+
+def test_runs_keep_program_order_for_code_inlined_without_a_call_line() -> None:
+    # omp_helpers.c line 18 `y[i] = cube(x[i]) + 1.0f;`, cube() on line 4: clang 16 emits
+    # the load on line 18, the two multiplies of cube() on line 4, then the add on line 18
+    f = load("omp_helpers.ptx").functions["__omp_outlined__1"]
+    keys = [r.key[1] for r in f.runs if r.mix.flops_fp32 or r.mix.ld_generic]
+    assert keys[keys.index(4) - 1 : keys.index(4) + 2] == [18, 4, 18]
+    (cube,) = [r for r in f.runs if r.key[1] == 4 and r.mix.flops_fp32]
+    assert cube.mix.flops_fp32 == 2 and cube.first <= cube.last
+    (loop,) = f.loops
+    assert loop.span[0] <= cube.first and cube.last <= loop.span[1]

@@ -5,7 +5,7 @@ counts, from checked-in PTX of our own fixtures (no compiler needed)."""
 from __future__ import annotations
 
 import pytest
-from ptx_helpers import kernel_of
+from ptx_helpers import FIX, kernel_of
 
 from roofline_lsp.compiler.kernel_ptx import CompiledCounts, kernel_ptx
 from roofline_lsp.compiler.ptx_parser import parse_ptx
@@ -118,6 +118,26 @@ def test_an_openmp_parallel_body_and_its_worker_wrapper_count_once():
     assert kp.lines[15].flops_fp32 == 1 and kp.lines[17].flops_fp32 == 1
     comp = analyze(k, det, GPU, Inputs(), compiled=CompiledCounts(kp, flops_only=True))
     assert comp.counts.flops["fp32"] == pytest.approx(2.0)
+
+
+# omp_helpers.c: clang 16 inlines cube() (line 4) into apply_cube's loop body (line 18)
+# without recording the call line: its two mul.rn.f32 sit between line 18's instructions in
+# program order and are booked there: v * v * v (2 FLOP) + 1.0f (1 FLOP) = 3 FP32 FLOP per
+# iteration, as the source counter books the call. series() keeps its own loop (back edge on
+# line 9): that code runs an unknown number of times per call, so apply_series gets no PTX
+# counts (source counts, with the reason).
+def test_code_inlined_without_a_call_line_is_booked_on_the_line_it_was_inlined_at():
+    path = FIX / "omp_helpers.c"
+    det = detect(path.read_bytes(), str(path))
+    cube, series = det.kernels
+    module = parse_ptx((FIX / "omp_helpers.ptx").read_text())
+    kp = kernel_ptx(module, cube)
+    assert kp is not None
+    assert kp.lines[18].flops_fp32 == 3 and 4 not in kp.lines
+    src = analyze(cube, det, GPU, Inputs())
+    comp = analyze(cube, det, GPU, Inputs(), compiled=CompiledCounts(kp, flops_only=True))
+    assert comp.counts.flops["fp32"] == pytest.approx(3.0) == src.counts.flops["fp32"]
+    assert kernel_ptx(module, series) is None
 
 
 # A kernel calling two .func device functions: one straight-line (its per-call cost is added

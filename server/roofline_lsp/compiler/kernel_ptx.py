@@ -176,6 +176,37 @@ def _call_cost(
     return total
 
 
+def _counted(mix: LineMix) -> bool:
+    return bool(mix.int_ops) or line_quad(mix)[:3] != (0, 0, 0)
+
+
+def _own_lines(f: PtxFunction, in_span: Callable[[Key], bool]) -> dict[Key, LineMix] | None:
+    """The counts of ``f`` on the kernel's lines. Code inlined from a function outside the
+    kernel without its call line (clang emits no ``inlined_at`` before LLVM 17) is booked on
+    the kernel line it follows in program order (the call it was inlined at; before any, the
+    next one); None when such code sits in a loop of the callee's own (its weight is unknown)
+    or no kernel line is near."""
+    foreign = [r for r in f.runs if r.key[1] > 0 and not in_span(r.key) and _counted(r.mix)]
+    if not foreign:
+        return {k: m for k, m in f.callsite_lines.items() if in_span(k)}
+    own_loops = [lp.span for lp in f.loops if lp.control[1] > 0 and not in_span(lp.control)]
+    out: dict[Key, LineMix] = {}
+    last: Key | None = None
+    pending = EMPTY
+    for r in f.runs:
+        if in_span(r.key):
+            out[r.key] = out.get(r.key, EMPTY) + pending + r.mix
+            last, pending = r.key, EMPTY
+        elif r.key[1] > 0 and _counted(r.mix):
+            if any(a <= r.first and r.last <= b for a, b in own_loops):
+                return None
+            if last is None:
+                pending = pending + r.mix
+            else:
+                out[last] = out[last] + r.mix
+    return None if pending != EMPTY else out
+
+
 def kernel_ptx(module: PtxModule, kernel: Kernel, compiler: str = "nvcc") -> KernelPtx | None:
     """The per-line PTX counts of ``kernel`` (None when the module lacks it, e.g. a template
     never instantiated in the translation unit). A template instantiated several times gives
@@ -224,13 +255,10 @@ def _kernel_ptx(
     fallback: set[int] = set()
     for name in order:
         f = module.functions[name]
-        for key, mix in f.callsite_lines.items():
-            if not in_span(key):
-                if key[1] > 0 and (mix.int_ops or line_quad(mix)[:3] != (0, 0, 0)):
-                    # inlined code whose call line the compiler did not record (clang emits
-                    # no inlined_at before LLVM 17): its weight is unknown
-                    return None
-                continue
+        here = _own_lines(f, in_span)
+        if here is None:
+            return None
+        for key, mix in here.items():
             ln = key[1]
             add = mix
             for c in mix.calls:

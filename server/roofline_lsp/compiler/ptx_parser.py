@@ -41,6 +41,18 @@ class PtxLoop:
     control_mix: LineMix = EMPTY
     inlined_mix: LineMix = EMPTY
     calls: tuple[str, ...] = ()
+    span: tuple[int, int] = (0, 0)  # first and last instruction (indices into the function)
+
+
+@dataclass(frozen=True)
+class PtxRun:
+    """Consecutive instructions of one call-site line, in program order: where inlined code
+    without ``inlined_at`` (clang before LLVM 17) was put, between the lines of its caller."""
+
+    key: Key
+    mix: LineMix
+    first: int  # instruction indices
+    last: int
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,7 @@ class PtxFunction:
     calls: tuple[str, ...] = ()
     loops: tuple[PtxLoop, ...] = ()
     total: LineMix = EMPTY
+    runs: tuple[PtxRun, ...] = field(default=(), compare=False)
 
     @property
     def short_name(self) -> str:
@@ -321,6 +334,21 @@ def _build_function(
                 if target not in lst:
                     lst.append(target)
     loops = _loops(instrs, labels, sparse, targets, key)
+    runs: list[PtxRun] = []
+    start = 0
+    for j in range(1, len(instrs) + 1):
+        if j < len(instrs) and instrs[j].callsite == instrs[start].callsite:
+            continue
+        acc = [0] * nf
+        run_calls: list[str] = []
+        for at in range(start, j):
+            for idx, v in sparse[at]:
+                acc[idx] += v
+            t = targets[at]
+            if t and t not in run_calls:
+                run_calls.append(t)
+        runs.append(PtxRun(key(instrs[start].callsite), _to_mix(acc, run_calls), start, j - 1))
+        start = j
     return PtxFunction(
         name,
         ptx_base_name(name),
@@ -330,6 +358,7 @@ def _build_function(
         tuple(calls),
         loops,
         _to_mix(total, calls),
+        tuple(runs),
     )
 
 
@@ -401,6 +430,7 @@ def _loops(
                 _to_mix(own),
                 _to_mix(inl),
                 tuple(called),
+                (start, end),
             )  # fmt: skip
         )
     return tuple(out)
