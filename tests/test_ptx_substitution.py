@@ -129,7 +129,7 @@ def test_an_openmp_parallel_body_and_its_worker_wrapper_count_once():
 def test_code_inlined_without_a_call_line_is_booked_on_the_line_it_was_inlined_at():
     path = FIX / "omp_helpers.c"
     det = detect(path.read_bytes(), str(path))
-    cube, series = det.kernels
+    cube, series, _ = det.kernels
     module = parse_ptx((FIX / "omp_helpers.ptx").read_text())
     kp = kernel_ptx(module, cube)
     assert kp is not None
@@ -138,6 +138,19 @@ def test_code_inlined_without_a_call_line_is_booked_on_the_line_it_was_inlined_a
     comp = analyze(cube, det, GPU, Inputs(), compiled=CompiledCounts(kp, flops_only=True))
     assert comp.counts.flops["fp32"] == pytest.approx(3.0) == src.counts.flops["fp32"]
     assert kernel_ptx(module, series) is None
+
+
+# select_sum (omp_helpers.c line 30): clang merges both arms of the `if` (lines 37 and 39)
+# into one fma.rn.f32 with no line (.loc line 0), inside the j loop between instructions of
+# line 37: it is booked there, 2 FP32 FLOP per pass (the region counted none before).
+# cube()'s multiplies stay on line 18 of apply_cube; nothing else in the file is on line 0.
+def test_floating_point_work_on_no_line_is_booked_on_the_line_around_it():
+    path = FIX / "omp_helpers.c"
+    det = detect(path.read_bytes(), str(path))
+    module = parse_ptx((FIX / "omp_helpers.ptx").read_text())
+    kp = kernel_ptx(module, det.kernels[2])
+    assert kp is not None
+    assert {ln: m.flops_fp32 for ln, m in kp.lines.items() if m.flops_fp32} == {37: 2}
 
 
 # A kernel calling two .func device functions: one straight-line (its per-call cost is added

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 from roofline_lsp.compiler.demangle import omp_region
 from roofline_lsp.compiler.instruction_mix import EMPTY, LineMix
 from roofline_lsp.compiler.ptx_kernels import find_kernels
-from roofline_lsp.compiler.ptx_parser import Key, PtxFunction, PtxModule
+from roofline_lsp.compiler.ptx_parser import Key, PtxFunction, PtxModule, PtxRun
 from roofline_lsp.model.kernel import Kernel
 
 # functions of the OpenMP device runtime: modelled by the calibrated per-thread/per-iteration
@@ -180,30 +180,72 @@ def _counted(mix: LineMix) -> bool:
     return bool(mix.int_ops) or line_quad(mix)[:3] != (0, 0, 0)
 
 
+_FLOAT_FIELDS = ("fp64", "fp32", "fp16", "flops_fp64", "flops_fp32", "flops_fp16")
+
+
+def _floats(mix: LineMix) -> LineMix:
+    """The floating-point part of ``mix``."""
+    return replace(EMPTY, **{f: getattr(mix, f) for f in _FLOAT_FIELDS})
+
+
+def _foreign(r: PtxRun, in_span: Callable[[Key], bool]) -> LineMix | None:
+    """What a run outside the kernel's lines brings to them: code inlined from elsewhere
+    (all of it), or floating-point work the compiler gave no line (line 0: clang's merge of
+    both arms of an ``if`` into one FMA); None for nothing."""
+    if in_span(r.key):
+        return None
+    if r.key[1] > 0:
+        return r.mix if _counted(r.mix) else None
+    part = _floats(r.mix)
+    return part if line_quad(part)[:3] != (0, 0, 0) else None
+
+
 def _own_lines(f: PtxFunction, in_span: Callable[[Key], bool]) -> dict[Key, LineMix] | None:
     """The counts of ``f`` on the kernel's lines. Code inlined from a function outside the
     kernel without its call line (clang emits no ``inlined_at`` before LLVM 17) is booked on
     the kernel line it follows in program order (the call it was inlined at; before any, the
-    next one); None when such code sits in a loop of the callee's own (its weight is unknown)
-    or no kernel line is near."""
-    foreign = [r for r in f.runs if r.key[1] > 0 and not in_span(r.key) and _counted(r.mix)]
-    if not foreign:
+    next one), and so is floating-point work on no line when it sits in the same PTX loop as
+    the kernel lines before and after it (clang's merge of both arms of an ``if``; not code
+    hoisted out of an inner loop).
+    None when inlined code sits in a loop of the callee's own (its weight is unknown) or no
+    kernel line is near."""
+    if not any(_foreign(r, in_span) is not None for r in f.runs):
         return {k: m for k, m in f.callsite_lines.items() if in_span(k)}
     own_loops = [lp.span for lp in f.loops if lp.control[1] > 0 and not in_span(lp.control)]
+    spans = sorted((lp.span for lp in f.loops), key=lambda s: s[1] - s[0])
+
+    def innermost(r: PtxRun) -> tuple[int, int] | None:
+        return next((s for s in spans if s[0] <= r.first and r.last <= s[1]), None)
+
+    following: list[PtxRun | None] = []  # the next run on a kernel line, for each run
+    nxt: PtxRun | None = None
+    for r in reversed(f.runs):
+        following.append(nxt)
+        if in_span(r.key):
+            nxt = r
+    following.reverse()
     out: dict[Key, LineMix] = {}
-    last: Key | None = None
+    last: PtxRun | None = None
     pending = EMPTY
-    for r in f.runs:
+    for r, after in zip(f.runs, following, strict=True):
         if in_span(r.key):
             out[r.key] = out.get(r.key, EMPTY) + pending + r.mix
-            last, pending = r.key, EMPTY
-        elif r.key[1] > 0 and _counted(r.mix):
-            if any(a <= r.first and r.last <= b for a, b in own_loops):
+            last, pending = r, EMPTY
+        elif (mix := _foreign(r, in_span)) is not None:
+            if r.key[1] == 0:
+                loop = innermost(r)
+                if (
+                    last is not None
+                    and after is not None
+                    and innermost(last) == loop == innermost(after)
+                ):
+                    out[last.key] = out[last.key] + mix
+            elif any(a <= r.first and r.last <= b for a, b in own_loops):
                 return None
-            if last is None:
-                pending = pending + r.mix
+            elif last is None:
+                pending = pending + mix
             else:
-                out[last] = out[last] + r.mix
+                out[last.key] = out[last.key] + mix
     return None if pending != EMPTY else out
 
 
