@@ -20,10 +20,14 @@ from lsp_session import (
 )
 from lsprotocol import types as lsp
 
-from roofline_lsp.compiler.toolchain import find_nvcc
+from roofline_lsp.compiler.toolchain import find_nvcc, find_offload_clang
 
 PTX_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ptx"
 needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="no nvcc on this machine")
+needs_omp_clang = pytest.mark.skipif(
+    find_nvcc() is None or find_offload_clang() is None,
+    reason="no clang with the OpenMP NVPTX runtime (and nvcc's libdevice) on this machine",
+)
 
 
 async def hover_at(client: RecordingClient, uri: str, pos: lsp.Position) -> str:
@@ -102,3 +106,15 @@ async def test_without_nvcc_the_editor_keeps_source_counts_and_says_why(
     await wait_for_log(client, "source counts for saxpy.cu")
     assert any("nvcc" in m.message for m in client.log_messages)
     assert "counts: PTX" not in await hover_at(client, uri, position_of(text, "saxpy"))
+
+
+@needs_omp_clang
+async def test_an_openmp_region_takes_its_flops_from_clangs_ptx(
+    client: RecordingClient, tmp_path: Path
+):
+    # counts=auto (the default): the region is compiled by clang in the background and its
+    # verdict re-estimated with the PTX FLOPs; the integer ops stay the source counter's
+    uri, text = await open_copy(client, tmp_path, "omp_saxpy.c")
+    region = position_of(text, "omp target")
+    card = await wait_for_hover(client, uri, region, "counts: PTX FLOPs")
+    assert "(counts: PTX FLOPs)" in card, card

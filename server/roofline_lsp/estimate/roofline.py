@@ -382,6 +382,7 @@ def estimate(
             per="iteration" if kernel.is_offload else "thread",
             threads=a.threads,
             counts_from="ptx" if compiled is not None and compiled.ok else "source",
+            ptx_flops_only=compiled is not None and compiled.ok and compiled.flops_only,
             launch_from=a.launch_from,
             line_ops={ln - kernel.line: ops for ln, ops in a.counts.lines.items()},
             line_runs={ln - kernel.line: w for ln, w in a.counts.weights.items()},

@@ -36,6 +36,7 @@ class Counts:
     per: Literal["thread", "iteration"] = "thread"
     threads: float | None = None  # threads or iterations per launch when known
     counts_from: Literal["source", "ptx"] = "source"
+    ptx_flops_only: bool = False  # from PTX the FLOPs only, the integer ops from the source
     # where the launch size came from: the caller's inputs ("given"), the source ("source"),
     # assumed to cover the kernel's bounds check exactly ("guard"), or assumed ("assumed")
     launch_from: Literal["given", "source", "guard", "assumed"] = "source"

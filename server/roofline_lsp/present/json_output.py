@@ -38,6 +38,7 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
             "bytes_stored": round(c.bytes_stored, 3),
             "threads": c.threads,
             "counts_from": c.counts_from,
+            "int_ops_from": "source" if c.ptx_flops_only else c.counts_from,
         }
     assumed = [t for t in v.terms if isinstance(t, AssumptionTerm)]
     if assumed:

@@ -117,7 +117,9 @@ def counts_line(v: Verdict, detail: bool = True) -> str | None:
     text = f"Per {per}: " + ", ".join([*parts, dram])
     if detail and c.threads:
         text += f"; {fmt_num(c.threads)} {per}s per launch"
-    if c.counts_from == "ptx":
+    if c.counts_from == "ptx" and c.ptx_flops_only:
+        text += " (counts: PTX FLOPs, source integer ops)" if detail else " (counts: PTX FLOPs)"
+    elif c.counts_from == "ptx":
         text += " (counts: PTX, from the compiler)" if detail else " (counts: PTX)"
     return text
 
