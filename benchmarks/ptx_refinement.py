@@ -4,9 +4,10 @@ Opens CUDA files in `roofline-lsp serve` (counts: auto, the default), then makes
 a kernel; after each it measures the time from the keystroke (didChange) to the source-level
 diagnostics and to the re-publication with the verdicts refined by nvcc's PTX counts (the
 compile is new each time: the edit changes the text). Target: PTX within 3 s of the last
-keystroke. Needs nvcc (CUDA_HOME, PATH or the toolkit's standard location).
+keystroke. Needs nvcc (CUDA_HOME, PATH or the toolkit's standard location); with clang's
+OpenMP offload also examples/stencil_omp.cpp (its FLOPs from clang's PTX).
 
-    python benchmarks/ptx_refinement.py [--edits 10]
+    python benchmarks/ptx_refinement.py [--edits 10] [--file PATH KERNEL]
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from lsp_session import (  # noqa: E402
 )
 from lsprotocol import types as lsp  # noqa: E402
 
-from roofline_lsp.compiler.toolchain import find_nvcc  # noqa: E402
+from roofline_lsp.compiler.toolchain import find_nvcc, find_offload_clang  # noqa: E402
 
 
 def generated(groups: int) -> str:
@@ -67,7 +68,8 @@ async def measure(client: RecordingClient, path: Path, text: str, kernel: str, e
     await diagnostics_for(client, uri, 1, timeout=60)
     await publications(client, uri, 1, 2, 0)
     source_ms, ptx_ms = [], []
-    anchor = position_of(text, f"{kernel}(")
+    # a CUDA kernel's name; an OpenMP region's pragma (``omp target``)
+    anchor = position_of(text, f"{kernel}(" if f"{kernel}(" in text else kernel)
     lines = text.split("\n")
     line = next(i for i in range(anchor.line, len(lines)) if "{" in lines[i]) + 1  # in the body
     for v in range(2, edits + 2):
@@ -95,9 +97,12 @@ async def main(edits: int, extra: list[tuple[Path, str]]) -> int:
         (f"examples/saxpy.cu ({saxpy.count(chr(10))} lines, 1 kernel)", saxpy, "saxpy"),
         (f"generated ({big.count(chr(10))} lines, 25 kernels)", big, "saxpy_4"),
     ]
-    for path, kernel in extra:
+    files = list(extra)
+    if find_offload_clang() is not None:
+        files.insert(0, (BENCH.parent / "examples" / "stencil_omp.cpp", "omp target"))
+    for path, kernel in files:
         text = path.read_text("utf-8", "replace")
-        cases.append((f"{path} ({text.count(chr(10))} lines)", text, kernel))
+        cases.append((f"{path.name} ({text.count(chr(10))} lines)", text, kernel))
     client = make_client()
     await client.start_io(*SERVER_COMMAND)
     try:
@@ -105,9 +110,9 @@ async def main(edits: int, extra: list[tuple[Path, str]]) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             for i, (label, text, kernel) in enumerate(cases):
                 # beside the original for its local includes, else in a temporary folder
-                orig = extra[i - 2][0] if i >= 2 else None
+                orig = files[i - 2][0] if i >= 2 else None
                 folder = orig.parent if orig is not None else Path(tmp)
-                path = folder / f".roofline-bench-{i}.cu"
+                path = folder / f".roofline-bench-{i}{orig.suffix if orig is not None else '.cu'}"
                 path.write_text(text)
                 try:
                     src, refined = await measure(client, path, text, kernel, edits)
@@ -133,7 +138,8 @@ if __name__ == "__main__":
         action="append",
         default=[],
         metavar=("PATH", "KERNEL"),
-        help="also measure this CUDA file, editing inside KERNEL",
+        help="also measure this file, editing inside KERNEL (a CUDA kernel's name, or the "
+        "text of an OpenMP region's pragma such as 'omp target')",
     )
     ns = ap.parse_args()
     sys.exit(asyncio.run(main(ns.edits, [(Path(p).resolve(), k) for p, k in ns.file])))
