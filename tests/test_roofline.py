@@ -652,3 +652,50 @@ def test_a_type_alias_of_a_local_header_follows_the_branch_taken(gpu, tmp_path: 
     assert a.counts.flops["fp64"] == 0
     stores = [x for x in a.counts.accesses if x.buffer == "y" and x.kind == "store"]
     assert stores and stores[0].elem == 4
+
+
+# The instance a profile names (`scale<double>`): its types bind the template's type
+# parameters, over the file's first instantiation (float here). Per iteration y[i] = x[i] * 3
+# is one multiply: 1 FP32 FLOP on 4 + 4 bytes for float, 1 FP64 FLOP on 8 + 8 for double.
+TEMPLATE_REGION = """\
+template <typename T>
+void scale(int n, const T *x, T *y) {
+#pragma omp target teams distribute parallel for map(to: x[0:n]) map(from: y[0:n])
+  for (int i = 0; i < n; i++) y[i] = x[i] * 3;
+}
+int main() { float *a, *b; scale<float>(1 << 20, a, b); }
+"""
+
+
+def test_an_instance_s_types_bind_an_openmp_region_s_template(gpu):
+    det = detect(TEMPLATE_REGION.encode(), "scale.cpp")
+    (k,) = det.kernels
+    first = analyze(k, det, gpu, Inputs())
+    double = analyze(k, det, gpu, Inputs(instantiation=("double",)))
+    assert (first.counts.flops["fp32"], first.counts.flops["fp64"]) == (1.0, 0.0)
+    assert (double.counts.flops["fp32"], double.counts.flops["fp64"]) == (0.0, 1.0)
+    assert double.memory.dram_bytes == pytest.approx(2 * first.memory.dram_bytes, rel=0.01)
+
+
+# A CUDA kernel template: the instance's type (double) wins over the launch's (float); its
+# numeric argument does not (R = 4 from the launch, not 8): 4 FP64 adds per thread.
+TEMPLATE_KERNEL = """\
+template <typename T, int R>
+__global__ void blur(const T *x, T *y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  T s = 0;
+  for (int k = 0; k < R; k++) s += x[(i + k) % n];
+  y[i] = s;
+}
+int main() { float *a, *b; blur<float, 4><<<4096, 256>>>(a, b, 1 << 20); }
+"""
+
+
+def test_an_instance_s_types_bind_a_kernel_template_its_numbers_stay_the_launch_s(gpu):
+    det = detect(TEMPLATE_KERNEL.encode(), "blur.cu")
+    (k,) = det.kernels
+    launch = analyze(k, det, gpu, Inputs())
+    double = analyze(k, det, gpu, Inputs(instantiation=("double", "8")))
+    assert (launch.counts.flops["fp32"], launch.counts.flops["fp64"]) == (4.0, 0.0)
+    assert (double.counts.flops["fp32"], double.counts.flops["fp64"]) == (0.0, 4.0)

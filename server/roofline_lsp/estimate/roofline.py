@@ -23,7 +23,6 @@ import math
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -77,6 +76,11 @@ class Inputs:
     grid: tuple[int, int, int] | None = None
     args: str | None = None  # program command line, e.g. "8192 10000"
     values: tuple[tuple[str, float], ...] = ()  # named values, e.g. (("n", 1048576.0),)
+    # the template arguments of the instance analysed (a profiled kernel's signature names
+    # it: ``conv1d<double>``), in the order of the kernel's or enclosing function's template
+    # parameters: its types win over the launch's and the first instantiation's (numeric
+    # arguments are left to the launch: binding them measured worse on val's OpenMP regions)
+    instantiation: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -184,9 +188,11 @@ def analyze(
     if offload:
         block, grid = _team_shape(kernel, ctx, block, grid)
     if not offload:
+        if inputs.instantiation:
+            ctx.template_args = _instance_types(kernel, ctx.template_args, inputs.instantiation)
         assumed_types = _template_bindings(kernel, ctx, aliases)
     else:
-        assumed_types = _enclosing_template(kernel, aliases, ctx.host_template)
+        assumed_types = _enclosing_template(kernel, aliases, ctx, inputs.instantiation)
     settings = Settings(
         default_trips=cal.default_trips,
         default_while=cal.default_while,
@@ -551,6 +557,21 @@ def _template_bindings(
     return tuple(assumed)
 
 
+def _instance_types(
+    kernel: Kernel, launch: tuple[str, ...], instantiation: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The launch's template arguments with the instantiation's types in the type
+    parameters' places (numeric arguments stay the launch's)."""
+    out = []
+    for i, tp in enumerate(kernel.template_params):
+        words = tp.split("=")[0].split()
+        given = launch[i] if i < len(launch) else ""
+        if words and words[0] in ("typename", "class") and i < len(instantiation):
+            given = instantiation[i]
+        out.append(given)
+    return tuple(out)
+
+
 def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
     """Template type parameters deduced from the launch's arguments, as C++ does: a
     parameter ``Op op`` given ``Square()``/``Square{..}`` or a host variable of type
@@ -579,17 +600,20 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
 
 
 def _enclosing_template(
-    kernel: Kernel, aliases: dict[str, str], given: Mapping[str, str]
+    kernel: Kernel, aliases: dict[str, str], ctx: HostContext, instantiation: tuple[str, ...]
 ) -> tuple[str, ...]:
-    """An offload region inside ``template <typename T> void f(...)``: T is what the
-    function's first instantiation or call gives (``given``), else its default, else
-    ``float`` (returned: the types assumed)."""
+    """An offload region inside ``template <typename T> void f(...)``: T is the
+    instantiation's argument in its position, else what the function's first instantiation
+    or call gives (``ctx.host_template``), else its default, else ``float`` (returned: the
+    types assumed)."""
     p = kernel_function(kernel)
     if p is None or p.parent is None or p.parent.type != "template_declaration":
         return ()
     assumed: list[str] = []
+    given = dict(ctx.host_template)
     params = p.parent.child_by_field_name("parameters")
-    for tp in params.named_children if params is not None else []:
+    for i, tp in enumerate(params.named_children if params is not None else []):
+        arg = instantiation[i].strip() if i < len(instantiation) else ""
         if tp.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
             name_node = tp.child_by_field_name("name") or next(
                 (c for c in tp.named_children if c.type == "type_identifier"), None
@@ -597,9 +621,11 @@ def _enclosing_template(
             default = tp.child_by_field_name("default_type")
             if name_node is not None and name_node.text:
                 name = name_node.text.decode()
-                if name in aliases:
+                if arg:
+                    aliases[name] = arg
+                elif name in aliases:
                     continue
-                if given.get(name):
+                elif given.get(name):
                     aliases[name] = given[name]
                 elif default is not None and default.text:
                     aliases[name] = default.text.decode()

@@ -3,13 +3,15 @@
 ``export-finetune``.
 
 A row's ``file``, ``line``, ``block``, ``grid`` and ``exe_args`` describe the kernel and its
-launch; ``label``, ``measured``, ``bound_by`` and ``paper_*`` are for scoring and examples.
+launch, and the template arguments in its ``signature`` the instance profiled (``conv1d<double>``);
+``label``, ``measured``, ``bound_by`` and ``paper_*`` are for scoring and examples.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -60,7 +62,34 @@ class Row:
             block=dim(self.data.get("block")),
             grid=dim(self.data.get("grid")),
             args=self.data.get("exe_args") or None,
+            instantiation=instantiation(
+                str(self.data.get("signature") or ""), str(self.data.get("kernel") or "")
+            ),
         )
+
+
+def instantiation(signature: str, name: str) -> tuple[str, ...]:
+    """The template arguments of ``name`` in a demangled ``signature``:
+    ``void conv1d<double>(double const*, ...)`` -> ``("double",)``; ``()`` for none."""
+    short = name.rsplit("::", 1)[-1]
+    m = re.search(r"(?<!\w)" + re.escape(short) + r"\s*<", signature) if short else None
+    if m is None:
+        return ()
+    args: list[str] = []
+    depth, start = 1, m.end()
+    for i in range(m.end(), len(signature)):
+        c = signature[i]
+        if c in "<([":
+            depth += 1
+        elif c in ">)]":
+            depth -= 1
+            if depth == 0:
+                args.append(signature[start:i].strip())
+                return tuple(a for a in args if a)
+        elif c == "," and depth == 1:
+            args.append(signature[start:i].strip())
+            start = i + 1
+    return ()
 
 
 def load_rows(dataset: str) -> list[Row]:

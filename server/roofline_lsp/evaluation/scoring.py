@@ -1,7 +1,8 @@
 """`eval`: score detection and verdicts against a labelled dataset folder
 (``kernels.jsonl`` + ``sources/``, laid out like ``../shared/eval/dev``).
 
-Only a row's ``file``, ``line``, ``block``, ``grid`` and ``exe_args`` reach the estimator;
+Only a row's ``file``, ``line``, ``block``, ``grid``, ``exe_args`` and the template arguments of
+its ``signature`` reach the estimator;
 ``label``, ``measured``, ``bound_by`` and ``paper_*`` are used for scoring alone.
 
 Each score block (all rows, per language, the balanced subset) has the confusion matrix,
