@@ -23,6 +23,7 @@ import math
 import os
 import re
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -192,7 +193,9 @@ def analyze(
             ctx.template_args = _instance_types(kernel, ctx.template_args, inputs.instantiation)
         assumed_types = _template_bindings(kernel, ctx, aliases)
     else:
-        assumed_types = _enclosing_template(kernel, aliases, ctx, inputs.instantiation)
+        assumed_types = _enclosing_template(
+            kernel, aliases, ctx.host_template, inputs.instantiation
+        )
     settings = Settings(
         default_trips=cal.default_trips,
         default_while=cal.default_while,
@@ -600,17 +603,19 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
 
 
 def _enclosing_template(
-    kernel: Kernel, aliases: dict[str, str], ctx: HostContext, instantiation: tuple[str, ...]
+    kernel: Kernel,
+    aliases: dict[str, str],
+    given: Mapping[str, str],
+    instantiation: tuple[str, ...],
 ) -> tuple[str, ...]:
     """An offload region inside ``template <typename T> void f(...)``: T is the
     instantiation's argument in its position, else what the function's first instantiation
-    or call gives (``ctx.host_template``), else its default, else ``float`` (returned: the
-    types assumed)."""
+    or call gives (``given``), else its default, else ``float`` (returned: the types
+    assumed)."""
     p = kernel_function(kernel)
     if p is None or p.parent is None or p.parent.type != "template_declaration":
         return ()
     assumed: list[str] = []
-    given = dict(ctx.host_template)
     params = p.parent.child_by_field_name("parameters")
     for i, tp in enumerate(params.named_children if params is not None else []):
         arg = instantiation[i].strip() if i < len(instantiation) else ""
