@@ -251,3 +251,8 @@ def test_runs_keep_program_order_for_code_inlined_without_a_call_line() -> None:
     assert cube.mix.flops_fp32 == 2 and cube.first <= cube.last
     (loop,) = f.loops
     assert loop.span[0] <= cube.first and cube.last <= loop.span[1]
+
+
+def test_a_function_without_instructions_has_no_runs() -> None:
+    m = parse_ptx(".version 8.0\n.target sm_86\n.address_size 64\n.func empty()\n{\n}\n")
+    assert m.functions["empty"].runs == ()

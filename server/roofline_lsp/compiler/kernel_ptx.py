@@ -209,7 +209,8 @@ def _own_lines(f: PtxFunction, in_span: Callable[[Key], bool]) -> dict[Key, Line
     hoisted out of an inner loop).
     None when inlined code sits in a loop of the callee's own (its weight is unknown) or no
     kernel line is near."""
-    if not any(_foreign(r, in_span) is not None for r in f.runs):
+    foreign = [_foreign(r, in_span) for r in f.runs]
+    if all(m is None for m in foreign):
         return {k: m for k, m in f.callsite_lines.items() if in_span(k)}
     own_loops = [lp.span for lp in f.loops if lp.control[1] > 0 and not in_span(lp.control)]
     spans = sorted((lp.span for lp in f.loops), key=lambda s: s[1] - s[0])
@@ -227,11 +228,11 @@ def _own_lines(f: PtxFunction, in_span: Callable[[Key], bool]) -> dict[Key, Line
     out: dict[Key, LineMix] = {}
     last: PtxRun | None = None
     pending = EMPTY
-    for r, after in zip(f.runs, following, strict=True):
+    for r, mix, after in zip(f.runs, foreign, following, strict=True):
         if in_span(r.key):
             out[r.key] = out.get(r.key, EMPTY) + pending + r.mix
             last, pending = r, EMPTY
-        elif (mix := _foreign(r, in_span)) is not None:
+        elif mix is not None:
             if r.key[1] == 0:
                 loop = innermost(r)
                 if (

@@ -315,7 +315,9 @@ def _build_function(
     direct_calls: dict[Key, list[str]] = {}
     site_calls: dict[Key, list[str]] = {}
     total = [0] * nf
-    for ins, sp, target in zip(instrs, sparse, targets, strict=True):
+    # consecutive instructions of one call-site line: [key, counts, calls, first index]
+    runs: list[tuple[Key, list[int], list[str], int]] = []
+    for j, (ins, sp, target) in enumerate(zip(instrs, sparse, targets, strict=True)):
         k = key(ins.direct)
         k2 = key(ins.callsite)
         a = direct.get(k)
@@ -324,31 +326,20 @@ def _build_function(
         b = site.get(k2)
         if b is None:
             b = site[k2] = [0] * nf
+        if not runs or instrs[runs[-1][3]].callsite != ins.callsite:
+            runs.append((k2, [0] * nf, [], j))
+        r = runs[-1][1]
         for idx, v in sp:
             a[idx] += v
             b[idx] += v
+            r[idx] += v
             total[idx] += v
         if target:
-            for where, kk in ((direct_calls, k), (site_calls, k2)):
-                lst = where.setdefault(kk, [])
+            for lst in (direct_calls.setdefault(k, []), site_calls.setdefault(k2, []), runs[-1][2]):
                 if target not in lst:
                     lst.append(target)
     loops = _loops(instrs, labels, sparse, targets, key)
-    runs: list[PtxRun] = []
-    start = 0
-    for j in range(1, len(instrs) + 1):
-        if j < len(instrs) and instrs[j].callsite == instrs[start].callsite:
-            continue
-        acc = [0] * nf
-        run_calls: list[str] = []
-        for at in range(start, j):
-            for idx, v in sparse[at]:
-                acc[idx] += v
-            t = targets[at]
-            if t and t not in run_calls:
-                run_calls.append(t)
-        runs.append(PtxRun(key(instrs[start].callsite), _to_mix(acc, run_calls), start, j - 1))
-        start = j
+    ends = [first - 1 for *_, first in runs[1:]] + [len(instrs) - 1] * bool(runs)
     return PtxFunction(
         name,
         ptx_base_name(name),
@@ -358,7 +349,10 @@ def _build_function(
         tuple(calls),
         loops,
         _to_mix(total, calls),
-        tuple(runs),
+        tuple(
+            PtxRun(k, _to_mix(acc, called), first, last)
+            for (k, acc, called, first), last in zip(runs, ends, strict=True)
+        ),
     )
 
 

@@ -80,11 +80,11 @@ def compiler_identity(config: Config) -> str:
     if config.counts == "source":
         return ""
     nvcc, why = locate_nvcc(config.nvcc)
-    out = f"nvcc={nvcc}:{nvcc_version(nvcc) if nvcc else why}"
-    if config.counts in ("compiler", "auto"):
-        clang = find_offload_clang(None)
-        out += f";clang={clang}:{clang_version(clang) if clang else ''}"
-    return out
+    clang = find_offload_clang(None)  # compiler and auto both compile OpenMP regions
+    return (
+        f"nvcc={nvcc}:{nvcc_version(nvcc) if nvcc else why}"
+        f";clang={clang}:{clang_version(clang) if clang else ''}"
+    )
 
 
 def run_key(config: Config) -> str:
