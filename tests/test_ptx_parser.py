@@ -256,3 +256,53 @@ def test_runs_keep_program_order_for_code_inlined_without_a_call_line() -> None:
 def test_a_function_without_instructions_has_no_runs() -> None:
     m = parse_ptx(".version 8.0\n.target sm_86\n.address_size 64\n.func empty()\n{\n}\n")
     assert m.functions["empty"].runs == ()
+    assert m.functions["empty"].cfg_loops == ()
+
+
+# A loop whose blocks are not contiguous in the text (as clang lays them out): the body sits
+# after the exit block, which the backward branch's span [head, bra] wrongly takes in.
+# Blocks: 0 = mov (line 1), 1 = head: setp/bra (line 2), 2 = ret (line 5), 3 = body: add/bra
+# (line 3). Back edge 3 -> 1 (1 dominates 3): the natural loop is blocks 1 and 3.
+SCATTERED = """\
+.version 8.0
+.target sm_86
+.address_size 64
+.visible .entry k()
+{
+\t.loc 1 1 0
+\tmov.u32 %r1, 0;
+$L_head:
+\t.loc 1 2 0
+\tsetp.lt.s32 %p1, %r1, 10;
+\t@%p1 bra $L_body;
+\t.loc 1 5 0
+\tret;
+$L_body:
+\t.loc 1 3 0
+\tadd.s32 %r1, %r1, 1;
+\tbra $L_head;
+}
+.file 1 "k.cu"
+"""
+
+
+def test_a_natural_loop_holds_its_blocks_wherever_they_lie() -> None:
+    f = parse_ptx(SCATTERED).functions["k"]
+    (loop,) = f.cfg_loops
+    assert loop.blocks == ((1, 2), (4, 5))
+    assert {ln for _, ln in loop.lines} == {2, 3}
+    assert not loop.holds(3)  # the ret
+    (span_loop,) = f.loops
+    assert span_loop.span == (1, 5)  # the span-based loop takes the ret in
+
+
+# hoisted.cu: the sqrtf call, add and div of line 10 sit before the loop's block (hoisted);
+# line 11's fma is in it. Runs break at block starts, so no run straddles the loop's edge.
+def test_hoisted_code_lies_outside_the_natural_loop() -> None:
+    f = load("hoisted.ptx").functions["_Z7hoistedPKfPfi"]
+    (loop,) = f.cfg_loops
+    inside = {r.key[1] for r in f.runs if loop.holds(r.first)}
+    outside = {r.key[1] for r in f.runs if not loop.holds(r.first)}
+    assert inside == {9, 11}
+    assert 10 in outside and 10 not in inside
+    assert all(loop.holds(r.first) == loop.holds(r.last) for r in f.runs)

@@ -153,6 +153,22 @@ def test_floating_point_work_on_no_line_is_booked_on_the_line_around_it():
     assert {ln: m.flops_fp32 for ln, m in kp.lines.items() if m.flops_fp32} == {37: 2}
 
 
+# hoisted.cu with n = 100, per thread:
+#   line 7  the fma of a * a + 1 (stale .loc of line 7, before the loop)     2 FP32 FLOP once
+#   line 10 sqrtf (sqrt.rn.f32, 6) + add.f32 (1) + div.rn.f32 (10): loop-invariant, hoisted
+#           before the loop: 17 FP32 FLOP once (the source line runs 100 times: 1700 if
+#           booked per iteration)
+#   line 11 fma.rn.f32 per iteration                                          2 x 100 = 200
+# -> 219 FP32 FLOP (1902 before)
+def test_work_hoisted_out_of_a_loop_runs_once_per_entry():
+    inputs = Inputs(block=(256, 1, 1), grid=(64, 1, 1), values=(("n", 100.0),))
+    src, comp = both("hoisted", inputs)
+    assert src.counts.weights[10] == 100.0
+    assert comp.counts.lines[10][1] == pytest.approx(17.0)
+    assert comp.counts.lines[11][1] == pytest.approx(200.0)
+    assert comp.counts.flops["fp32"] == pytest.approx(219.0)
+
+
 # A kernel calling two .func device functions: one straight-line (its per-call cost is added
 # on the call line), one with a loop (line weights unknown: the call line keeps its source
 # counts). Hand-written PTX.

@@ -29,6 +29,10 @@ Mapping PTX lines onto the counter's lines:
   ``trips / unroll`` executions (once when fully unrolled). Work inlined or called on that
   line inside the loop (``for (...) a = f(a);`` on one line, ``f`` a ``.func``) is body
   work: it runs every iteration (``KernelPtx.per_iteration_body``).
+- Code the compiler hoisted out of a loop (a loop-invariant ``sqrtf(a) / b`` computed once
+  before it) sits outside the loop's natural loop in the PTX control-flow graph
+  (``ptx_parser.CfgLoop``): its FLOPs run once per entry of the loop, so the substitution
+  divides them by the loop's trip count (``KernelPtx.placed``, ``loop_bodies``).
 - A line of the kernel with PTX instructions but no statement start of its own (a continued
   expression) takes the weight of the nearest statement line above it; a line the counter
   costed but PTX has no instruction for costs nothing (folded or removed by the compiler).
@@ -41,7 +45,7 @@ Mapping PTX lines onto the counter's lines:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from roofline_lsp.compiler.demangle import omp_region
@@ -83,6 +87,13 @@ class KernelPtx:
         default_factory=dict, compare=False
     )
     per_iteration_body: Mapping[int, tuple[int, int, int, int]] = field(
+        default_factory=dict, compare=False
+    )
+    # the kernel lines in the body of each PTX loop (by id), and each line's counts split by
+    # the PTX loops its instructions sit in: a line's code the compiler hoisted out of a loop
+    # runs once per entry of the loop, not every iteration
+    loop_bodies: tuple[frozenset[int], ...] = ()
+    placed: Mapping[int, tuple[tuple[frozenset[int], tuple[int, int, int, int]], ...]] = field(
         default_factory=dict, compare=False
     )
     others: tuple[KernelPtx, ...] = ()  # other instantiations of a template kernel
@@ -200,18 +211,40 @@ def _foreign(r: PtxRun, in_span: Callable[[Key], bool]) -> LineMix | None:
     return part if line_quad(part)[:3] != (0, 0, 0) else None
 
 
-def _own_lines(f: PtxFunction, in_span: Callable[[Key], bool]) -> dict[Key, LineMix] | None:
-    """The counts of ``f`` on the kernel's lines. Code inlined from a function outside the
-    kernel without its call line (clang emits no ``inlined_at`` before LLVM 17) is booked on
+Placed = tuple[Key, frozenset[int]]  # a kernel line and the PTX loops its instructions sit in
+
+
+def _own_lines(
+    f: PtxFunction, in_span: Callable[[Key], bool], loop_ids: Sequence[int]
+) -> dict[Placed, LineMix] | None:
+    """The counts of ``f`` on the kernel's lines, split by the natural loops the instructions
+    sit in (``loop_ids``: an id for each of ``f.cfg_loops``): code hoisted out of a loop sits
+    in fewer loops than its source line. Code inlined from a function outside the kernel
+    without its call line (clang emits no ``inlined_at`` before LLVM 17) is booked on
     the kernel line it follows in program order (the call it was inlined at; before any, the
     next one), and so is floating-point work on no line when it sits in the same PTX loop as
     the kernel lines before and after it (clang's merge of both arms of an ``if``; not code
     hoisted out of an inner loop).
     None when inlined code sits in a loop of the callee's own (its weight is unknown) or no
     kernel line is near."""
+
+    def loops_of(r: PtxRun) -> frozenset[int]:
+        return frozenset(
+            i for lp, i in zip(f.cfg_loops, loop_ids, strict=True) if lp.holds(r.first)
+        )
+
     foreign = [_foreign(r, in_span) for r in f.runs]
+    out: dict[Placed, LineMix] = {}
+
+    def book(key: Key, r: PtxRun, mix: LineMix) -> None:
+        at = (key, loops_of(r))
+        out[at] = out.get(at, EMPTY) + mix
+
     if all(m is None for m in foreign):
-        return {k: m for k, m in f.callsite_lines.items() if in_span(k)}
+        for r in f.runs:
+            if in_span(r.key):
+                book(r.key, r, r.mix)
+        return out
     own_loops = [lp.span for lp in f.loops if lp.control[1] > 0 and not in_span(lp.control)]
     spans = sorted((lp.span for lp in f.loops), key=lambda s: s[1] - s[0])
 
@@ -225,13 +258,14 @@ def _own_lines(f: PtxFunction, in_span: Callable[[Key], bool]) -> dict[Key, Line
         if in_span(r.key):
             nxt = r
     following.reverse()
-    out: dict[Key, LineMix] = {}
     last: PtxRun | None = None
-    pending = EMPTY
+    pending: list[tuple[PtxRun, LineMix]] = []  # inlined code before any kernel line
     for r, mix, after in zip(f.runs, foreign, following, strict=True):
         if in_span(r.key):
-            out[r.key] = out.get(r.key, EMPTY) + pending + r.mix
-            last, pending = r, EMPTY
+            for p, m in pending:
+                book(r.key, p, m)
+            book(r.key, r, r.mix)
+            last, pending = r, []
         elif mix is not None:
             if r.key[1] == 0:
                 loop = innermost(r)
@@ -240,14 +274,14 @@ def _own_lines(f: PtxFunction, in_span: Callable[[Key], bool]) -> dict[Key, Line
                     and after is not None
                     and innermost(last) == loop == innermost(after)
                 ):
-                    out[last.key] = out[last.key] + mix
+                    book(last.key, r, mix)
             elif any(a <= r.first and r.last <= b for a, b in own_loops):
                 return None
             elif last is None:
-                pending = pending + mix
+                pending.append((r, mix))
             else:
-                out[last.key] = out[last.key] + mix
-    return None if pending != EMPTY else out
+                book(last.key, r, mix)
+    return None if pending else out
 
 
 def kernel_ptx(module: PtxModule, kernel: Kernel, compiler: str = "nvcc") -> KernelPtx | None:
@@ -295,13 +329,17 @@ def _kernel_ptx(
     # ``__omp_outlined__N_wrapper``, which inlines it: a thread runs one of them
     order = [n for n in order if not (n.endswith(_WRAPPER) and n[: -len(_WRAPPER)] in order)]
     lines: dict[int, LineMix] = {}
+    placed: dict[int, dict[frozenset[int], LineMix]] = {}
+    loop_bodies: list[frozenset[int]] = []
     fallback: set[int] = set()
     for name in order:
         f = module.functions[name]
-        here = _own_lines(f, in_span)
+        ids = range(len(loop_bodies), len(loop_bodies) + len(f.cfg_loops))
+        loop_bodies += [frozenset(k[1] for k in lp.lines if in_span(k)) for lp in f.cfg_loops]
+        here = _own_lines(f, in_span, ids)
         if here is None:
             return None
-        for key, mix in here.items():
+        for (key, where), mix in here.items():
             ln = key[1]
             add = mix
             for c in mix.calls:
@@ -311,6 +349,8 @@ def _kernel_ptx(
                 else:
                     add = add + cost
             lines[ln] = lines.get(ln, EMPTY) + add
+            at = placed.setdefault(ln, {})
+            at[where] = at.get(where, EMPTY) + add
     if not lines:
         return None  # no line information matching the kernel's source (e.g. no -lineinfo)
     keep = frozenset({kernel.line}) if kernel.is_offload else frozenset()
@@ -338,7 +378,17 @@ def _kernel_ptx(
                 old = into.get(ln, (0, 0, 0, 0))
                 w, x, y, z = (max(a, b) for a, b in zip(old, part, strict=True))
                 into[ln] = (w, x, y, z)
-    return KernelPtx(entry.name, lines, frozenset(fallback), keep, compiler, per_iter, per_body)
+    return KernelPtx(
+        entry.name,
+        lines,
+        frozenset(fallback),
+        keep,
+        compiler,
+        per_iter,
+        per_body,
+        tuple(loop_bodies),
+        {ln: tuple((w, line_quad(m)) for w, m in at.items()) for ln, at in placed.items()},
+    )
 
 
 def line_quad(m: LineMix) -> tuple[int, int, int, int]:

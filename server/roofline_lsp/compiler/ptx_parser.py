@@ -56,6 +56,20 @@ class PtxRun:
 
 
 @dataclass(frozen=True)
+class CfgLoop:
+    """A natural loop of the control-flow graph (a back edge to a block dominating its source,
+    with every block reaching it without passing the header), which need not be contiguous in
+    the PTX text as clang lays out its blocks: the instruction ranges of its blocks and the
+    source lines of their instructions (direct attribution)."""
+
+    blocks: tuple[tuple[int, int], ...]  # first and last instruction of each block
+    lines: frozenset[Key]
+
+    def holds(self, index: int) -> bool:
+        return any(a <= index <= b for a, b in self.blocks)
+
+
+@dataclass(frozen=True)
 class PtxFunction:
     name: str  # mangled symbol
     base_name: str  # demangled qualified name without parameters or template arguments
@@ -66,6 +80,7 @@ class PtxFunction:
     loops: tuple[PtxLoop, ...] = ()
     total: LineMix = EMPTY
     runs: tuple[PtxRun, ...] = field(default=(), compare=False)
+    cfg_loops: tuple[CfgLoop, ...] = field(default=(), compare=False)
 
     @property
     def short_name(self) -> str:
@@ -105,6 +120,7 @@ class _Instr:
     operands: str
     direct: tuple[int, int]
     callsite: tuple[int, int]
+    guarded: bool = False  # predicated (``@%p bra``: a conditional branch)
 
 
 def _strip_comment(line: str) -> str:
@@ -230,13 +246,16 @@ def _parse_body(lines: list[str], start: int) -> tuple[list[_Instr], dict[str, i
             i += 1
             s += " " + cont
         s = s.split(";", 1)[0].strip()
-        if s.startswith("@"):
+        guarded = s.startswith("@")
+        if guarded:
             parts = s.split(None, 1)
             s = parts[1] if len(parts) > 1 else ""
         if not s:
             continue
         parts = s.split(None, 1)
-        instrs.append(_Instr(parts[0], parts[1] if len(parts) > 1 else "", direct, callsite))
+        instrs.append(
+            _Instr(parts[0], parts[1] if len(parts) > 1 else "", direct, callsite, guarded)
+        )
     return instrs, labels, n - 1
 
 
@@ -315,7 +334,10 @@ def _build_function(
     direct_calls: dict[Key, list[str]] = {}
     site_calls: dict[Key, list[str]] = {}
     total = [0] * nf
-    # consecutive instructions of one call-site line: [key, counts, calls, first index]
+    # consecutive instructions of one call-site line in one basic block:
+    # [key, counts, calls, first index]
+    cfg = _Cfg(instrs, labels)
+    leaders = cfg.leaders
     runs: list[tuple[Key, list[int], list[str], int]] = []
     for j, (ins, sp, target) in enumerate(zip(instrs, sparse, targets, strict=True)):
         k = key(ins.direct)
@@ -326,7 +348,7 @@ def _build_function(
         b = site.get(k2)
         if b is None:
             b = site[k2] = [0] * nf
-        if not runs or instrs[runs[-1][3]].callsite != ins.callsite:
+        if not runs or instrs[runs[-1][3]].callsite != ins.callsite or j in leaders:
             runs.append((k2, [0] * nf, [], j))
         r = runs[-1][1]
         for idx, v in sp:
@@ -353,7 +375,123 @@ def _build_function(
             PtxRun(k, _to_mix(acc, called), first, last)
             for (k, acc, called, first), last in zip(runs, ends, strict=True)
         ),
+        tuple(
+            CfgLoop(
+                tuple(cfg.blocks[b] for b in sorted(body)),
+                frozenset(
+                    k
+                    for b in body
+                    for j in range(cfg.blocks[b][0], cfg.blocks[b][1] + 1)
+                    if (k := key(instrs[j].direct))[1] > 0
+                ),
+            )
+            for body in cfg.natural_loops()
+        ),
     )
+
+
+class _Cfg:
+    """Basic blocks of a function (a label or the instruction after a branch, ``ret`` or
+    ``exit`` starts one) and their successors."""
+
+    def __init__(self, instrs: list[_Instr], labels: Mapping[str, int]) -> None:
+        n = len(instrs)
+        starts = {0} if n else set()
+        starts.update(i for i in labels.values() if i < n)
+        for j, ins in enumerate(instrs):
+            if ins.opcode.startswith(("bra", "ret", "exit", "trap")) and j + 1 < n:
+                starts.add(j + 1)
+        first = sorted(starts)
+        ends = [*first[1:], n] if first else []
+        self.blocks = [(a, b - 1) for a, b in zip(first, ends, strict=True)]
+        self.leaders = frozenset(first)
+        index = {a: k for k, (a, _) in enumerate(self.blocks)}
+        self.succ: list[list[int]] = []
+        for k, (_, last) in enumerate(self.blocks):
+            ins = instrs[last]
+            out: list[int] = []
+            if ins.opcode.startswith("bra"):
+                t = labels.get(ins.operands.strip().split(",")[0].strip())
+                if t is not None and t in index:
+                    out.append(index[t])
+                falls = ins.guarded
+            else:
+                falls = not (ins.opcode.startswith(("ret", "exit", "trap")) and not ins.guarded)
+            if falls and k + 1 < len(self.blocks):
+                out.append(k + 1)
+            self.succ.append(out)
+
+    def natural_loops(self) -> list[set[int]]:
+        """The blocks of each natural loop (loops sharing a header merged), from the
+        dominator tree (Cooper, Harvey and Kennedy's iterative algorithm)."""
+        nb = len(self.blocks)
+        if not nb:
+            return []
+        order: list[int] = []  # reverse postorder from the entry block
+        seen = [False] * nb
+        stack: list[tuple[int, int]] = [(0, 0)]
+        seen[0] = True
+        while stack:
+            b, i = stack.pop()
+            if i < len(self.succ[b]):
+                stack.append((b, i + 1))
+                c = self.succ[b][i]
+                if not seen[c]:
+                    seen[c] = True
+                    stack.append((c, 0))
+            else:
+                order.append(b)
+        order.reverse()
+        rpo = {b: i for i, b in enumerate(order)}
+        preds: list[list[int]] = [[] for _ in range(nb)]
+        for b in order:
+            for c in self.succ[b]:
+                preds[c].append(b)
+        idom: dict[int, int] = {0: 0}
+
+        def meet(a: int, b: int) -> int:
+            while a != b:
+                while rpo[a] > rpo[b]:
+                    a = idom[a]
+                while rpo[b] > rpo[a]:
+                    b = idom[b]
+            return a
+
+        changed = True
+        while changed:
+            changed = False
+            for b in order[1:]:
+                done = [p for p in preds[b] if p in idom]
+                if not done:
+                    continue
+                new = done[0]
+                for p in done[1:]:
+                    new = meet(new, p)
+                if idom.get(b) != new:
+                    idom[b] = new
+                    changed = True
+
+        def dominates(h: int, b: int) -> bool:
+            while True:
+                if b == h:
+                    return True
+                if b == 0:
+                    return False
+                b = idom[b]
+
+        bodies: dict[int, set[int]] = {}
+        for b in order:
+            for h in self.succ[b]:
+                if not dominates(h, b):
+                    continue
+                body = bodies.setdefault(h, {h})
+                todo = [b]
+                while todo:
+                    x = todo.pop()
+                    if x not in body:
+                        body.add(x)
+                        todo.extend(preds[x])
+        return [bodies[h] for h in sorted(bodies, key=lambda h: self.blocks[h][0])]
 
 
 def _loops(
