@@ -30,6 +30,10 @@ def ctx_for(tmp_path: Path, files: dict[str, str], kernel_file: str, **kw):  # t
 def test_hints_and_assignments() -> None:
     assert parse_hints(b"int x; // roofline: n=1<<20, m = 64\n") == {"n": "1<<20", "m": "64"}
     assert parse_hints(b"/* roofline: bs=256 */") == {"bs": "256"}
+    # separated by spaces, as the README writes them; a comparison stays in its value
+    assert parse_hints(b"// roofline: n=1<<20 steps=64\n") == {"n": "1<<20", "steps": "64"}
+    assert parse_hints(b"// roofline: T=double n = 1 << 20\n") == {"T": "double", "n": "1 << 20"}
+    assert parse_hints(b"// roofline: on = a == b\n") == {"on": "a == b"}
     assert parse_hints(b"// nothing here") == {}
     assert parse_assignments("n=1<<20 m=64") == {"n": "1<<20", "m": "64"}
 

@@ -204,7 +204,10 @@ def test_a_template_type_nothing_fixes_is_named_as_assumed(gpu, tmp_path: Path) 
     }
     assert types == {"axpy": [("T", "float")], "scale": [("T", "float")], "shift": []}
     text = term_text(TypeTerm("T", "float"))
-    assert text == "template type T assumed float (no launch or call fixes it)"
+    assert text == (
+        "template type T assumed float (no launch or call fixes it);"
+        " add `// roofline: T=double` (or another type)"
+    )
 
 
 TEMPLATE_BOUND = (

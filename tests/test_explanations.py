@@ -3,9 +3,16 @@ from its terms and its deciding precision; a measured or LLM verdict keeps its o
 
 from __future__ import annotations
 
-from roofline_lsp.model.terms import AssumptionTerm, LoopTerm, MemoryTerm, NoteTerm, WorkTerm
+from roofline_lsp.model.terms import (
+    AssumptionTerm,
+    LoopTerm,
+    MemoryTerm,
+    NoteTerm,
+    TypeTerm,
+    WorkTerm,
+)
 from roofline_lsp.model.verdict import Verdict
-from roofline_lsp.present.explanations import explanation, term_text
+from roofline_lsp.present.explanations import card_assumptions, explanation, term_text
 
 TERMS = (
     WorkTerm("thread", (("fp32", 2.0),), 6.0),
@@ -101,3 +108,13 @@ def test_what_was_assumed_in_words_with_the_hint_that_settles_it() -> None:
         "loop over e (line 20): bound read from memory, assumed 16 trips",
         "loop (line 25): no counted bound, assumed 16 trips",
     ]
+
+
+def test_a_hover_card_names_the_first_assumption_and_a_template_type() -> None:
+    launch = AssumptionTerm("launch", 1 << 20, "no launch", ("n",))
+    loop = AssumptionTerm("trips", 16, "unknown values", ("m",), line=12, var="j")
+    typed = TypeTerm("T", "float")
+    shown = card_assumptions(verdict(terms=(*TERMS, launch, loop, typed)))
+    assert shown == (term_text(launch), term_text(typed))
+    assert card_assumptions(verdict(terms=(typed, launch))) == (term_text(typed),)
+    assert card_assumptions(verdict(terms=(launch, loop))) == (term_text(launch),)

@@ -699,3 +699,24 @@ def test_an_instance_s_types_bind_a_kernel_template_its_numbers_stay_the_launch_
     double = analyze(k, det, gpu, Inputs(instantiation=("double", "8")))
     assert (launch.counts.flops["fp32"], launch.counts.flops["fp64"]) == (4.0, 0.0)
     assert (double.counts.flops["fp32"], double.counts.flops["fp64"]) == (0.0, 4.0)
+
+
+# A `// roofline: T=double` hint (or `T=double` in the arguments) binds the type parameter
+# of that name over what the file gives: the region counts 1 FP64 FLOP per iteration on
+# 8 + 8 bytes, as the double instance does; with no hint it stays the file's float.
+def test_a_type_hint_binds_a_template_s_type_parameter(gpu):
+    det = detect(("// roofline: T=double n=1<<20\n" + TEMPLATE_REGION).encode(), "scale.cpp")
+    (k,) = det.kernels
+    hinted = analyze(k, det, gpu, Inputs())
+    assert (hinted.counts.flops["fp32"], hinted.counts.flops["fp64"]) == (0.0, 1.0)
+    plain = detect(TEMPLATE_REGION.encode(), "scale.cpp")
+    (pk,) = plain.kernels
+    first = analyze(pk, plain, gpu, Inputs())
+    assert hinted.memory.dram_bytes == pytest.approx(2 * first.memory.dram_bytes, rel=0.01)
+    by_args = analyze(pk, plain, gpu, Inputs(args="T=double"))
+    assert (by_args.counts.flops["fp32"], by_args.counts.flops["fp64"]) == (0.0, 1.0)
+    # a CUDA kernel's: over the launch's blur<float, 4>, 4 FP64 adds per thread
+    cuda = detect(("// roofline: T=double\n" + TEMPLATE_KERNEL).encode(), "blur.cu")
+    (ck,) = cuda.kernels
+    blur = analyze(ck, cuda, gpu, Inputs())
+    assert (blur.counts.flops["fp32"], blur.counts.flops["fp64"]) == (0.0, 4.0)

@@ -154,6 +154,33 @@ async def test_hover_names_what_was_assumed_until_a_hint_settles_it(
     assert "bandwidth-bound" in card and "Assumed:" not in card, card
 
 
+TYPED = (
+    "template <typename T>\n"
+    "__global__ void axpy(const T *x, T *y, T a, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) y[i] = a * x[i] + y[i];\n"
+    "}\n"
+)
+
+
+async def test_a_template_type_nothing_fixes_is_named_until_a_type_hint_settles_it(
+    client: RecordingClient,
+) -> None:
+    await initialize(client, {"counts": "source"})
+    uri = uri_of("typed.cu")
+    open_text(client, uri, TYPED)
+    await diagnostics_for(client, uri, 1)
+    card = hover_text(await hover(client, uri, position_of(TYPED, "axpy(")))
+    assert "template type T assumed float" in card and "`// roofline: T=double`" in card, card
+    assert "fp32" in card.lower()
+    since = len(client.published)
+    change(client, uri, 2, (0, 0), (0, 0), "// roofline: T=double n=1<<20\n")
+    await diagnostics_for(client, uri, 2, since=since)
+    text = "// roofline: T=double n=1<<20\n" + TYPED
+    card = hover_text(await hover(client, uri, position_of(text, "axpy(")))
+    assert "fp64" in card.lower() and "template type" not in card, card
+
+
 async def test_results_on_open_without_waiting_for_diagnostics(client: RecordingClient) -> None:
     # The requests an editor sends right after didOpen answer from the first analysis.
     await initialize(client, {"counts": "source"})

@@ -181,11 +181,17 @@ def _hints(source: bytes | str) -> tuple[tuple[str, str], ...]:
     for m in _HINT.finditer(source):
         body = (m.group(1) or m.group(2) or "").strip()
         for part in split_args(body.replace(";", ",")):
-            name, eq, val = part.partition("=")
-            name = name.strip()
-            if eq and re.fullmatch(r"[A-Za-z_][\w.]*", name) and val.strip():
-                out[name] = val.strip()
+            # "n=1<<20 steps=64": assignments separated by spaces too
+            for one in _NEXT_ASSIGNMENT.split(part.strip()):
+                name, eq, val = one.partition("=")
+                name = name.strip()
+                if eq and re.fullmatch(r"[A-Za-z_][\w.]*", name) and val.strip():
+                    out[name] = val.strip()
     return tuple(out.items())
+
+
+# the space before a ``name=`` (not ``==``) that starts the next assignment
+_NEXT_ASSIGNMENT = re.compile(r"\s+(?=[A-Za-z_][\w.]*\s*=(?!=))")
 
 
 def parse_assignments(text_: str) -> dict[str, str]:

@@ -37,6 +37,7 @@ from roofline_lsp.detect.bindings import (
     guard_bounds,
     host_context,
     parse_assignments,
+    parse_hints,
     template_params,
 )
 from roofline_lsp.detect.pragmas import (
@@ -188,13 +189,15 @@ def analyze(
         grid = _covering_grid(guard_bounds(kernel, ctx), block)
     if offload:
         block, grid = _team_shape(kernel, ctx, block, grid)
+    # the user's type hints, over what the source gives (not over a profiled instance)
+    hinted = {} if inputs.instantiation else _type_hints(values, detection, aliases)
     if not offload:
         if inputs.instantiation:
             ctx.template_args = _instance_types(kernel, ctx.template_args, inputs.instantiation)
-        assumed_types = _template_bindings(kernel, ctx, aliases)
+        assumed_types = _template_bindings(kernel, ctx, aliases, hinted)
     else:
         assumed_types = _enclosing_template(
-            kernel, aliases, ctx.host_template, inputs.instantiation
+            kernel, aliases, ctx.host_template, inputs.instantiation, hinted
         )
     settings = Settings(
         default_trips=cal.default_trips,
@@ -521,11 +524,25 @@ def _covering_grid(bounds: dict[str, float], block: tuple[int, int, int]) -> tup
     )
 
 
+def _type_hints(
+    values: Mapping[str, str | float], detection: Detection, aliases: Mapping[str, str]
+) -> dict[str, str]:
+    """The values of ``// roofline: T=double`` hints (and ``--args``/``args``) that name a
+    type: they bind template type parameters of that name."""
+    given: dict[str, str | float] = {**parse_hints(detection.source), **values}
+    return {
+        name: v.strip()
+        for name, v in given.items()
+        if isinstance(v, str) and parse_type(v.strip(), dict(aliases)).kind != "unknown"
+    }
+
+
 def _template_bindings(
-    kernel: Kernel, ctx: HostContext, aliases: dict[str, str]
+    kernel: Kernel, ctx: HostContext, aliases: dict[str, str], hinted: Mapping[str, str]
 ) -> tuple[str, ...]:
-    """``template <typename T, int BS>``: T from the launch's template arguments, else
-    deduced from the launch's arguments, else ``float`` (returned: the types assumed); BS
+    """``template <typename T, int BS>``: T from a ``// roofline: T=...`` hint, else the
+    launch's template arguments (the profiled instance's types first), else deduced from
+    the launch's arguments, else ``float`` (returned: the types assumed); BS
     from them when numeric, else from a default argument; a function passed as a template
     argument by name."""
     deduced = _deduced_types(kernel, ctx)
@@ -545,7 +562,7 @@ def _template_bindings(
         if fp is not None:
             name = fp.group(1)
         if parts[0] in ("typename", "class"):
-            given = arg or deduced.get(name) or default
+            given = hinted.get(name) or arg or deduced.get(name) or default
             aliases[name] = given or "float"
             if not given:
                 assumed.append(name)
@@ -607,9 +624,11 @@ def _enclosing_template(
     aliases: dict[str, str],
     given: Mapping[str, str],
     instantiation: tuple[str, ...],
+    hinted: Mapping[str, str],
 ) -> tuple[str, ...]:
-    """An offload region inside ``template <typename T> void f(...)``: T is the
-    instantiation's argument in its position, else what the function's first instantiation
+    """An offload region inside ``template <typename T> void f(...)``: T is a
+    ``// roofline: T=...`` hint, else the instantiation's argument in its position, else what
+    the function's first instantiation
     or call gives (``given``), else its default, else ``float`` (returned: the types
     assumed)."""
     p = kernel_function(kernel)
@@ -626,6 +645,7 @@ def _enclosing_template(
             default = tp.child_by_field_name("default_type")
             if name_node is not None and name_node.text:
                 name = name_node.text.decode()
+                arg = hinted.get(name) or arg
                 if arg:
                     aliases[name] = arg
                 elif name in aliases:

@@ -71,6 +71,14 @@ def assumed_texts(v: Verdict) -> tuple[str, ...]:
     return tuple(term_text(t) for t in v.terms if isinstance(t, (AssumptionTerm, TypeTerm)))
 
 
+def card_assumptions(v: Verdict) -> tuple[str, ...]:
+    """The assumptions a hover card names: the first, and a template type when another came
+    first (the type decides the precision, so the ridge the verdict is judged against)."""
+    made = [t for t in v.terms if isinstance(t, (AssumptionTerm, TypeTerm))]
+    shown = made[:1] + [t for t in made[1:] if isinstance(t, TypeTerm)][:1]
+    return tuple(term_text(t) for t in shown)
+
+
 def term_text(t: Term) -> str:
     """One term in words, e.g. ``loop over j (line 17, 32768 trips, argument): 19 FP32 FLOP,
     4 int ops and 16 B referenced per iteration``."""
@@ -107,7 +115,10 @@ def term_text(t: Term) -> str:
     if isinstance(t, AssumptionTerm):
         return assumption_text(t)
     if isinstance(t, TypeTerm):
-        return f"template type {t.param} assumed {t.assumed} (no launch or call fixes it)"
+        return (
+            f"template type {t.param} assumed {t.assumed} (no launch or call fixes it);"
+            f" add `// roofline: {t.param}=double` (or another type)"
+        )
     assert isinstance(t, NoteTerm)
     return t.text
 

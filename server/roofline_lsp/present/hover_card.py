@@ -17,7 +17,7 @@ from roofline_lsp.estimate.line_shares import LineShare
 from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.model.report import KernelReport
 from roofline_lsp.model.verdict import PRECISIONS, Verdict
-from roofline_lsp.present.explanations import assumed_texts
+from roofline_lsp.present.explanations import card_assumptions
 from roofline_lsp.present.markdown import (
     PRECISION_LABELS,
     card_terms,
@@ -122,9 +122,8 @@ def kernel_card(
         # an LLM's or a profile's reasons: its first sentence (the rest: explain)
         sentence = " ".join(v.rationale.split()).split(". ")[0]
         extra.append("Why: " + (sentence if sentence.endswith(".") else sentence + "."))
-    assumed = assumed_texts(v)
-    if assumed:
-        extra.append("Assumed: " + (assumed[0].replace("`", "") if plain else assumed[0]))
+    for a in card_assumptions(v):
+        extra.append("Assumed: " + (a.replace("`", "") if plain else a))
     terms = card_terms(v)
     if terms:
         extra.append(f"Mostly: {terms[0]}")
