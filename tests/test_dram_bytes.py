@@ -99,6 +99,18 @@ def test_unrolled_tiles_from_a_loaded_base_are_separate_footprints(gpu: GpuProfi
     assert _buffer(a, "src")[0] == pytest.approx(2 * MIB)
 
 
+def test_copies_of_a_narrow_run_from_a_loaded_base_are_separate_footprints(
+    gpu: GpuProfile,
+) -> None:
+    # 4096 x 128 = 2^19 threads, eight per segment: lane = threadIdx.x & 7 covers 8
+    # consecutive elements from k (read from memory), so k + lane + {0, 8, 16, 24} are four
+    # disjoint runs: 4 x 2^19 elements x 4 B = 8 MiB of key, each read once (before: the
+    # offsets, under a warp apart, were taken for neighbours of one run: 2 MiB)
+    a = _run(gpu, "disjoint_ranges.cu", "segment_lanes")
+    assert a.threads == 2**19
+    assert _buffer(a, "key")[0] == pytest.approx(8 * MIB)
+
+
 def test_an_unexplained_index_gets_no_reuse(gpu: GpuProfile) -> None:
     # 8 x 2048 blocks of 256 = 2^22 threads, each summing a window placed by a constructor
     # the walk does not follow (window size unknown: 16 iterations by default). Nothing

@@ -159,3 +159,19 @@ def test_cold_cache_reads_the_whole_footprint_even_when_it_fits_l2() -> None:
     assert m.resident
     assert m.bytes_loaded == pytest.approx(4 * n + 4096)
     assert m.bytes_stored == pytest.approx(0.5 * 4 * n)
+
+
+@pytest.mark.parametrize(("run", "footprint"), [(None, 2**16 * 4), (8.0, 4 * 2**16 * 4)])
+def test_offsets_of_a_loaded_base_overlap_only_within_the_run_it_covers(
+    run: float | None, footprint: float
+) -> None:
+    # 2^16 threads read x[k + lane + c], c in {0, 8, 16, 24}, 2^16 distinct elements each:
+    # as dense as the threads (no run), offsets under a warp apart are neighbours of one
+    # run, 256 kB; with a run of 8 (lane in [0, 7], k read from memory) they are four
+    # disjoint runs, 1 MiB
+    parts = [
+        Access("x", "global", 4, "load", 1, 2**16, 1, offset=("+k +lane", float(c)), run=run)
+        for c in (0, 8, 16, 24)
+    ]
+    m = estimate_traffic(counts(2**16, *parts), {}, L2, MODEL)
+    assert m.footprint == pytest.approx(footprint)

@@ -53,6 +53,7 @@ class ThreadCounter(StatementWalker):
                 r.lane_stride,
                 r.streamed,
                 r.offset,
+                r.run,
             )
             for r in self.tally.accesses.values()
             if r.space != "localmem" or r.buffer.removeprefix("local:") in self.tally.local_dynamic

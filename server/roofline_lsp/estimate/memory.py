@@ -36,8 +36,9 @@ from roofline_lsp.estimate.thread_counts import Access, ThreadCounts
 
 # one access's share of a buffer: footprint bytes, index range (elements) if known, whether
 # its index holds a value the walk could not follow, the index as a symbolic part and a
-# constant offset, and the bytes the index reaches over the launch
-Part = tuple[float, tuple[float, float] | None, bool, tuple[str, float] | None, float]
+# constant offset, the bytes the index reaches over the launch, and the consecutive
+# elements it is known to cover when part of it is read from memory (``Access.run``)
+Part = tuple[float, tuple[float, float] | None, bool, tuple[str, float] | None, float, float | None]
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ def estimate_traffic(
                 unique = min(unique, cap)
             foot = unique * a.elem
             reach = a.distinct * a.elem if a.distinct is not None else math.inf
-            part = (foot, a.interval, a.unfollowed, a.offset, reach)
+            part = (foot, a.interval, a.unfollowed, a.offset, reach, a.run)
             span = cap if cap is not None else _width(a.interval)
             sectors.add(a, _uncoalesced(a, execs, unique, foot, span, thrash, model))
             if a.kind in ("load", "atomic"):
@@ -276,10 +277,12 @@ def _union(parts: list[Part], elem: int) -> float:
     several ways, a table gathered from), except those whose index holds a value the walk
     could not follow (``s[n * STATE_V + i]`` with ``STATE_V`` unknown): nothing shows they
     overlap, so their footprints add up (the caller caps the total by the allocation)."""
-    free = max(_tiles([(f, off, r) for f, iv, unf, off, r in parts if iv is None and not unf]))
-    free = max(free, sum(f for f, iv, unf, _, _ in parts if iv is None and unf))
+    free = max(
+        _tiles([(f, off, r, run) for f, iv, unf, off, r, run in parts if iv is None and not unf])
+    )
+    free = max(free, sum(p[0] for p in parts if p[1] is None and p[2]))
     ranged = sorted(
-        ((iv[0], iv[1], f) for f, iv, _, _, _ in parts if iv is not None), key=lambda r: r[0]
+        ((p[1][0], p[1][1], p[0]) for p in parts if p[1] is not None), key=lambda r: r[0]
     )
     total = 0.0
     group: tuple[float, float, float] | None = None  # lo, hi, summed footprint
@@ -300,29 +303,36 @@ def _union(parts: list[Part], elem: int) -> float:
 _TILE_GAP = 32.0
 
 
-def _tiles(parts: list[tuple[float, tuple[str, float] | None, float]]) -> list[float]:
+def _tiles(parts: list[tuple[float, tuple[str, float] | None, float, float | None]]) -> list[float]:
     """Footprints of accesses without a known range, one per way the buffer is indexed.
     Accesses with the same index on different paths (the arms of an ``if``/``else`` chain
     writing a cube's faces) touch the elements of the threads that take them: they add up,
     to at most what the index reaches. Those differing only by constant offsets a warp or
     more apart add up too (disjoint tiles); nearer offsets (``u[i - 1]``, ``u[i + 1]``)
-    overlap, as differently indexed ones are assumed to."""
+    overlap, as differently indexed ones are assumed to, unless part of the index is read
+    from memory and the rest covers fewer consecutive elements than the offsets are apart
+    (``key[k + tid]`` and ``key[k + tid + 8]``, ``tid`` in [0, 7], ``k`` a segment's start
+    read from memory: nothing shows the segments' elements are touched twice)."""
     same: dict[tuple[str, float], tuple[float, float]] = {}
+    runs: dict[str, float] = {}
     out = [0.0]
-    for f, off, reach in parts:
+    for f, off, reach, run in parts:
         if off is None:
             out.append(f)
         else:
             had, _ = same.get(off, (0.0, reach))
             same[off] = (min(had + f, reach), reach)
+            if run is not None:
+                runs[off[0]] = min(runs.get(off[0], run), run)
     groups: dict[str, list[tuple[float, float]]] = {}
     for (sym, c), (f, _) in same.items():
         groups.setdefault(sym, []).append((c, f))
-    for members in groups.values():
+    for sym, members in groups.items():
         members.sort()
+        gap = min(_TILE_GAP, runs.get(sym, _TILE_GAP))
         total, last, tile = 0.0, -math.inf, 0.0
         for c, f in members:
-            if c - last >= _TILE_GAP:
+            if c - last >= gap:
                 total, tile = total + tile, f
             else:
                 tile = max(tile, f)

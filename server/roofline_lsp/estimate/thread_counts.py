@@ -28,6 +28,9 @@ class Access:
     streamed: frozenset[str] = frozenset()
     # the index as its symbolic terms and a constant offset (``k + tid + 128``: ("+k +tid", 128))
     offset: tuple[str, float] | None = None
+    # consecutive elements the index is known to cover when part of it is read from memory
+    # (``k + tid``, ``tid`` in [0, 7]: 8); None: as dense as the threads
+    run: float | None = None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val, host_co
 from roofline_lsp.estimate.walk_branches import BranchWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
 from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType
-from roofline_lsp.syntax.expr import reads_memory, text
+from roofline_lsp.syntax.expr import has_effects, reads_memory, text
 
 # the values an integer of this many bytes holds, signed or unsigned
 _NARROW = {1: (-128.0, 255.0), 2: (-32768.0, 65535.0)}
@@ -127,6 +127,12 @@ class ReferenceWalker(BranchWalker):
             gathered=len(idx_nodes) == 1 and self.gathers(idx_nodes[0]),
             lane_stride=stride,
             offset=self.split_offset(idx_nodes[0]) if len(idx_nodes) == 1 else (key, 0.0),
+            # (only an index that depends on loaded data: evaluating terms costs walk budget)
+            run=(
+                self.dense_run(idx_nodes[0])
+                if len(idx_nodes) == 1 and DATA in idx_vals[0].deps
+                else None
+            ),
         )
         loaded_deps = deps | {DATA}
         if base.type == "identifier" and space in ("local", "shared"):
@@ -156,7 +162,39 @@ class ReferenceWalker(BranchWalker):
     def split_offset(self, index: Node) -> tuple[str, float] | None:
         """An index as the sum of its symbolic terms and a constant: ``k + tid + 128`` ->
         ("+k +tid", 128.0) (None without a symbolic term)."""
-        terms: list[str] = []
+        terms, const = self._terms(index)
+        return (" ".join(sorted(t for t, _ in terms)), const) if terms else None
+
+    def dense_run(self, index: Node) -> float | None:
+        """How many consecutive elements an index is known to cover, when part of it is a
+        value read from memory (``k + tid`` with ``k = begins[seg]`` and ``tid`` in [0, 7]:
+        8; its other terms' ranges summed): copies of the access at constant offsets at
+        least that far apart touch different elements. None when no term is read from
+        memory (the index is as dense as the threads) or a term is not a name of known
+        range or a read (``ni * j``: its spacing is not known here)."""
+        if has_effects(index):
+            return None  # evaluated once already: ``b[k++]`` must not step k again
+        terms, _ = self._terms(index)
+        data = False
+        run = 1.0
+        for _, n in terms:
+            if reads_memory(n):
+                data = True
+                continue
+            if n.type != "identifier":
+                return None
+            v = self.expr_quiet(n)
+            if DATA in v.deps:
+                data = True
+            elif v.rng is not None:
+                run += v.rng[1] - v.rng[0]
+            else:
+                return None
+        return run if data else None
+
+    def _terms(self, index: Node) -> tuple[list[tuple[str, Node]], float]:
+        """The symbolic terms of a sum (signed text, node) and its constant."""
+        terms: list[tuple[str, Node]] = []
         const = 0.0
         stack: list[tuple[Node, float]] = [(index, 1.0)]
         while stack:
@@ -175,8 +213,8 @@ class ReferenceWalker(BranchWalker):
             if v is not None and v.val is not None and not v.deps:
                 const += sign * v.val
             else:
-                terms.append(("+" if sign > 0 else "-") + text(n))
-        return (" ".join(sorted(terms)), const) if terms else None
+                terms.append((("+" if sign > 0 else "-") + text(n), n))
+        return terms, const
 
     def gathers(self, index: Node) -> bool:
         """Whether an index is a value read from memory as is: ``x[col[j]]``, or ``x[c]``
@@ -198,6 +236,7 @@ class ReferenceWalker(BranchWalker):
         gathered: bool = False,
         lane_stride: float | None = None,
         offset: tuple[str, float] | None = None,
+        run: float | None = None,
     ) -> None:
         """Book one access (merged with an identical one in the same loop body);
         ``interval``: the elements ``[lo, hi]`` its index spans, when known; ``gathered``:
@@ -249,6 +288,7 @@ class ReferenceWalker(BranchWalker):
                     if d in deps and not par and d not in self.dimensions.unrolled_dims
                 ),
                 offset,
+                run,
             )
         else:
             rec.weight += w

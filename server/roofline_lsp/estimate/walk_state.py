@@ -62,6 +62,7 @@ class AccessRecord:
     streamed: frozenset[str] = frozenset()
     # the index as its symbolic terms and a constant offset (``k + tid + 128``: ("+k +tid", 128))
     offset: tuple[str, float] | None = None
+    run: float | None = None  # consecutive elements the index covers (``dense_run``)
 
 
 # per-call costs of an inlined function: ops, accesses (key, record, weight), its value
