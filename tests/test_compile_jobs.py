@@ -238,6 +238,31 @@ def test_real_nvcc_buffer_with_local_include(tmp_path: Path) -> None:
 
 
 @needs_nvcc
+def test_real_nvcc_finds_a_header_in_a_variant_folder(tmp_path: Path) -> None:
+    # app-hip/k.cu includes "scale.h", which only app-cuda/ has (a build flag would add
+    # -I../app-cuda): the variant folder is searched last; an unrelated folder is not
+    assert NVCC is not None
+    (tmp_path / "app-cuda").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "scale.h").write_text("#error wrong folder\n")
+    (tmp_path / "app-cuda" / "scale.h").write_text("#define SCALE 2.0f\n")
+    (tmp_path / "app-hip").mkdir()
+    src = tmp_path / "app-hip" / "k.cu"
+    src.write_text('#include "scale.h"\n__global__ void k(float* y) { y[threadIdx.x] *= SCALE; }\n')
+    cache = ResultCache(str(tmp_path / "cache"), namespace=CACHE_NAMESPACE)
+    res = compile_ptx(str(src), None, NVCC, "sm_86", cache=cache)
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    assert counts_for_kernel(parse_ptx(res.ptx), "k") is not None
+    (tmp_path / "app-cuda" / "scale.h").write_text("#define SCALE 3.0f\n")
+    again = compile_ptx(str(src), None, NVCC, "sm_86", cache=cache)
+    assert isinstance(again, PtxResult) and not again.cached  # the header is in the key
+    (tmp_path / "app-cuda" / "scale.h").unlink()
+    gone = compile_ptx(str(src), None, NVCC, "sm_86", cache=cache)
+    assert isinstance(gone, PtxFailure) and "scale.h" in gone.reason
+    cache.close()
+
+
+@needs_nvcc
 def test_real_nvcc_failure_is_clean() -> None:
     assert NVCC is not None
     res = compile_ptx(str(FIX / "broken.cu"), None, NVCC, "sm_86")

@@ -140,3 +140,31 @@ def test_a_body_included_in_a_region_is_read_through_the_reader(tmp_path: Path) 
     )
     assert disk.counts is not None and edited.counts is not None
     assert disk.counts.flops["fp32"] == 1.0 and edited.counts.flops["fp32"] == 2.0
+
+
+VARIANT_REGION = b"""#include "consts.h"
+void relax(float *x) {
+  #pragma omp target teams distribute parallel for map(tofrom: x[0:N])
+  for (int i = 0; i < N; i++) {
+#include "relax_body.h"
+  }
+}
+"""
+
+
+def test_headers_of_a_variant_folder_give_constants_and_bodies(tmp_path: Path) -> None:
+    # app-omp/main.cpp includes consts.h and relax_body.h, which only app-cuda/ has (its
+    # build adds -I../app-cuda): N = 10000 iterations, one FMA (2 FLOP) each
+    (tmp_path / "app-cuda").mkdir()
+    (tmp_path / "app-cuda" / "consts.h").write_bytes(b"constexpr int N = 10000;\n")
+    (tmp_path / "app-cuda" / "relax_body.h").write_bytes(b"x[i] = x[i] * 0.5f + 1.0f;\n")
+    (tmp_path / "app-omp").mkdir()
+    path = str(tmp_path / "app-omp" / "main.cpp")
+    (tmp_path / "app-omp" / "main.cpp").write_bytes(VARIANT_REGION)
+    found = included_body("relax_body.h", path)
+    assert found is not None and found[0] == str(tmp_path / "app-cuda" / "relax_body.h")
+    det = detect(VARIANT_REGION, path)
+    assert det.constants.get("N") == "10000"
+    a = estimate(det.kernels[0], det, load_registry().get("h100"))
+    assert a.counts is not None and a.counts.threads == 10000
+    assert a.counts.flops["fp32"] == 2.0

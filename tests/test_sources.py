@@ -10,9 +10,11 @@ from roofline_lsp.syntax.sources import (
     FileStamp,
     SourceView,
     file_version,
+    include_candidates,
     is_current,
     read_from_disk,
     source_view,
+    variant_folders,
 )
 
 
@@ -91,3 +93,24 @@ def test_only_regular_files_are_read_and_nothing_blocks(tmp_path: Path) -> None:
                 open_regular(path)
             assert file_version(path, None) is None
             assert SourceView(read_from_disk)(path) is None
+
+
+def test_variant_folders_share_the_name_up_to_its_last_part(tmp_path: Path) -> None:
+    for name in ("stencil-cuda", "stencil-omp", "stencil-hip", "stencil2-cuda", "other"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "stencil-sycl").write_text("a file, not a folder")
+    here = tmp_path / "stencil-omp"
+    assert variant_folders(str(here)) == (
+        str(tmp_path / "stencil-cuda"),
+        str(tmp_path / "stencil-hip"),
+    )
+    assert variant_folders(str(tmp_path / "other")) == ()  # no part to vary
+    # an include is looked for beside the file first, then in the variants, in name order
+    found = list(include_candidates("sub/defs.h", str(here / "main.cpp")))
+    assert found == [
+        os.path.join(str(here), "sub", "defs.h"),
+        os.path.join(str(tmp_path), "stencil-cuda", "sub", "defs.h"),
+        os.path.join(str(tmp_path), "stencil-hip", "sub", "defs.h"),
+    ]
+    assert list(include_candidates("/abs/defs.h", str(here / "main.cpp"))) == []
+    assert list(include_candidates("defs.h", "")) == []

@@ -43,6 +43,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 from roofline_lsp.compiler.compile_units import local_includes, project_flags
 from roofline_lsp.compiler.toolchain import clang_version, cuda_root, nvcc_version
 from roofline_lsp.store.cache import ResultCache
+from roofline_lsp.syntax.sources import variant_folders
 
 __all__ = [
     "CACHE_NAMESPACE",
@@ -248,6 +249,8 @@ def _prepare(req: _Request) -> _Job | PtxFailure:
     for d in dirs:
         flags += ["-I", d]
     flags += proj + list(req.extra_flags)
+    for d in variant_folders(folder):  # searched last: headers shared with a variant folder
+        flags += ["-I", d]
     inc_dirs = [flags[i + 1] for i, f in enumerate(flags[:-1]) if f in ("-I", "-isystem")]
     includes = local_includes(path, source, inc_dirs)
     compiler, mode = req.compiler, req.mode

@@ -5,7 +5,6 @@ what macros or ``#ifdef`` broke.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -56,6 +55,7 @@ from roofline_lsp.syntax.datatypes import overload_key
 from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.expr import NAME, declared_name, detached_body, text
 from roofline_lsp.syntax.parsing import captures, language_for_path, parse
+from roofline_lsp.syntax.sources import include_candidates
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -255,8 +255,11 @@ class Detector:
         if self.depth >= MAX_INCLUDE_DEPTH or not self.path:
             return None
         rel = text(path_node).strip('"')
-        target = os.path.normpath(os.path.join(os.path.dirname(self.path), rel))
-        return self.include(target, self.depth + 1)
+        for target in include_candidates(rel, self.path):
+            found = self.include(target, self.depth + 1)
+            if found is not None:
+                return found
+        return None
 
     # -- functions and CUDA kernels ---------------------------------------------------------
     def function(

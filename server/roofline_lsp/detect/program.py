@@ -26,6 +26,7 @@ from roofline_lsp.syntax.sources import (
     SourceReader,
     SourceView,
     file_version,
+    include_candidates,
     is_current,
     read_from_disk,
     source_view,
@@ -268,12 +269,12 @@ def included_body(
     """The parse of a header included inside a function body (``#include "body.h"`` in a
     kernel or an offload region, a common way to share one body between programs): its path,
     relative to the including file, and its root, whose children are the statements."""
-    if not including or os.path.isabs(rel):
-        return None  # a buffer without a file has no folder; absolute paths are not local
-    full = os.path.normpath(os.path.join(os.path.dirname(including), rel))
     view = source_view(read)
-    version = file_version(full, view)
-    if version is None:
+    for full in include_candidates(rel, including):
+        version = file_version(full, view)
+        if version is not None:
+            break
+    else:
         return None
     tree = _INCLUDED.get((full, version))
     if tree is None:

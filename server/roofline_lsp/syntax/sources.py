@@ -12,11 +12,12 @@ returned, so that a path whose buffer is open is never answered from a stale dis
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from roofline_lsp.model.stamps import FileStamp, Version
 
@@ -26,6 +27,49 @@ SourceReader = Callable[[str], bytes | None]
 
 # a local ``#include "..."`` line (its file name): the headers a source brings in
 LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+
+
+_VARIANT_STEM = re.compile(r"^(.+)[-_][^-_]+$")
+MAX_VARIANTS = 8
+
+
+def include_candidates(rel: str, including: str) -> Iterator[str]:
+    """Where the file of a local ``#include "rel"`` in ``including`` may be, in the order a
+    compiler given the variant folders as last ``-I`` looks: beside the including file, then
+    in its folder's variant folders (:func:`variant_folders`, listed only when asked for)."""
+    if not including or os.path.isabs(rel):
+        return  # a buffer without a file has no folder; absolute paths are not local
+    here = os.path.dirname(including)
+    yield os.path.normpath(os.path.join(here, rel))
+    for folder in variant_folders(here):
+        yield os.path.normpath(os.path.join(folder, rel))
+
+
+@functools.lru_cache(maxsize=256)
+def variant_folders(folder: str) -> tuple[str, ...]:
+    """The folders beside ``folder`` that are variants of it: the same name up to a last
+    ``-`` or ``_`` part (``stencil-cuda`` for ``stencil-omp``, which often includes its
+    headers from there through a build flag). Searched, in name order, for a local include
+    found neither beside the file nor on the include path; none when the folder's name has
+    no such part."""
+    folder = os.path.abspath(folder)
+    m = _VARIANT_STEM.match(os.path.basename(folder))
+    if m is None:
+        return ()
+    stem, parent = m.group(1), os.path.dirname(folder)
+    try:
+        names = sorted(os.listdir(parent))
+    except OSError:
+        return ()
+    out = []
+    for name in names:
+        n = _VARIANT_STEM.match(name)
+        cand = os.path.join(parent, name)
+        if n is not None and n.group(1) == stem and cand != folder and os.path.isdir(cand):
+            out.append(cand)
+            if len(out) >= MAX_VARIANTS:
+                break
+    return tuple(out)
 
 
 def not_regular(mode: int) -> str | None:
