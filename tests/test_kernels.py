@@ -342,3 +342,26 @@ def test_a_kernel_s_callees_include_the_operators_it_applies():
     det = detect(src, "ops.cu")
     assert det.functions["operator+(V3,V3)"].name == "operator+"
     assert by_name(det)["k"].callees == ("operator+(V3,V3)",)
+
+
+def test_an_offload_loop_written_as_a_loop_macro_spans_its_block(
+    tmp_path,
+):  # type: ignore[no-untyped-def]
+    # KERNEL_LOOP(i, 2 * n) { ... } expands to a loop header: the parser sees a statement
+    # without `;` then a block, which is the region's body: lines 4-8, not 4-5. (With
+    # plain names for arguments, `KERNEL_LOOP(i, n) {`, tree-sitter reads a function
+    # definition instead: not handled.)
+    src = (
+        "#define KERNEL_LOOP(i, n) for (int i = 0; i < (n); i++)\n"
+        "void f(float *x, int n) {\n"
+        "  if (n > 0) {\n"
+        "    #pragma omp target teams distribute parallel for map(tofrom: x[0:n])\n"
+        "    KERNEL_LOOP(i, 2 * n) {\n"
+        "      float v = x[i];\n"
+        "      x[i] = v * v;\n"
+        "    }\n"
+        "  }\n"
+        "}\n"
+    )
+    (k,) = detected(tmp_path, src, "f.cpp").kernels
+    assert (k.line, k.end_line) == (4, 8)

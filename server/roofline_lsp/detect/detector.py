@@ -53,7 +53,7 @@ from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3
 from roofline_lsp.syntax.conditionals import branch_taken, defined_before
 from roofline_lsp.syntax.datatypes import overload_key
 from roofline_lsp.syntax.declarations import declarations
-from roofline_lsp.syntax.expr import NAME, declared_name, detached_body, text
+from roofline_lsp.syntax.expr import NAME, declared_name, detached_body, macro_loop_body, text
 from roofline_lsp.syntax.parsing import captures, language_for_path, parse
 from roofline_lsp.syntax.sources import include_candidates
 
@@ -476,6 +476,8 @@ class Detector:
             # a loop whose statement starts with a pragma line ends at that line in the
             # tree: the region runs to the end of the statement after it
             last = (detached_body(stmt) or [stmt])[-1]
+            if last is stmt:
+                last = macro_loop_body(stmt) or stmt
             directive, clauses = pr.directive, list(pr.clauses)
             # stacked or nested worksharing pragmas belong to this region
             for other, opr in parsed:

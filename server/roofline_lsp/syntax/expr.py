@@ -218,6 +218,17 @@ def detached_body(node: Node) -> list[Node]:
     return [*out, nxt]
 
 
+def macro_loop_body(stmt: Node) -> Node | None:
+    """``KERNEL_LOOP(i, n) { body }``, a macro call expanding to a loop header: the parser
+    sees a statement without ``;`` and the block after it. That block, else None."""
+    if stmt.type != "expression_statement" or text(stmt).rstrip().endswith(";"):
+        return None
+    if not stmt.named_children or stmt.named_children[0].type != "call_expression":
+        return None
+    nxt = stmt.next_named_sibling
+    return nxt if nxt is not None and nxt.type == "compound_statement" else None
+
+
 def while_header(node: Node) -> LoopHeader | None:
     """``while (i < n) { ...; i += s; }``: a counted ``while``/``do`` loop (the variable
     updated by a top-level statement of the body); the start is the variable's value."""
