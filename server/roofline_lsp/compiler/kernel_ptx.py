@@ -89,9 +89,9 @@ class KernelPtx:
     per_iteration_body: Mapping[int, tuple[int, int, int, int]] = field(
         default_factory=dict, compare=False
     )
-    # the kernel lines in the body of each PTX loop (by id), and each line's counts split by
-    # the PTX loops its instructions sit in: a line's code the compiler hoisted out of a loop
-    # runs once per entry of the loop, not every iteration
+    # the kernel lines in the body of each natural loop of the PTX (by id: ``CfgLoop``), and
+    # each line's counts split by the natural loops its instructions sit in: a line's code the
+    # compiler hoisted out of a loop runs once per entry of the loop, not every iteration
     loop_bodies: tuple[frozenset[int], ...] = ()
     placed: Mapping[int, tuple[tuple[frozenset[int], tuple[int, int, int, int]], ...]] = field(
         default_factory=dict, compare=False
@@ -211,7 +211,7 @@ def _foreign(r: PtxRun, in_span: Callable[[Key], bool]) -> LineMix | None:
     return part if line_quad(part)[:3] != (0, 0, 0) else None
 
 
-Placed = tuple[Key, frozenset[int]]  # a kernel line and the PTX loops its instructions sit in
+Placed = tuple[Key, frozenset[int]]  # a kernel line and the natural loops its code sits in
 
 
 def _own_lines(

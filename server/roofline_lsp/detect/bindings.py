@@ -179,25 +179,19 @@ def _hints(source: bytes | str) -> tuple[tuple[str, str], ...]:
         return ()
     out: dict[str, str] = {}
     for m in _HINT.finditer(source):
-        body = (m.group(1) or m.group(2) or "").strip()
-        for part in split_args(body.replace(";", ",")):
-            # "n=1<<20 steps=64": assignments separated by spaces too
-            for one in _NEXT_ASSIGNMENT.split(part.strip()):
-                name, eq, val = one.partition("=")
-                name = name.strip()
-                if eq and re.fullmatch(r"[A-Za-z_][\w.]*", name) and val.strip():
-                    out[name] = val.strip()
+        out.update(parse_assignments(m.group(1) or m.group(2) or ""))
     return tuple(out.items())
 
 
-# the space before a ``name=`` (not ``==``) that starts the next assignment
-_NEXT_ASSIGNMENT = re.compile(r"\s+(?=[A-Za-z_][\w.]*\s*=(?!=))")
+# the separator before a ``name=`` (not ``==``) that starts the next assignment
+_NEXT_ASSIGNMENT = re.compile(r"[,;\s]+(?=[A-Za-z_][\w.]*\s*=(?!=))")
 
 
 def parse_assignments(text_: str) -> dict[str, str]:
-    """``"n=1<<20 m=64"`` or ``"n=1<<20, m=64"`` -> {"n": ..., "m": ...}; other words ignored."""
+    """``"n=1<<20 m=64"`` or ``"n=1<<20, m=64"`` -> {"n": ..., "m": ...}; other words ignored
+    (``--args``, the ``args`` setting and ``// roofline:`` hints)."""
     out: dict[str, str] = {}
-    for part in re.split(r"[,;\s]+(?=[A-Za-z_][\w.]*\s*=)", text_.strip()):
+    for part in _NEXT_ASSIGNMENT.split(text_.strip()):
         name, eq, val = part.partition("=")
         if eq and re.fullmatch(r"[A-Za-z_][\w.]*", name.strip()) and val.strip():
             out[name.strip()] = val.strip().rstrip(",;")

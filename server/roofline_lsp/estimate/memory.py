@@ -280,9 +280,9 @@ def _union(parts: list[Part], elem: int) -> float:
     free = max(
         _tiles([(f, off, r, run) for f, iv, unf, off, r, run in parts if iv is None and not unf])
     )
-    free = max(free, sum(p[0] for p in parts if p[1] is None and p[2]))
+    free = max(free, sum(f for f, iv, unf, *_ in parts if iv is None and unf))
     ranged = sorted(
-        ((p[1][0], p[1][1], p[0]) for p in parts if p[1] is not None), key=lambda r: r[0]
+        ((iv[0], iv[1], f) for f, iv, *_ in parts if iv is not None), key=lambda r: r[0]
     )
     total = 0.0
     group: tuple[float, float, float] | None = None  # lo, hi, summed footprint

@@ -52,9 +52,9 @@ _MOSTLY = 0.8  # share of a PTX loop's body lines a source loop must hold to be 
 
 
 def _ptx_loops_of(loops: tuple[Loop, ...], ptx: KernelPtx) -> dict[int, frozenset[int]]:
-    """For each sequential source loop (its line), the PTX loops (ids) compiled from it: those
-    whose body lines it is the innermost source loop to hold (most of: a stale line number of
-    a hoisted address computation may sit in a loop body)."""
+    """For each sequential source loop (its line), the natural loops of the PTX (ids) compiled
+    from it: those whose body lines it is the innermost source loop to hold (most of them: a
+    stale line number of a hoisted address computation may sit in a loop body)."""
     out: dict[int, set[int]] = {}
     for i, body in enumerate(ptx.loop_bodies):
         if not body:
@@ -79,7 +79,7 @@ def _in_place(
     compiled: Mapping[int, frozenset[int]],
 ) -> tuple[float, float, float, float]:
     """The counts of line ``ln`` for one execution of the line, its FLOPs the compiler hoisted
-    out of an enclosing loop (outside every PTX loop compiled from it) divided by the loop's
+    out of an enclosing loop (outside every natural loop compiled from it) divided by the loop's
     trip count: they run once per entry of the loop, while the line runs every iteration.
     Integer instructions keep the line's weight: dividing them too moved dev's integer counts
     away from the measured ones (within 2x: 58.6 -> 58.2%) and lost a kernel on val."""

@@ -628,9 +628,8 @@ def _enclosing_template(
 ) -> tuple[str, ...]:
     """An offload region inside ``template <typename T> void f(...)``: T is a
     ``// roofline: T=...`` hint, else the instantiation's argument in its position, else what
-    the function's first instantiation
-    or call gives (``given``), else its default, else ``float`` (returned: the types
-    assumed)."""
+    the function's first instantiation or call gives (``given``), else its default, else
+    ``float`` (returned: the types assumed)."""
     p = kernel_function(kernel)
     if p is None or p.parent is None or p.parent.type != "template_declaration":
         return ()
