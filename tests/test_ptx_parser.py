@@ -306,3 +306,21 @@ def test_hoisted_code_lies_outside_the_natural_loop() -> None:
     assert inside == {9, 11}
     assert 10 in outside and 10 not in inside
     assert all(loop.holds(r.first) == loop.holds(r.last) for r in f.runs)
+
+
+def test_a_header_with_many_back_edges_is_one_loop_of_all_their_blocks() -> None:
+    # $H, then 50 blocks each ending `@%p bra $H` (a back edge: $H dominates them all), then
+    # the ret block: one natural loop of the 51 blocks before the ret
+    text = (
+        ".version 8.0\n.target sm_86\n.address_size 64\n.visible .entry k()\n{\n"
+        "$H:\n\t.loc 1 1 0\n\tadd.s32 %r1, %r1, 1;\n"
+        + "".join(
+            f"\t.loc 1 {i + 2} 0\n\tsetp.lt.s32 %p1, %r1, {i};\n\t@%p1 bra $H;\n" for i in range(50)
+        )
+        + '\t.loc 1 99 0\n\tret;\n}\n.file 1 "k.cu"\n'
+    )
+    f = parse_ptx(text).functions["k"]
+    (loop,) = f.cfg_loops
+    assert len(loop.blocks) == 50 and loop.blocks[0][0] == 0
+    assert {ln for _, ln in loop.lines} == set(range(1, 52))
+    assert not loop.holds(f.runs[-1].first)  # the ret

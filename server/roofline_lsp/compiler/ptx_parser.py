@@ -471,13 +471,27 @@ class _Cfg:
                     idom[b] = new
                     changed = True
 
+        # h dominates b iff b lies in h's subtree of the dominator tree: numbered in one
+        # depth-first pass, each test is two comparisons (no walk up a deep tree)
+        children: dict[int, list[int]] = {}
+        for b in order[1:]:
+            children.setdefault(idom[b], []).append(b)
+        enter: dict[int, int] = {}
+        leave: dict[int, int] = {}
+        clock = 0
+        walk: list[tuple[int, bool]] = [(0, False)]
+        while walk:
+            b, closing = walk.pop()
+            clock += 1
+            if closing:
+                leave[b] = clock
+                continue
+            enter[b] = clock
+            walk.append((b, True))
+            walk.extend((c, False) for c in children.get(b, ()))
+
         def dominates(h: int, b: int) -> bool:
-            while True:
-                if b == h:
-                    return True
-                if b == 0:
-                    return False
-                b = idom[b]
+            return enter[h] <= enter[b] and leave[b] <= leave[h]
 
         bodies: dict[int, set[int]] = {}
         for b in order:
