@@ -116,6 +116,14 @@ class ReferenceWalker(BranchWalker):
             narrow = DATA in iv.deps and it.kind == "int" and not it.pointer
             interval = iv.rng if iv.rng is not None else _NARROW.get(it.size) if narrow else None
         key = "|".join(key_parts)
+        offset: tuple[str, float] | None = (key, 0.0)
+        run = None
+        if len(idx_nodes) == 1:
+            terms, const = self._terms(idx_nodes[0])
+            offset = (" ".join(sorted(t for t, _ in terms)), const) if terms else None
+            # (only an index that depends on loaded data: evaluating terms costs walk budget)
+            if DATA in idx_vals[0].deps:
+                run = self.dense_run(idx_nodes[0], [n for _, n in terms])
         self.record(
             buffer or "?",
             space or "global",
@@ -126,13 +134,8 @@ class ReferenceWalker(BranchWalker):
             interval,
             gathered=len(idx_nodes) == 1 and self.gathers(idx_nodes[0]),
             lane_stride=stride,
-            offset=self.split_offset(idx_nodes[0]) if len(idx_nodes) == 1 else (key, 0.0),
-            # (only an index that depends on loaded data: evaluating terms costs walk budget)
-            run=(
-                self.dense_run(idx_nodes[0])
-                if len(idx_nodes) == 1 and DATA in idx_vals[0].deps
-                else None
-            ),
+            offset=offset,
+            run=run,
         )
         loaded_deps = deps | {DATA}
         if base.type == "identifier" and space in ("local", "shared"):
@@ -159,25 +162,19 @@ class ReferenceWalker(BranchWalker):
             return None
         return self.inputs.lookup_host(key)
 
-    def split_offset(self, index: Node) -> tuple[str, float] | None:
-        """An index as the sum of its symbolic terms and a constant: ``k + tid + 128`` ->
-        ("+k +tid", 128.0) (None without a symbolic term)."""
-        terms, const = self._terms(index)
-        return (" ".join(sorted(t for t, _ in terms)), const) if terms else None
-
-    def dense_run(self, index: Node) -> float | None:
+    def dense_run(self, index: Node, terms: list[Node]) -> float | None:
         """How many consecutive elements an index is known to cover, when part of it is a
         value read from memory (``k + tid`` with ``k = begins[seg]`` and ``tid`` in [0, 7]:
         8; its other terms' ranges summed): copies of the access at constant offsets at
         least that far apart touch different elements. None when no term is read from
         memory (the index is as dense as the threads) or a term is not a name of known
-        range or a read (``ni * j``: its spacing is not known here)."""
+        range or a read (``ni * j``: its spacing is not known here). ``terms``: the index's
+        symbolic terms (:meth:`_terms`)."""
         if has_effects(index):
             return None  # evaluated once already: ``b[k++]`` must not step k again
-        terms, _ = self._terms(index)
         data = False
         run = 1.0
-        for _, n in terms:
+        for n in terms:
             if reads_memory(n):
                 data = True
                 continue
@@ -193,7 +190,8 @@ class ReferenceWalker(BranchWalker):
         return run if data else None
 
     def _terms(self, index: Node) -> tuple[list[tuple[str, Node]], float]:
-        """The symbolic terms of a sum (signed text, node) and its constant."""
+        """An index as the sum of its symbolic terms (signed text, node) and a constant:
+        ``k + tid + 128`` -> ([("+k", k), ("+tid", tid)], 128.0)."""
         terms: list[tuple[str, Node]] = []
         const = 0.0
         stack: list[tuple[Node, float]] = [(index, 1.0)]
