@@ -279,3 +279,36 @@ def test_real_clang_openmp_offload(tmp_path: Path) -> None:
     m = parse_ptx(res.ptx)
     regions = [omp_region(k.name) for k in m.kernels]
     assert ("saxpy_omp", 6) in regions
+
+
+@pytest.mark.skipif(OMP_CLANG is None, reason="no clang with the OpenMP NVPTX runtime")
+def test_real_clang_counts_a_pragma_unrolled_body_once(tmp_path: Path) -> None:
+    # `#pragma unroll` forces clang's unroller even under -fno-unroll-loops: the 8-trip body
+    # on line 7 (one fma, 2 FP32 FLOP) came out 8 times, the body of unknown count on line 10
+    # (one add, 1 FP32 FLOP) 4 times plus a remainder copy; the trip-count model multiplies
+    # each line by its executions, so each line must hold one copy
+    src = tmp_path / "unrolled.c"
+    src.write_text(
+        "void relax(float *u, const int *b, int n) {\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: u[0:8*n])\n"
+        "  for (int i = 0; i < n; i++) {\n"
+        "    float s = 0.0f, t = 0.0f;\n"
+        "    #pragma unroll\n"
+        "    for (int k = 0; k < 8; k++)\n"
+        "      s += u[8 * i + k] * 1.5f;\n"
+        "    #pragma unroll\n"
+        "    for (int k = b[i]; k < b[i + 1]; k++)\n"
+        "      t += u[k];\n"
+        "    u[8 * i] = s + t;\n"
+        "  }\n"
+        "}\n"
+    )
+    assert OMP_CLANG is not None
+    res = compile_omp_ptx(str(src), None, OMP_CLANG, "sm_86", nvcc=NVCC)
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    fp32: dict[int, int] = {}
+    for f in parse_ptx(res.ptx).functions.values():
+        for (file, ln), mix in f.lines.items():
+            if file.endswith("unrolled.c"):
+                fp32[ln] = fp32.get(ln, 0) + mix.flops_fp32
+    assert (fp32.get(7), fp32.get(10)) == (2, 1), fp32

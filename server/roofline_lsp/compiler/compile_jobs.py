@@ -127,9 +127,15 @@ def nvcc_command(
     return cmd
 
 
+# clang's fixed counting flags. -fno-unroll-loops: each source line's instructions once per
+# execution, as in nvcc's counting mode (per-line counts are multiplied by trip counts); a
+# ``#pragma unroll`` still forces clang's unroller (a constant loop fully: 8 copies of an
+# 8-trip body; a loop of unknown count by 4 plus a remainder), which -unroll-count=1 overrides
+_CLANG_COUNTING = ("-O2", "-fno-unroll-loops", "-mllvm", "-unroll-count=1")
+
 # fixed command-line choices that changed over time, in the cache key so that old results
 # are not reused
-_KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": ("-fno-unroll-loops",)}
+_KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": _CLANG_COUNTING}
 
 
 def clang_omp_command(
@@ -143,9 +149,7 @@ def clang_omp_command(
     lang: str = "c++",
 ) -> list[str]:
     cmd = [clang, "-fopenmp", "-fopenmp-targets=nvptx64-nvidia-cuda", f"--offload-arch={arch}"]
-    # -fno-unroll-loops: each source line's instructions once per execution, as in nvcc's
-    # counting mode (per-line counts are multiplied by trip counts)
-    cmd += ["--offload-device-only", "-S", "-O2", "-fno-unroll-loops", "-gline-tables-only", "-w"]
+    cmd += ["--offload-device-only", "-S", *_CLANG_COUNTING, "-gline-tables-only", "-w"]
     cmd += ["-Wno-unknown-cuda-version"]
     if cuda_path:
         cmd.append(f"--cuda-path={cuda_path}")
