@@ -9,6 +9,7 @@ from counting_helpers import detected
 from roofline_lsp.detect.bindings import (
     argv_of,
     host_context,
+    loop_trips_hint,
     option_values,
     parse_assignments,
     parse_hints,
@@ -36,6 +37,11 @@ def test_hints_and_assignments() -> None:
     assert parse_hints(b"// roofline: on = a == b\n") == {"on": "a == b"}
     assert parse_hints(b"// nothing here") == {}
     assert parse_assignments("n=1<<20 m=64") == {"n": "1<<20", "m": "64"}
+    # trips= is a loop's own count (on or above the loop), not the value of a name
+    assert parse_hints(b"// roofline: trips=8 n=64\n") == {"n": "64"}
+    assert loop_trips_hint("// roofline: trips=1<<3") == "1<<3"
+    assert loop_trips_hint("/* roofline: n=4, trips = 12 */") == "12"
+    assert loop_trips_hint("// trips=8") is None
 
 
 def test_argv_substitution() -> None:

@@ -104,9 +104,11 @@ def test_what_was_assumed_in_words_with_the_hint_that_settles_it() -> None:
         "launch size unknown: assumed 1.05 M threads; add `// roofline: n=..., bs=...`",
         "no launch found: assumed 1.05 M threads",
         "loop over j (line 12): trip count unknown, assumed 16; add `// roofline: m=...`",
-        "loop over k (line 14): trip count unknown, assumed 16",
-        "loop over e (line 20): bound read from memory, assumed 16 trips",
-        "loop (line 25): no counted bound, assumed 16 trips",
+        "loop over k (line 14): trip count unknown, assumed 16; add `// roofline: trips=...`"
+        " above it",
+        "loop over e (line 20): bound read from memory, assumed 16; add `// roofline: trips=...`"
+        " above it",
+        "loop (line 25): no counted bound, assumed 16; add `// roofline: trips=...` above it",
     ]
 
 

@@ -412,3 +412,35 @@ def test_statement_macros_run_once_and_carry_what_they_assign(gpu, tmp_path: Pat
         **LAUNCH,
     )
     assert a.counts.flops["fp32"] == pytest.approx(128 + 128 + 1)
+
+
+def test_a_trips_hint_gives_a_loop_its_count(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Bounds read from memory (a CSR row, a convergence test) have no name a hint could bind:
+    # `// roofline: trips=N` on the line above the loop (through `#pragma unroll`) or on the
+    # loop's first line sets that loop's count. Per thread: the row loop 8 trips x (val[j] *
+    # x[col[j]] + s: one mul, one add) = 16 FP32 FLOP; the while loop 32 trips x one mul =
+    # 32; the unhinted loop over *w keeps the default 16 x one add = 16. 64 FP32 FLOP.
+    src = (
+        "__global__ void k(const int *row, const int *col, const float *val, const float *x,\n"
+        "                  float *y, const float *w) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float s = 0.0f, v = x[i], t = 0.0f;\n"
+        "  // roofline: trips=8\n"
+        "  #pragma unroll\n"
+        "  for (int j = row[i]; j < row[i + 1]; j++)\n"
+        "    s += val[j] * x[col[j]];\n"
+        "  while (v > w[0]) { // roofline: trips = 1 << 5\n"
+        "    v = v * 0.5f;\n"
+        "  }\n"
+        "  for (int e = 0; e < *w; e++) t += 1.0f;\n"
+        "  y[i] = s + v + t;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH)
+    trips = {lp.line: (lp.trips, lp.source) for lp in a.counts.loops}
+    assert trips == {7: (8, "hint"), 9: (32, "hint"), 12: (16, "default")}
+    assert a.counts.flops["fp32"] == pytest.approx(16 + 32 + 16 + 2)  # + the two adds of y[i]
+    # a hint two lines above, past code, is not this loop's
+    far = src.replace("  // roofline: trips=8\n", "  // roofline: trips=8\n  s = 1.0f;\n")
+    b = count(gpu, tmp_path, far, **LAUNCH)
+    assert [lp.source for lp in b.counts.loops][0] == "default"

@@ -154,6 +154,43 @@ async def test_hover_names_what_was_assumed_until_a_hint_settles_it(
     assert "bandwidth-bound" in card and "Assumed:" not in card, card
 
 
+ROWS = (
+    "__global__ void spmv(const int *row, const int *col, const float *v, const float *x,\n"
+    "                     float *y) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  float s = 0.0f;\n"
+    "  for (int j = row[i]; j < row[i + 1]; j++)\n"
+    "    s += v[j] * x[col[j]];\n"
+    "  y[i] = s;\n"
+    "}\n"
+    "void run(const int *r, const int *c, const float *v, const float *x, float *y) {\n"
+    "  spmv<<<4096, 256>>>(r, c, v, x, y);\n"
+    "}\n"
+)
+
+
+async def test_a_loop_bounded_by_data_is_named_until_a_trips_hint_settles_it(
+    client: RecordingClient,
+) -> None:
+    await initialize(client, {"counts": "source"})
+    uri = uri_of("rows.cu")
+    open_text(client, uri, ROWS)
+    await diagnostics_for(client, uri, 1)
+    card = hover_text(await hover(client, uri, position_of(ROWS, "spmv(")))
+    # (the card's line is clipped after the hint: the explain lens has it whole)
+    assert (
+        "Assumed: loop over j (line 5): bound read from memory, assumed 16; add"
+        " `// roofline: trips=...` a" in card
+    ), card
+    since = len(client.published)
+    change(client, uri, 2, (4, 0), (4, 0), "  // roofline: trips=8\n")
+    await diagnostics_for(client, uri, 2, since=since)
+    lines = ROWS.split("\n")
+    text = "\n".join([*lines[:4], "  // roofline: trips=8", *lines[4:]])
+    card = hover_text(await hover(client, uri, position_of(text, "spmv(")))
+    assert "Assumed:" not in card and "8 trips" in card, card
+
+
 TYPED = (
     "template <typename T>\n"
     "__global__ void axpy(const T *x, T *y, T a, int n) {\n"

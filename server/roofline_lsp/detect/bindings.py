@@ -36,6 +36,7 @@ from roofline_lsp.detect.treewalk import (
 )
 from roofline_lsp.model.kernel import Detection, Function, Kernel, LaunchSite
 from roofline_lsp.model.stamps import FileStamp
+from roofline_lsp.model.terms import TRIPS_HINT
 from roofline_lsp.syntax.cexpr import Functions, evaluate, evaluate_dim3, inner_text, split_args
 from roofline_lsp.syntax.datatypes import parse_type, type_name
 from roofline_lsp.syntax.declarations import declarations
@@ -165,8 +166,17 @@ class _Env(Mapping[str, "str | float | int"]):
 
 
 def parse_hints(source: bytes | str) -> dict[str, str]:
-    """``// roofline: n=1<<20, m = 64`` comments -> {"n": "1<<20", "m": "64"}."""
+    """``// roofline: n=1<<20, m = 64`` comments -> {"n": "1<<20", "m": "64"} (without the
+    per-loop ``trips=``)."""
     return dict(_hints(source))
+
+
+def loop_trips_hint(comment: str) -> str | None:
+    """The ``trips=`` value of a ``// roofline:`` comment, if it gives one."""
+    m = _HINT.search(comment)
+    if m is None:
+        return None
+    return parse_assignments(m.group(1) or m.group(2) or "").get(TRIPS_HINT)
 
 
 @functools.lru_cache(maxsize=16)  # asked once per kernel of the same source
@@ -180,6 +190,7 @@ def _hints(source: bytes | str) -> tuple[tuple[str, str], ...]:
     out: dict[str, str] = {}
     for m in _HINT.finditer(source):
         out.update(parse_assignments(m.group(1) or m.group(2) or ""))
+    out.pop(TRIPS_HINT, None)
     return tuple(out.items())
 
 

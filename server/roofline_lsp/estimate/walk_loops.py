@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from roofline_lsp.detect.bindings import loop_trips_hint
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.thread_counts import Loop
 from roofline_lsp.estimate.value_domain import (
@@ -24,6 +25,7 @@ from roofline_lsp.estimate.value_domain import (
 )
 from roofline_lsp.estimate.walk_calls import CallWalker
 from roofline_lsp.estimate.walk_groups import WARP
+from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import FLOAT, INT
 from roofline_lsp.syntax.expr import (
     LoopHeader,
@@ -73,6 +75,9 @@ class LoopWalker(CallWalker):
                 halvings = self.bisection_trips(cond, body)
                 if halvings is not None:
                     n, source = halvings, "bisection"
+        hinted = hinted_trips(node)
+        if hinted is not None:
+            n, source = hinted, "hint"
         dim = self.new_loop_dim(n)
         names, data = self.unknown_bound(hdr if node.type != "for_range_loop" else None, source)
         self.tally.loop_records.append(
@@ -206,6 +211,9 @@ class LoopWalker(CallWalker):
                 self.expr(init)
         hdr = loop_header(node)
         n, source, start_val = self.trip_count(hdr)
+        hinted = hinted_trips(node)
+        if hinted is not None:
+            n, source = hinted, "hint"
         if parallel and (source == "default" or n < 1) and self.par.parallel_default:
             units = self.par.teams if teams_only else self.par.parallel_default
             n = max(units / self.par.parallel_product, 1.0)
@@ -462,6 +470,43 @@ class LoopWalker(CallWalker):
 
 
 _LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "for_range_loop"})
+
+
+def hinted_trips(loop: Node) -> float | None:
+    """The trip count a ``// roofline: trips=64`` comment gives ``loop``: on the loop's first
+    line (after its header or first in its body) or on the lines just above it (through
+    other comments and pragmas such as ``#pragma unroll``)."""
+    for c in _comments_at(loop):
+        raw = loop_trips_hint(text(c))
+        if raw is not None:
+            v = evaluate(raw)
+            if v is not None and math.isfinite(v) and v >= 0:
+                return min(v, 1e9)
+    return None
+
+
+def _comments_at(loop: Node) -> list[Node]:
+    out: list[Node] = []
+    row = loop.start_point.row
+    prev = loop.prev_sibling
+    while prev is not None and prev.type in ("comment", "preproc_call"):
+        if prev.end_point.row < row - 1:
+            break
+        if prev.type == "comment":
+            out.append(prev)
+        row = prev.start_point.row
+        prev = prev.prev_sibling
+    body = loop.child_by_field_name("body")
+    first = loop.start_point.row
+    for part in (loop, body):
+        if part is None:
+            continue
+        for c in part.children:
+            if c.start_point.row > first:
+                break
+            if c.type == "comment":
+                out.append(c)
+    return out
 
 
 def _loads(node: Node) -> bool:

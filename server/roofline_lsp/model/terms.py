@@ -52,16 +52,21 @@ class NoteTerm:
     text: str
 
 
+# ``// roofline: trips=64`` on a loop's first line or just above it: that loop's trip count,
+# not the value of a name
+TRIPS_HINT = "trips"
+
+
 @dataclass(frozen=True)
 class AssumptionTerm:
     """A number the estimate assumed because the source did not give it, and what would
     settle it: the launch size (``kind="launch"``: ``value`` threads, ``line`` 0) or a loop's
     trip count (``kind="trips"``: ``value`` trips of the loop on ``line`` over ``var``).
 
-    ``names``: the values a ``// roofline: name=...`` hint (or ``--args``) would supply;
-    ``why``: ``"no launch"`` (no launch site found), ``"unknown values"`` (the launch or the
-    bound uses values not found), ``"data"`` (a bound read from memory: no hint settles it),
-    ``"while"`` (a loop without a counted bound)."""
+    ``names``: the values a ``// roofline: name=...`` hint (or ``--args``) would supply (a
+    loop without: its own ``// roofline: trips=...`` settles it); ``why``: ``"no launch"`` (no
+    launch site found), ``"unknown values"`` (the launch or the bound uses values not found),
+    ``"data"`` (a bound read from memory), ``"while"`` (a loop without a counted bound)."""
 
     kind: Literal["launch", "trips"]
     value: float

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from roofline_lsp.model.numbers import fmt_bytes, fmt_count, fmt_si
 from roofline_lsp.model.terms import (
+    TRIPS_HINT,
     AssumptionTerm,
     LoopTerm,
     MemoryTerm,
@@ -125,7 +126,8 @@ def term_text(t: Term) -> str:
 
 def assumption_text(t: AssumptionTerm) -> str:
     """``launch size unknown: assumed 1.05 M threads; add `// roofline: n=...``` or ``loop over
-    j (line 12): bound read from memory, assumed 16 trips``."""
+    j (line 12): bound read from memory, assumed 16; add `// roofline: trips=...` above it``
+    (the hint goes on the loop's line or the line above it)."""
     hint = ""
     if t.names:
         hint = "; add `// roofline: " + ", ".join(f"{n}=..." for n in t.names) + "`"
@@ -135,8 +137,10 @@ def assumption_text(t: AssumptionTerm) -> str:
         return f"{what}: assumed {n} threads{hint}"
     where = f"loop over {t.var}" if t.var else "loop"
     head = f"{where} (line {t.line})"
+    if not t.names:  # no name to give: the loop's own count settles it
+        hint = f"; add `// roofline: {TRIPS_HINT}=...` above it"
     if t.why == "data":
-        return f"{head}: bound read from memory, assumed {n} trips"
+        return f"{head}: bound read from memory, assumed {n}{hint}"
     if t.why == "while":
-        return f"{head}: no counted bound, assumed {n} trips"
+        return f"{head}: no counted bound, assumed {n}{hint}"
     return f"{head}: trip count unknown, assumed {n}{hint}"
