@@ -312,3 +312,24 @@ def test_real_clang_counts_a_pragma_unrolled_body_once(tmp_path: Path) -> None:
             if file.endswith("unrolled.c"):
                 fp32[ln] = fp32.get(ln, 0) + mix.flops_fp32
     assert (fp32.get(7), fp32.get(10)) == (2, 1), fp32
+
+
+@needs_nvcc
+def test_real_nvcc_is_given_the_first_configuration_a_header_demands(tmp_path: Path) -> None:
+    # int.h stops the build at `#error` unless one of SHORT, INT, LONG is defined (a
+    # Makefile's -DINT): the compile gets the first, as the analysis reads the first branch
+    (tmp_path / "int.h").write_text(
+        "#if defined SHORT\ntypedef short int_t;\n#elif defined INT\ntypedef int int_t;\n"
+        "#elif defined LONG\ntypedef long int_t;\n#else\n"
+        "#error Must define one of SHORT, INT, or LONG\n#endif\n"
+    )
+    src = tmp_path / "k.cu"
+    src.write_text('#include "int.h"\n__global__ void k(int_t *x) { x[threadIdx.x] += 1; }\n')
+    assert NVCC is not None
+    res = compile_ptx(str(src), None, NVCC, "sm_86")
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    assert [name for name, _ in res.required] == ["SHORT"] and "-DSHORT" in res.command
+    assert "ld.global.u16" in res.ptx  # int_t is short
+    chosen = compile_ptx(str(src), None, NVCC, "sm_86", extra_flags=["-DINT"])
+    assert isinstance(chosen, PtxResult) and chosen.required == ()
+    assert "ld.global.u32" in chosen.ptx

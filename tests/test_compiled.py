@@ -21,6 +21,7 @@ from roofline_lsp.compiler.toolchain import find_nvcc
 from roofline_lsp.estimate.roofline import Inputs
 from roofline_lsp.model.config import Config
 from roofline_lsp.model.gpus import load_registry
+from roofline_lsp.syntax.required_macros import RequiredChoice
 
 FIX = Path(__file__).parent / "fixtures" / "ptx"
 GPU = load_registry().get("rtx3080")
@@ -37,6 +38,15 @@ def test_missing_kernel_and_failed_compile_give_reasons():
     assert counts_for(cf, other).reason.startswith("nvcc: kernel not in the PTX")
     failed = CompiledFile(str(FIX / "saxpy.cu"), None, reason="error: boom")
     assert counts_for(failed, k).note == "counts: source (nvcc: error: boom)"
+
+
+def test_the_counts_name_the_configuration_the_build_was_given():
+    k, _, module = kernel_of("saxpy")
+    choice = RequiredChoice("/src/int.h", 38, ("SHORT", "INT", "LONG"))
+    cf = CompiledFile(str(FIX / "saxpy.cu"), None, module=module, required=(("SHORT", choice),))
+    assert counts_for(cf, k).note == (
+        "counts: PTX (built with -DSHORT: int.h line 38 needs one of SHORT, INT, LONG)"
+    )
 
 
 def test_auto_takes_the_flops_of_an_openmp_region_and_compiler_everything():

@@ -43,6 +43,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 from roofline_lsp.compiler.compile_units import local_includes, project_flags
 from roofline_lsp.compiler.toolchain import clang_version, cuda_root, nvcc_version
 from roofline_lsp.store.cache import ResultCache
+from roofline_lsp.syntax.required_macros import RequiredChoice, required_macros
 from roofline_lsp.syntax.sources import variant_folders
 
 __all__ = [
@@ -82,6 +83,9 @@ class PtxResult:
     compiler_version: str | None
     cached: bool = False
     compiler: Literal["nvcc", "clang"] = "nvcc"
+    # names defined for the compile because the source stops at an #error without one of
+    # them (``syntax/required_macros.py``), each with its chain
+    required: tuple[tuple[str, RequiredChoice], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -211,6 +215,7 @@ class _Job:
     mode: str
     cuda_path: str | None = None
     lang: str = "c++"
+    required: tuple[tuple[str, RequiredChoice], ...] = ()  # -D names the source demanded
 
     def command(self, src: str, out: str) -> list[str]:
         if self.compiler == "clang":
@@ -257,6 +262,9 @@ def _prepare(req: _Request) -> _Job | PtxFailure:
         flags += ["-I", d]
     inc_dirs = [flags[i + 1] for i, f in enumerate(flags[:-1]) if f in ("-I", "-isystem")]
     includes = local_includes(path, source, inc_dirs)
+    # a chain of alternatives ending in #error (the build's -D picks one): the first one
+    required = required_macros([(path, source), *includes], flags)
+    flags += [f"-D{name}" for name, _ in required]
     compiler, mode = req.compiler, req.mode
     version = nvcc_version(req.exe) if compiler == "nvcc" else clang_version(req.exe)
     lang = "c" if path.endswith(".c") else "c++"
@@ -277,6 +285,7 @@ def _prepare(req: _Request) -> _Job | PtxFailure:
         mode,
         req.cuda_path,
         lang,
+        required,
     )
 
 
@@ -296,6 +305,7 @@ def _from_cache(cache: ResultCache | None, job: _Job) -> PtxResult | PtxFailure 
             job.version,
             cached=True,
             compiler=job.compiler,
+            required=job.required,
         )
     if value.get("ok") is False and isinstance(value.get("reason"), str):
         return PtxFailure(job.path, value["reason"], str(value.get("log", "")), 0.0, True)
@@ -345,7 +355,10 @@ class _Workdir:
         if job.from_buffer:
             text = text.replace(self.tmp, os.path.dirname(job.path))
         shown = tuple(job.path if a == self.src else a for a in cmd)
-        return PtxResult(job.path, text, job.arch, shown, seconds, job.version, False, job.compiler)
+        return PtxResult(
+            job.path, text, job.arch, shown, seconds, job.version, False, job.compiler,
+            job.required,
+        )  # fmt: skip
 
     def close(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)

@@ -134,7 +134,7 @@ def counts_for(cf: CompiledFile | None, kernel: Kernel, mode: str = "compiler") 
     # clang's integer counts of an OpenMP region are mostly its runtime's (worksharing,
     # state machine): ``auto`` keeps the counter's, which books that runtime per GPU thread
     # and per iteration (``Calibration.omp_thread_ints``/``omp_iteration_ints``)
-    return CompiledCounts(kp, flops_only=lang == "omp" and mode == "auto")
+    return CompiledCounts(kp, flops_only=lang == "omp" and mode == "auto", required=cf.required)
 
 
 async def compiled_counts_for_file(

@@ -31,6 +31,7 @@ from roofline_lsp.compiler.toolchain import (
     supported_archs,
 )
 from roofline_lsp.store.cache import ResultCache
+from roofline_lsp.syntax.required_macros import RequiredChoice
 
 __all__ = ["CompiledFile", "compile_file", "compile_file_sync"]
 
@@ -49,6 +50,8 @@ class CompiledFile:
     cached: bool = False
     seconds: float = 0.0
     compiler: str = ""
+    # -D names given because the source stops at an #error without one (compile_jobs)
+    required: tuple[tuple[str, RequiredChoice], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -129,8 +132,9 @@ async def compile_file(
             continue
         module = await asyncio.to_thread(parse_ptx_cached, res.ptx)
         out = CompiledFile(
-            path, unit, module, "", arch, unit_note, res.cached, res.seconds, compiler
-        )
+            path, unit, module, "", arch, unit_note, res.cached, res.seconds, compiler,
+            res.required,
+        )  # fmt: skip
         if not want or all(_has(module, w) for w in want):
             return out
         first_ok = first_ok or out

@@ -53,6 +53,7 @@ from roofline_lsp.compiler.instruction_mix import EMPTY, LineMix
 from roofline_lsp.compiler.ptx_kernels import find_kernels
 from roofline_lsp.compiler.ptx_parser import Key, PtxFunction, PtxModule, PtxRun
 from roofline_lsp.model.kernel import Kernel
+from roofline_lsp.syntax.required_macros import RequiredChoice
 
 # functions of the OpenMP device runtime: modelled by the calibrated per-thread/per-iteration
 # integer costs, not by their PTX
@@ -119,6 +120,8 @@ class CompiledCounts:
     ptx: KernelPtx | None = None
     reason: str = ""
     flops_only: bool = False
+    # -D names the compile was given because the source stops at an #error without one
+    required: tuple[tuple[str, RequiredChoice], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -127,7 +130,13 @@ class CompiledCounts:
     @property
     def note(self) -> str:
         if self.ptx is not None:
-            return "counts: PTX FLOPs, source integer ops" if self.flops_only else "counts: PTX"
+            what = "counts: PTX FLOPs, source integer ops" if self.flops_only else "counts: PTX"
+            built = "; ".join(
+                f"-D{name}: {os.path.basename(c.file)} line {c.line} needs one of "
+                + ", ".join(c.names)
+                for name, c in self.required
+            )
+            return f"{what} (built with {built})" if built else what
         return f"counts: source ({self.reason})" if self.reason else "counts: source"
 
 
