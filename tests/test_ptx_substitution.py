@@ -5,8 +5,9 @@ counts, from checked-in PTX of our own fixtures (no compiler needed)."""
 from __future__ import annotations
 
 import pytest
-from ptx_helpers import FIX, kernel_of
+from ptx_helpers import FIX, OMP_CLANG, kernel_of
 
+from roofline_lsp.compiler.compile_jobs import PtxResult, compile_omp_ptx
 from roofline_lsp.compiler.kernel_ptx import CompiledCounts, kernel_ptx
 from roofline_lsp.compiler.ptx_parser import parse_ptx
 from roofline_lsp.detect.kernels import detect
@@ -120,12 +121,13 @@ def test_an_openmp_parallel_body_and_its_worker_wrapper_count_once():
     assert comp.counts.flops["fp32"] == pytest.approx(2.0)
 
 
-# omp_helpers.c: clang 16 inlines cube() (line 4) into apply_cube's loop body (line 18)
-# without recording the call line: its two mul.rn.f32 sit between line 18's instructions in
-# program order and are booked there: v * v * v (2 FLOP) + 1.0f (1 FLOP) = 3 FP32 FLOP per
-# iteration, as the source counter books the call. series() keeps its own loop (back edge on
-# line 9): that code runs an unknown number of times per call, so apply_series gets no PTX
-# counts (source counts, with the reason).
+# omp_helpers.ptx was compiled with inlining (the counting compile now passes -fno-inline; an
+# always_inline helper is still inlined): clang 16 inlines cube() (line 4) into apply_cube's
+# loop body (line 18) without recording the call line: its two mul.rn.f32 sit between line
+# 18's instructions in program order and are booked there: v * v * v (2 FLOP) + 1.0f (1 FLOP)
+# = 3 FP32 FLOP per iteration, as the source counter books the call. series() keeps its own
+# loop (back edge on line 9): that code runs an unknown number of times per call, so
+# apply_series gets no PTX counts (source counts, with the reason).
 def test_code_inlined_without_a_call_line_is_booked_on_the_line_it_was_inlined_at():
     path = FIX / "omp_helpers.c"
     det = detect(path.read_bytes(), str(path))
@@ -138,6 +140,28 @@ def test_code_inlined_without_a_call_line_is_booked_on_the_line_it_was_inlined_a
     comp = analyze(cube, det, GPU, Inputs(), compiled=CompiledCounts(kp, flops_only=True))
     assert comp.counts.flops["fp32"] == pytest.approx(3.0) == src.counts.flops["fp32"]
     assert kernel_ptx(module, series) is None
+
+
+@pytest.mark.skipif(OMP_CLANG is None, reason="no clang with the OpenMP NVPTX runtime")
+def test_helpers_the_counting_compile_keeps_as_calls_cost_on_their_call_line(tmp_path):
+    # compiled now (-fno-inline): cube() and series() are .func calls on lines 18 and 25.
+    # cube has no loop: its per-call cost (2 FP32 FLOP) joins line 18's add, 3 per
+    # iteration. series has a loop of its own: line 25 keeps its source count, 4 trips (the
+    # default 16 damped by 4 inside the parallel loop of unknown bound) x one fma = 8 FLOP;
+    # the region gets PTX counts for its other lines instead of none.
+    assert OMP_CLANG is not None
+    path = FIX / "omp_helpers.c"
+    det = detect(path.read_bytes(), str(path))
+    cube, series, _ = det.kernels
+    res = compile_omp_ptx(str(path), None, OMP_CLANG, "sm_86", cache=None)
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    module = parse_ptx(res.ptx)
+    kp = kernel_ptx(module, cube)
+    assert kp is not None and kp.lines[18].flops_fp32 == 3 and not kp.fallback
+    kp = kernel_ptx(module, series)
+    assert kp is not None and kp.fallback == {25}
+    comp = analyze(series, det, GPU, Inputs(), compiled=CompiledCounts(kp, flops_only=True))
+    assert comp.counts.flops["fp32"] == pytest.approx(8.0)
 
 
 # select_sum (omp_helpers.c line 30): clang merges both arms of the `if` (lines 37 and 39)

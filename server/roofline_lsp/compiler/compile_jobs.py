@@ -131,11 +131,14 @@ def nvcc_command(
     return cmd
 
 
-# clang's fixed counting flags. -fno-unroll-loops: each source line's instructions once per
-# execution, as in nvcc's counting mode (per-line counts are multiplied by trip counts); a
+# clang's fixed counting flags, as nvcc's counting mode. -fno-unroll-loops: each source line's
+# instructions once per execution (per-line counts are multiplied by trip counts); a
 # ``#pragma unroll`` still forces clang's unroller (a constant loop fully: 8 copies of an
-# 8-trip body; a loop of unknown count by 4 plus a remainder), which -unroll-count=1 overrides
-_CLANG_COUNTING = ("-O2", "-fno-unroll-loops", "-mllvm", "-unroll-count=1")
+# 8-trip body; a loop of unknown count by 4 plus a remainder), which -unroll-count=1
+# overrides. -fno-inline: a helper function stays a ``.func`` called from its call line
+# (clang 16 records no call line for inlined code, and a helper's own loop then left the
+# whole region without PTX counts)
+_CLANG_COUNTING = ("-O2", "-fno-unroll-loops", "-mllvm", "-unroll-count=1", "-fno-inline")
 
 # fixed command-line choices that changed over time, in the cache key so that old results
 # are not reused

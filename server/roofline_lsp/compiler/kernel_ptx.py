@@ -17,7 +17,8 @@ Mapping PTX lines onto the counter's lines:
 - The kernel's own instructions use *call-site* attribution: code inlined from a device
   function (``__forceinline__``, libm) is keyed by the kernel line that calls it, as the counter
   books it.
-- A device function the ``-Xcicc -O1`` compile keeps as a ``.func`` call: the call line gets
+- A device function the counting compile keeps as a ``.func`` call (nvcc ``-Xcicc -O1``,
+  clang ``-fno-inline``: ``compile_jobs``): the call line gets
   the function's whole per-call cost (its lines, transitively its callees) when it has no loop
   (its lines' relative weights are then all 1, or less for branches: an upper bound); a callee
   with a loop has per-line weights the counter does not expose, so that line keeps its source
