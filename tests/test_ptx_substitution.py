@@ -164,6 +164,31 @@ def test_helpers_the_counting_compile_keeps_as_calls_cost_on_their_call_line(tmp
     assert comp.counts.flops["fp32"] == pytest.approx(8.0)
 
 
+@pytest.mark.skipif(OMP_CLANG is None, reason="no clang with the OpenMP NVPTX runtime")
+def test_a_math_call_in_a_region_costs_what_the_function_costs(tmp_path):
+    # clang 16 calls libdevice's __nv_exp (linked later: no body in the PTX) from the line of
+    # its wrapper in __clang_cuda_math.h, not from line 5: the call was dropped and exp cost
+    # nothing. Booked on line 5, the call makes the line keep its source count: exp's
+    # libdevice cost (30 FP64 FLOP, estimate/costs.py) + the multiply = 31 per iteration.
+    src = tmp_path / "expo.cpp"
+    src.write_text(
+        "#include <math.h>\n"
+        "void expo(const double *x, double *y, int n) {\n"
+        "  #pragma omp target teams distribute parallel for map(to: x[0:n]) map(from: y[0:n])\n"
+        "  for (int i = 0; i < n; i++)\n"
+        "    y[i] = exp(x[i]) * 2.0;\n"
+        "}\n"
+    )
+    assert OMP_CLANG is not None
+    det = detect(src.read_bytes(), str(src))
+    res = compile_omp_ptx(str(src), None, OMP_CLANG, "sm_86", cache=None)
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    kp = kernel_ptx(parse_ptx(res.ptx), det.kernels[0])
+    assert kp is not None and kp.fallback == {5}
+    comp = analyze(det.kernels[0], det, GPU, Inputs(), compiled=CompiledCounts(kp, flops_only=True))
+    assert comp.counts.flops["fp64"] == pytest.approx(31.0)
+
+
 # select_sum (omp_helpers.c line 30): clang merges both arms of the `if` (lines 37 and 39)
 # into one fma.rn.f32 with no line (.loc line 0), inside the j loop between instructions of
 # line 37: it is booked there, 2 FP32 FLOP per pass (the region counted none before).

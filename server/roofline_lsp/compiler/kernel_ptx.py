@@ -198,7 +198,9 @@ def _call_cost(
 
 
 def _counted(mix: LineMix) -> bool:
-    return bool(mix.int_ops) or line_quad(mix)[:3] != (0, 0, 0)
+    """Whether ``mix`` costs anything: instructions counted, or a call (a math function's call
+    sits on its wrapper's line in clang's ``__clang_cuda_math.h``, and costs what it calls)."""
+    return bool(mix.int_ops) or bool(mix.calls) or line_quad(mix)[:3] != (0, 0, 0)
 
 
 _FLOAT_FIELDS = ("fp64", "fp32", "fp16", "flops_fp64", "flops_fp32", "flops_fp16")
