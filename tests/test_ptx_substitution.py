@@ -189,6 +189,52 @@ def test_a_math_call_in_a_region_costs_what_the_function_costs(tmp_path):
     assert comp.counts.flops["fp64"] == pytest.approx(31.0)
 
 
+@pytest.mark.skipif(OMP_CLANG is None, reason="no clang with the OpenMP NVPTX runtime")
+def test_an_fma_merged_from_both_arms_is_booked_where_clang_scatters_the_loop(tmp_path):
+    # both arms of the inner `if` (lines 15 and 17) accumulate s += x * w[j]: clang merges
+    # them into one fma.rn.f32 with no line, at the end of the j loop's body, followed by the
+    # loop's exit (line 20). It was booked only when the kernel lines before and after it sat
+    # in the same (text-span) loop: 0 FLOP. Now on the line before it (15), in the same
+    # natural loops of the control-flow graph.
+    src = tmp_path / "arms.cpp"
+    src.write_text(
+        "#include <omp.h>\n"
+        "void arms(const float *in, const float *w, float *out, int n, int m) {\n"
+        "  #pragma omp target teams num_teams(n / 256) thread_limit(256)\n"
+        "  {\n"
+        "    float tile[256];\n"
+        "    #pragma omp parallel\n"
+        "    {\n"
+        "      int lid = omp_get_thread_num(), i = omp_get_team_num() * 256 + lid;\n"
+        "      tile[lid] = in[i];\n"
+        "      #pragma omp barrier\n"
+        "      float s = 0;\n"
+        "      for (int j = 0; j < m; j++) {\n"
+        "        int k = i + j;\n"
+        "        if (k < n) {\n"
+        "          if (lid + j < 256) s += tile[lid + j] * w[j];\n"
+        "          else\n"
+        "            s += in[k] * w[j];\n"
+        "        }\n"
+        "      }\n"
+        "      out[i] = s;\n"
+        "    }\n"
+        "  }\n"
+        "}\n"
+    )
+    assert OMP_CLANG is not None
+    det = detect(src.read_bytes(), str(src))
+    res = compile_omp_ptx(str(src), None, OMP_CLANG, "sm_86", cache=None)
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    kp = kernel_ptx(parse_ptx(res.ptx), det.kernels[0])
+    assert kp is not None
+    assert kp.lines[15].flops_fp32 == 2  # the merged fma, on the line before it
+    # line 15 runs 16 default trips x 0.5 (k < n unknown) = 8 times: 16 FP32 FLOP, as the
+    # source counter books the two arms
+    comp = analyze(det.kernels[0], det, GPU, Inputs(), compiled=CompiledCounts(kp, flops_only=True))
+    assert comp.counts.flops["fp32"] == pytest.approx(16.0)
+
+
 # select_sum (omp_helpers.c line 30): clang merges both arms of the `if` (lines 37 and 39)
 # into one fma.rn.f32 with no line (.loc line 0), inside the j loop between instructions of
 # line 37: it is booked there, 2 FP32 FLOP per pass (the region counted none before).

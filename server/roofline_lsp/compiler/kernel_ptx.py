@@ -234,9 +234,10 @@ def _own_lines(
     in fewer loops than its source line. Code inlined from a function outside the kernel
     without its call line (clang emits no ``inlined_at`` before LLVM 17) is booked on
     the kernel line it follows in program order (the call it was inlined at; before any, the
-    next one), and so is floating-point work on no line when it sits in the same PTX loop as
-    the kernel lines before and after it (clang's merge of both arms of an ``if``; not code
-    hoisted out of an inner loop).
+    next one), and so is floating-point work on no line (clang's merge of both arms of an
+    ``if`` into one FMA), on the kernel line before it (else after it) that sits in the same
+    natural loops: it runs as often (code hoisted out of an inner loop is not booked inside
+    it).
     None when inlined code sits in a loop of the callee's own (its weight is unknown) or no
     kernel line is near."""
 
@@ -258,11 +259,6 @@ def _own_lines(
                 book(r.key, r, r.mix)
         return out
     own_loops = [lp.span for lp in f.loops if lp.control[1] > 0 and not in_span(lp.control)]
-    spans = sorted((lp.span for lp in f.loops), key=lambda s: s[1] - s[0])
-
-    def innermost(r: PtxRun) -> tuple[int, int] | None:
-        return next((s for s in spans if s[0] <= r.first and r.last <= s[1]), None)
-
     following: list[PtxRun | None] = []  # the next run on a kernel line, for each run
     nxt: PtxRun | None = None
     for r in reversed(f.runs):
@@ -280,13 +276,11 @@ def _own_lines(
             last, pending = r, []
         elif mix is not None:
             if r.key[1] == 0:
-                loop = innermost(r)
-                if (
-                    last is not None
-                    and after is not None
-                    and innermost(last) == loop == innermost(after)
-                ):
-                    book(last.key, r, mix)
+                # on a kernel line next to it that runs as often: in the same natural loops
+                loops = loops_of(r)
+                near = [x for x in (last, after) if x is not None and loops_of(x) == loops]
+                if near:
+                    book(near[0].key, r, mix)
             elif any(a <= r.first and r.last <= b for a, b in own_loops):
                 return None
             elif last is None:
