@@ -29,6 +29,7 @@ from roofline_lsp.compiler.compile_jobs import (
     compile_omp_ptx,
     compile_ptx,
     compile_ptx_async,
+    valid_global_names,
 )
 from roofline_lsp.compiler.demangle import omp_region
 from roofline_lsp.compiler.ptx_kernels import counts_for_kernel
@@ -333,3 +334,59 @@ def test_real_nvcc_is_given_the_first_configuration_a_header_demands(tmp_path: P
     chosen = compile_ptx(str(src), None, NVCC, "sm_86", extra_flags=["-DINT"])
     assert isinstance(chosen, PtxResult) and chosen.required == ()
     assert "ld.global.u32" in chosen.ptx
+
+
+def test_global_names_the_nvptx_back_end_rejects_are_made_valid() -> None:
+    ir = (
+        '@"__const.<captured>.d" = private unnamed_addr constant [2 x i8] c"\\00\\01"\n'
+        '@"__const.<captured>.d.1" = private unnamed_addr constant [2 x i8] c"\\01\\02"\n'
+        "@__const__captured__d = global i32 0\n"
+        '  %p = getelementptr inbounds [2 x i8], ptr @"__const.<captured>.d", i64 0, i64 %i\n'
+        '  %q = load i8, ptr @"__const.<captured>.d.1"\n'
+    )
+    fixed = valid_global_names(ir)
+    assert fixed.splitlines() == [
+        '@__const__captured__d_1 = private unnamed_addr constant [2 x i8] c"\\00\\01"',
+        '@__const__captured__d_1_1 = private unnamed_addr constant [2 x i8] c"\\01\\02"',
+        "@__const__captured__d = global i32 0",  # a name already there is kept, not reused
+        "  %p = getelementptr inbounds [2 x i8], ptr @__const__captured__d_1, i64 0, i64 %i",
+        "  %q = load i8, ptr @__const__captured__d_1_1",
+    ]
+
+
+@pytest.mark.skipif(OMP_CLANG is None, reason="no clang with the OpenMP NVPTX runtime")
+def test_real_clang_compiles_a_region_with_a_local_constant_table(tmp_path: Path) -> None:
+    # clang 16 stops with "Symbol name with unsupported characters" on the private global it
+    # makes of a local const array (`__const.<captured>.bits`): compiled through IR with
+    # the name made valid, the region is in the PTX with its lines
+    src = tmp_path / "table.cpp"
+    src.write_text(
+        "void bits(const unsigned char *x, int *y, int n) {\n"
+        "  #pragma omp target teams distribute parallel for map(to: x[0:n]) map(from: y[0:n])\n"
+        "  for (int i = 0; i < n; i++) {\n"
+        "    const unsigned char bits[16] = {0,1,1,2,1,2,2,3,1,2,2,3,2,3,3,4};\n"
+        "    y[i] = bits[x[i] & 15] + bits[x[i] >> 4];\n"
+        "  }\n"
+        "}\n"
+    )
+    assert OMP_CLANG is not None
+    res = compile_omp_ptx(str(src), None, OMP_CLANG, "sm_86", nvcc=NVCC)
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    m = parse_ptx(res.ptx)
+    assert [omp_region(k.name) for k in m.kernels] == [("bits", 2)]
+    assert any(k[1] == 5 for f in m.functions.values() for k in f.lines)
+
+
+@pytest.mark.skipif(OMP_CLANG is None, reason="no clang with the OpenMP NVPTX runtime")
+def test_real_clang_accepts_the_register_keyword_of_legacy_code(tmp_path: Path) -> None:
+    # C++17 (the default standard here) makes `register` an error in clang, a warning in nvcc
+    src = tmp_path / "legacy.cpp"
+    src.write_text(
+        "void scale(float *x, int n) {\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: x[0:n])\n"
+        "  for (int i = 0; i < n; i++) { register float v = x[i]; x[i] = 2.0f * v; }\n"
+        "}\n"
+    )
+    assert OMP_CLANG is not None
+    res = compile_omp_ptx(str(src), None, OMP_CLANG, "sm_86", nvcc=NVCC)
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")

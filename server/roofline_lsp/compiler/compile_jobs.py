@@ -139,10 +139,13 @@ def nvcc_command(
 # (clang 16 records no call line for inlined code, and a helper's own loop then left the
 # whole region without PTX counts)
 _CLANG_COUNTING = ("-O2", "-fno-unroll-loops", "-mllvm", "-unroll-count=1", "-fno-inline")
+# and what legacy code needs: C++17 (the default standard here) makes the `register` storage
+# class an error, which nvcc only warns about
+_CLANG_LENIENT = ("-Wno-register",)
 
 # fixed command-line choices that changed over time, in the cache key so that old results
 # are not reused
-_KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": _CLANG_COUNTING}
+_KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": (*_CLANG_COUNTING, *_CLANG_LENIENT)}
 
 
 def clang_omp_command(
@@ -157,7 +160,7 @@ def clang_omp_command(
 ) -> list[str]:
     cmd = [clang, "-fopenmp", "-fopenmp-targets=nvptx64-nvidia-cuda", f"--offload-arch={arch}"]
     cmd += ["--offload-device-only", "-S", *_CLANG_COUNTING, "-gline-tables-only", "-w"]
-    cmd += ["-Wno-unknown-cuda-version"]
+    cmd += ["-Wno-unknown-cuda-version", *_CLANG_LENIENT]
     if cuda_path:
         cmd.append(f"--cuda-path={cuda_path}")
     if lang == "c++" and not _has_std(extra_flags):
@@ -390,42 +393,101 @@ async def _run_job(
         wd = _Workdir(job)
         try:
             cmd = job.command(wd.src, wd.out)
-            t0 = time.perf_counter()
-            try:
-                proc = await asyncio.create_subprocess_exec(
-                    *cmd,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    cwd=os.path.dirname(job.path),
-                    start_new_session=(os.name == "posix"),
-                )
-            except OSError as e:
-                return PtxFailure(job.path, f"cannot run {job.exe}: {e.strerror or e}")
-            try:
-                _, err = await asyncio.wait_for(proc.communicate(), timeout)
-            except TimeoutError:
-                kill_process_group(proc)
-                await proc.wait()
-                return PtxFailure(
-                    job.path, f"{job.compiler} timed out after {timeout:g} s", "", timeout
-                )
-            except BaseException:  # cancelled: the file changed, the server is stopping
-                kill_process_group(proc)
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(proc.wait())
-                raise
-            result = wd.finish(
-                job,
-                cmd,
-                proc.returncode,
-                err.decode("utf-8", "replace"),
-                time.perf_counter() - t0,
-            )
+            ran = await _execute(job, cmd, timeout)
+            if isinstance(ran, PtxFailure):
+                return ran
+            result = wd.finish(job, cmd, *ran)
+            if (
+                isinstance(result, PtxFailure)
+                and job.compiler == "clang"
+                and _INVALID_NAME in result.log
+            ):
+                retried = await _through_ir(job, wd, timeout)
+                if retried is None:
+                    return result  # the retry did not finish (timeout): nothing cached
+                result = retried
             _store(cache, job, result)
             return result
         finally:
             wd.close()
+
+
+async def _execute(
+    job: _Job, cmd: Sequence[str], timeout: float
+) -> tuple[int | None, str, float] | PtxFailure:
+    """Run one compiler command in the file's folder, in its own process group: its exit
+    status, stderr and seconds, or why it did not finish (a timeout kills the group, and so
+    does cancelling: the file changed, the server is stopping)."""
+    t0 = time.perf_counter()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *cmd,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            stdin=asyncio.subprocess.DEVNULL,
+            cwd=os.path.dirname(job.path),
+            start_new_session=(os.name == "posix"),
+        )
+    except OSError as e:
+        return PtxFailure(job.path, f"cannot run {job.exe}: {e.strerror or e}")
+    try:
+        _, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        kill_process_group(proc)
+        await proc.wait()
+        return PtxFailure(job.path, f"{job.compiler} timed out after {timeout:g} s", "", timeout)
+    except BaseException:
+        kill_process_group(proc)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(proc.wait())
+        raise
+    return proc.returncode, err.decode("utf-8", "replace"), time.perf_counter() - t0
+
+
+# clang 16's NVPTX back end rejects a private global named `__const.<captured>.d` (a local
+# const array's initializer in a target region): the names are made valid in the IR
+_INVALID_NAME = "Symbol name with unsupported characters"
+_QUOTED_NAME = re.compile(r'@"([^"]+)"')
+
+
+async def _through_ir(job: _Job, wd: _Workdir, timeout: float) -> PtxResult | PtxFailure | None:
+    """The clang compile in two steps, device IR then PTX, with the global names the back end
+    rejects replaced by valid ones in between (None: a step did not finish)."""
+    ir = os.path.join(wd.tmp, "device.ll")
+    first = [*job.command(wd.src, ir), "-emit-llvm"]
+    ran = await _execute(job, first, timeout)
+    if isinstance(ran, PtxFailure):
+        return None
+    if ran[0] != 0 or not os.path.isfile(ir):
+        return wd.finish(job, first, *ran)
+    text = Path(ir).read_text(encoding="utf-8", errors="replace")
+    Path(ir).write_text(valid_global_names(text), encoding="utf-8")
+    second = [job.exe, "--target=nvptx64-nvidia-cuda", f"-march={job.arch}", "-S"]
+    second += [*_CLANG_COUNTING, "-w", "-x", "ir", ir, "-o", wd.out]
+    ran2 = await _execute(job, second, timeout)
+    if isinstance(ran2, PtxFailure):
+        return None
+    return wd.finish(job, first, ran2[0], ran2[1], ran[2] + ran2[2])
+
+
+def valid_global_names(ir: str) -> str:
+    """LLVM IR with each quoted global name (``@"__const.<captured>.d"``) spelt with letters,
+    digits, ``_`` and ``$`` only, distinct from every other name."""
+    taken = set(re.findall(r"@([A-Za-z_$.][\w$.]*)", ir))
+    renamed: dict[str, str] = {}
+
+    def fix(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in renamed:
+            base = re.sub(r"[^A-Za-z0-9_$]", "_", name) or "_"
+            new, n = base, 1
+            while new in taken:
+                new, n = f"{base}_{n}", n + 1
+            taken.add(new)
+            renamed[name] = new
+        return "@" + renamed[name]
+
+    return _QUOTED_NAME.sub(fix, ir)
 
 
 async def _compile(
