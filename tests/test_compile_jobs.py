@@ -282,14 +282,23 @@ def test_real_clang_openmp_offload(tmp_path: Path) -> None:
     assert ("saxpy_omp", 6) in regions
 
 
+def _clang_compiles(path: Path, text: str) -> PtxResult:
+    """``text`` written to ``path`` and compiled by the OpenMP clang, which must succeed."""
+    assert OMP_CLANG is not None
+    path.write_text(text)
+    res = compile_omp_ptx(str(path), None, OMP_CLANG, "sm_86", nvcc=NVCC)
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    return res
+
+
 @pytest.mark.skipif(OMP_CLANG is None, reason="no clang with the OpenMP NVPTX runtime")
 def test_real_clang_counts_a_pragma_unrolled_body_once(tmp_path: Path) -> None:
     # `#pragma unroll` forces clang's unroller even under -fno-unroll-loops: the 8-trip body
     # on line 7 (one fma, 2 FP32 FLOP) came out 8 times, the body of unknown count on line 10
     # (one add, 1 FP32 FLOP) 4 times plus a remainder copy; the trip-count model multiplies
     # each line by its executions, so each line must hold one copy
-    src = tmp_path / "unrolled.c"
-    src.write_text(
+    res = _clang_compiles(
+        tmp_path / "unrolled.c",
         "void relax(float *u, const int *b, int n) {\n"
         "  #pragma omp target teams distribute parallel for map(tofrom: u[0:8*n])\n"
         "  for (int i = 0; i < n; i++) {\n"
@@ -302,11 +311,8 @@ def test_real_clang_counts_a_pragma_unrolled_body_once(tmp_path: Path) -> None:
         "      t += u[k];\n"
         "    u[8 * i] = s + t;\n"
         "  }\n"
-        "}\n"
+        "}\n",
     )
-    assert OMP_CLANG is not None
-    res = compile_omp_ptx(str(src), None, OMP_CLANG, "sm_86", nvcc=NVCC)
-    assert isinstance(res, PtxResult), getattr(res, "reason", "")
     fp32: dict[int, int] = {}
     for f in parse_ptx(res.ptx).functions.values():
         for (file, ln), mix in f.lines.items():
@@ -359,19 +365,16 @@ def test_real_clang_compiles_a_region_with_a_local_constant_table(tmp_path: Path
     # clang 16 stops with "Symbol name with unsupported characters" on the private global it
     # makes of a local const array (`__const.<captured>.bits`): compiled through IR with
     # the name made valid, the region is in the PTX with its lines
-    src = tmp_path / "table.cpp"
-    src.write_text(
+    res = _clang_compiles(
+        tmp_path / "table.cpp",
         "void bits(const unsigned char *x, int *y, int n) {\n"
         "  #pragma omp target teams distribute parallel for map(to: x[0:n]) map(from: y[0:n])\n"
         "  for (int i = 0; i < n; i++) {\n"
         "    const unsigned char bits[16] = {0,1,1,2,1,2,2,3,1,2,2,3,2,3,3,4};\n"
         "    y[i] = bits[x[i] & 15] + bits[x[i] >> 4];\n"
         "  }\n"
-        "}\n"
+        "}\n",
     )
-    assert OMP_CLANG is not None
-    res = compile_omp_ptx(str(src), None, OMP_CLANG, "sm_86", nvcc=NVCC)
-    assert isinstance(res, PtxResult), getattr(res, "reason", "")
     m = parse_ptx(res.ptx)
     assert [omp_region(k.name) for k in m.kernels] == [("bits", 2)]
     assert any(k[1] == 5 for f in m.functions.values() for k in f.lines)
@@ -380,13 +383,10 @@ def test_real_clang_compiles_a_region_with_a_local_constant_table(tmp_path: Path
 @pytest.mark.skipif(OMP_CLANG is None, reason="no clang with the OpenMP NVPTX runtime")
 def test_real_clang_accepts_the_register_keyword_of_legacy_code(tmp_path: Path) -> None:
     # C++17 (the default standard here) makes `register` an error in clang, a warning in nvcc
-    src = tmp_path / "legacy.cpp"
-    src.write_text(
+    _clang_compiles(
+        tmp_path / "legacy.cpp",
         "void scale(float *x, int n) {\n"
         "  #pragma omp target teams distribute parallel for map(tofrom: x[0:n])\n"
         "  for (int i = 0; i < n; i++) { register float v = x[i]; x[i] = 2.0f * v; }\n"
-        "}\n"
+        "}\n",
     )
-    assert OMP_CLANG is not None
-    res = compile_omp_ptx(str(src), None, OMP_CLANG, "sm_86", nvcc=NVCC)
-    assert isinstance(res, PtxResult), getattr(res, "reason", "")

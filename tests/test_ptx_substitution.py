@@ -142,6 +142,18 @@ def test_code_inlined_without_a_call_line_is_booked_on_the_line_it_was_inlined_a
     assert kernel_ptx(module, series) is None
 
 
+def _compiled_now(path, text=None):
+    """``path`` (written with ``text`` first) compiled by clang now, as the counting compile
+    does: its detection and parsed PTX."""
+    assert OMP_CLANG is not None
+    if text is not None:
+        path.write_text(text)
+    det = detect(path.read_bytes(), str(path))
+    res = compile_omp_ptx(str(path), None, OMP_CLANG, "sm_86", cache=None)
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    return det, parse_ptx(res.ptx)
+
+
 @pytest.mark.skipif(OMP_CLANG is None, reason="no clang with the OpenMP NVPTX runtime")
 def test_helpers_the_counting_compile_keeps_as_calls_cost_on_their_call_line(tmp_path):
     # compiled now (-fno-inline): cube() and series() are .func calls on lines 18 and 25.
@@ -149,13 +161,8 @@ def test_helpers_the_counting_compile_keeps_as_calls_cost_on_their_call_line(tmp
     # iteration. series has a loop of its own: line 25 keeps its source count, 4 trips (the
     # default 16 damped by 4 inside the parallel loop of unknown bound) x one fma = 8 FLOP;
     # the region gets PTX counts for its other lines instead of none.
-    assert OMP_CLANG is not None
-    path = FIX / "omp_helpers.c"
-    det = detect(path.read_bytes(), str(path))
+    det, module = _compiled_now(FIX / "omp_helpers.c")
     cube, series, _ = det.kernels
-    res = compile_omp_ptx(str(path), None, OMP_CLANG, "sm_86", cache=None)
-    assert isinstance(res, PtxResult), getattr(res, "reason", "")
-    module = parse_ptx(res.ptx)
     kp = kernel_ptx(module, cube)
     assert kp is not None and kp.lines[18].flops_fp32 == 3 and not kp.fallback
     kp = kernel_ptx(module, series)
@@ -170,20 +177,16 @@ def test_a_math_call_in_a_region_costs_what_the_function_costs(tmp_path):
     # its wrapper in __clang_cuda_math.h, not from line 5: the call was dropped and exp cost
     # nothing. Booked on line 5, the call makes the line keep its source count: exp's
     # libdevice cost (30 FP64 FLOP, estimate/costs.py) + the multiply = 31 per iteration.
-    src = tmp_path / "expo.cpp"
-    src.write_text(
+    det, module = _compiled_now(
+        tmp_path / "expo.cpp",
         "#include <math.h>\n"
         "void expo(const double *x, double *y, int n) {\n"
         "  #pragma omp target teams distribute parallel for map(to: x[0:n]) map(from: y[0:n])\n"
         "  for (int i = 0; i < n; i++)\n"
         "    y[i] = exp(x[i]) * 2.0;\n"
-        "}\n"
+        "}\n",
     )
-    assert OMP_CLANG is not None
-    det = detect(src.read_bytes(), str(src))
-    res = compile_omp_ptx(str(src), None, OMP_CLANG, "sm_86", cache=None)
-    assert isinstance(res, PtxResult), getattr(res, "reason", "")
-    kp = kernel_ptx(parse_ptx(res.ptx), det.kernels[0])
+    kp = kernel_ptx(module, det.kernels[0])
     assert kp is not None and kp.fallback == {5}
     comp = analyze(det.kernels[0], det, GPU, Inputs(), compiled=CompiledCounts(kp, flops_only=True))
     assert comp.counts.flops["fp64"] == pytest.approx(31.0)
@@ -196,8 +199,8 @@ def test_an_fma_merged_from_both_arms_is_booked_where_clang_scatters_the_loop(tm
     # loop's exit (line 20). It was booked only when the kernel lines before and after it sat
     # in the same (text-span) loop: 0 FLOP. Now on the line before it (15), in the same
     # natural loops of the control-flow graph.
-    src = tmp_path / "arms.cpp"
-    src.write_text(
+    det, module = _compiled_now(
+        tmp_path / "arms.cpp",
         "#include <omp.h>\n"
         "void arms(const float *in, const float *w, float *out, int n, int m) {\n"
         "  #pragma omp target teams num_teams(n / 256) thread_limit(256)\n"
@@ -220,13 +223,9 @@ def test_an_fma_merged_from_both_arms_is_booked_where_clang_scatters_the_loop(tm
         "      out[i] = s;\n"
         "    }\n"
         "  }\n"
-        "}\n"
+        "}\n",
     )
-    assert OMP_CLANG is not None
-    det = detect(src.read_bytes(), str(src))
-    res = compile_omp_ptx(str(src), None, OMP_CLANG, "sm_86", cache=None)
-    assert isinstance(res, PtxResult), getattr(res, "reason", "")
-    kp = kernel_ptx(parse_ptx(res.ptx), det.kernels[0])
+    kp = kernel_ptx(module, det.kernels[0])
     assert kp is not None
     assert kp.lines[15].flops_fp32 == 2  # the merged fma, on the line before it
     # line 15 runs 16 default trips x 0.5 (k < n unknown) = 8 times: 16 FP32 FLOP, as the
