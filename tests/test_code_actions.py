@@ -86,3 +86,52 @@ def test_offload_data_clause_fix() -> None:
 def test_no_actions_without_an_analysis() -> None:
     ws = Workspace()
     assert kernel_actions(ws, _params("file:///nope.cu", _at("x", "x")), "utf-16") == []
+
+
+ROWS = (
+    "__global__ void spmv(const int *row, const int *col, const float *v, const float *x,\n"
+    "                     float *y) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  float s = 0.0f;\n"
+    "  for (int j = row[i]; j < row[i + 1]; j++) {\n"
+    "    float w = v[j];\n"
+    "    while (w > 1.0f) w *= 0.5f;\n"
+    "    s += w * x[col[j]];\n"
+    "  }\n"
+    "  y[i] = s;\n"
+    "}\n"
+    "void run(const int *r, const int *c, const float *v, const float *x, float *y) {\n"
+    "  spmv<<<4096, 256>>>(r, c, v, x, y);\n"
+    "}\n"
+)
+
+
+def test_an_assumed_trip_count_can_be_written_down_above_its_loop() -> None:
+    # the row loop (line 5, bound read from memory: 16 trips) and the while loop nested in it
+    # (line 7, no counted bound: 16 / 4 = 4) are assumed: each action writes its assumed
+    # count above its loop, indented like it, for the user to correct
+    ws = Workspace()
+    uri, text = open_analysed(ws, "rows.cu", ROWS)
+    actions = kernel_actions(ws, _params(uri, _at(text, "spmv(")), "utf-16")
+    rewrites = [a for a in actions if a.kind == lsp.CodeActionKind.RefactorRewrite]
+    assert [a.title for a in rewrites] == [
+        "Roofline: state the trips of the loop on line 5 (assumed 16)",
+        "Roofline: state the trips of the loop on line 7 (assumed 4)",
+    ]
+    edits = [a.edit.changes[uri][0] for a in rewrites if a.edit and a.edit.changes]
+    assert [(e.range.start.line, e.range.start.character, e.new_text) for e in edits] == [
+        (4, 0, "  // roofline: trips=16\n"),
+        (6, 0, "    // roofline: trips=4\n"),
+    ]
+    # applied (and corrected), the loop's count is the hint's: only the while loop is left,
+    # no longer inside an unknown loop, so its default is not damped (16)
+    lines = text.split("\n")
+    edited = "\n".join([*lines[:4], "  // roofline: trips=8", *lines[4:]])
+    ws = Workspace()
+    uri, _ = open_analysed(ws, "rows.cu", edited)
+    actions = kernel_actions(ws, _params(uri, _at(edited, "spmv(")), "utf-16")
+    titles = [a.title for a in actions if a.kind == lsp.CodeActionKind.RefactorRewrite]
+    assert titles == ["Roofline: state the trips of the loop on line 8 (assumed 16)"]
+    # asked for quick fixes only, none of them
+    only = _params(uri, _at(edited, "spmv("), [lsp.CodeActionKind.QuickFix])
+    assert not [a for a in kernel_actions(ws, only, "utf-16") if a.kind != "quickfix"]

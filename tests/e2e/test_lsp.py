@@ -182,8 +182,16 @@ async def test_a_loop_bounded_by_data_is_named_until_a_trips_hint_settles_it(
         "Assumed: loop over j (line 5): bound read from memory, assumed 16; add"
         " `// roofline: trips=...` a" in card
     ), card
+    # the code action writes the assumption down above the loop, for the user to correct
+    at = position_of(ROWS, "spmv(")
+    actions = await code_actions(client, uri, lsp.Range(at, at))
+    (state,) = [a for a in actions if a.kind == lsp.CodeActionKind.RefactorRewrite]
+    assert state.title == "Roofline: state the trips of the loop on line 5 (assumed 16)"
+    (edit,) = edits_of(state, uri)
+    assert (edit.range.start.line, edit.range.start.character) == (4, 0)
+    assert edit.new_text == "  // roofline: trips=16\n"
     since = len(client.published)
-    change(client, uri, 2, (4, 0), (4, 0), "  // roofline: trips=8\n")
+    change(client, uri, 2, (4, 0), (4, 0), "  // roofline: trips=8\n")  # corrected to 8
     await diagnostics_for(client, uri, 2, since=since)
     lines = ROWS.split("\n")
     text = "\n".join([*lines[:4], "  // roofline: trips=8", *lines[4:]])

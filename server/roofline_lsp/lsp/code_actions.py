@@ -1,5 +1,7 @@
 """textDocument/codeAction: the quick fixes of the advice in range, and, on a kernel, "select
-target GPU" and "explain"."""
+target GPU", "explain" and, for each loop whose trip count the estimate assumed, an edit that
+writes the assumption down as ``// roofline: trips=N`` above the loop, for the user to
+correct."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from roofline_lsp.lsp.commands import CMD_EXPLAIN, CMD_SELECT_GPU
 from roofline_lsp.lsp.diagnostics import diagnostic
 from roofline_lsp.lsp.language_server import RooflineServer, guard
 from roofline_lsp.lsp.ranges import byte_range, lsp_position, lsp_range
+from roofline_lsp.model.numbers import fmt_count
+from roofline_lsp.model.terms import TRIPS_HINT, AssumptionTerm
 from roofline_lsp.syntax.positions import Encoding
 
 
@@ -65,7 +69,51 @@ def kernel_actions(
                 ),
             )
         )
+    rewrite = lsp.CodeActionKind.RefactorRewrite
+    if hit is not None and (not only or rewrite in only or lsp.CodeActionKind.Refactor in only):
+        for t in hit[0].kr.verdict.terms:
+            if isinstance(t, AssumptionTerm) and t.kind == "trips" and t.line:
+                edit = _trips_edit(doc, a, t, enc)
+                if edit is not None:
+                    out.append(
+                        lsp.CodeAction(
+                            title=f"Roofline: state the trips of the loop on line {t.line}"
+                            f" (assumed {fmt_count(t.value)})",
+                            kind=rewrite,
+                            edit=workspace_edit(doc, [edit], document_changes),
+                        )
+                    )
     return out
+
+
+def _trips_edit(
+    doc: Document, a: DocumentAnalysis, t: AssumptionTerm, enc: Encoding
+) -> lsp.TextEdit | None:
+    """``// roofline: trips=<assumed>`` on a line of its own above the loop of ``t`` (line in
+    the analysed snapshot), indented like it; None when that line is gone."""
+    start = _line_start(a.source, t.line)
+    if start is None:
+        return None
+    at = current_offset(doc, a, start)
+    end = doc.source.find(b"\n", at)
+    row = doc.source[at : end if end >= 0 else len(doc.source)]
+    indent = row[: len(row) - len(row.lstrip(b" \t"))].decode("utf-8", "replace")
+    pos = lsp_position(doc.lines, at, enc)
+    trips = fmt_count(t.value).replace(" ", "")
+    return lsp.TextEdit(
+        range=lsp.Range(pos, pos), new_text=f"{indent}// roofline: {TRIPS_HINT}={trips}\n"
+    )
+
+
+def _line_start(source: bytes, line: int) -> int | None:
+    """The byte offset where 1-based ``line`` starts in ``source``."""
+    at = 0
+    for _ in range(line - 1):
+        nl = source.find(b"\n", at)
+        if nl < 0:
+            return None
+        at = nl + 1
+    return at
 
 
 def fix_edits(
