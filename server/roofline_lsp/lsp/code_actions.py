@@ -91,29 +91,16 @@ def _trips_edit(
 ) -> lsp.TextEdit | None:
     """``// roofline: trips=<assumed>`` on a line of its own above the loop of ``t`` (line in
     the analysed snapshot), indented like it; None when that line is gone."""
-    start = _line_start(a.source, t.line)
-    if start is None:
+    if not 0 < t.line <= a.lines.line_count:
         return None
-    at = current_offset(doc, a, start)
-    end = doc.source.find(b"\n", at)
-    row = doc.source[at : end if end >= 0 else len(doc.source)]
+    at = current_offset(doc, a, a.lines.starts[t.line - 1])
+    row = doc.lines.line_bytes(doc.lines.line_of(at))
     indent = row[: len(row) - len(row.lstrip(b" \t"))].decode("utf-8", "replace")
     pos = lsp_position(doc.lines, at, enc)
     trips = fmt_count(t.value).replace(" ", "")
     return lsp.TextEdit(
         range=lsp.Range(pos, pos), new_text=f"{indent}// roofline: {TRIPS_HINT}={trips}\n"
     )
-
-
-def _line_start(source: bytes, line: int) -> int | None:
-    """The byte offset where 1-based ``line`` starts in ``source``."""
-    at = 0
-    for _ in range(line - 1):
-        nl = source.find(b"\n", at)
-        if nl < 0:
-            return None
-        at = nl + 1
-    return at
 
 
 def fix_edits(
