@@ -441,3 +441,22 @@ def test_a_parenthesized_element_before_a_sign_is_not_a_cast(gpu, tmp_path: Path
     )
     assert a.counts.flops["fp32"] == pytest.approx(256)
     assert any(x.buffer == "a" and x.index.replace(" ", "") == "k" for x in a.counts.accesses)
+
+
+def test_sizeof_a_type_spelled_as_a_macro_is_the_type_s_size(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # `sizeof(TYPE)` with `#define TYPE unsigned long` parses as an expression, not a type:
+    # n = 2^31 / 8 = 2^28 words over 1024 x 256 threads is 1024 trips of the grid-stride
+    # loop (with the 4-byte default it was 2048)
+    src = (
+        "#define TYPE unsigned long\n"
+        "__global__ void k(char *ptr, unsigned long size, TYPE p1) {\n"
+        "  TYPE *buf = (TYPE *)ptr;\n"
+        "  int idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  unsigned long n = size / sizeof(TYPE);\n"
+        "  for (int i = idx; i < n; i += gridDim.x * blockDim.x)\n"
+        "    buf[i] = p1;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, values={"size": 2.0**31}, **LAUNCH)
+    (loop,) = a.counts.loops
+    assert loop.trips == pytest.approx(1024)

@@ -171,6 +171,10 @@ class ExpressionWalker(ReferenceWalker):
                 var = self.var(nm)
                 if var is not None:
                     return Val(LONG, NOTHING, float(var.type.size))
+                # `sizeof(TYPE)` with `#define TYPE unsigned long` parses as an expression
+                ty = self.type_of(nm)
+                if ty.kind != "unknown":
+                    return Val(LONG, NOTHING, float(8 if ty.pointer else ty.size))
             return Val(LONG, NOTHING, 4.0)
         if t in ("true", "false"):
             return Val(BOOL, NOTHING, float(t == "true"))
