@@ -258,6 +258,19 @@ def test_an_index_split_into_row_and_column_stays_consecutive(gpu: GpuProfile) -
     assert _buffer(a, "m") == pytest.approx((MATRIX, MATRIX, 0.0))
 
 
+@pytest.mark.parametrize("kernel", ["downscale", "downscale_rounded"])
+def test_a_column_scaled_through_float_arithmetic_keeps_its_lane_stride(
+    gpu: GpuProfile, kernel: str
+) -> None:
+    # in[(int)((x + 0.5f) * 4)] (clamped, rounded, chosen by a known flag): lanes read bytes
+    # 4 apart, so 8 lanes share a 32 B sector and each thread moves 4 B of which it uses one:
+    # 131,072 threads move the whole 512 KiB image, not the 128 KiB they use (the lane
+    # stride was lost in the float arithmetic before)
+    a = _run(gpu, "uncoalesced.cu", kernel)
+    assert {x.lane_stride for x in a.counts.accesses if x.buffer == "in"} == {4.0}
+    assert _buffer(a, "in") == pytest.approx((ROWS, 4 * ROWS, 0.0))
+
+
 def test_a_pointer_advanced_in_a_loop_reads_a_new_element_each_trip(gpu: GpuProfile) -> None:
     # 4096 threads, each reads *in at 4096 rows (4096 x 4096 x 4 B = 64 MiB read once,
     # not one element per thread: the pointer moves every trip) and writes out[x] (16 KiB)

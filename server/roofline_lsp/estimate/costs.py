@@ -61,12 +61,16 @@ MATH_F32: dict[str, tuple[float, float]] = {
     "frexp": (1.0, 4.0),
     "modf": (2.0, 2.0),
     "round": (2.0, 0.0),
+    "lround": (0.0, 20.0),  # integer work on the bits (sm_86 PTX: ~20 shifts, masks, selects)
+    "llround": (0.0, 20.0),
     "fma": (2.0, 0.0),
     "fdim": (1.0, 0.0),
     "floor": (0.0, 0.0),
     "ceil": (0.0, 0.0),
     "trunc": (0.0, 0.0),
     "rint": (0.0, 0.0),
+    "lrint": (0.0, 0.0),  # one conversion (cvt.rni)
+    "llrint": (0.0, 0.0),
     "nearbyint": (0.0, 0.0),
     "fabs": (0.0, 0.0),
     "abs": (0.0, 0.0),
@@ -124,6 +128,8 @@ MATH_F64: dict[str, tuple[float, float]] = {
     "frexp": (1.0, 6.0),
     "modf": (2.0, 4.0),
     "round": (2.0, 0.0),
+    "lround": (0.0, 20.0),  # integer work on the bits (sm_86 PTX: ~20 shifts, masks, selects)
+    "llround": (0.0, 20.0),
     "fma": (2.0, 0.0),
     "fdim": (1.0, 0.0),
 }

@@ -172,6 +172,35 @@ def _slope_of(op: str, a: Val, b: Val, lane: str) -> float | None:
     return None  # lanes fold onto a few rows (``t % 16``, ``t / 16``): not a single stride
 
 
+def float_slope(op: str, a: Val, b: Val, lane: str) -> float | None:
+    """The lane slope of floating-point ``a op b``: as for integers, except that a division
+    by a value that does not vary with the lane divides the slope (``(x + 0.5f) * fx``: the
+    source column of a resized image's column x, ``fx`` columns per lane)."""
+    if op != "/":
+        return slope_of(op, a, b, lane)
+    sa, sb = lane_slope(a, lane), lane_slope(b, lane)
+    if sa is None or sb != 0.0 or b.val is None or b.val == 0.0:
+        return None
+    return sa / b.val
+
+
+_CLAMPS_AND_ROUNDINGS = frozenset(
+    ("min", "max", "fmin", "fmax", "umin", "umax")
+    + ("floor", "ceil", "trunc", "round", "lround", "llround", "rint", "lrint", "nearbyint")
+)
+
+
+def clamped_slope(name: str, vals: list[Val], lane: str) -> float | None:
+    """The lane slope of ``min(v, c)``, ``fmaxf(v, 0.0f)``, ``floorf(v)``: the slope of the one
+    argument that varies with the lane, when the others do not (a clamp bends only the edge
+    lanes, rounding keeps the mean growth)."""
+    if name not in _CLAMPS_AND_ROUNDINGS:
+        return None
+    slopes = [lane_slope(v, lane) for v in vals]
+    moving = [s for s in slopes if s != 0.0]
+    return moving[0] if len(moving) == 1 else (0.0 if not moving else None)
+
+
 def fold_binary(
     op: str, a: float | None, b: float | None, deps: frozenset[str], integer: bool = False
 ) -> float | None:

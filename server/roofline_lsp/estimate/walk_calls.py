@@ -20,6 +20,7 @@ from roofline_lsp.estimate.value_domain import (
     Val,
     Var,
     call_signature,
+    clamped_slope,
     converted,
     fold_call,
     widest_type,
@@ -196,9 +197,10 @@ class CallWalker(GroupWalker):
             self.add_flop(HALF, costs.HALF_INTRINSICS[short], w)
             return Val(HALF, deps)
         if short in costs.INT_INTRINSICS:
+            slope = clamped_slope(short, vals, self.par.lane)
             if short in ("min", "max", "abs") and vals and any(v.type.is_float for v in vals):
                 ty = widest_type(vals)
-                return Val(ty, deps, fold_call(short, vals))
+                return Val(ty, deps, fold_call(short, vals), slope=slope)
             ty = widest_type(vals) if vals else INT
             val = fold_call(short, vals)
             if val is None and self.chosen_per_block(deps) and short in ("min", "max"):
@@ -207,14 +209,14 @@ class CallWalker(GroupWalker):
                 val = fold_call(short, [Val(v.type, NOTHING, v.val) for v in vals])
             if val is None or deps:
                 self.add_int(costs.INT_INTRINSICS[short] * (2 if ty.size > 4 else 1), w)
-            return Val(ty if ty.kind == "int" else INT, deps, val)
+            return Val(ty if ty.kind == "int" else INT, deps, val, slope=slope)
         base, prec = math_function(short, vals)
         if base is not None:
             ty = DOUBLE if prec == "f64" else FLOAT
             val = fold_call(base, vals)
             if val is None or deps:
                 self.add_math(ty, base, w)
-            return Val(ty, deps, val)
+            return Val(ty, deps, val, slope=clamped_slope(base, vals, self.par.lane))
         # unknown function: a small cost
         self.add_int(2.0, w)
         return Val(widest_type(vals) if vals else UNKNOWN, deps | {DATA})

@@ -17,7 +17,9 @@ from roofline_lsp.estimate.value_domain import (
     NOTHING,
     Val,
     Var,
+    clamped_slope,
     converted,
+    float_slope,
     fold_binary,
     host_constant,
     is_pow2,
@@ -144,7 +146,16 @@ class ExpressionWalker(ReferenceWalker):
                 val = a.val if p > 0.5 else b.val if p < 0.5 else (a.val + b.val) / 2
                 ra, rb = a.rng or (a.val, a.val), b.rng or (b.val, b.val)
                 rng = (min(ra[0], rb[0]), max(ra[1], rb[1]))
-            return Val(ty, deps, val, a.buffer or b.buffer, a.space or b.space, rng)
+            # the lane slope of the side taken (``hp ? fmaxf(x * fx, 0.f) : x * fx``): the
+            # known condition's, else the slope both sides share
+            sa, sb = lane_slope(a, self.par.lane), lane_slope(b, self.par.lane)
+            if cv.val is not None and not cv.deps:
+                slope = sa if cv.val else sb
+            elif _is_clamp(node):  # ``#define min(x, y) ((x) < (y) ? (x) : (y))``
+                slope = clamped_slope("min", [a, b], self.par.lane)
+            else:
+                slope = sa if sa == sb and self.par.lane not in cv.deps else None
+            return Val(ty, deps, val, a.buffer or b.buffer, a.space or b.space, rng, slope=slope)
         if t == "cast_expression":
             misread = _array_cast_misread(node)
             if misread is not None:
@@ -316,7 +327,7 @@ class ExpressionWalker(ReferenceWalker):
                     self.add_math(ty, "div", w, side=a.val != 1.0)
             elif op == "%":
                 self.add_math(ty, "fmod", w)
-            return Val(ty, deps, val)
+            return Val(ty, deps, val, slope=float_slope(op, a, b, self.par.lane))
         if ty.kind in ("int", "bool", "unknown"):
             # a value of a type the model cannot resolve (a typedef from a missing header, an
             # unbound template parameter) is as likely floating-point: not integer work
@@ -648,3 +659,22 @@ def _array_cast_misread(node: Node) -> Node | None:
     if declarator.type != "abstract_array_declarator":
         return None
     return macro_tree(f"{text(ty)} {text(value)}", expression=True)
+
+
+def _is_clamp(node: Node) -> bool:
+    """``a < b ? a : b`` (``min``/``max`` as a macro): a comparison of the two values chosen
+    between."""
+    cond = node.child_by_field_name("condition")
+    if cond is None:
+        return False
+    cond = unparenthesized(cond)
+    op = cond.child_by_field_name("operator")
+    if cond.type != "binary_expression" or op is None or op.type not in ("<", ">", "<=", ">="):
+        return False
+
+    def texts(n: Node, fields: tuple[str, str]) -> list[str]:
+        kids = [n.child_by_field_name(f) for f in fields]
+        return sorted(text(unparenthesized(k)) for k in kids if k is not None)
+
+    compared = texts(cond, ("left", "right"))
+    return len(compared) == 2 and compared == texts(node, ("consequence", "alternative"))
