@@ -444,3 +444,31 @@ def test_a_trips_hint_gives_a_loop_its_count(gpu, tmp_path: Path) -> None:  # ty
     far = src.replace("  // roofline: trips=8\n", "  // roofline: trips=8\n  s = 1.0f;\n")
     b = count(gpu, tmp_path, far, **LAUNCH)
     assert [lp.source for lp in b.counts.loops][0] == "default"
+
+
+def test_counting_the_bits_of_a_known_value(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the start of a branch-free binary search over n = 1,000,000 sorted keys:
+    # `while (n >> nbits) nbits++` counts the bits of n: 20 trips (2^19 <= n < 2^20), and
+    # leaves nbits = 20, so k = 2^19 and `while (k >>= 1)` runs 19 times (2^18 ... 1);
+    # before, both loops fell to the 16-trip default
+    src = (
+        "__global__ void k(const float *a, const float *zz, long *r, const long n) {\n"
+        "  long i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  unsigned nbits = 0;\n"
+        "  while (n >> nbits) nbits++;\n"
+        "  long k = 1L << (nbits - 1);\n"
+        "  float z = zz[i];\n"
+        "  long idx = (a[k] <= z) ? k : 0;\n"
+        "  while (k >>= 1) {\n"
+        "    long q = idx | k;\n"
+        "    if (q < n && z >= a[q]) idx = q;\n"
+        "  }\n"
+        "  r[i] = idx;\n"
+        "}\n"
+        "int main() { float *a, *z; long *r; k<<<1024, 256>>>(a, z, r, 1000000); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert [(lp.var, lp.trips, lp.source) for lp in a.counts.loops] == [
+        ("nbits", 20, "bit length"),
+        ("k", 19, "constant"),
+    ]

@@ -29,12 +29,15 @@ from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import FLOAT, INT
 from roofline_lsp.syntax.expr import (
     LoopHeader,
+    body_update,
+    condition_expr,
     declared_name,
     detached_body,
     loop_header,
     reads_memory,
     text,
     trips,
+    unparenthesized,
     value,
     while_header,
 )
@@ -47,6 +50,7 @@ class LoopWalker(CallWalker):
         self.set_line(node)
         n = self.default(self.inputs.settings.default_while)
         source = "default"
+        final: tuple[str, float] | None = None
         self.cursor.pending_unroll = None
         self.par.pending_parallel = 0
         cond = node.child_by_field_name("condition")
@@ -75,6 +79,11 @@ class LoopWalker(CallWalker):
                 halvings = self.bisection_trips(cond, body)
                 if halvings is not None:
                     n, source = halvings, "bisection"
+            if source == "default" and body is not None:
+                counted = self.bit_length_trips(node, body)
+                if counted is not None:
+                    (n, final), source = counted, "bit length"
+                    var_name = final[0]
         hinted = hinted_trips(node)
         if hinted is not None:
             n, source = hinted, "hint"
@@ -127,6 +136,40 @@ class LoopWalker(CallWalker):
         self.cursor.seen.pop()
         self.cursor.loops.pop()
         self.cursor.w = saved
+        if final is not None:  # the counter's value after the loop is known too
+            v = self.var(final[0])
+            if v is not None:
+                v.val, v.rng, v.deps = final[1], (final[1], final[1]), NOTHING
+
+    def bit_length_trips(self, node: Node, body: Node) -> tuple[float, tuple[str, float]] | None:
+        """``while (n >> nbits) nbits++;``: counts the bits of ``n`` from the counter's
+        value on entry, so it runs bit_length(n) - nbits times and leaves the bit length in
+        the counter. (trips, (counter, value after)); None when it is not one or ``n`` or
+        the counter's start is unknown."""
+        c = condition_expr(node)
+        if c is not None and c.type == "binary_expression" and _operator(c) in ("!=", ">"):
+            right = c.child_by_field_name("right")
+            if right is None or value(right, lambda _name: None) != 0:
+                return None
+            c = unparenthesized(c.child_by_field_name("left") or c)
+        if c is None or c.type != "binary_expression" or _operator(c) != ">>":
+            return None
+        shifted, count = c.child_by_field_name("left"), c.child_by_field_name("right")
+        if shifted is None or count is None or count.type != "identifier":
+            return None
+        step = body_update(body, text(count))
+        if (
+            step is None
+            or step[1] != "+"
+            or (step[0] is not None and value(step[0], lambda _name: None) != 1)
+        ):
+            return None
+        counter = self.var(text(count))
+        x = self.expr_quiet(shifted).val
+        if counter is None or counter.val is None or x is None or x < 0:
+            return None
+        bits = float(int(x).bit_length())
+        return max(bits - counter.val, 0.0), (text(count), max(bits, counter.val))
 
     def bisection_trips(self, cond: Node, body: Node) -> float | None:
         """A binary search (``while (lo < hi)``, ``while (hi - lo > 1)`` whose body sets
@@ -671,3 +714,8 @@ def macro_assigned_names(
             elif (i := params.index(assigned)) < len(args) and (arg := args[i]) is not None:
                 out.add(arg)
     return frozenset(out)
+
+
+def _operator(node: Node) -> str:
+    op = node.child_by_field_name("operator")
+    return op.type if op is not None else ""

@@ -256,7 +256,7 @@ def while_header(node: Node) -> LoopHeader | None:
             return LoopHeader(countdown, None, right, ">", None, "-")
     if c is not None and c.type == "identifier":
         # while (k) { ...; k >>= 1; }: halved down to zero
-        h = _body_update(body, text(c))
+        h = body_update(body, text(c))
         if h is not None and h[1] in (">>", "/"):
             return LoopHeader(text(c), None, None, ">", h[0], h[1])
         return None
@@ -277,7 +277,7 @@ def while_header(node: Node) -> LoopHeader | None:
         bound_op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[o]
     else:
         return None
-    h = _body_update(body, var)
+    h = body_update(body, var)
     if h is not None:
         return LoopHeader(var, None, bound, bound_op, h[0], h[1])
     return None
@@ -293,7 +293,7 @@ def _countdown(node: Node | None) -> str | None:
     return text(arg)
 
 
-def _body_update(body: Node, var: str) -> tuple[Node | None, str] | None:
+def body_update(body: Node, var: str) -> tuple[Node | None, str] | None:
     """The step of ``var`` by a top-level statement of a loop body."""
     stmts = body.named_children if body.type == "compound_statement" else [body]
     for st in stmts:
