@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from counting_helpers import count
 
-from roofline_lsp.estimate.macro_expansion import substitute_macro
+from roofline_lsp.syntax.macro_substitution import substitute_macro
 
 
 def test_openmp_loop_macro(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -25,23 +25,6 @@ def test_openmp_loop_macro(gpu, tmp_path: Path) -> None:  # type: ignore[no-unty
     a = count(gpu, tmp_path, src, name="m.cpp")
     assert a.threads == 4096
     assert a.counts.flops["fp32"] == pytest.approx(1.0)
-
-
-def test_a_plain_argument_loses_its_parentheses() -> None:
-    # ((x)*(n)+(y)) with variables: `(n)+(y)` would parse as a cast of `+(y)` to a type `n`,
-    # so a name or number argument goes in bare; an expression or a type keeps them
-    body = "((x)*(n)+(y))"
-    assert substitute_macro(body, ("x", "n", "y"), ["i", "n", "7"]).split() == [
-        "(",
-        "i",
-        "*",
-        "n",
-        "+",
-        "7",
-        ")",
-    ]
-    assert substitute_macro(body, ("x", "n", "y"), ["a+b", "n", "j"]) == "((a+b)* n + j )"
-    assert substitute_macro("((T)(v))", ("T", "v"), ["float", "q"]) == "((float)(q))"
 
 
 def test_a_subscript_argument_loses_its_parentheses(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -67,13 +50,3 @@ def test_a_subscript_argument_loses_its_parentheses(gpu, tmp_path: Path) -> None
         grid=(4096, 1, 1),
     )
     assert a.counts.flops["fp32"] == pytest.approx(256)
-
-
-def test_a_call_s_parentheses_stay() -> None:
-    # `#define H2F(input) static_cast<accscalar_t>(input)`: without its parentheses
-    # `static_cast<accscalar_t> ir` parses as two comparisons, a bool (and a half-precision
-    # kernel's float math came out FP64: gru's sigmoid of it ran `exp` of an integer)
-    cast = "static_cast<accscalar_t>(input)"
-    assert substitute_macro(cast, ("input",), ["ir"]) == "static_cast<accscalar_t>(ir)"
-    assert substitute_macro("f(x) + (x)", ("x",), ["a"]) == "f(a) +  a "
-    assert substitute_macro("a[i](x)", ("x",), ["b"]) == "a[i](b)"

@@ -394,22 +394,26 @@ def _launch_fixture(name: str):  # type: ignore[no-untyped-def]
     return detect(path.read_bytes(), str(path))
 
 
-def test_the_same_kernel_launched_three_ways_has_one_verdict(gpu) -> None:  # type: ignore[no-untyped-def]
-    """<<<>>>, cudaLaunchKernel and cudaLaunchCooperativeKernel (argument arrays), and
-    hipLaunchKernelGGL with dim3(...): n = 1 << 24 threads, reps = 3 bound from each, so
+def test_the_same_kernel_launched_every_way_has_one_verdict(gpu) -> None:  # type: ignore[no-untyped-def]
+    """<<<>>>, cudaLaunchKernel and cudaLaunchCooperativeKernel (argument arrays),
+    hipLaunchKernelGGL with dim3(...), and <<<>>> in a macro's body, invoked with the kernel
+    and grid as arguments: n = 1 << 24 threads, reps = 3 bound from each, so
     4 FP32 FLOP per thread (a * x[i] hoisted, 3 adds) and 12 B per thread (x, y read, y
     written): 64 MFLOP for 201 MB, bandwidth-bound every way."""
     import dataclasses
 
     det = _launch_fixture("three_launches.cu")
     hip = _launch_fixture("hip_launch.hip")
-    forms = [(det, (s,)) for s in det.launches] + [(hip, hip.launches)]
+    macro = _launch_fixture("macro_launch.cu")
+    forms = [(det, (s,)) for s in det.launches] + [(hip, hip.launches), (macro, macro.launches)]
     assert [s.form for _, (s, *_) in forms] == [
         "chevron",
         "cudaLaunchKernel",
         "cudaLaunchKernel",
         "hipLaunchKernelGGL",
+        "chevron",
     ]
+    assert macro.launches[0].line == 22  # the invocation's line
     results = []
     for d, sites in forms:
         one = dataclasses.replace(d, launches=sites)
@@ -496,6 +500,19 @@ def test_template_argument_of_the_launching_function_template(gpu) -> None:  # t
     assert a.context.template_args == ("double",)
     assert a.threads == 1 << 20
     assert a.totals["fp64"] == 2 * (1 << 20) and a.totals["fp32"] == 0
+
+
+def test_a_kernel_launched_through_a_macro_in_another_file_gets_that_launch(gpu) -> None:  # type: ignore[no-untyped-def]
+    """``bench(reduce_pairs, blocks / 2)`` in main.cu, whose body launches its first argument
+    on 1024 blocks of 256 threads with main's n = 52,428,800: each of the 262,144 threads
+    sums 2 ints per trip of its grid-stride loop, 52,428,800 / (262,144 x 2) = 100 trips,
+    and the 210 MB array is read once (before: no launch found, the 16-trip default)."""
+    det = _launch_fixture("macro_host/kernels.h")
+    a = analyze(det.kernels[0], det, gpu)
+    assert a.context.get("n") == 52428800
+    assert a.threads == 1024 * 256 and a.launch_from == "source"
+    assert [(lp.trips, lp.source) for lp in a.counts.loops] == [(pytest.approx(100), "grid-stride")]
+    assert a.memory.dram_bytes == pytest.approx(4 * 52428800, rel=0.01)
 
 
 @pytest.mark.parametrize(

@@ -1434,8 +1434,9 @@ def host_context(
     if sites and kernel.body is not None:
         unit = Unit(detection.file, detection, _root(kernel.body))
     else:
-        # ``k<<<``, ``(void *)k)``, or a driver-API module function's name ``"k"``
-        pat = re.compile(re.escape(kernel.name.encode()) + rb'\s*(?:<[^;{}]*>)?\s*(?:<<<|\)|")')
+        # ``k<<<``, ``(void *)k)``, a driver-API module function's name ``"k"``, or the
+        # first argument of ``hipLaunchKernelGGL(k, ...)`` or of a launching macro
+        pat = re.compile(re.escape(kernel.name.encode()) + rb'\s*(?:<[^;{}]*>)?\s*(?:<<<|\)|"|,)')
         for u in units_mentioning(detection.file, pat, view):
             sites = u.detection.launches_of(kernel)
             if sites:

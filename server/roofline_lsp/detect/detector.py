@@ -54,6 +54,7 @@ from roofline_lsp.syntax.conditionals import branch_taken, defined_before
 from roofline_lsp.syntax.datatypes import overload_key
 from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.expr import NAME, declared_name, detached_body, macro_loop_body, text
+from roofline_lsp.syntax.macro_substitution import substitute_macro
 from roofline_lsp.syntax.parsing import captures, language_for_path, parse
 from roofline_lsp.syntax.sources import include_candidates
 
@@ -554,7 +555,9 @@ class Detector:
         return best
 
     # -- launches -----------------------------------------------------------------------------
-    def launch(self, call: Node, form: str) -> None:
+    def launch(self, call: Node, form: str, at: Node | None = None) -> None:
+        """Record the launch ``call``; ``at`` is where it happens when ``call`` is in a
+        macro's expansion (the macro's invocation: its line and its function's values)."""
         fn_node = call.child_by_field_name("function")
         args_node = call.child_by_field_name("arguments")
         args = [text(a) for a in (args_node.named_children if args_node else [])]
@@ -587,7 +590,8 @@ class Detector:
             rest = list(argument_array(call, args[3])) if len(args) > 3 else []
         if not name or len(parts) < 2:
             return
-        env = self.environment(call)
+        site_node = at or call
+        env = self.environment(site_node)
         shmem = parts[2] if len(parts) > 2 else None
         fns = text_functions(self.functions, self.macros)
         called = tuple(
@@ -606,8 +610,8 @@ class Detector:
         site = LaunchSite(
             kernel=name,
             file=self.path,
-            line=start_line(call),
-            span=Span.of(call),
+            line=start_line(site_node),
+            span=Span.of(site_node),
             form=form,  # type: ignore[arg-type]
             grid=parts[0],
             block=parts[1],
@@ -620,7 +624,33 @@ class Detector:
         )
         self.launches.append(site)
         # through a function pointer: a launch of each kernel it is set to
-        self.launches += [replace(site, kernel=k) for k in self.pointed_kernels(call, name)]
+        self.launches += [replace(site, kernel=k) for k in self.pointed_kernels(site_node, name)]
+
+    def macro_launches(self, root: Node) -> None:
+        """Launches written in a function-like macro's body (``#define bench(k, g) ...
+        k<<<g, 256>>>(in, out, n);``): each invocation of the macro launches its expansion's
+        kernels there."""
+        launching = {
+            m.name: m for m in self.macros.values() if m.params is not None and "<<<" in m.body
+        }
+        if not launching:
+            return
+        pattern = re.compile(
+            rb"\b(" + b"|".join(re.escape(n.encode()) for n in launching) + rb")\s*\("
+        )
+        for hit in pattern.finditer(self.source):
+            node = root.descendant_for_byte_range(hit.start(1), hit.end(1))
+            invocation = node.parent if node is not None else None
+            if invocation is None or invocation.type != "call_expression":
+                continue  # the definition itself, or a name inside other text
+            macro = launching[hit.group(1).decode()]
+            args_node = invocation.child_by_field_name("arguments")
+            args = [text(a) for a in (args_node.named_children if args_node else [])]
+            expanded = substitute_macro(macro.body, macro.params or (), args)
+            fragment = parse(f"void __expansion() {{ {expanded}; }}".encode()).root_node
+            for call in descendants_of_type(fragment, "call_expression", len(expanded) + 64):
+                if any(c.type == "kernel_call_syntax" for c in call.children):
+                    self.launch(call, "chevron", at=invocation)
 
     def module_function(self, call: Node, handle: str) -> str:
         """The kernel a driver-API function handle was loaded as:

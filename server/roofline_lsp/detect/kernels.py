@@ -187,6 +187,7 @@ def _detect(
         d.recover()
     for call in caps.get("launch", []):
         d.launch(call, "chevron")
+    d.macro_launches(root)
     for call in _api_calls(source, root):
         fname = text(call.child_by_field_name("function"))
         if fname in ("cuLaunchKernel", "hipModuleLaunchKernel"):

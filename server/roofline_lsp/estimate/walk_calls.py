@@ -13,7 +13,7 @@ from tree_sitter import Node
 
 from roofline_lsp.detect.bindings import function_params, template_params
 from roofline_lsp.estimate import costs
-from roofline_lsp.estimate.macro_expansion import macro_tree, substitute_macro
+from roofline_lsp.estimate.macro_expansion import macro_tree
 from roofline_lsp.estimate.value_domain import (
     DATA,
     NOTHING,
@@ -39,6 +39,7 @@ from roofline_lsp.syntax.datatypes import (
     spellings,
 )
 from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
+from roofline_lsp.syntax.macro_substitution import substitute_macro
 
 MATH_NAMES = set(costs.MATH_F32) | set(costs.MATH_F64)
 # cache-hinted loads and stores (``__ldcs(p)``, ``__stcs(p, v)``): an ordinary access of
