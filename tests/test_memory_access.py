@@ -21,6 +21,27 @@ def test_strided_access_and_reread_follow_the_bound() -> None:
     assert [a.severity for a in cb if a.code in ("RL008", "RL009")] == ["hint", "hint"]
 
 
+def test_a_pair_of_neighbours_per_thread_is_not_an_uncoalesced_access() -> None:
+    # in[i] and in[i + 1] with i = 2 * thread in a grid-stride loop: lanes are 2 elements
+    # apart, but each thread's two loads fill every sector the warp touches, so the DRAM
+    # bytes are the array once and there is nothing to gain (before: "2x fewer DRAM bytes")
+    pairs = (
+        b"__global__ void k(const int *in, int *out, int n) {\n"
+        b"  int sum = 0;\n"
+        b"  int idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        b"  for (int i = idx * 2; i < n; i += blockDim.x * gridDim.x * 2)\n"
+        b"    sum += in[i] + in[i + 1];\n"
+        b"  out[idx] = sum;\n}\n"
+        b"void go(int *in, int *out) { k<<<1024, 256>>>(in, out, 1 << 26); }\n"
+    )
+    assert where(pairs, advise(report(pairs, "k.cu", "bandwidth"), RTX), "RL008") == []
+    # one of the pair alone leaves half of each sector unused: the advice stays
+    single = pairs.replace(b"in[i] + in[i + 1]", b"in[i]")
+    assert where(single, advise(report(single, "k.cu", "bandwidth"), RTX), "RL008") == [
+        ("k", "in[i]")
+    ]
+
+
 def test_missing_restrict_only_where_aliasing_costs_reloads() -> None:
     src, adv = run("advice.cu")
     # alias_kernel loads before its only store: nothing is reloaded, so no advice

@@ -124,6 +124,7 @@ def estimate_traffic(
         parts_l: list[Part] = []
         parts_s: list[Part] = []
         sectors = _Sectors()
+        touched = {"load": 0.0, "store": 0.0}  # sector bytes of strided accesses, first touch
         for a in accs:
             execs = a.weight * threads
             refs = execs * a.elem
@@ -141,6 +142,11 @@ def estimate_traffic(
             part = (foot, a.interval, a.unfollowed, a.offset, reach, a.run)
             span = cap if cap is not None else _width(a.interval)
             sectors.add(a, _uncoalesced(a, execs, unique, foot, span, thrash, model))
+            if a.lane_stride is not None:
+                first = unique * min(abs(a.lane_stride) * a.elem, model.sector)
+                for kind in ("load", "store"):
+                    if a.kind in (kind, "atomic"):
+                        touched[kind] = max(touched[kind], first)
             if a.kind in ("load", "atomic"):
                 refs_l += refs
                 parts_l.append(part)
@@ -148,10 +154,14 @@ def estimate_traffic(
                 refs_s += refs
                 parts_s.append(part)
         limit = cap * elem if cap is not None else math.inf
-        if sectors.walked:
-            walked_buffers.add(name)
         foot_l = min(_union(parts_l, elem), limit)
         foot_s = min(_union(parts_s, elem), limit)
+        if sectors.walked and (
+            touched["load"] > foot_l * 1.001 or touched["store"] > foot_s * 1.001
+        ):
+            # walked rows whose sectors the thread's own accesses do not fill at once
+            # (``in[2 * i]`` and ``in[2 * i + 1]`` do)
+            walked_buffers.add(name)
         loaded = max(foot_l, sectors.total("load"))
         stored = max(foot_s, sectors.total("store"))
         buffers.append(
