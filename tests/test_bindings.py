@@ -494,6 +494,30 @@ def test_a_value_set_on_some_iterations_of_a_loop_is_unknown(tmp_path: Path) -> 
     assert ctx.get("n") is None
 
 
+def test_a_count_stepped_inside_another_expression_is_unknown_after_a_loop(
+    tmp_path: Path,
+) -> None:
+    # grep's line table: ``table[++lines] = i + 1`` counts the lines of a file read at run
+    # time; the kernel's bound is not the 0 it started from (its grid-stride loop ran 0
+    # trips). Once, outside a loop, the step is known: ``slot[++used]`` makes used 1.
+    src = (
+        "__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n"
+        "int main() {\n"
+        "  int lines = 0, used = 0;\n"
+        "  for (int i = 0; i < len; i++) {\n"
+        "    if (text[i] == '\\n') table[++lines] = i + 1;\n"
+        "  }\n"
+        "  slot[++used] = 7;\n"
+        "  float *d;\n"
+        "  k<<<1, 64>>>(d, lines + used);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"c.cu": src}, "c.cu")
+    assert ctx.get("lines") is None
+    assert ctx.get("used") == 1
+    assert ctx.get("n") is None
+
+
 def test_a_value_keeps_what_it_was_defined_from_when_that_changes(tmp_path: Path) -> None:
     # m = n * 2 with n = 2^20 is 2^21, whatever n is set to after: grid 2^21 / 256 = 8192
     src = (

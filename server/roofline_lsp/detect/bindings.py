@@ -597,15 +597,16 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
         if e is not None and e.type == "call_expression":
             _scanned(e, ctx, argv)
             _call_effects(e, fn, ctx, argv)
-        if e is not None and e.type == "update_expression":
-            arg = e.child_by_field_name("argument")
+        # ``n++;``, and one inside another expression (``table[++n] = i;``)
+        for u in _updates(e) if e is not None else ():
+            arg = u.child_by_field_name("argument")
             counter = _target(arg) if arg is not None else None
             if counter in ctx.texts and _branch_taken(node, fn, ctx, argv) is not False:
-                sign = "+" if "++" in text(e) else "-"
+                sign = "+" if "++" in text(u) else "-"
                 # counted in a loop (``nnz++`` per element read): known only at run time
                 step = f"({counter}) {sign} 1" if depth == 0 else ""
                 _assign(ctx, str(counter), step, argv)
-        elif e is not None and e.type == "assignment_expression":
+        if e is not None and e.type == "assignment_expression":
             left = e.child_by_field_name("left")
             op = e.child_by_field_name("operator")
             right = e.child_by_field_name("right")
@@ -937,6 +938,19 @@ def _read_at_run_time(node: Node) -> list[str]:
             ):
                 out.append(text(right))
         stack.extend(n.named_children)
+    return out
+
+
+def _updates(e: Node) -> list[Node]:
+    """The ``++``/``--`` expressions in ``e`` (itself included), outside lambdas."""
+    out: list[Node] = []
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if n.type == "update_expression":
+            out.append(n)
+        elif n.type != "lambda_expression":
+            stack.extend(n.named_children)
     return out
 
 
