@@ -472,3 +472,21 @@ def test_counting_the_bits_of_a_known_value(gpu, tmp_path: Path) -> None:  # typ
         ("nbits", 20, "bit length"),
         ("k", 19, "constant"),
     ]
+
+
+def test_a_grid_stride_loop_over_fewer_elements_than_threads(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # 2048 blocks of 1 MiB over 65,536 x 64 = 4,194,304 threads: thread i < 2048 runs one
+    # trip, the others none, 2048 / 4,194,304 = 0.000488 trips on average (it was taken as
+    # 0.5, a thousand times the work); over 2^24 elements, 4 trips each, as before
+    src = (
+        "__global__ void k(char *ptr, unsigned long size) {\n"
+        "  int idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  unsigned long n = size / (1024 * 1024);\n"
+        "  for (int i = idx; i < n; i += gridDim.x * blockDim.x)\n"
+        "    ptr[i * 1024 * 1024] = 1;\n"
+        "}\n"
+    )
+    for size, expected in ((2.0**31, 2048 / 4194304), (2.0**44, 4.0)):
+        a = count(gpu, tmp_path, src, values={"size": size}, block=(64, 1, 1), grid=(65536, 1, 1))
+        (loop,) = a.counts.loops
+        assert (loop.trips, loop.source) == (pytest.approx(expected, rel=1e-3), "grid-stride")

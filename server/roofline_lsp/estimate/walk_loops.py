@@ -431,15 +431,23 @@ class LoopWalker(CallWalker):
         if DATA in bound.deps or DATA in step.deps or DATA in sdeps:
             return self.default(self.inputs.settings.default_trips), "default", sv
         varying = bool(sdeps or bound.deps or step.deps)
-        n = trips(sv, bound.val, hdr.bound_op, step.val, hdr.step_op, exact=not varying)
+        thread_start = any(d in THREAD_DIMS or d in self.par.parallel_dims for d in sdeps)
+        strided = thread_start and hdr.step_op == "+"
+        # strided by the thread count (grid-/block-stride) or per-thread ranges: from the
+        # mean start, half a step more is the mean count over threads (a thread runs
+        # ceil((bound - start) / step) trips). Against a fixed bound that holds also when
+        # fewer elements than threads leave some threads none (2,048 blocks over 4 M
+        # threads: 0.0005 trips, not 0.5); a bound that varies (``k < j - 3``, j per block)
+        # is spread around its mean, so at least half a trip is kept
+        fixed = strided and not bound.deps
+        first = sv - 0.5 * step.val if fixed else sv
+        n = trips(first, bound.val, hdr.bound_op, step.val, hdr.step_op, exact=not varying)
         if n is None:
             return self.default(self.inputs.settings.default_trips), "default", sv
         if hdr.pre_step:  # the first test already sees the stepped value
             n = max(n - 1.0, 0.0)
-        thread_start = any(d in THREAD_DIMS or d in self.par.parallel_dims for d in sdeps)
-        if thread_start and hdr.step_op == "+":
-            # strided by the thread count (grid-/block-stride) or per-thread ranges
-            n += 0.5
+        if strided:
+            n += 0.0 if fixed else 0.5
             source = "grid-stride" if step.val > 1 else "thread range"
         else:
             source = self.value_source(hdr)
