@@ -50,3 +50,21 @@ def test_a_subscript_argument_loses_its_parentheses(gpu, tmp_path: Path) -> None
         grid=(4096, 1, 1),
     )
     assert a.counts.flops["fp32"] == pytest.approx(256)
+
+
+def test_a_statement_expression_macro_gives_its_last_value(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # PPCG's ppcg_min is a GNU statement expression with __typeof__ locals. Block b0 of 12
+    # runs c1 = 0, 32, ... <= min(368, 32 * b0 + 30): b0 + 1 trips for b0 <= 10, 12 for
+    # b0 = 11, so (66 + 12) / 12 = 6.5 on average (before: the 16-trip default)
+    src = (
+        "#define ppcg_min(x,y) ({ __typeof__(x) _x = (x); __typeof__(y) _y = (y); "
+        "_x < _y ? _x : _y; })\n"
+        "__global__ void k(float *y, const float *a) {\n"
+        "  int b0 = blockIdx.x, t0 = threadIdx.x;\n"
+        "  for (int c1 = 0; c1 <= ppcg_min(368, 32 * b0 + 30); c1 += 32)\n"
+        "    y[32 * b0 + t0] += a[c1];\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, block=(32, 1, 1), grid=(12, 1, 1))
+    (loop,) = a.counts.loops
+    assert (loop.trips, loop.source) == (pytest.approx(6.5, rel=0.01), "argument")

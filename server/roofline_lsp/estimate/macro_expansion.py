@@ -4,6 +4,8 @@ parsing of the expansion (an expression or statements) and loop-header macros
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from roofline_lsp.syntax.expr import text
@@ -63,12 +65,17 @@ def loop_macro(
 _MACRO_CACHE: dict[tuple[str, bool], Node | None] = {}
 
 
+_TYPEOF = re.compile(r"\b(?:__typeof__|__typeof|typeof)\s*\([^()]*\)")
+
+
 def macro_tree(body: str, expression: bool) -> Node | None:
     """Parse a macro expansion: an expression (``(x)*(x)``) or statements."""
     key = (body, expression)
     if key in _MACRO_CACHE:
         return _MACRO_CACHE[key]
     node: Node | None = None
+    # ``__typeof__(x) _x = (x);`` in a statement expression: the grammar has no typeof
+    body = _TYPEOF.sub("auto", body)
     if len(body) < 4000 and body.strip():
         if expression:
             src = ("void __m__(void) { __r__ = (" + body + "); }").encode()

@@ -80,7 +80,9 @@ class ExpressionWalker(ReferenceWalker):
         if t == "parenthesized_expression":
             last = Val(VOID)
             for c in node.named_children:
-                last = self.expr(c)
+                last = (
+                    self.statement_expression(c) if c.type == "compound_statement" else self.expr(c)
+                )
             return last
         if t == "update_expression":
             return self.update(node)
@@ -250,6 +252,23 @@ class ExpressionWalker(ReferenceWalker):
             if tree is not None:
                 return self.in_macro(name, tree, expression=True)
         return Val(UNKNOWN, frozenset({DATA, UNFOLLOWED}) if not name.isupper() else NOTHING)
+
+    def statement_expression(self, block: Node) -> Val:
+        """GNU ``({ int _x = (a); int _y = (b); _x < _y ? _x : _y; })`` (a ``min`` macro of
+        generated code): its statements run in a scope of their own, and the value is the
+        last expression statement's."""
+        self.cursor.scopes.append({})
+        try:
+            last = Val(VOID)
+            for st in block.named_children:
+                if st.type == "expression_statement" and st.named_children:
+                    last = self.expr(st.named_children[0])
+                else:
+                    self.stmt(st)
+                    last = Val(VOID)
+            return last
+        finally:
+            self.cursor.scopes.pop()
 
     def chosen_per_block(self, deps: frozenset[str]) -> bool:
         """A value that varies only from block to block (team to team): with the block
