@@ -647,10 +647,14 @@ class Detector:
             args_node = invocation.child_by_field_name("arguments")
             args = [text(a) for a in (args_node.named_children if args_node else [])]
             expanded = substitute_macro(macro.body, macro.params or (), args)
-            fragment = parse(f"void __expansion() {{ {expanded}; }}".encode()).root_node
-            for call in descendants_of_type(fragment, "call_expression", len(expanded) + 64):
-                if any(c.type == "kernel_call_syntax" for c in call.children):
-                    self.launch(call, "chevron", at=invocation)
+            stack = [parse(f"void __expansion() {{ {expanded}; }}".encode()).root_node]
+            while stack:
+                n = stack.pop()
+                if n.type == "call_expression" and any(
+                    c.type == "kernel_call_syntax" for c in n.children
+                ):
+                    self.launch(n, "chevron", at=invocation)
+                stack.extend(reversed(n.named_children))
 
     def module_function(self, call: Node, handle: str) -> str:
         """The kernel a driver-API function handle was loaded as:
