@@ -518,6 +518,28 @@ def test_a_count_stepped_inside_another_expression_is_unknown_after_a_loop(
     assert ctx.get("n") is None
 
 
+def test_a_local_copy_of_a_namespace_constant_keeps_its_value(tmp_path: Path) -> None:
+    # meanshift's main: `constexpr auto N = ms::N;` (10000) sized the launch; the local N
+    # referring to the namespace's N was read as N = f(N) and came out `ms::(10000)`
+    src = (
+        "namespace ms {\n"
+        "  constexpr int N = 10000;\n"
+        "  constexpr int BLOCKS = (N + 63) / 64;\n"
+        "  __global__ void k(float *x) {\n"
+        "    if (blockIdx.x * blockDim.x + threadIdx.x < N) x[0] = 1;\n"
+        "  }\n"
+        "}\n"
+        "int main() {\n"
+        "  constexpr auto N = ms::N;\n"
+        "  constexpr auto BLOCKS = ms::BLOCKS;\n"
+        "  float *d;\n"
+        "  ms::k<<<BLOCKS, 64>>>(d);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"c.cu": src}, "c.cu")
+    assert (ctx.get("N"), ctx.get("BLOCKS")) == (10000, 157)
+
+
 def test_a_value_keeps_what_it_was_defined_from_when_that_changes(tmp_path: Path) -> None:
     # m = n * 2 with n = 2^20 is 2^21, whatever n is set to after: grid 2^21 / 256 = 8192
     src = (

@@ -81,3 +81,15 @@ def test_a_guard_defined_after_its_test_and_unknown_conditions() -> None:
     # N_FROM_BUILD is 0 (defined nowhere) but the function-like call cannot be evaluated;
     # __CUDA_ARCH__ is the compiler's: both undecided
     assert _defines(src) == [("1", True), ("big", None), ("device", None)]
+
+
+def test_enumerators_come_from_the_branch_taken_too(tmp_path: Path) -> None:
+    # minisweep's `#ifdef NU_VALUE enum { NU = NU_VALUE }; #else enum { NU = 4 }; #endif`:
+    # NU_VALUE is defined nowhere, so NU is 4 (it was the unevaluable first one)
+    path = tmp_path / "k.cu"
+    path.write_bytes(
+        b"#ifdef NU_VALUE\nenum { NU = NU_VALUE };\n#else\nenum { NU = 4 };\n#endif\n"
+        b"__global__ void k(float *x) { x[threadIdx.x] = NU; }\n"
+    )
+    det = detect(path.read_bytes(), str(path))
+    assert det.constants["NU"] == "4"

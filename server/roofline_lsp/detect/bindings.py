@@ -1086,7 +1086,9 @@ def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:
     return v if v is not None else math.nan
 
 
-_IDENT = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # a name, a dim3's or struct's field
+# a name, a dim3's or struct's field; not the last part of a qualified name (``ns::N`` is
+# the namespace's N, not a local N: ``constexpr auto N = ns::N;`` refers to no earlier N)
+_IDENT = re.compile(r"(?<!::)(?<!\w)[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _IDENT_ONLY = re.compile(r"[A-Za-z_]\w*\Z")
 
 
@@ -1096,6 +1098,10 @@ _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 def _assign(ctx: HostContext, name: str, expr: str, argv: list[str]) -> None:
     expr = substitute_host(_COMMENT.sub(" ", expr) if "/" in expr else expr, argv, ctx.types)
     prev = ctx.texts.get(name)
+    if prev is not None and re.fullmatch(
+        r"\s*(?:[A-Za-z_]\w*::)+" + re.escape(name) + r"\s*", expr
+    ):
+        return  # ``constexpr auto N = ns::N;``: the namespace's N, which N holds already
     if name in expr and name in _IDENT.findall(expr):
         if prev is None:
             return

@@ -50,7 +50,7 @@ from roofline_lsp.model.kernel import (
     Span,
 )
 from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3
-from roofline_lsp.syntax.conditionals import branch_taken, defined_before
+from roofline_lsp.syntax.conditionals import Defined, branch_taken, defined_before
 from roofline_lsp.syntax.datatypes import overload_key
 from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.expr import NAME, declared_name, detached_body, macro_loop_body, text
@@ -143,8 +143,17 @@ class Detector:
             for node in caps.get("include", [])
             if (d := self.included(node.child_by_field_name("path"))) is not None
         ]
-        self.macro_definitions(caps, {name for d in included for name in d.macros})
-        for decl in caps.get("const.decl", []):
+        defined, values = self.macro_definitions(caps, {n for d in included for n in d.macros})
+
+        def taken_first(nodes: list[Node]) -> list[Node]:
+            """``#ifdef X enum { N = X }; #else enum { N = 4 }; #endif``: the definitions on
+            the branch the preprocessor keeps win, as for macros."""
+            taken = [branch_taken(n, defined, values) is not False for n in nodes]
+            return [n for n, t in zip(nodes, taken, strict=True) if t] + [
+                n for n, t in zip(nodes, taken, strict=True) if not t
+            ]
+
+        for decl in taken_first(caps.get("const.decl", [])):
             name = decl.child_by_field_name("declarator")
             value = decl.child_by_field_name("value")
             if name is not None and value is not None and name.type == "identifier":
@@ -154,7 +163,7 @@ class Detector:
                     ty = decl.parent.child_by_field_name("type") if decl.parent else None
                     if ty is not None:
                         self.constant_types.setdefault(text(name), text(ty))
-        for node in caps.get("enum", []):
+        for node in taken_first(caps.get("enum", [])):
             self.enumerators(node)
         for d in included:
             for fname, fn in d.functions.items():
@@ -170,10 +179,14 @@ class Detector:
         for qname, value_text in decls.static_members.items():
             self.constants.setdefault(qname, value_text)
 
-    def macro_definitions(self, caps: dict[str, list[Node]], included: set[str]) -> None:
+    def macro_definitions(
+        self, caps: dict[str, list[Node]], included: set[str]
+    ) -> tuple[Defined, dict[str, str]]:
         """``#define``s, the one on the branch the preprocessor takes first (with the names
         defined before it here or in ``included`` files), then those on branches it skips
-        (a name defined only there keeps that definition, as before branches were read)."""
+        (a name defined only there keeps that definition, as before branches were read).
+        Returns where each name is defined and the object-like macros' bodies, which decide
+        the branches."""
         nodes = sorted(caps.get("define", []) + caps.get("macro", []), key=lambda n: n.start_byte)
         starts: dict[str, list[int]] = {}
         values: dict[str, str] = {}
@@ -208,6 +221,7 @@ class Detector:
             self.macros.setdefault(
                 name, Macro(name, pnames, text(value).strip(), start_line(node), self.path)
             )
+        return defined, values
 
     def enumerators(self, body: Node) -> None:
         """An enum's enumerators as constants: the given value, else the previous plus one
