@@ -83,13 +83,17 @@ def test_a_guard_defined_after_its_test_and_unknown_conditions() -> None:
     assert _defines(src) == [("1", True), ("big", None), ("device", None)]
 
 
-def test_enumerators_come_from_the_branch_taken_too(tmp_path: Path) -> None:
+def test_enumerators_and_constants_come_from_the_branch_taken_too(tmp_path: Path) -> None:
     # minisweep's `#ifdef NU_VALUE enum { NU = NU_VALUE }; #else enum { NU = 4 }; #endif`:
     # NU_VALUE is defined nowhere, so NU is 4 (it was the unevaluable first one)
     path = tmp_path / "k.cu"
+    # (a file-scope constant inside the branches was not read at all: NE = 16)
     path.write_bytes(
-        b"#ifdef NU_VALUE\nenum { NU = NU_VALUE };\n#else\nenum { NU = 4 };\n#endif\n"
-        b"__global__ void k(float *x) { x[threadIdx.x] = NU; }\n"
+        b"#ifdef NU_VALUE\nenum { NU = NU_VALUE };\nconst int NE = NU_VALUE * 2;\n"
+        b"#else\nenum { NU = 4 };\nconst int NE = 16;\n#endif\n"
+        b"void host() {\n#ifdef SMALL\n  const int local = 2;\n#endif\n}\n"
+        b"__global__ void k(float *x) { x[threadIdx.x] = NU + NE; }\n"
     )
     det = detect(path.read_bytes(), str(path))
-    assert det.constants["NU"] == "4"
+    assert (det.constants["NU"], det.constants["NE"]) == ("4", "16")
+    assert "local" not in det.constants  # a function's locals are read per launch site

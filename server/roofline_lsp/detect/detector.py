@@ -153,7 +153,10 @@ class Detector:
                 n for n, t in zip(nodes, taken, strict=True) if not t
             ]
 
-        for decl in taken_first(caps.get("const.decl", [])):
+        file_scope = caps.get("const.decl", []) + [
+            d for b in caps.get("const.branch", []) for d in _branch_declarators(b)
+        ]
+        for decl in taken_first(sorted(file_scope, key=lambda n: n.start_byte)):
             name = decl.child_by_field_name("declarator")
             value = decl.child_by_field_name("value")
             if name is not None and value is not None and name.type == "identifier":
@@ -766,6 +769,28 @@ class Detector:
         )
         env.update(local)
         return env
+
+
+_BRANCHES = frozenset(
+    {"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
+)
+
+
+def _branch_declarators(cond: Node) -> list[Node]:
+    """The ``x = v`` declarators of the declarations on the branches of a file-scope
+    ``#if``/``#ifdef`` (nested conditionals included, function bodies not)."""
+    out: list[Node] = []
+    stack = [cond]
+    while stack:
+        n = stack.pop()
+        for c in n.named_children:
+            if c.type == "declaration":
+                out += [
+                    d for d in c.children_by_field_name("declarator") if d.type == "init_declarator"
+                ]
+            elif c.type in _BRANCHES:
+                stack.append(c)
+    return out
 
 
 def _parameters(fdecl: Node) -> list[tuple[str, str]]:
