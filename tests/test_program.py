@@ -83,6 +83,22 @@ def test_a_device_function_in_an_unsaved_sibling_changes_the_verdict(tmp_path: P
     assert estimate(det.kernels[0], det, gpu) == disk
 
 
+def test_a_sibling_function_s_loop_bound_is_a_macro_of_its_own_file(tmp_path: Path) -> None:
+    # fresnel: Asymptotic_Series in cosine.cu loops to NUM_TERMS, defined above it there and
+    # not in the kernel's file: 34 trips of 2 FLOP (a multiply and an add) give 68 FP32 FLOP
+    # per thread (before: the 16-trip default, 32)
+    path, dev = folder(tmp_path)
+    (tmp_path / "dev.cu").write_bytes(
+        b"#define NUM_TERMS 35\n"
+        b"__device__ float work(float v) {\n"
+        b"  for (int i = 1; i < NUM_TERMS; i++) v = v * 0.5f + 1.0f;\n"
+        b"  return v;\n}\n"
+    )
+    det = detect(KERNEL, path)
+    a = estimate(det.kernels[0], det, load_registry().get("rtx3080"))
+    assert a.counts.flops["fp32"] == 68
+
+
 def test_a_sibling_header_seen_through_its_unit_is_current(tmp_path: Path) -> None:
     """A sibling's parse is cached with the headers it included: an edited header is seen."""
     path, dev = folder(tmp_path)

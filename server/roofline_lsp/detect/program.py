@@ -230,15 +230,23 @@ def defined_in_siblings(path: str, name: str, read: SourceReader | None = None) 
 
 
 class FunctionTable:
-    """Callable functions by name: the file's own, then definitions in sibling files."""
+    """Callable functions by name: the file's own, then definitions in sibling files.
+    ``macros`` (name -> parameters, body), when given, gains the macros of each sibling file
+    a function is taken from, where the kernel's file has none of that name: the function's
+    body uses its own file's (``#define NUM_TERMS 35`` above it)."""
 
     def __init__(
-        self, detection: Detection, exclude: str = "", read: SourceReader | None = None
+        self,
+        detection: Detection,
+        exclude: str = "",
+        read: SourceReader | None = None,
+        macros: dict[str, tuple[tuple[str, ...] | None, str]] | None = None,
     ) -> None:
         self.own = detection.functions
         self.path = detection.file
         self.exclude = exclude
         self.view = source_view(read)
+        self.macros = macros
         self.extra: dict[str, Node | None] = {}
 
     def get(self, name: str) -> Node | None:
@@ -255,6 +263,9 @@ class FunctionTable:
             fn: Function | None = u.detection.functions.get(name)
             if fn is not None and fn.node is not None:
                 found = fn.node
+                if self.macros is not None:
+                    for m in u.detection.macros.values():
+                        self.macros.setdefault(m.name, (m.params, m.body))
         self.extra[name] = found
         return found
 

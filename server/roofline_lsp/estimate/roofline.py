@@ -223,7 +223,7 @@ def analyze(
         if g.elements:
             ctx.extents.setdefault(g.name, g.elements)
     # the file's functions, then separately compiled device code in sibling files (-rdc)
-    functions = FunctionTable(detection, exclude=kernel.name, read=view)
+    functions = FunctionTable(detection, exclude=kernel.name, read=view, macros=macros)
     counter = ThreadCounter(
         functions=functions,
         macros=macros,
