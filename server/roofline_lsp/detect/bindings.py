@@ -1090,6 +1090,7 @@ def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:
 # the namespace's N, not a local N: ``constexpr auto N = ns::N;`` refers to no earlier N)
 _IDENT = re.compile(r"(?<!::)(?<!\w)[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _IDENT_ONLY = re.compile(r"[A-Za-z_]\w*\Z")
+_QUALIFIED = re.compile(r"\s*(?:[A-Za-z_]\w*::)+([A-Za-z_]\w*)\s*")  # ns::N -> N
 
 
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
@@ -1098,9 +1099,8 @@ _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 def _assign(ctx: HostContext, name: str, expr: str, argv: list[str]) -> None:
     expr = substitute_host(_COMMENT.sub(" ", expr) if "/" in expr else expr, argv, ctx.types)
     prev = ctx.texts.get(name)
-    if prev is not None and re.fullmatch(
-        r"\s*(?:[A-Za-z_]\w*::)+" + re.escape(name) + r"\s*", expr
-    ):
+    qualified = _QUALIFIED.fullmatch(expr)
+    if prev is not None and qualified is not None and qualified.group(1) == name:
         return  # ``constexpr auto N = ns::N;``: the namespace's N, which N holds already
     if name in expr and name in _IDENT.findall(expr):
         if prev is None:

@@ -144,19 +144,13 @@ class Detector:
             if (d := self.included(node.child_by_field_name("path"))) is not None
         ]
         defined, values = self.macro_definitions(caps, {n for d in included for n in d.macros})
-
-        def taken_first(nodes: list[Node]) -> list[Node]:
-            """``#ifdef X enum { N = X }; #else enum { N = 4 }; #endif``: the definitions on
-            the branch the preprocessor keeps win, as for macros."""
-            taken = [branch_taken(n, defined, values) is not False for n in nodes]
-            return [n for n, t in zip(nodes, taken, strict=True) if t] + [
-                n for n, t in zip(nodes, taken, strict=True) if not t
-            ]
-
+        # ``#ifdef X enum { N = X }; #else enum { N = 4 }; #endif``: as for macros, the
+        # definitions on the branch the preprocessor keeps win
         file_scope = caps.get("const.decl", []) + [
             d for b in caps.get("const.branch", []) for d in _branch_declarators(b)
         ]
-        for decl in taken_first(sorted(file_scope, key=lambda n: n.start_byte)):
+        file_scope.sort(key=lambda n: n.start_byte)
+        for decl in _taken_first(file_scope, defined, values):
             name = decl.child_by_field_name("declarator")
             value = decl.child_by_field_name("value")
             if name is not None and value is not None and name.type == "identifier":
@@ -166,7 +160,7 @@ class Detector:
                     ty = decl.parent.child_by_field_name("type") if decl.parent else None
                     if ty is not None:
                         self.constant_types.setdefault(text(name), text(ty))
-        for node in taken_first(caps.get("enum", [])):
+        for node in _taken_first(caps.get("enum", []), defined, values):
             self.enumerators(node)
         for d in included:
             for fname, fn in d.functions.items():
@@ -200,10 +194,7 @@ class Detector:
             if node.child_by_field_name("parameters") is None:
                 values.setdefault(name, strip_comments(text(value).strip()))
         defined = defined_before(starts, included)
-        taken = [branch_taken(node, defined, values) is not False for node in nodes]
-        for node in [n for n, t in zip(nodes, taken, strict=True) if t] + [
-            n for n, t in zip(nodes, taken, strict=True) if not t
-        ]:
+        for node in _taken_first(nodes, defined, values):
             name_node = node.child_by_field_name("name")
             if name_node is None:
                 continue
@@ -769,6 +760,16 @@ class Detector:
         )
         env.update(local)
         return env
+
+
+def _taken_first(nodes: list[Node], defined: Defined, values: dict[str, str]) -> list[Node]:
+    """``nodes`` (in source order) on the branches the preprocessor keeps first, then those on
+    branches it skips or cannot decide: with ``setdefault``, the kept definition of a name
+    wins and one defined only on a skipped branch keeps that definition."""
+    taken = [branch_taken(n, defined, values) is not False for n in nodes]
+    return [n for n, t in zip(nodes, taken, strict=True) if t] + [
+        n for n, t in zip(nodes, taken, strict=True) if not t
+    ]
 
 
 _BRANCHES = frozenset(

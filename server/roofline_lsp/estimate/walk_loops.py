@@ -447,7 +447,8 @@ class LoopWalker(CallWalker):
         if hdr.pre_step:  # the first test already sees the stepped value
             n = max(n - 1.0, 0.0)
         if strided:
-            n += 0.0 if fixed else 0.5
+            if not fixed:
+                n += 0.5
             source = "grid-stride" if step.val > 1 else "thread range"
         else:
             source = self.value_source(hdr)
