@@ -587,6 +587,41 @@ def test_values_a_host_loop_header_steps_are_known_after_it(tmp_path: Path) -> N
     assert ctx.get("N") == 2**23 and ctx.grid == (8192, 1, 1)
 
 
+def test_assignments_in_loop_headers_conditions_and_string_lengths(tmp_path: Path) -> None:
+    # A chunked launch loop written ``for (start = 0; ...)``: the launch sees the first chunk,
+    # start = 0, so remaining = 1000000 > 4000 and the kernel gets n = 4000 atoms. The chunk
+    # count comes from the argument check ``(chunks = atoi(argv[1])) <= 0``: 3 with argv "3".
+    # A key of 64 hexadecimal digits has strlen 64, so its bytes kernel gets 64 / 2 = 32.
+    src = (
+        "#include <cstring>\n"
+        "#define MAXATOMS 4000\n"
+        "__global__ void energy(int n, int chunks, float *out) {}\n"
+        "__global__ void bytes(const char *key, int key_len, unsigned char *raw) {}\n"
+        "int main(int argc, char **argv) {\n"
+        "  int chunks, atomcount = 1000000;\n"
+        "  if (argc < 2 || (chunks = atoi(argv[1])) <= 0) return 1;\n"
+        "  float *out;\n"
+        "  int start;\n"
+        "  for (start = 0; start < atomcount; start += MAXATOMS) {\n"
+        "    int n, remaining = atomcount - start;\n"
+        "    if (remaining > MAXATOMS) n = MAXATOMS; else n = remaining;\n"
+        "    energy<<<256, 256>>>(n, chunks, out);\n"
+        "  }\n"
+        '  const char *h_key = "000102030405060708090a0b0c0d0e0f"\n'
+        '                      "101112131415161718191a1b1c1d1e1f";\n'
+        "  const int key_len = strlen(h_key);\n"
+        "  char *d_key; unsigned char *d_raw;\n"
+        "  bytes<<<1, 256>>>(d_key, key_len / 2, d_raw);\n"
+        "}\n"
+    )
+    (tmp_path / "c.cu").write_text(src)
+    det = detect((tmp_path / "c.cu").read_bytes(), str(tmp_path / "c.cu"))
+    energy, bytes_ = det.kernels
+    ctx = host_context(energy, det, args="3")
+    assert ctx.get("n") == 4000 and ctx.get("chunks") == 3
+    assert host_context(bytes_, det).get("key_len") == 32
+
+
 def test_a_given_launch_gives_an_offloaded_loop_s_unknown_bound(tmp_path: Path) -> None:
     # 8 teams of 256 threads for `i < width` (LLVM launches ceil(width / 256) teams):
     # width in (1792, 2048], the roundest 2048; the inner loop over width then has it too.

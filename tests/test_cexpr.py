@@ -119,3 +119,10 @@ def test_inner_text_strips_one_pair():
         50,
         100,
     )
+
+
+def test_strlen_of_a_string_the_host_initialised() -> None:
+    # the host binding records ``strlen(key)`` for ``const char *key = "..."``
+    assert evaluate("strlen(key) / 2", {"strlen(key)": "64"}) == 32
+    assert evaluate("strlen(key)", {}) is None
+    assert evaluate("strlen(a + 1)", {"strlen(a)": "4"}) is None

@@ -10,6 +10,7 @@ from roofline_lsp.syntax.expr import (
     loop_header,
     reads_memory,
     stored_names,
+    string_length,
     text,
     trips,
     value,
@@ -157,3 +158,19 @@ def test_stored_names_are_the_roots_of_assignment_and_increment_targets() -> Non
         "compound_statement",
     )
     assert stored_names(body) == {"a", "p", "s", "k", "x", "q", "w"}  # not r, only read
+
+
+@pytest.mark.parametrize(
+    ("literal", "expected"),
+    [
+        ('"abc"', 3),
+        ('"a\\tb\\x41\\n"', 5),  # an escape sequence is one byte
+        ('"ab" "cde"', 5),  # adjacent literals are one string
+        ('"é"', 2),  # strlen counts bytes
+        ('L"abc"', None),  # wide: not what strlen measures
+        ("n", None),
+    ],
+)
+def test_string_length(literal: str, expected: int | None) -> None:
+    node = first(f"x = {literal};", "assignment_expression").child_by_field_name("right")
+    assert string_length(node) == expected

@@ -49,6 +49,7 @@ from roofline_lsp.syntax.expr import (
     loop_header,
     root_identifier,
     step_of,
+    string_length,
     text,
     trips,
 )
@@ -342,14 +343,38 @@ def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
         ):
             out.append((node, depth))
             continue
-        if t == "for_statement" and node.child_by_field_name("update") is not None:
-            out.append((node, depth))  # what its update clause stepped, at its end: _loop_exit
+        if t == "if_statement":
+            # ``if (argc < 3 || (n = atoi(argv[1])) <= 0)``: the assignments of the condition
+            # run on the path past it
+            cond = node.child_by_field_name("condition")
+            if cond is not None:
+                out.extend((a, depth) for a in _assignments_in(cond))
+        if t == "for_statement":
+            init = node.child_by_field_name("initializer")
+            if init is not None and init.type != "declaration":
+                # ``for (i = 0; ...)``: the assignments run once, before the first trip
+                out.extend((a, depth) for a in comma_parts(init))
+            if node.child_by_field_name("update") is not None:
+                out.append((node, depth))  # what its update clause stepped, at its end
         if t in _STMT_CONTAINERS:
             d = depth + (1 if t in ("for_statement", "while_statement", "do_statement") else 0)
             kids = node.named_children
             for c in reversed(kids):
                 stack.append((c, d))
     out.sort(key=lambda x: statement_at(x[0]))
+    return out
+
+
+def _assignments_in(node: Node) -> list[Node]:
+    """The assignment expressions inside ``node`` (not within a lambda), in order."""
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "assignment_expression":
+            out.append(n)
+        elif n.type != "lambda_expression":
+            stack.extend(reversed(n.named_children))
     return out
 
 
@@ -554,6 +579,12 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 if v is None:
                     continue
                 vt = text(v)
+                chars = string_length(v)
+                if chars is not None:
+                    # ``const char *key = "0001..."``: strlen(key) (std::string: key.size())
+                    for measured in (f"strlen({name})", f"{name}.size()", f"{name}.length()"):
+                        _assign(ctx, measured, str(chars), argv)
+                    continue
                 if v.type in ("argument_list", "initializer_list"):
                     inner = v.named_children
                     if (
@@ -593,7 +624,10 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 if size is not None:
                     ctx.extents[name] = _maybe(ctx, size, argv)
     else:
-        e = node.named_children[0] if node.named_children else None
+        if node.type == "expression_statement":
+            e = node.named_children[0] if node.named_children else None
+        else:  # an expression of a ``for`` header's initializer
+            e = node
         if e is not None and e.type == "call_expression":
             _scanned(e, ctx, argv)
             _call_effects(e, fn, ctx, argv)

@@ -264,6 +264,12 @@ class _Parser:
             if not words or any(w == "*" for w in words):
                 raise _Fail
             return cast(operand, not any(w in ("float", "double") for w in words))
+        if value == "strlen" and self.t[self.i : self.i + 3 : 2] == (("op", "("), ("op", ")")):
+            # ``strlen(key)`` of a string the host initialised: known by that text
+            name = self.t[self.i + 1][1]
+            self.i += 3
+            length = self.lookup(f"strlen({name})")
+            return self.fail() if length is None else length
         if self.peek() == ("op", "("):
             self.take("(")
             args: list[float] = []

@@ -392,6 +392,25 @@ def _header_update(
     return steps[0] if steps else None
 
 
+def string_length(node: Node) -> int | None:
+    """What ``strlen`` gives for a narrow string literal (adjacent ones concatenated): its
+    bytes, an escape sequence one; None for any other expression or a wide literal."""
+    if node.type == "concatenated_string":
+        parts = [string_length(c) for c in node.named_children]
+        return None if not parts or None in parts else sum(p for p in parts if p is not None)
+    if node.type != "string_literal" or not text(node).startswith(('"', 'u8"')):
+        return None
+    n = 0
+    for c in node.named_children:
+        if c.type == "escape_sequence":
+            n += 1
+        elif c.type == "string_content":
+            n += c.end_byte - c.start_byte
+        else:
+            return None
+    return n
+
+
 def comma_parts(node: Node) -> list[Node]:
     """The expressions of a comma list, in order (``a = 1, b++`` -> ``a = 1``, ``b++``)."""
     if node.type != "comma_expression":
