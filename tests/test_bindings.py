@@ -926,6 +926,84 @@ def test_a_method_s_data_members_hold_what_the_constructor_gave_them(tmp_path: P
     assert host_context(sweep, det).get("cells_") == 64 * 64
 
 
+def test_what_the_caller_does_to_an_object_before_the_call_reaches_its_members(
+    tmp_path: Path,
+) -> None:
+    # Solver s(1 << 20, 0) then s.setIters(10): iters_ is 10 at s.step(), not the
+    # constructor's 0; Plain p (no constructor) with p.n = 4096 and p.setScale(3): n = 4096,
+    # scale = 3. A setter called in a loop (on some trips) leaves what it sets unknown.
+    src = (
+        "class Solver {\n"
+        " public:\n"
+        "  Solver(int n, int iters) : n_(n), iters_(iters) {}\n"
+        "  void step() {\n"
+        "    #pragma omp target teams distribute parallel for\n"
+        "    for (int i = 0; i < n_; i++) for (int k = 0; k < iters_; k++) {}\n"
+        "  }\n"
+        "  void setIters(int t) { iters_ = t; }\n"
+        "  int n_, iters_;\n"
+        "};\n"
+        "struct Plain {\n"
+        "  void run() {\n"
+        "    #pragma omp target teams distribute parallel for\n"
+        "    for (int i = 0; i < n * scale; i++) {}\n"
+        "  }\n"
+        "  void setScale(int s) { scale = s; }\n"
+        "  int n, scale;\n"
+        "};\n"
+        "int main() {\n"
+        "  Solver s(1 << 20, 0);\n"
+        "  s.setIters(10);\n"
+        "  s.step();\n"
+        "  Plain p;\n"
+        "  p.n = 4096;\n"
+        "  p.setScale(3);\n"
+        "  p.run();\n"
+        "  Solver t(64, 1);\n"
+        "  for (int r = 0; r < 3; r++) t.setIters(r);\n"
+        "  t.step();\n"
+        "}\n"
+    )
+    det = detected(tmp_path, src, "setters.cpp")
+    step, run = det.kernels
+    ctx = host_context(step, det)
+    assert (ctx.get("n_"), ctx.get("iters_")) == (1 << 20, 10)
+    ctx = host_context(run, det)
+    assert (ctx.get("n"), ctx.get("scale")) == (4096, 3)
+    looped = src.replace("  s.setIters(10);\n  s.step();\n", "")
+    det = detected(tmp_path, looped, "looped.cpp")
+    ctx = host_context(det.kernels[0], det)
+    assert ctx.get("n_") == 64 and ctx.get("iters_") is None
+
+
+def test_a_switch_on_a_known_value_runs_its_case(tmp_path: Path) -> None:
+    # switch (size) with size = 2 runs case 2 (n = 8192), falls through to case 3
+    # (m = 7) and stops at its break; case 4 and default do not run. On an unknown value
+    # (argv[1] not given) the cases leave n unknown, not the last case's value.
+    src = (
+        "__global__ void k(float *d, int n, int m) {}\n"
+        "int main(int argc, char **argv) {\n"
+        "  int size = 2, n = 0, m = 1;\n"
+        "  int which = atoi(argv[1]);\n"
+        "  switch (size) {\n"
+        "    case 1: n = 4096; break;\n"
+        "    case 2: n = 8192;\n"
+        "    case 3: m = 7; break;\n"
+        "    case 4: m = 9; break;\n"
+        "    default: n = 1;\n"
+        "  }\n"
+        "  int q = 5;\n"
+        "  switch (which) { case 0: q = 6; break; case 1: q = 7; break; }\n"
+        "  float *d;\n"
+        "  k<<<n / 256, 256>>>(d, q, m);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"s.cu": src}, "s.cu")
+    assert ctx.grid == (32, 1, 1) and ctx.get("m") == 7
+    assert ctx.get("n") is None  # the kernel's n is q: which is not known
+    assert ctx_for(tmp_path, {"s.cu": src}, "s.cu", args="1").get("n") == 7
+
+
 def test_an_offload_region_in_a_function_template_takes_its_first_instantiation(
     tmp_path: Path,
 ) -> None:

@@ -7,6 +7,8 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.detect.program import (
     FunctionTable,
@@ -53,6 +55,19 @@ def test_units_mentioning_reads_unsaved_siblings(tmp_path: Path) -> None:
     # the disk again: not the buffer's cached parse
     (unit,) = units_mentioning(path, pat)
     assert unit.detection.source == LIGHT
+
+
+def test_a_bare_file_name_has_the_working_directory_s_siblings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ``roofline-lsp check k.cu`` run in the folder: the siblings are those of ``./k.cu``;
+    # a buffer with no file (``untitled:1``) has none
+    folder(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    pat = re.compile(rb"\bwork\s*\(")
+    assert [os.path.basename(u.path) for u in units_mentioning("k.cu", pat)] == ["dev.cu"]
+    assert defined_in_siblings("k.cu", "work") is not None
+    assert list(units_mentioning("untitled:1", pat)) == []
 
 
 def test_defined_in_siblings_and_the_function_table_read_unsaved_siblings(

@@ -442,7 +442,7 @@ def _member_values(
     members = set(declarations(root, detection.macros).structs.get(cls, {})) if cls else set()
     ctor = _constructor(detection, root, cls) if members else None
     method = function_name(fn)
-    if ctor is None or not method:
+    if not members or not method:
         return {}
     pat = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:\.|->)\s*" + re.escape(method.encode()) + rb"\s*\(")
     for m in pat.finditer(detection.source):
@@ -454,22 +454,103 @@ def _member_values(
             continue
         sub, _start = _caller_scope(caller, m.start(), detection, ctx, argv, 1, view, [])
         inner = _program_context(detection, argv, ctx.fixed, ctx.device)
-        for (_ptype, pname), a in zip(function_params(ctor), args, strict=False):
-            if pname:
-                v = sub.eval_value(substitute_host(a, argv, sub.types))
-                inner.texts[pname] = repr(v) if v is not None else ""
-        inits = next((c for c in ctor.named_children if c.type == "field_initializer_list"), None)
-        for init in inits.named_children if inits is not None else []:
-            name = next((c for c in init.named_children if c.type == "field_identifier"), None)
-            value = init.named_children[-1] if init.named_child_count > 1 else None
-            if name is not None and value is not None and value.named_child_count == 1:
-                v = inner.eval_value(text(value.named_children[0]))
-                inner.texts[text(name)] = repr(v) if v is not None else ""
-        _scan_function(ctor, ctor.end_byte, inner, argv)
+        if ctor is not None:
+            _run_method(
+                ctor,
+                [sub.eval_value(substitute_host(a, argv, sub.types)) for a in args],
+                inner,
+                argv,
+            )
+        _object_updates(caller, m.group(1).decode(), cls, m.start(), sub, inner, argv)
         out = {k: repr(v) for k in members if (v := inner.value(k)) is not None}
         if out:
             return out
     return {}
+
+
+def _run_method(
+    method: Node, args: list[int | float | None], members: HostContext, argv: list[str]
+) -> None:
+    """Run a constructor or method of an object whose data members ``members`` holds, its
+    parameters bound to ``args``: member initializers (``n_(n)``), then its body."""
+    for (_ptype, pname), v in zip(function_params(method), args, strict=False):
+        if pname:
+            members.texts[pname] = repr(v) if v is not None else ""
+    members._cache.clear()
+    inits = next((c for c in method.named_children if c.type == "field_initializer_list"), None)
+    for init in inits.named_children if inits is not None else []:
+        name = next((c for c in init.named_children if c.type == "field_identifier"), None)
+        value = init.named_children[-1] if init.named_child_count > 1 else None
+        if name is not None and value is not None and value.named_child_count == 1:
+            v = members.eval_value(text(value.named_children[0]))
+            members.texts[text(name)] = repr(v) if v is not None else ""
+    _scan_function(method, method.end_byte, members, argv)
+
+
+def _object_updates(
+    caller: Node,
+    obj: str,
+    cls: str,
+    before: int,
+    scope: HostContext,
+    members: HostContext,
+    argv: list[str],
+) -> None:
+    """What ``caller`` does to object ``obj`` before byte ``before``: a member assigned
+    (``s.iters = 10``) or a method of its class run on it (a setter, ``s.setIters(10)``),
+    values from ``scope``. In a loop (once per trip, or on some trips) what they set is not
+    known."""
+    root = _root(caller)
+    for node, depth in host_statements(caller, before):
+        e = node.named_children[0] if node.type == "expression_statement" else None
+        if e is None:
+            continue
+        if e.type == "assignment_expression":
+            left = text(e.child_by_field_name("left")).replace(" ", "")
+            right = e.child_by_field_name("right")
+            for sep in (".", "->"):
+                field_ = left[len(obj) + len(sep) :] if left.startswith(obj + sep) else ""
+                if field_ and right is not None and NAME.fullmatch(field_):
+                    v = scope.eval_value(substitute_host(text(right), argv, scope.types))
+                    members.texts[field_] = repr(v) if v is not None and depth == 0 else ""
+                    members._cache.clear()
+        elif e.type == "call_expression":
+            f = e.child_by_field_name("function")
+            if (
+                f is None
+                or f.type != "field_expression"
+                or text(f.child_by_field_name("argument")) != obj
+            ):
+                continue
+            method = _method_definition(root, cls, text(f.child_by_field_name("field")))
+            arguments = e.child_by_field_name("arguments")
+            if method is None or arguments is None:
+                continue
+            before_call = dict(members.texts)
+            values = [
+                scope.eval_value(substitute_host(text(a), argv, scope.types))
+                for a in arguments.named_children
+            ]
+            _run_method(method, values, members, argv)
+            if depth > 0:
+                for k, now in members.texts.items():
+                    if before_call.get(k) != now:
+                        members.texts[k] = ""
+                members._cache.clear()
+
+
+def _method_definition(root: Node, cls: str, name: str) -> Node | None:
+    """The definition of method ``name`` of class ``cls`` in the file (inline or
+    ``cls::name``)."""
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "function_definition":
+            if function_name(n) == name and _method_class(n) == cls:
+                return n
+            continue
+        stack.extend(n.named_children)
+    return None
 
 
 def _constructor(detection: Detection, root: Node, cls: str) -> Node | None:
@@ -501,6 +582,8 @@ def _constructed_with(caller: Node, obj: str, cls: str, before: int) -> list[str
             for d in n.children_by_field_name("declarator"):
                 if ty not in (cls, "auto") or declared_name(d) != obj:
                     continue
+                if d.type == "identifier":  # ``Solver s;``: default-constructed
+                    return []
                 if d.type == "function_declarator":  # ``Solver s(n, iters)`` parses as one
                     params = d.child_by_field_name("parameters")
                     return [text(a) for a in params.named_children] if params else []
@@ -654,8 +737,9 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 for k in [k for k in ctx.texts if k.startswith(target[:-2])]:
                     _assign(ctx, k, "", argv)
                 return
-            if taken is None and depth > 0:
-                # set on some iterations only (``if (count == 0) count = 1;``): it varies
+            if taken is None and (depth > 0 or _in_case(node, fn)):
+                # set on some iterations only (``if (count == 0) count = 1;``), or by one case
+                # of a switch on a value not known: it varies
                 _assign(ctx, target, "", argv)
                 return
             rt = text(right)
@@ -1061,8 +1145,57 @@ def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bo
                 in_else = alt is not None and alt.start_byte <= child.start_byte < alt.end_byte
                 if bool(v) == in_else:
                     return False
+        elif p.type == "case_statement":
+            runs = _case_runs(p, ctx, argv)
+            if runs is False:
+                return False
+            if runs is None:
+                taken = None
         child, p = p, p.parent
     return taken
+
+
+def _in_case(node: Node, fn: Node) -> bool:
+    p = node.parent
+    while p is not None and p != fn:
+        if p.type == "case_statement":
+            return True
+        p = p.parent
+    return False
+
+
+def _case_runs(case: Node, ctx: HostContext, argv: list[str]) -> bool | None:
+    """Whether a ``case`` of a ``switch`` runs: the case its known value selects (else
+    ``default``) and those it falls through to; None when the value is not known."""
+    body = case.parent
+    switch = body.parent if body is not None else None
+    if body is None or switch is None or switch.type != "switch_statement":
+        return None
+    cond = switch.child_by_field_name("condition")
+    v = ctx.eval_text(substitute_host(inner_text(text(cond)), argv, ctx.types)) if cond else None
+    if v is None:
+        return None
+    cases = [c for c in body.named_children if c.type == "case_statement"]
+    values = [c.child_by_field_name("value") for c in cases]
+    entered = next(
+        (i for i, x in enumerate(values) if x is not None and ctx.eval_text(text(x)) == v), None
+    )
+    if entered is None:
+        entered = next((i for i, x in enumerate(values) if x is None), None)  # default
+    mine = next(i for i, c in enumerate(cases) if c == case)
+    if entered is None or mine < entered:
+        return False
+    # fall-through: every case from the entered one up to this one ends without a break
+    return not any(_ends_case(c) for c in cases[entered:mine])
+
+
+def _ends_case(case: Node) -> bool:
+    return any(
+        c.type in ("break_statement", "return_statement")
+        or c.type == "compound_statement"
+        and any(x.type in ("break_statement", "return_statement") for x in c.named_children)
+        for c in case.named_children
+    )
 
 
 _CONVERT = (
@@ -1528,6 +1661,7 @@ def host_context(
         # launch arguments are evaluated in the host's scope first, then become the
         # kernel's parameter values (a parameter may share a host variable's name)
         bound: dict[str, float] = {}
+        unknown: list[str] = []
         extents: dict[str, float] = {}
         for (_ptype, pname), a in zip(kernel.params, site.args, strict=False):
             if not pname:
@@ -1535,6 +1669,8 @@ def host_context(
             pv = ctx.eval_value(substitute_host(a, argv, ctx.types))
             if pv is not None and pname not in ctx.fixed:
                 bound[pname] = pv
+            elif pname not in ctx.fixed:
+                unknown.append(pname)
             bound.update(struct_fields(ctx, a, pname))
             base = pointer_base(a)
             if base in ctx.extents:
@@ -1543,6 +1679,9 @@ def host_context(
         for pname, pval in bound.items():
             ctx.fixed[pname] = pval
             ctx.origin.setdefault(pname, "launch")
+        for pname in unknown:
+            # not the value of a host variable that shares the parameter's name
+            ctx.texts[pname] = ""
         ctx.extents.update(extents)
         ctx._cache.clear()
         m = re.search(

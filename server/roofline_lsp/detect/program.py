@@ -160,10 +160,17 @@ def _siblings(folder: str, view: SourceView | None) -> tuple[_Sibling, ...]:
     return tuple(out)
 
 
+def _folder(path: str) -> str:
+    """The folder of ``path``'s siblings: "" for a buffer with no file (``untitled:1``); a
+    bare file name given on a command line is in the working directory."""
+    folder = os.path.dirname(path)
+    return folder or ("." if os.path.isfile(path) else "")
+
+
 def sibling_stamps(path: str, read: SourceReader | None = None) -> tuple[FileStamp, ...]:
     """The versions of the other source files of ``path``'s folder read through ``read``:
     what :func:`units_mentioning` and :func:`defined_in_siblings` looked at."""
-    folder = os.path.dirname(path)
+    folder = _folder(path)
     if not folder:
         return ()
     return tuple(FileStamp(full, v) for full, v, _d in _siblings(folder, source_view(read)))
@@ -174,7 +181,7 @@ def units_mentioning(
 ) -> Iterator[Unit]:
     """Parsed sibling files of ``path`` whose text (read through ``read``, else from disk)
     matches ``pattern``."""
-    folder = os.path.dirname(path)
+    folder = _folder(path)
     if not folder:
         return
     view = source_view(read)
@@ -215,7 +222,7 @@ def _defined_names(files: tuple[_Sibling, ...]) -> dict[str, str]:
 def defined_in_siblings(path: str, name: str, read: SourceReader | None = None) -> Unit | None:
     """The parsed sibling file of ``path`` (read through ``read``, else from disk) that
     defines function ``name``, if any."""
-    folder = os.path.dirname(path)
+    folder = _folder(path)
     if not folder:
         return None
     view = source_view(read)
