@@ -1130,7 +1130,7 @@ def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bo
     child, p = node, node.parent
     taken: bool | None = True
     while p is not None and p != fn:
-        if p.type == "if_statement":
+        if p.type == "if_statement" and child != p.child_by_field_name("condition"):
             cond = p.child_by_field_name("condition")
             cond_text = inner_text(text(cond)) if cond is not None else ""
             v = ctx.eval_text(substitute_host(cond_text, argv, ctx.types)) if cond_text else None
@@ -1156,6 +1156,7 @@ def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bo
 
 
 def _in_case(node: Node, fn: Node) -> bool:
+    """Whether ``node`` is in a ``case`` of a ``switch`` of ``fn``."""
     p = node.parent
     while p is not None and p != fn:
         if p.type == "case_statement":
@@ -1190,10 +1191,11 @@ def _case_runs(case: Node, ctx: HostContext, argv: list[str]) -> bool | None:
 
 
 def _ends_case(case: Node) -> bool:
+    """Whether a ``case`` breaks or returns (``case 1: n = 4; break;``, also in braces)."""
+    ends = ("break_statement", "return_statement")
     return any(
-        c.type in ("break_statement", "return_statement")
-        or c.type == "compound_statement"
-        and any(x.type in ("break_statement", "return_statement") for x in c.named_children)
+        c.type in ends
+        or (c.type == "compound_statement" and any(x.type in ends for x in c.named_children))
         for c in case.named_children
     )
 
