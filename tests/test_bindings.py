@@ -976,6 +976,31 @@ def test_what_the_caller_does_to_an_object_before_the_call_reaches_its_members(
     assert ctx.get("n_") == 64 and ctx.get("iters_") is None
 
 
+def test_values_stored_through_a_pointer_argument(tmp_path: Path) -> None:
+    # getIters(n, &iters) stores n / 1024 = 1024 through *iters; getLevels(n, &levels),
+    # called in an if's condition, finds 1 << 20 == 1 << 20 at i = 20 and stores it
+    # before its break: both reach the kernel as launch arguments
+    src = (
+        "__global__ void k(float *a, int iters, unsigned levels) {}\n"
+        "void getIters(int n, int *iters) { *iters = n / 1024; }\n"
+        "int getLevels(unsigned len, unsigned *levels) {\n"
+        "  for (unsigned i = 0; i < 24; ++i)\n"
+        "    if (len == (1U << i)) { *levels = i; break; }\n"
+        "  return 0;\n"
+        "}\n"
+        "int main() {\n"
+        "  int n = 1 << 20, iters;\n"
+        "  unsigned levels = 0;\n"
+        "  getIters(n, &iters);\n"
+        "  if (getLevels(n, &levels) == 1) return 1;\n"
+        "  float *d;\n"
+        "  k<<<n / 256, 256>>>(d, iters, levels);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"p.cu": src}, "p.cu")
+    assert (ctx.get("iters"), ctx.get("levels")) == (1024, 20)
+
+
 def test_a_switch_on_a_known_value_runs_its_case(tmp_path: Path) -> None:
     # switch (size) with size = 2 runs case 2 (n = 8192), falls through to case 3
     # (m = 7) and stops at its break; case 4 and default do not run. On an unknown value

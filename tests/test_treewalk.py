@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from roofline_lsp.detect.kernels import detect
-from roofline_lsp.detect.treewalk import kernel_function, text_function
-from roofline_lsp.syntax.cexpr import evaluate
+from roofline_lsp.detect.treewalk import effect_function, kernel_function, text_function
+from roofline_lsp.syntax.cexpr import evaluate, run_for_effects
 from roofline_lsp.syntax.parsing import parse
 
 
@@ -81,3 +81,27 @@ def test_kernel_function_is_the_kernel_or_the_function_around_a_region() -> None
         assert fn is not None and fn.type == "function_definition"
         names.append(fn.child_by_field_name("declarator").text.decode().split("(")[0])
     assert names == ["k", "host"]
+
+
+def test_small_functions_run_for_what_they_store_through_pointers() -> None:
+    # getLevels(1 << 20, &levels): the search stops (break) at i = 20, stored as levels[0];
+    # length 3 is no power of 2: nothing stored, the caller's 7 stays. split(10, &a, &b)
+    # stores 10 / 4 = 2 through *a and 10 - 2 * 4 = 2 through b[0].
+    tree = parse(
+        b"int getLevels(unsigned length, unsigned *levels) {\n"
+        b"  int rc = 1;\n"
+        b"  for (unsigned i = 0; i < 24; ++i) {\n"
+        b"    if (length == (1U << i)) { *levels = i; rc = 0; break; }\n"
+        b"  }\n"
+        b"  return rc;\n"
+        b"}\n"
+        b"void split(int n, int *a, int *b) { *a = n / 4; b[0] = n - *a * 4; }\n"
+        b'void log_it(int *n) { printf("%d", *n); }\n'
+    )
+    get_levels, split, log_it = (effect_function(n) for n in tree.root_node.named_children)
+    assert get_levels is not None and split is not None
+    assert run_for_effects(get_levels, [1 << 20, None], {})["levels[0]"] == 20  # type: ignore[index]
+    assert run_for_effects(get_levels, [3, None], {}, None, {"levels[0]": 7})["levels[0]"] == 7  # type: ignore[index]
+    # ``*a`` read back is not an expression the evaluator knows: b is not run
+    assert run_for_effects(split, [10, None, None], {}) is None
+    assert log_it is None  # a call for its effect: not run

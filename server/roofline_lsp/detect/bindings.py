@@ -29,6 +29,7 @@ from roofline_lsp.detect.pragmas import SECTION_START
 from roofline_lsp.detect.program import Unit, sibling_stamps, units_mentioning
 from roofline_lsp.detect.treewalk import (
     descendants_of_type,
+    effect_function,
     enclosing_function,
     function_declarator,
     qualified_declarator_name,
@@ -37,7 +38,14 @@ from roofline_lsp.detect.treewalk import (
 from roofline_lsp.model.kernel import Detection, Function, Kernel, LaunchSite
 from roofline_lsp.model.stamps import FileStamp
 from roofline_lsp.model.terms import TRIPS_HINT
-from roofline_lsp.syntax.cexpr import Functions, evaluate, evaluate_dim3, inner_text, split_args
+from roofline_lsp.syntax.cexpr import (
+    Functions,
+    evaluate,
+    evaluate_dim3,
+    inner_text,
+    run_for_effects,
+    split_args,
+)
 from roofline_lsp.syntax.datatypes import parse_type, type_name
 from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.expr import (
@@ -344,11 +352,11 @@ def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
             out.append((node, depth))
             continue
         if t == "if_statement":
-            # ``if (argc < 3 || (n = atoi(argv[1])) <= 0)``: the assignments of the condition
-            # run on the path past it
+            # ``if (argc < 3 || (n = atoi(argv[1])) <= 0)``, ``if (getLevels(n, &levels))``:
+            # the assignments and calls of the condition run on the path past it
             cond = node.child_by_field_name("condition")
             if cond is not None:
-                out.extend((a, depth) for a in _assignments_in(cond))
+                out.extend((a, depth) for a in _effects_in(cond))
         if t == "for_statement":
             init = node.child_by_field_name("initializer")
             if init is not None and init.type != "declaration":
@@ -365,13 +373,14 @@ def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
     return out
 
 
-def _assignments_in(node: Node) -> list[Node]:
-    """The assignment expressions inside ``node`` (not within a lambda), in order."""
+def _effects_in(node: Node) -> list[Node]:
+    """The outermost assignments and calls inside ``node`` (not within a lambda), in
+    order."""
     out: list[Node] = []
     stack = [node]
     while stack:
         n = stack.pop()
-        if n.type == "assignment_expression":
+        if n.type in ("assignment_expression", "call_expression"):
             out.append(n)
         elif n.type != "lambda_expression":
             stack.extend(reversed(n.named_children))
@@ -792,6 +801,13 @@ def _call_effects(
             v = ctx.eval_value(substitute_host(a, argv, ctx.types))
             sub.texts[pname] = repr(v) if v is not None else ""
     before = dict(sub.texts)
+    # the caller's variables passed by address (``getLevels(n, &levels)``), as they were
+    pointers = {
+        pname: address.group(1)
+        for (_ptype, pname), a in zip(params, args, strict=False)
+        if pname and (address := _ADDRESS_OF.fullmatch(a)) is not None
+    }
+    prior = {pname: ctx.value(owner) for pname, owner in pointers.items()}
     _EFFECT_DEPTH[0] += 1
     try:
         _scan_function(callee, callee.end_byte, sub, argv)
@@ -807,6 +823,9 @@ def _call_effects(
             owner, prefix = a.strip(), pname + "."  # its fields: ``p.n = n``
         elif (address := _ADDRESS_OF.fullmatch(a)) is not None:
             owner, prefix = address.group(1), pname + "->"  # ``p->n = n`` of ``setup(&cfg)``
+            pointee = f"{pname}[0]"  # ``*n = 4`` of ``get(&n)``
+            if sub.texts.get(pointee) != before.get(pointee):
+                out[owner] = pointee
         for key, value in sub.texts.items() if owner else ():
             if key.startswith(prefix) and value != before.get(key):
                 out[f"{owner}.{key[len(prefix) :]}"] = key  # the caller's ``cfg.n``
@@ -818,6 +837,18 @@ def _call_effects(
     for target, source in out.items():
         v = sub.value(source)
         _assign(ctx, target, repr(v) if v is not None else "", argv)
+    unknown = {pname: owner for pname, owner in pointers.items() if ctx.value(owner) is None}
+    runnable = effect_function(callee) if unknown else None
+    if runnable is not None:
+        # set in a loop or a branch (``if (len == 1 << i) { *levels = i; return 0; }``):
+        # run the function on the call's numbers
+        values = [ctx.eval_value(substitute_host(a, argv, ctx.types)) for a in args]
+        held = {f"{p}[0]": v for p, v in prior.items() if v is not None}
+        local = run_for_effects(runnable, values, _Env(ctx), ctx.functions, held)
+        for pname, owner in unknown.items():
+            v = local.get(f"{pname}[0]") if local is not None else None
+            if v is not None:
+                _assign(ctx, owner, repr(v), argv)
 
 
 def _scanned(call: Node, ctx: HostContext, argv: list[str]) -> None:
@@ -885,6 +916,8 @@ def _sets_outside(fn: Node) -> bool:
                 root = root_identifier(left)  # through a pointer parameter: ``p->n = n``
                 if root:
                     pointed.add(root)
+            elif left is not None and (target := _target(left)) and target.endswith("[0]"):
+                pointed.add(target[:-3])  # what a pointer parameter points at: ``*n = 4``
         stack.extend(n.named_children)
     found = bool(_reference_params(fn)) or bool(targets - declared) or bool(pointed & params)
     _SETS_OUTSIDE[fn.id] = (fn, found)

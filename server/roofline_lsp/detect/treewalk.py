@@ -211,8 +211,7 @@ def text_function(fn: Node) -> TextFunction | None:
     local numbers, ifs, loops and returns (``nextPow2``), as a :class:`TextFunction`; None
     for any other function."""
     body = fn.child_by_field_name("body")
-    fdecl = function_declarator(fn)
-    if body is None or fdecl is None or body.type != "compound_statement":
+    if body is None or body.type != "compound_statement":
         return None
     stmts = [c for c in body.named_children if c.type != "comment"]
     value: Node | None = None
@@ -227,6 +226,37 @@ def text_function(fn: Node) -> TextFunction | None:
         steps = _steps(body, {}, [0])
         if steps is None:
             return None
+    signature = _signature(fn)
+    if signature is None:
+        return None
+    params, kinds = signature
+    body_text = text(value) if value is not None else ""
+    return TextFunction(params, body_text, kinds, result, steps)
+
+
+def effect_function(fn: Node) -> TextFunction | None:
+    """A small host function of any result (``void getLevels(int n, int *levels)``) as
+    :class:`TextFunction` steps, run for what it leaves behind its pointer parameters
+    (``*levels = i``); None when it is larger or has a statement of another form."""
+    body = fn.child_by_field_name("body")
+    if body is None or body.type != "compound_statement":
+        return None
+    if body.end_byte - body.start_byte > _MAX_FUNCTION_BYTES:
+        return None
+    steps = _steps(body, {}, [0])
+    signature = _signature(fn)
+    if steps is None or signature is None:
+        return None
+    params, kinds = signature
+    return TextFunction(params, "", kinds, None, steps)
+
+
+def _signature(fn: Node) -> tuple[tuple[str, ...], tuple[bool | None, ...]] | None:
+    """A function's parameter names and the integer kind of each (None: a pointer, an
+    array, a class); None for a variadic function."""
+    fdecl = function_declarator(fn)
+    if fdecl is None:
+        return None
     plist = fdecl.child_by_field_name("parameters")
     params: list[str] = []
     kinds: list[bool | None] = []
@@ -243,8 +273,7 @@ def text_function(fn: Node) -> TextFunction | None:
         ref = decl is not None and decl.type in ("pointer_declarator", "array_declarator")
         params.append(name)
         kinds.append(None if ref or ptype is None else _numeric_kind(text(ptype)))
-    body_text = text(value) if value is not None else ""
-    return TextFunction(tuple(params), body_text, tuple(kinds), result, steps)
+    return tuple(params), tuple(kinds)
 
 
 _MAX_FUNCTION_STATEMENTS = 64  # a host helper with more is not run
@@ -286,6 +315,8 @@ def _steps(node: Node, kinds: dict[str, bool | None], count: list[int]) -> tuple
             part = (Step("if", expr=cond or "", then=a or (), orelse=b or ()),) if ok else None
         elif t in ("for_statement", "while_statement"):
             part = _loop(st, kinds, count)
+        elif t == "break_statement":
+            part = (Step("break"),)
         else:
             part = None
         if part is None:
@@ -389,13 +420,29 @@ def _effect(e: Node, kinds: dict[str, bool | None]) -> tuple[Step, ...] | None:
         left = e.child_by_field_name("left")
         right = e.child_by_field_name("right")
         op = e.child_by_field_name("operator")
-        if left is None or left.type != "identifier" or right is None or op is None:
+        if left is None or right is None or op is None:
             return None
+        name = _pointee(left) if left.type != "identifier" else text(left)
         o = op.type
-        if o != "=" and o not in _COMPOUND:
+        if name is None or o != "=" and o not in _COMPOUND:
             return None
-        name = text(left)
         return (Step("set", name, "" if o == "=" else o[:-1], text(right), kinds.get(name)),)
+    return None
+
+
+def _pointee(left: Node) -> str | None:
+    """``*p`` or ``p[0]`` of a pointer parameter, as the name ``p[0]`` (what the caller's
+    variable passed as ``&x`` receives); None for any other target."""
+    arg = left.child_by_field_name("argument")
+    if arg is None or arg.type != "identifier":
+        return None
+    if left.type == "pointer_expression" and text(left).lstrip().startswith("*"):
+        return f"{text(arg)}[0]"
+    index = left.child_by_field_name("index") or next(
+        (c for c in left.named_children if c != arg), None
+    )
+    if left.type == "subscript_expression" and index is not None:
+        return f"{text(arg)}[0]" if text(index).strip("[] ") == "0" else None
     return None
 
 

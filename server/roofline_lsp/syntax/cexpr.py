@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from roofline_lsp.syntax.carith import (
@@ -35,7 +35,8 @@ class Step:
     * ``if``: ``expr`` the condition, ``then`` / ``orelse`` the branches;
     * ``loop``: ``while (expr) { then; orelse }`` (a ``for``'s update is ``orelse``, its
       initialiser a step before the loop);
-    * ``return``: ``expr``."""
+    * ``return``: ``expr``;
+    * ``break``: leaves the innermost loop."""
 
     kind: str
     name: str = ""
@@ -394,6 +395,10 @@ def evaluate(
 _MAX_STEPS = 512
 
 
+class _Break(Exception):
+    pass
+
+
 class _Returned(Exception):
     def __init__(self, value: float) -> None:
         self.value = value
@@ -410,6 +415,22 @@ def _run(
     """Run a small host function's ``steps`` with its parameters ``local``: the value it
     returns, None when a value it needs is not known or it runs out of ``budget`` (steps
     left, shared with the functions it calls)."""
+    try:
+        return _execute(steps, local, env, depth, functions, budget)
+    except (_Fail, RecursionError, OverflowError, ValueError):
+        return None
+
+
+def _execute(
+    steps: tuple[Step, ...],
+    local: dict[str, float],
+    env: Env,
+    depth: int,
+    functions: Functions | None,
+    budget: list[int],
+) -> float | None:
+    """``_run``, raising where it gives None for a function that cannot be run (its locals
+    then hold what it set before it returned or fell off its end)."""
 
     def value(expr: str) -> float:
         v = evaluate(expr, env, depth, functions=functions, _bound=local, _budget=budget)
@@ -434,13 +455,18 @@ def _run(
                 run(st.then if value(st.expr) else st.orelse)
             elif st.kind == "loop":
                 while value(st.expr):
-                    run(st.then)
+                    try:
+                        run(st.then)
+                    except _Break:
+                        break
                     run(st.orelse)
                     budget[0] -= 1
                     if budget[0] < 0:
                         raise _Fail
             elif st.kind == "return":
                 raise _Returned(value(st.expr))
+            elif st.kind == "break":
+                raise _Break
             else:
                 raise _Fail
 
@@ -448,9 +474,34 @@ def _run(
         run(steps)
     except _Returned as r:
         return r.value
+    except _Break as e:  # outside a loop
+        raise _Fail from e
+    return None
+
+
+def run_for_effects(
+    fn: TextFunction,
+    args: Sequence[float | None],
+    env: Env,
+    functions: Functions | None = None,
+    pointees: Mapping[str, float] | None = None,
+) -> dict[str, float] | None:
+    """Run a small host function (``fn.steps``) with its arguments (None: not known, as a
+    pointer's own value is) for the locals it leaves: ``p[0]`` for what it stored through
+    pointer parameter ``p`` (``pointees``: what those held before). None when it cannot
+    run: a value it needs is unknown, or it runs out of steps."""
+    if fn.steps is None:
+        return None
+    local: dict[str, float] = dict(pointees or {})
+    for i, (p, a) in enumerate(zip(fn.params, args, strict=False)):
+        if a is not None:
+            integer = fn.integer[i] if i < len(fn.integer) else None
+            local[p] = cast(a, integer) if integer is not None else a
+    try:
+        _execute(fn.steps, local, env, 0, functions, [_MAX_STEPS])
     except (_Fail, RecursionError, OverflowError, ValueError):
         return None
-    return None
+    return local
 
 
 def _function(functions: Functions | None, name: str) -> TextFunction | None:
