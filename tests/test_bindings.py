@@ -976,6 +976,31 @@ def test_what_the_caller_does_to_an_object_before_the_call_reaches_its_members(
     assert ctx.get("n_") == 64 and ctx.get("iters_") is None
 
 
+def test_a_launch_four_calls_below_main_gets_main_s_values(tmp_path: Path) -> None:
+    # main -> sortKeys -> step -> scanLarge -> scanLocal2 -> launch: numElements = 2^22,
+    # arrayLength = 2^22 / 2 / 128 * 16 = 262,144, size = 262,144 / 1024 = 256 (8 trips
+    # of off <<= 1), elements = 1 * 256 and one block of 256
+    src = (
+        "__global__ void k(unsigned *d, unsigned N, unsigned size) {}\n"
+        "void scanLocal2(unsigned *d, unsigned n, unsigned size) {\n"
+        "  const unsigned elements = n * size;\n"
+        "  k<<<(elements + 255) / 256, 256>>>(d, elements, size);\n"
+        "}\n"
+        "void scanLarge(unsigned *d, unsigned batch, unsigned arrayLength) {\n"
+        "  scanLocal2(d, batch, arrayLength / (4 * 256));\n"
+        "}\n"
+        "void step(unsigned *d, unsigned numElements, unsigned batch) {\n"
+        "  scanLarge(d, batch, numElements / 2 / 128 * 16);\n"
+        "}\n"
+        "void sortKeys(unsigned *d, unsigned numElements, unsigned batch) {\n"
+        "  for (unsigned bit = 0; bit < 32; bit += 4) step(d, numElements, batch);\n"
+        "}\n"
+        "int main() { unsigned *d; sortKeys(d, 128 * 128 * 128 * 2, 1); }\n"
+    )
+    ctx = ctx_for(tmp_path, {"chain.cu": src}, "chain.cu")
+    assert ctx.get("size") == 256 and ctx.grid == (1, 1, 1)
+
+
 def test_values_stored_through_a_pointer_argument(tmp_path: Path) -> None:
     # getIters(n, &iters) stores n / 1024 = 1024 through *iters; getLevels(n, &levels),
     # called in an if's condition, finds 1 << 20 == 1 << 20 at i = 20 and stores it

@@ -1498,6 +1498,11 @@ def _caller_scope(
     return sub, start
 
 
+# host call levels followed up from a launch towards main (main -> run -> sort -> scan ->
+# launch is four)
+_CALLER_DEPTH = 4
+
+
 def _bind_callers(
     fn: Node,
     detection: Detection,
@@ -1511,7 +1516,7 @@ def _bind_callers(
     (in this file, else in the other files of its folder, read through ``view``; the files
     whose folder was searched are added to ``looked``)."""
     name = function_name(fn)
-    if not name or name == "main" or depth > 2:
+    if not name or name == "main" or depth > _CALLER_DEPTH:
         return
     params = function_params(fn)
     if not params:
