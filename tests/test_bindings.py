@@ -1001,6 +1001,33 @@ def test_a_launch_four_calls_below_main_gets_main_s_values(tmp_path: Path) -> No
     assert ctx.get("size") == 256 and ctx.grid == (1, 1, 1)
 
 
+def test_a_copied_struct_carries_its_fields(tmp_path: Path) -> None:
+    # dims.ne = 30; Dimensions b = dims (b.ne = 30); s.dims_b = dims (s.dims_b.ne = 30);
+    # dims.ne = 7 afterwards changes neither copy; c = dims after dims.na was set at run
+    # time: c.na is unknown, not what c held before
+    src = (
+        "struct Dimensions { int ne, na; };\n"
+        "struct Sweeper { Dimensions dims_b; };\n"
+        "__global__ void k(float *v, int a, int b, int c, int d) {}\n"
+        "int main(int argc, char **argv) {\n"
+        "  Dimensions dims, c;\n"
+        "  Sweeper s;\n"
+        "  dims.ne = 30;\n"
+        "  c.na = 5;\n"
+        "  Dimensions b = dims;\n"
+        "  s.dims_b = dims;\n"
+        "  dims.ne = 7;\n"
+        "  dims.na = read_na(argv[1]);\n"
+        "  c = dims;\n"
+        "  float *v;\n"
+        "  k<<<1, 256>>>(v, b.ne, s.dims_b.ne, c.ne, c.na);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"copy.cu": src}, "copy.cu")
+    assert (ctx.get("a"), ctx.get("b"), ctx.get("c")) == (30, 30, 7)
+    assert ctx.get("d") is None
+
+
 def test_values_stored_through_a_pointer_argument(tmp_path: Path) -> None:
     # getIters(n, &iters) stores n / 1024 = 1024 through *iters; getLevels(n, &levels),
     # called in an if's condition, finds 1 << 20 == 1 << 20 at i = 20 and stores it

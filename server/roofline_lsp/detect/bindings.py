@@ -699,6 +699,7 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                             ctx.extents[name] = _maybe(ctx, text(inner[0]), argv)
                         continue
                 _assign(ctx, name, vt, argv)
+                _copy_fields(ctx, name, vt, argv)
                 _point_at(ctx, ctx, name, vt)
                 if v.type == "call_expression":
                     _call_effects(v, fn, ctx, argv, result=name)
@@ -758,6 +759,7 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 # ``n = n * 2`` in a loop: known only at run time
                 looped = depth > 0 and target in _IDENT.findall(rt)
                 _assign(ctx, target, "" if looped else rt, argv)
+                _copy_fields(ctx, target, "" if looped else rt, argv)
             elif op.type in ("*=", "+=", "-=", "/=", "<<=", ">>=") and target in ctx.texts:
                 # accumulated in a loop: the value after it is known only at run time
                 upd = f"({target}) {op.type[:-1]} ({rt})" if depth == 0 else ""
@@ -929,14 +931,31 @@ def _sets_outside(fn: Node) -> bool:
 def _definition(root: Node, name: str) -> Node | None:
     """The definition of host function ``name`` at the top level of the file (or in a
     namespace, or a function template's)."""
-    stack = list(root.named_children)
+    return _definitions(root).get(name)
+
+
+# a tree's root (by id, checked) -> its top-level function definitions by name
+_DEFINITIONS: OrderedDict[int, tuple[Node, dict[str, Node]]] = OrderedDict()
+
+
+def _definitions(root: Node) -> dict[str, Node]:
+    """The top-level definitions of a tree by name, the first of each (cached per tree: a
+    search per call made a ``main`` of N calls cost N^2)."""
+    hit = _DEFINITIONS.get(root.id)
+    if hit is not None and hit[0] == root:
+        return hit[1]
+    out: dict[str, Node] = {}
+    stack = list(reversed(root.named_children))
     while stack:
         n = stack.pop()
-        if n.type == "function_definition" and function_name(n) == name:
-            return n
-        if n.type in _DEFINITION_SCOPES:
-            stack.extend(n.named_children)
-    return None
+        if n.type == "function_definition":
+            out.setdefault(function_name(n), n)
+        elif n.type in _DEFINITION_SCOPES:
+            stack.extend(reversed(n.named_children))
+    _DEFINITIONS[root.id] = (root, out)
+    if len(_DEFINITIONS) > 32:
+        _DEFINITIONS.popitem(last=False)
+    return out
 
 
 _DEFINITION_SCOPES = frozenset(
@@ -1319,6 +1338,31 @@ def _assign(ctx: HostContext, name: str, expr: str, argv: list[str]) -> None:
                 ctx.texts[other] = _in_terms_of(t, name, prev) if prev else ""
     ctx.texts[name] = _known(expr)
     ctx._cache.clear()
+
+
+_ARITHMETIC = re.compile(
+    r"\b(?:int|float|double|char|bool|long|short|unsigned|signed|size_t|half|"
+    r"u?int\d+_t|dim3)\b"
+)
+_STRUCT_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _copy_fields(ctx: HostContext, target: str, source: str, argv: list[str]) -> None:
+    """A whole struct copied (``Dimensions b = dims;``, ``s.dims_b = dims;``): the fields
+    the host knows of ``source`` become ``target``'s, those it does not are unknown."""
+    source = source.strip()
+    if source and not _STRUCT_NAME.fullmatch(source):
+        return
+    declared = ctx.types.get(source.split(".", 1)[0], "") if source else "?"
+    if not declared or "*" in declared or _ARITHMETIC.search(declared):
+        return  # a number or a pointer (or no declared type): no fields to copy
+    known = {k[len(source) :]: k for k in ctx.texts if source and k.startswith(source + ".")}
+    for key in [k for k in ctx.texts if k.startswith(target + ".")]:
+        if key[len(target) :] not in known:
+            _assign(ctx, key, "", argv)
+    for rest, key in known.items():
+        v = ctx.value(key)
+        _assign(ctx, target + rest, repr(v) if v is not None else "", argv)
 
 
 def _in_terms_of(expr: str, name: str, prev: str) -> str:

@@ -19,6 +19,7 @@ justified below and its fit on the dev set is shown by ``scripts/calibration.py`
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -457,7 +458,7 @@ def _header_declarations(detection: Detection, view: SourceView | None) -> list[
     for _ in range(MAX_HEADER_DEPTH):
         nxt = []
         for path, source in frontier:
-            for rel in LOCAL_INCLUDE.findall(source):
+            for rel in _local_includes(source):
                 found = included_body(rel.decode("utf-8", "replace"), path, view)
                 if found is None or found[0] in seen:
                     continue
@@ -467,6 +468,13 @@ def _header_declarations(detection: Detection, view: SourceView | None) -> list[
                 nxt.append((found[0], body))
         frontier = nxt
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _local_includes(source: bytes) -> tuple[bytes, ...]:
+    """The ``#include "..."`` paths of a file's text (the kernels of a file share them: a
+    search per kernel made a file of N kernels cost N^2)."""
+    return tuple(LOCAL_INCLUDE.findall(source))
 
 
 # (header, its text's hash, the includer's macros) -> the header's declarations
