@@ -1053,6 +1053,30 @@ def test_values_stored_through_a_pointer_argument(tmp_path: Path) -> None:
     assert (ctx.get("iters"), ctx.get("levels")) == (1024, 20)
 
 
+def test_a_launch_in_a_method_sees_the_object_s_data_members(tmp_path: Path) -> None:
+    # Solver s(1 << 20, 10); s.setIters(12); s.step(): the launch in step() has n_ = 2^20
+    # (grid 4096 of 256) and iters_ = 12; a local of the method shadows a member (chunk)
+    src = (
+        "__global__ void solver(float *a, int nIter, int chunk) {}\n"
+        "class Solver {\n"
+        " public:\n"
+        "  Solver(int n, int iters) : n_(n), iters_(iters), chunk(1) {}\n"
+        "  void setIters(int t) { iters_ = t; }\n"
+        "  void step() {\n"
+        "    int chunk = 64;\n"
+        "    float *d;\n"
+        "    solver<<<n_ / 256, 256>>>(d, iters_, chunk);\n"
+        "  }\n"
+        " private:\n"
+        "  int n_, iters_, chunk;\n"
+        "};\n"
+        "int main() { Solver s(1 << 20, 10); s.setIters(12); s.step(); }\n"
+    )
+    ctx = ctx_for(tmp_path, {"m.cu": src}, "m.cu")
+    assert ctx.grid == (4096, 1, 1)
+    assert (ctx.get("nIter"), ctx.get("chunk")) == (12, 64)
+
+
 def test_a_switch_on_a_known_value_runs_its_case(tmp_path: Path) -> None:
     # switch (size) with size = 2 runs case 2 (n = 8192), falls through to case 3
     # (m = 7) and stops at its break; case 4 and default do not run. On an unknown value

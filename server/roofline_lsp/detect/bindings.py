@@ -1728,6 +1728,10 @@ def host_context(
         fn = enclosing_function(call) if call is not None else None
         scoped = fn is not None and site.file == unit.detection.file
         if fn is not None and scoped:
+            # a launch in a method: the object's data members, then the method's own names
+            for name, tyt in _member_types(fn, unit.detection).items():
+                ctx.types.setdefault(name, tyt)
+            ctx.texts.update(_member_values(fn, unit.detection, ctx, argv, view))
             _host_scope(ctx, unit.detection, fn, site.span.start_byte, argv, view)
         # the host scope (callers, assignments, run-time reads) knows more than detection's
         # declarations before the launch: what it cannot evaluate is unknown
