@@ -1077,6 +1077,36 @@ def test_a_launch_in_a_method_sees_the_object_s_data_members(tmp_path: Path) -> 
     assert (ctx.get("nIter"), ctx.get("chunk")) == (12, 64)
 
 
+def test_an_option_not_given_keeps_its_default(tmp_path: Path) -> None:
+    # size defaults to 512, -s sets it (behind an optarg guard, with a two-word cast);
+    # reps defaults to 3, --reps sets it (strcmp style). Not given: the defaults; given:
+    # the values; given but not a number: unknown.
+    src = (
+        "__global__ void k(float *a, unsigned n, int r) {}\n"
+        "int main(int argc, char **argv) {\n"
+        "  unsigned size = 512;\n"
+        "  int reps = 3, opt;\n"
+        '  while ((opt = getopt(argc, argv, "s:")) != -1) {\n'
+        "    switch (opt) {\n"
+        "      case 's':\n"
+        "        if (optarg != NULL) size = (unsigned int)(atoi(optarg));\n"
+        "        break;\n"
+        "    }\n"
+        "  }\n"
+        "  for (int i = 1; i < argc; i++)\n"
+        '    if (!strcmp(argv[i], "--reps")) reps = atoi(argv[++i]);\n'
+        "  float *d;\n"
+        "  k<<<64, 256>>>(d, size, reps);\n"
+        "}\n"
+    )
+    files = {"o.cu": src}
+    ctx = ctx_for(tmp_path, files, "o.cu")
+    assert (ctx.get("n"), ctx.get("r")) == (512, 3)
+    ctx = ctx_for(tmp_path, files, "o.cu", args="-s 16384 --reps 7")
+    assert (ctx.get("n"), ctx.get("r")) == (16384, 7)
+    assert ctx_for(tmp_path, files, "o.cu", args="-s 1x").get("n") is None
+
+
 def test_a_switch_on_a_known_value_runs_its_case(tmp_path: Path) -> None:
     # switch (size) with size = 2 runs case 2 (n = 8192), falls through to case 3
     # (m = 7) and stops at its break; case 4 and default do not run. On an unknown value

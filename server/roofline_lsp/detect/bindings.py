@@ -740,6 +740,10 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             if left is None or right is None or op is None:
                 return
             target = _target(left)
+            if _OPTION_VALUE.search(text(right)) and not _option_given(node, fn, argv):
+                # ``case 's': size = atoi(optarg)`` in the option loop, run without ``-s``:
+                # the default it had (given, ``_options`` reads its value)
+                return
             taken = _branch_taken(node, fn, ctx, argv) if target is not None else False
             if target is None or taken is False:
                 return
@@ -1253,10 +1257,13 @@ def _ends_case(case: Node) -> bool:
 
 
 _CONVERT = (
-    r"(?:\(\s*\w+\s*\)\s*)?(?:std\s*::\s*)?(?:atoi|atol|atoll|atof|stoi|stol|stoll|stoul|"
+    r"(?:\(\s*\w+(?:\s+\w+)*\s*\)\s*\(?\s*)?(?:std\s*::\s*)?(?:atoi|atol|atoll|atof|stoi|stol|stoll|stoul|"
     r"stof|stod|strtol|strtoul|strtoll|strtoull|strtod|strtof)\s*\(\s*"
 )
-_GETOPT = re.compile(r"case\s*'(\w)'\s*:\s*\{?\s*([A-Za-z_]\w*)\s*=\s*" + _CONVERT + r"optarg")
+_GETOPT = re.compile(
+    r"case\s*'(\w)'\s*:\s*\{?\s*(?:if\s*\(\s*optarg[^;{}]*?\)\s*\{?\s*)?"
+    r"([A-Za-z_]\w*)\s*=\s*" + _CONVERT + r"optarg"
+)
 _STRCMP_OPT = re.compile(
     r'"(-{1,2}[A-Za-z][\w-]*)"[^";]{0,400}?[;{)]\s*([A-Za-z_][\w.]*)\s*=\s*'
     + _CONVERT
@@ -1276,6 +1283,30 @@ def option_values(argv: list[str]) -> dict[str, str]:
         elif i + 1 < len(argv) and _numeric(argv[i + 1]):
             out[key] = argv[i + 1]
     return out
+
+
+# the value of a command-line option being parsed: getopt's ``optarg``, the word after the
+# option (``argv[++i]``, ``argv[i + 1]``)
+_OPTION_VALUE = re.compile(r"\boptarg\b|\bargv\s*\[\s*(?:\+\+\s*\w+|\w+\s*\+\s*1|\w+\s*\+\+)\s*\]")
+
+
+_OPTION_NAME = re.compile(r'"(-{1,2}[A-Za-z][\w-]*)"')
+
+
+def _option_given(node: Node, fn: Node, argv: list[str]) -> bool:
+    """Whether the command line gives the option whose parsing ``node`` is in (the
+    ``case 's':`` of a getopt loop, the ``if (!strcmp(argv[i], "-n"))`` around it); True
+    when no option name is found around it."""
+    names: set[str] = set()
+    p = node.parent
+    while p is not None and p != fn:
+        if p.type == "case_statement" and (value := p.child_by_field_name("value")) is not None:
+            names.add(text(value).strip("'"))
+        elif p.type == "if_statement" and (cond := p.child_by_field_name("condition")):
+            names.update(n.lstrip("-") for n in _OPTION_NAME.findall(text(cond)))
+        p = p.parent
+    given = {t.lstrip("-").partition("=")[0] for t in argv if t.startswith("-")}
+    return not names or bool(names & given)
 
 
 def _options(fn_text: str, ctx: HostContext, argv: list[str]) -> None:
