@@ -1001,6 +1001,22 @@ def test_a_launch_four_calls_below_main_gets_main_s_values(tmp_path: Path) -> No
     assert ctx.get("size") == 256 and ctx.grid == (1, 1, 1)
 
 
+def test_a_field_stored_through_a_pointer_is_read_back(tmp_path: Path) -> None:
+    # initParams(&params): p->sp = 0.05, then p->nb = 6 * (int)(1.1 / p->sp) = 6 * 22
+    src = (
+        "struct Param { int nb; double sp; };\n"
+        "__global__ void k(double *a, int nb) {}\n"
+        "void initParams(Param *p) { p->sp = 0.05; p->nb = 6 * (int)(1.1 / p->sp); }\n"
+        "int main() {\n"
+        "  Param params;\n"
+        "  initParams(&params);\n"
+        "  double *a;\n"
+        "  k<<<1, 256>>>(a, params.nb);\n"
+        "}\n"
+    )
+    assert ctx_for(tmp_path, {"f.cu": src}, "f.cu").get("nb") == 132
+
+
 def test_a_copied_struct_carries_its_fields(tmp_path: Path) -> None:
     # dims.ne = 30; Dimensions b = dims (b.ne = 30); s.dims_b = dims (s.dims_b.ne = 30);
     # dims.ne = 7 afterwards changes neither copy; c = dims after dims.na was set at run

@@ -126,3 +126,9 @@ def test_strlen_of_a_string_the_host_initialised() -> None:
     assert evaluate("strlen(key) / 2", {"strlen(key)": "64"}) == 32
     assert evaluate("strlen(key)", {}) is None
     assert evaluate("strlen(a + 1)", {"strlen(a)": "4"}) is None
+
+
+def test_a_field_through_a_pointer_is_one_name() -> None:
+    # ``p->n``, as the host binding records a store through a pointer parameter
+    assert evaluate("p->n * 2 + q.m", {"p->n": "21", "q.m": "1"}) == 43
+    assert evaluate("a - b", {"a": "3", "b": "1"}) == 2  # a minus, not an arrow

@@ -70,7 +70,7 @@ _TOKEN = re.compile(
     r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
     r"(?P<suffix>[uUlLfF]*)"
     r"|'(?P<char>[^'\\])'"
-    r"|(?P<name>[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*(?:\.[A-Za-z_]\w*)*)"
+    r"|(?P<name>[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*(?:(?:\.|->)[A-Za-z_]\w*)*)"
     r"|(?P<op><<|>>|<=|>=|==|!=|&&|\|\||\+\+|--|[-+*/%()<>?:,&|^~!\[\]]))"
 )
 _NAMED_CASTS = frozenset({"static_cast", "const_cast"})
