@@ -976,6 +976,52 @@ def test_what_the_caller_does_to_an_object_before_the_call_reaches_its_members(
     assert ctx.get("n_") == 64 and ctx.get("iters_") is None
 
 
+def test_a_callee_in_a_sibling_file_runs_for_its_effects(tmp_path: Path) -> None:
+    # getLevels is defined in reference.cu with its own MAX_LEVELS; main.cu has only its
+    # prototype. n = 4096 = 2^12: levels = 12; init_grid (grid.cu) returns a struct whose
+    # ldim = 4096 + 2 * 4 = 4104. Editing reference.cu (48 levels at most, a 2^30 signal)
+    # is seen by the next analysis.
+    ref = (
+        "#define MAX_LEVELS 24\n"
+        "int getLevels(unsigned len, unsigned *levels) {\n"
+        "  for (unsigned i = 0; i < MAX_LEVELS; ++i)\n"
+        "    if (len == (1U << i)) { *levels = i; return 0; }\n"
+        "  return 1;\n"
+        "}\n"
+    )
+    grid = (
+        "struct grid_t { int n, ldim; };\n"
+        "struct grid_t init_grid(int n) {\n"
+        "  struct grid_t g; g.n = n; g.ldim = n + 2 * 4; return g;\n"
+        "}\n"
+    )
+    main = (
+        "struct grid_t { int n, ldim; };\n"
+        "int getLevels(unsigned len, unsigned *levels);\n"
+        "struct grid_t init_grid(int n);\n"
+        "__global__ void haar(float *a, unsigned levels, int ldim) {}\n"
+        "int main(int argc, char **argv) {\n"
+        "  unsigned n = atoi(argv[1]), levels = 0;\n"
+        "  if (getLevels(n, &levels) == 1) return 1;\n"
+        "  const struct grid_t grid = init_grid(n);\n"
+        "  float *d;\n"
+        "  haar<<<n / 256, 256>>>(d, levels, grid.ldim);\n"
+        "}\n"
+    )
+    files = {"reference.cu": ref, "grid.cu": grid, "main.cu": main}
+    ctx = ctx_for(tmp_path, files, "main.cu", args="4096")
+    assert (ctx.get("levels"), ctx.get("ldim")) == (12, 4104)
+    assert (
+        ctx_for(
+            tmp_path,
+            files | {"reference.cu": ref.replace("24", "48")},
+            "main.cu",
+            args=str(1 << 30),
+        ).get("levels")
+        == 30
+    )
+
+
 def test_a_launch_four_calls_below_main_gets_main_s_values(tmp_path: Path) -> None:
     # main -> sortKeys -> step -> scanLarge -> scanLocal2 -> launch: numElements = 2^22,
     # arrayLength = 2^22 / 2 / 128 * 16 = 262,144, size = 262,144 / 1024 = 256 (8 trips

@@ -57,6 +57,17 @@ def test_units_mentioning_reads_unsaved_siblings(tmp_path: Path) -> None:
     assert unit.detection.source == LIGHT
 
 
+def test_a_sibling_changed_on_disk_is_read_again(tmp_path: Path) -> None:
+    # rewriting a file leaves its folder's time alone: the file's own version tells
+    path, dev = folder(tmp_path)
+    pat = re.compile(rb"\bwork\s*\(")
+    (unit,) = units_mentioning(path, pat)
+    assert unit.detection.source == LIGHT
+    Path(dev).write_bytes(HEAVY)
+    (unit,) = units_mentioning(path, pat)
+    assert unit.detection.source == HEAVY
+
+
 def test_a_bare_file_name_has_the_working_directory_s_siblings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,7 +26,12 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from roofline_lsp.detect.pragmas import SECTION_START
-from roofline_lsp.detect.program import Unit, sibling_stamps, units_mentioning
+from roofline_lsp.detect.program import (
+    Unit,
+    defined_in_siblings,
+    sibling_stamps,
+    units_mentioning,
+)
 from roofline_lsp.detect.treewalk import (
     descendants_of_type,
     effect_function,
@@ -774,6 +779,36 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
 _EFFECT_DEPTH = [0]
 
 
+@dataclass
+class _Program:
+    """The file whose host code is being scanned, the view its siblings are read through,
+    the files whose folders were searched for a callee (to validate the scan cache), and
+    the callees found there by name."""
+
+    path: str
+    view: SourceView | None
+    looked: list[str] = field(default_factory=list)
+    found: dict[str, tuple[Node, Mapping[str, str]] | None] = field(default_factory=dict)
+
+    def sibling_function(self, name: str) -> tuple[Node, Mapping[str, str]] | None:
+        """A host function defined in another file of the folder, with that file's
+        constants (``int getLevels(...)`` in ``reference.cu``)."""
+        if name not in self.found:
+            self.looked.append(self.path)
+            unit = defined_in_siblings(self.path, name, self.view)
+            fn = unit.detection.functions.get(name) if unit is not None else None
+            self.found[name] = (
+                (fn.node, unit.detection.constants)
+                if unit is not None and fn is not None and fn.node is not None
+                else None
+            )
+        return self.found[name]
+
+
+# the programs whose host code is being scanned, innermost last
+_SCANNING: list[_Program] = []
+
+
 def _call_effects(
     call: Node, fn: Node, ctx: HostContext, argv: list[str], result: str | None = None
 ) -> None:
@@ -789,6 +824,13 @@ def _call_effects(
     # the file's functions (headers included), else one in an ``extern "C"`` block
     known = ctx.definitions.get(text(name_node))
     callee = known.node if known is not None else _definition(_root(fn), text(name_node))
+    constants: Mapping[str, str] = {}
+    if callee is not None and callee.type != "function_definition":
+        callee = None  # a prototype: defined elsewhere
+    if callee is None and _SCANNING:
+        other = _SCANNING[-1].sibling_function(text(name_node))
+        if other is not None:
+            callee, constants = other
     if callee is None or callee == fn or callee.type != "function_definition":
         return
     returned = _returned_name(callee) if result is not None else None
@@ -801,6 +843,7 @@ def _call_effects(
     sub = HostContext(
         fixed=ctx.fixed, functions=ctx.functions, device=ctx.device, definitions=ctx.definitions
     )
+    sub.texts.update(constants)  # a callee in another file: that file's constants
     sub.texts.update(ctx.texts)
     for (_ptype, pname), a in zip(params, args, strict=False):
         if pname:
@@ -850,7 +893,7 @@ def _call_effects(
         # run the function on the call's numbers
         values = [ctx.eval_value(substitute_host(a, argv, ctx.types)) for a in args]
         held = {f"{p}[0]": v for p, v in prior.items() if v is not None}
-        local = run_for_effects(runnable, values, _Env(ctx), ctx.functions, held)
+        local = run_for_effects(runnable, values, _Env(sub), ctx.functions, held)
         for pname, owner in unknown.items():
             v = local.get(f"{pname}[0]") if local is not None else None
             if v is not None:
@@ -2069,30 +2112,37 @@ def _host_scope(
     if len(_SCANS) > _SCANNED_FILES:
         _SCANS.popitem(last=False)
     scan = scans.get(key)
-    if scan is None or not all(stamps == sibling_stamps(p, view) for p, stamps in scan.seen):
-        looked: list[str] = []
-        _bind_callers(fn, detection, ctx, argv, 0, view, looked)
-        _declare_params(fn, ctx)
-        fn_text = text(fn)
-        scan = _FunctionScan(
-            _siblings_seen(looked, view),
-            fn_text,
-            host_statements(fn, fn.end_byte),
-            _allocation_sites(fn_text),
-            _state(ctx),
-        )
-        scans[key] = scan
-    if scan.state is None or stop < scan.stop:
-        scan.scanned, scan.state = 0, scan.start
-    ctx.texts.update(scan.state[0])
-    ctx.types.update(scan.state[1])
-    ctx.extents.update(scan.state[2])
-    ctx._cache.clear()
-    statements, i = scan.statements, scan.scanned
-    while i < len(statements) and statement_at(statements[i][0]) < stop:
-        _scan_statement(*statements[i], fn, ctx, argv)
-        i += 1
-    scan.scanned, scan.stop, scan.state = i, stop, _state(ctx)
+    program = _Program(detection.file, view)
+    _SCANNING.append(program)
+    try:
+        if scan is None or not all(stamps == sibling_stamps(p, view) for p, stamps in scan.seen):
+            looked: list[str] = []
+            _bind_callers(fn, detection, ctx, argv, 0, view, looked)
+            _declare_params(fn, ctx)
+            fn_text = text(fn)
+            scan = _FunctionScan(
+                _siblings_seen(looked, view),
+                fn_text,
+                host_statements(fn, fn.end_byte),
+                _allocation_sites(fn_text),
+                _state(ctx),
+            )
+            scans[key] = scan
+        if scan.state is None or stop < scan.stop:
+            scan.scanned, scan.state = 0, scan.start
+        ctx.texts.update(scan.state[0])
+        ctx.types.update(scan.state[1])
+        ctx.extents.update(scan.state[2])
+        ctx._cache.clear()
+        statements, i = scan.statements, scan.scanned
+        while i < len(statements) and statement_at(statements[i][0]) < stop:
+            _scan_statement(*statements[i], fn, ctx, argv)
+            i += 1
+        scan.scanned, scan.stop, scan.state = i, stop, _state(ctx)
+    finally:
+        _SCANNING.pop()
+    if program.looked:  # callees read from sibling files: a change there redoes the scan
+        scan.seen = _siblings_seen([p for p, _s in scan.seen] + program.looked, view)
     _options(scan.fn_text, ctx, argv)
     _record_allocations(scan.allocations, ctx, argv)
 

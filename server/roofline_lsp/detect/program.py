@@ -46,16 +46,19 @@ class Unit:
     tree: Tree | None = field(default=None, compare=False, repr=False)
 
 
-def _stamp(folder: str) -> tuple[tuple[str, int, int], ...]:
+def _listing(folder: str) -> tuple[str, ...]:
+    """The source files of ``folder`` by name (at most ``MAX_SIBLINGS``)."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
         return ()
+    sources = (n for n in names if os.path.splitext(n)[1].lower() in SOURCE_EXTENSIONS)
+    return tuple(os.path.join(folder, n) for n in sources)
+
+
+def _stamp(files: tuple[str, ...]) -> tuple[tuple[str, int, int], ...]:
     out = []
-    for n in names:
-        if os.path.splitext(n)[1].lower() not in SOURCE_EXTENSIONS:
-            continue
-        full = os.path.join(folder, n)
+    for full in files:
         try:
             st = os.stat(full)
         except OSError:
@@ -121,22 +124,22 @@ def remember_unit(unit: Unit, reads: tuple[FileStamp, ...], view: SourceView | N
     _UNITS[(unit.path, view.version(unit.path))] = (unit, reads)
 
 
-_FOLDER_CACHE: dict[str, tuple[float, tuple[tuple[str, int, int], ...]]] = {}
+# folder -> its modification time and its source files (the listing changes with the
+# folder's time; a file's content does not, so each file's version is read every time)
+_FOLDER_CACHE: dict[str, tuple[int, tuple[str, ...]]] = {}
 
 
 def _folder_stamp(folder: str) -> tuple[tuple[str, int, int], ...]:
     try:
-        mtime = os.stat(folder).st_mtime
+        mtime = os.stat(folder).st_mtime_ns
     except OSError:
         return ()
     hit = _FOLDER_CACHE.get(folder)
-    if hit is not None and hit[0] == mtime:
-        return hit[1]
-    stamp = _stamp(folder)
-    if len(_FOLDER_CACHE) > 256:
-        _FOLDER_CACHE.clear()
-    _FOLDER_CACHE[folder] = (mtime, stamp)
-    return stamp
+    if hit is None or hit[0] != mtime:
+        if len(_FOLDER_CACHE) > 256:
+            _FOLDER_CACHE.clear()
+        hit = _FOLDER_CACHE[folder] = (mtime, _listing(folder))
+    return _stamp(hit[1])
 
 
 # a sibling file: its path, the version read and its bytes
