@@ -1169,6 +1169,36 @@ def test_an_option_not_given_keeps_its_default(tmp_path: Path) -> None:
     assert ctx_for(tmp_path, files, "o.cu", args="-s 1x").get("n") is None
 
 
+def test_a_cast_to_the_template_s_type_parameter_in_host_code(tmp_path: Path) -> None:
+    # stddev(o, a, D, N) deduces IdxType = int: TeamX = (65536 + (IdxType)32 - 1) /
+    # (IdxType)32 = 2048 teams; run<int>(d, 4096): m = (4096 + (T)3) / static_cast<T>(4)
+    # = 1024
+    src = (
+        "template <typename Type, typename IdxType>\n"
+        "void stddev(Type *o, const Type *a, IdxType N) {\n"
+        "  const int TeamX = (N + (IdxType)32 - 1) / (IdxType)32;\n"
+        "  #pragma omp target teams num_teams(TeamX) thread_limit(256)\n"
+        "  { o[0] = a[0]; }\n"
+        "}\n"
+        "template <typename T> __global__ void k(float *a, T m) {}\n"
+        "template <typename T> void run(float *d, T n) {\n"
+        "  T m = (n + (T)3) / static_cast<T>(4);\n"
+        "  k<T><<<n / 256, 256>>>(d, m);\n"
+        "}\n"
+        "int main() {\n"
+        "  int N = 65536;\n"
+        "  float *o, *a;\n"
+        "  stddev(o, a, N);\n"
+        "  run<int>(a, 4096);\n"
+        "}\n"
+    )
+    det = detected(tmp_path, src, "t.cu")
+    region = next(k for k in det.kernels if k.is_offload)
+    launched = next(k for k in det.kernels if not k.is_offload)
+    assert host_context(region, det).get("TeamX") == 2048
+    assert host_context(launched, det).get("m") == 1024
+
+
 def test_a_switch_on_a_known_value_runs_its_case(tmp_path: Path) -> None:
     # switch (size) with size = 2 runs case 2 (n = 8192), falls through to case 3
     # (m = 7) and stops at its break; case 4 and default do not run. On an unknown value

@@ -1393,6 +1393,11 @@ _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 def _assign(ctx: HostContext, name: str, expr: str, argv: list[str]) -> None:
     expr = substitute_host(_COMMENT.sub(" ", expr) if "/" in expr else expr, argv, ctx.types)
+    for param, given in ctx.host_template.items() if "(" in expr or "<" in expr else ():
+        if given:  # a cast to the template function's type parameter: its instantiation's
+            expr = re.sub(
+                rf"(\(\s*|static_cast\s*<\s*){re.escape(param)}(\s*[)>])", rf"\g<1>{given}\2", expr
+            )
     prev = ctx.texts.get(name)
     qualified = _QUALIFIED.fullmatch(expr)
     if prev is not None and qualified is not None and qualified.group(1) == name:
@@ -1763,8 +1768,9 @@ def host_context(
         anchor = kernel.node if kernel.node is not None else kernel.body
         fn = enclosing_function(anchor)
         if fn is not None:
-            _host_scope(ctx, detection, fn, anchor.start_byte, argv, view)
+            # (before the scan: ``(IdxType)n`` in the host code reads as ``(int)n``)
             ctx.host_template = _instantiation(fn, detection, view, deduce=True)
+            _host_scope(ctx, detection, fn, anchor.start_byte, argv, view)
             for name, tyt in _member_types(fn, detection).items():
                 ctx.types.setdefault(name, tyt)  # a local or parameter of that name wins
             for name, value in _member_values(fn, detection, ctx, argv, view).items():
@@ -1806,6 +1812,7 @@ def host_context(
             for name, tyt in _member_types(fn, unit.detection).items():
                 ctx.types.setdefault(name, tyt)
             ctx.texts.update(_member_values(fn, unit.detection, ctx, argv, view))
+            ctx.host_template = _instantiation(fn, unit.detection, view)
             _host_scope(ctx, unit.detection, fn, site.span.start_byte, argv, view)
         # the host scope (callers, assignments, run-time reads) knows more than detection's
         # declarations before the launch: what it cannot evaluate is unknown
@@ -1853,7 +1860,7 @@ def host_context(
                 "utf-8", "replace"
             ),
         )
-        if fn is not None:
+        if fn is not None and not scoped:
             ctx.host_template = _instantiation(fn, unit.detection, view)
         if m and "<<" not in m.group(1):
             # the launching function's own parameters become what its instantiation gives,
@@ -2101,6 +2108,7 @@ def _host_scope(
         fn.start_byte,
         fn.end_byte,
         tuple(argv),
+        tuple(sorted(ctx.host_template.items())),
         tuple(sorted(ctx.fixed.items())),
         tuple(sorted(ctx.texts.items())),
         tuple(sorted(ctx.device.items())),
