@@ -799,7 +799,10 @@ class _Program:
             fn = unit.detection.functions.get(name) if unit is not None else None
             self.found[name] = (
                 (fn.node, unit.detection.constants)
-                if unit is not None and fn is not None and fn.node is not None
+                if unit is not None
+                and fn is not None
+                and fn.node is not None
+                and fn.node.type == "function_definition"
                 else None
             )
         return self.found[name]
@@ -831,7 +834,7 @@ def _call_effects(
         other = _SCANNING[-1].sibling_function(text(name_node))
         if other is not None:
             callee, constants = other
-    if callee is None or callee == fn or callee.type != "function_definition":
+    if callee is None or callee == fn:
         return
     returned = _returned_name(callee) if result is not None else None
     if returned is None and not _sets_outside(callee):
@@ -1300,15 +1303,18 @@ def _ends_case(case: Node) -> bool:
 
 
 _CONVERT = (
-    r"(?:\(\s*\w+(?:\s+\w+)*\s*\)\s*\(?\s*)?(?:std\s*::\s*)?(?:atoi|atol|atoll|atof|stoi|stol|stoll|stoul|"
+    r"(?:\(\s*\w+(?:\s+\w+)*\s*\)\s*\(?\s*)?"  # a cast: (int), (unsigned int)(
+    r"(?:std\s*::\s*)?(?:atoi|atol|atoll|atof|stoi|stol|stoll|stoul|"
     r"stof|stod|strtol|strtoul|strtoll|strtoull|strtod|strtof)\s*\(\s*"
 )
 _GETOPT = re.compile(
     r"case\s*'(\w)'\s*:\s*\{?\s*(?:if\s*\(\s*optarg[^;{}]*?\)\s*\{?\s*)?"
     r"([A-Za-z_]\w*)\s*=\s*" + _CONVERT + r"optarg"
 )
+_OPTION_NAME = re.compile(r'"(-{1,2}[A-Za-z][\w-]*)"')  # "-n", "--iters" in a comparison
 _STRCMP_OPT = re.compile(
-    r'"(-{1,2}[A-Za-z][\w-]*)"[^";]{0,400}?[;{)]\s*([A-Za-z_][\w.]*)\s*=\s*'
+    _OPTION_NAME.pattern
+    + r'[^";]{0,400}?[;{)]\s*([A-Za-z_][\w.]*)\s*=\s*'
     + _CONVERT
     + r"argv\s*\["
 )
@@ -1331,9 +1337,6 @@ def option_values(argv: list[str]) -> dict[str, str]:
 # the value of a command-line option being parsed: getopt's ``optarg``, the word after the
 # option (``argv[++i]``, ``argv[i + 1]``)
 _OPTION_VALUE = re.compile(r"\boptarg\b|\bargv\s*\[\s*(?:\+\+\s*\w+|\w+\s*\+\s*1|\w+\s*\+\+)\s*\]")
-
-
-_OPTION_NAME = re.compile(r'"(-{1,2}[A-Za-z][\w-]*)"')
 
 
 def _option_given(node: Node, fn: Node, argv: list[str]) -> bool:
