@@ -45,3 +45,20 @@ def test_per_line_costs_and_weights(gpu, tmp_path: Path) -> None:  # type: ignor
     assert a.counts.lines[4][1] == pytest.approx(16.0)  # fp32 on line 4: 8 x FMA
     total = sum(v[1] for v in a.counts.lines.values())
     assert total == pytest.approx(a.counts.flops["fp32"])
+
+
+def test_a_math_function_of_constants_is_folded(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # ``#define PI acos(-1.0)`` costs nothing (nvcc computes it; its PTX has no acos): the
+    # kernel counts as with the literal, one FP64 multiply and one division by length;
+    # sin(x) of a value known only at run time keeps its cost
+    body = (
+        "__global__ void k(double *u, double length) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  u[i] = PI * u[i] / length;\n"
+        "}\n"
+    )
+    folded = count(gpu, tmp_path, "#define PI acos(-1.0)\n" + body, name="a.cu")
+    literal = count(gpu, tmp_path, "#define PI 3.141592653589793\n" + body, name="b.cu")
+    assert folded.counts.flops["fp64"] == pytest.approx(literal.counts.flops["fp64"])
+    kept = count(gpu, tmp_path, "#define PI acos(u[0])\n" + body, name="c.cu")
+    assert kept.counts.flops["fp64"] > literal.counts.flops["fp64"] + 10

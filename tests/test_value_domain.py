@@ -3,6 +3,10 @@ C (``syntax/carith.py``), means of thread-dependent values fold only where that 
 
 from __future__ import annotations
 
+import math
+
+import pytest
+
 from roofline_lsp.estimate.value_domain import DATA, Val, fold_binary, fold_call
 from roofline_lsp.syntax.datatypes import FLOAT
 
@@ -40,3 +44,11 @@ def test_floor_and_ceil_fold_on_a_mean_but_not_on_data() -> None:
     # not linear on a spread: min(i, n) of a thread's i is not min of the mean
     assert fold_call("min", [Val(FLOAT, MEAN, 127.5), Val(FLOAT, EXACT, 100.0)]) is None
     assert fold_call("min", [Val(FLOAT, EXACT, 127.5), Val(FLOAT, EXACT, 100.0)]) == 100.0
+
+
+def test_math_functions_of_constants_fold() -> None:
+    # acos(-1) is pi, exp(0) is 1; an operand known only at run time does not fold
+    assert fold_call("acos", [Val(FLOAT, frozenset(), -1.0)]) == pytest.approx(math.pi)
+    assert fold_call("exp", [Val(FLOAT, frozenset(), 0.0)]) == 1.0
+    assert fold_call("acos", [Val(FLOAT, frozenset({DATA}), -1.0)]) is None
+    assert fold_call("acos", [Val(FLOAT, frozenset(), 2.0)]) is None  # no real value

@@ -6,6 +6,7 @@ values) and its integer range; and the folding of operators on these values."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from roofline_lsp.syntax.carith import TREE_DIALECT, binary
 from roofline_lsp.syntax.datatypes import FLOAT, INT, UNKNOWN, DataType, promote
@@ -319,6 +320,37 @@ def fold_call(name: str, vals: list[Val]) -> float | None:
             return math.log2(xs[0])
         if name == "pow" and len(xs) == 2:
             return float(xs[0] ** xs[1])
-    except (ValueError, OverflowError):
+        if name in _CONSTANT_FOLDED:
+            # ``#define PI acos(-1.0)``: the compiler computes it, no instruction runs
+            return float(_CONSTANT_FOLDED[name](*xs))
+    except (ValueError, OverflowError, TypeError, ZeroDivisionError):
         return None
     return None
+
+
+# pure math functions of constants that the compiler evaluates at compile time
+_CONSTANT_FOLDED: dict[str, Callable[..., float]] = {
+    "exp": math.exp,
+    "exp2": lambda x: 2.0**x,
+    "exp10": lambda x: 10.0**x,
+    "expm1": math.expm1,
+    "log": math.log,
+    "log10": math.log10,
+    "log1p": math.log1p,
+    "sin": math.sin,
+    "cos": math.cos,
+    "tan": math.tan,
+    "asin": math.asin,
+    "acos": math.acos,
+    "atan": math.atan,
+    "atan2": math.atan2,
+    "sinh": math.sinh,
+    "cosh": math.cosh,
+    "tanh": math.tanh,
+    "cbrt": lambda x: math.copysign(abs(x) ** (1.0 / 3.0), x),
+    "rsqrt": lambda x: 1.0 / math.sqrt(x),
+    "hypot": math.hypot,
+    "fmod": math.fmod,
+    "trunc": lambda x: float(math.trunc(x)),
+    "round": lambda x: float(math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1)),
+}
