@@ -192,3 +192,25 @@ def test_sscanf_a_returned_struct_and_a_std_array_are_host_values(gpu, tmp_path:
     assert flops('  int q;\n  sscanf(argv[2], "%d", &q);', "q") == pytest.approx(600)
     assert flops("  Params p = make_params(argc, argv);", "p.iters") == pytest.approx(600)
     assert flops("  std::array<int, 2> dims = {n, m};", "dims[1]") == pytest.approx(600)
+
+
+def test_the_components_of_a_structure_of_arrays_are_disjoint(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # u holds three components of n3 doubles each (n3 a kernel argument not known, the same
+    # for every thread): u[i + n3 * 0..2] reads three elements per thread, 3 x 8 B x 65,536
+    # threads = 1.5 MiB of distinct bytes, not one component's 512 kiB; u[i - 1], u[i],
+    # u[i + 1] of one component stay one component's worth
+    src = (
+        "#define U(c, i) u[(i) + n3 * (c)]\n"
+        "__global__ void k(const double *u, double *out, int n3) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  out[i] = U(0, i) + U(1, i) * U(2, i) + U(0, i - 1) + U(0, i + 1);\n"
+        "}\n"
+        "int main(int argc, char **argv) {\n"
+        "  int n3 = atoi(argv[1]);\n"
+        "  double *u, *out;\n"
+        "  k<<<256, 256>>>(u, out, n3);\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="soa.cu")
+    (u,) = (b for b in a.memory.buffers if b.buffer == "u")
+    assert u.footprint == pytest.approx(3 * 8 * 65536, rel=0.01)

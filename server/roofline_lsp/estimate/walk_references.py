@@ -10,11 +10,17 @@ from tree_sitter import Node
 from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val, host_constant, lane_slope
 from roofline_lsp.estimate.walk_branches import BranchWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
+from roofline_lsp.syntax.carith import TREE_DIALECT, parse_literal
 from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType
 from roofline_lsp.syntax.expr import has_effects, reads_memory, text
 
 # the values an integer of this many bytes holds, signed or unsigned
 _NARROW = {1: (-128.0, 255.0), 2: (-32768.0, 65535.0)}
+
+
+# the distance taken for a multiple of an unknown stride of a structure of arrays
+# (``nijk * 2``): farther than any other constant offset of an index
+COMPONENT_STRIDE = float(2**40)
 
 
 class ReferenceWalker(BranchWalker):
@@ -210,9 +216,45 @@ class ReferenceWalker(BranchWalker):
             v = self.expr_quiet(n) if n.type in ("number_literal", "identifier") else None
             if v is not None and v.val is not None and not v.deps:
                 const += sign * v.val
+                continue
+            component = self._component(n)
+            if component is not None:
+                # ``met[base + i + nijk * 2]``: the third of a structure of arrays' components,
+                # ``nijk`` (not known, the same for every thread) apart: a distance larger
+                # than any other tile of the index (``_tiles``)
+                stride, c = component
+                terms.append((("+" if sign > 0 else "-") + "@" + stride, n))
+                const += sign * c * COMPONENT_STRIDE
             else:
                 terms.append((("+" if sign > 0 else "-") + text(n), n))
         return terms, const
+
+    def _component(self, n: Node) -> tuple[str, float] | None:
+        """``nijk * 2`` or ``2 * nijk``: a name whose value is not known, the same for every
+        thread and loop trip, times a constant: (the name, the constant)."""
+        if n.type != "binary_expression":
+            return None
+        op = n.child_by_field_name("operator")
+        left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+        if op is None or op.type != "*" or left is None or right is None:
+            return None
+        for name, factor in ((left, right), (right, left)):
+            if name.type != "identifier" or factor.type != "number_literal":
+                continue
+            c = parse_literal(text(factor), TREE_DIALECT)
+            if c is not None and self._unknown_constant(text(name), name):
+                return text(name), float(c)
+        return None
+
+    def _unknown_constant(self, name: str, node: Node) -> bool:
+        """Whether ``name`` (a variable or a macro) has no known value and is the same for
+        every thread and trip; walked once per name (the walk's budget is not spent on
+        every index that uses it)."""
+        known = self.tally.strides.get(name)
+        if known is None:
+            v = self.expr_quiet(node)
+            known = self.tally.strides[name] = v.val is None and not v.deps
+        return known
 
     def gathers(self, index: Node) -> bool:
         """Whether an index is a value read from memory as is: ``x[col[j]]``, or ``x[c]``

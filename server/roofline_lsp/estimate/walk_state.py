@@ -113,6 +113,9 @@ class Tally:
     local_sizes: dict[str, float] = field(default_factory=dict)  # per-thread arrays: bytes
     local_dynamic: set[str] = field(default_factory=set)  # ... indexed dynamically somewhere
     inferred: list[str] = field(default_factory=list)  # parameters sized from the launch
+    # names an index multiplies by a constant: whether each is an unknown value the same for
+    # every thread (a structure of arrays' component stride, ``nijk * 2``)
+    strides: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass
