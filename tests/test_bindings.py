@@ -1063,6 +1063,27 @@ def test_a_field_stored_through_a_pointer_is_read_back(tmp_path: Path) -> None:
     assert ctx_for(tmp_path, {"f.cu": src}, "f.cu").get("nb") == 132
 
 
+def test_a_count_stepped_in_counted_loops_is_their_trips(tmp_path: Path) -> None:
+    # for x < 40, for z < 40: nb++ twice: 2 * 40 * 40 = 3200. Counted under an if (per
+    # element read), or in a triangular nest (z < x): unknown
+    src = (
+        "__global__ void k(float *a, int nb, int odd, int tri) {}\n"
+        "int main() {\n"
+        "  int nb = 0, odd = 0, tri = 0;\n"
+        "  float v[40];\n"
+        "  for (int x = 0; x < 40; x++)\n"
+        "    for (int z = 0; z < 40; z++) { nb++; nb++; }\n"
+        "  for (int x = 0; x < 40; x++) if (v[x] > 0) odd++;\n"
+        "  for (int x = 0; x < 40; x++) for (int z = 0; z < x; z++) tri++;\n"
+        "  float *a;\n"
+        "  k<<<1, 256>>>(a, nb, odd, tri);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"n.cu": src}, "n.cu")
+    assert ctx.get("nb") == 3200
+    assert ctx.get("odd") is None and ctx.get("tri") is None
+
+
 def test_a_copied_struct_carries_its_fields(tmp_path: Path) -> None:
     # dims.ne = 30; Dimensions b = dims (b.ne = 30); s.dims_b = dims (s.dims_b.ne = 30);
     # dims.ne = 7 afterwards changes neither copy; c = dims after dims.na was set at run

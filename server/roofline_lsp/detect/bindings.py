@@ -735,8 +735,11 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             counter = _target(arg) if arg is not None else None
             if counter in ctx.texts and _branch_taken(node, fn, ctx, argv) is not False:
                 sign = "+" if "++" in text(u) else "-"
-                # counted in a loop (``nnz++`` per element read): known only at run time
-                step = f"({counter}) {sign} 1" if depth == 0 else ""
+                # in counted loops and nothing else (``for x, for z: i++``): once per trip of
+                # each; in a branch of a loop (``nnz++`` per element read): known only at
+                # run time
+                times = 1.0 if depth == 0 else _counted_times(node, fn, ctx)
+                step = f"({counter}) {sign} {times!r}" if times is not None else ""
                 _assign(ctx, str(counter), step, argv)
         if e is not None and e.type == "assignment_expression":
             left = e.child_by_field_name("left")
@@ -1058,6 +1061,48 @@ def _loop_exit(node: Node, depth: int, ctx: HostContext, argv: list[str]) -> Non
             after[var] = "" if v is None else repr(v)
     for var, value in after.items():
         _assign(ctx, var, value, argv)
+
+
+def _counted_times(node: Node, fn: Node, ctx: HostContext) -> float | None:
+    """How many times statement ``node`` of host function ``fn`` runs inside counted loops:
+    the product of their trips when only those loops and blocks enclose it, none breaks out
+    early and no inner loop's header uses an outer loop's variable; else None."""
+    loops: list[Node] = []
+    p = node.parent
+    while p is not None and p != fn:
+        if p.type == "for_statement":
+            loops.append(p)
+        elif p.type != "compound_statement":
+            return None  # a branch, a while loop, a switch
+        p = p.parent
+    if not loops or _leaves_early(loops[-1]):
+        return None
+    times, outer = 1.0, set[str]()
+    for lp in reversed(loops):  # outermost first
+        hdr = loop_header(lp)
+        if hdr is None or hdr.var is None:
+            return None
+        parts = (hdr.start, hdr.bound, hdr.step)
+        if outer & {n for part in parts if part is not None for n in _IDENT.findall(text(part))}:
+            return None  # a triangular nest: its trips differ from one outer trip to the next
+        t = _host_trips(lp, ctx)
+        if t is None:
+            return None
+        times *= t
+        outer.add(hdr.var)
+    return times
+
+
+def _leaves_early(node: Node) -> bool:
+    """Whether ``node`` holds a ``break``, ``return`` or ``goto`` (a loop that may stop before
+    its count)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type in ("break_statement", "return_statement", "goto_statement"):
+            return True
+        stack.extend(n.named_children)
+    return False
 
 
 def _host_trips(node: Node, ctx: HostContext) -> float | None:
