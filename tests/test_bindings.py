@@ -1084,6 +1084,34 @@ def test_a_count_stepped_in_counted_loops_is_their_trips(tmp_path: Path) -> None
     assert ctx.get("odd") is None and ctx.get("tri") is None
 
 
+def test_a_struct_handed_to_a_function_keeps_what_it_does_not_store(tmp_path: Path) -> None:
+    # set_defaults(I) through a pointer variable: I->egroups = 128. init(&cfg) stores cfg.n
+    # (n * 2 = 64) and leaves cfg.m = 7 alone; load(&cfg) hands the struct on to read_file:
+    # any field may change there, so cfg.m is unknown after it
+    src = (
+        "struct Input { int egroups; };\n"
+        "struct Cfg { int n, m; };\n"
+        "void set_defaults(Input *in) { in->egroups = 128; }\n"
+        "void init(Cfg *c, int n) { c->n = n * 2; }\n"
+        "void load(Cfg *c) { read_file(c); }\n"
+        "__global__ void k(float *a, int g, int n, int m, int m2) {}\n"
+        "int main() {\n"
+        "  Input *I = (Input *)malloc(sizeof(Input));\n"
+        "  set_defaults(I);\n"
+        "  Cfg cfg;\n"
+        "  cfg.m = 7;\n"
+        "  init(&cfg, 32);\n"
+        "  int n = cfg.n, m = cfg.m;\n"
+        "  load(&cfg);\n"
+        "  float *a;\n"
+        "  k<<<1, 256>>>(a, I->egroups, n, m, cfg.m);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"h.cu": src}, "h.cu")
+    assert (ctx.get("g"), ctx.get("n"), ctx.get("m")) == (128, 64, 7)
+    assert ctx.get("m2") is None
+
+
 def test_a_copied_struct_carries_its_fields(tmp_path: Path) -> None:
     # dims.ne = 30; Dimensions b = dims (b.ne = 30); s.dims_b = dims (s.dims_b.ne = 30);
     # dims.ne = 7 afterwards changes neither copy; c = dims after dims.na was set at run

@@ -637,8 +637,14 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
     if node.type == "for_statement":
         _loop_exit(node, depth, ctx, argv)
         return
+    # what a call may change at run time (``init(&cfg)``) is unknown after it, unless the
+    # call's own effects (``_call_effects``, from these values) say what it becomes
+    held: dict[str, str] = {}
     for read in _read_at_run_time(node):
         for name in [k for k in ctx.texts if k == read or k.startswith(read + ".")]:
+            was = ctx.value(name)
+            if was is not None:
+                held[name] = repr(was)
             _assign(ctx, name, "", argv)
     for obj, method, arg in _RESIZE.findall(text(node)) if node.type != "declaration" else ():
         if f"{obj}.size()" in ctx.texts:
@@ -707,7 +713,7 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 _copy_fields(ctx, name, vt, argv)
                 _point_at(ctx, ctx, name, vt)
                 if v.type == "call_expression":
-                    _call_effects(v, fn, ctx, argv, result=name)
+                    _call_effects(v, fn, ctx, argv, result=name, held=held)
             elif d.type == "function_declarator" and "dim3" in ty:
                 params = d.child_by_field_name("parameters")
                 _assign_dim3(ctx, name, text(params), argv)
@@ -728,7 +734,7 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             e = node
         if e is not None and e.type == "call_expression":
             _scanned(e, ctx, argv)
-            _call_effects(e, fn, ctx, argv)
+            _call_effects(e, fn, ctx, argv, held=held)
         # ``n++;``, and one inside another expression (``table[++n] = i;``)
         for u in _updates(e) if e is not None else ():
             arg = u.child_by_field_name("argument")
@@ -816,16 +822,23 @@ _SCANNING: list[_Program] = []
 
 
 def _call_effects(
-    call: Node, fn: Node, ctx: HostContext, argv: list[str], result: str | None = None
+    call: Node,
+    fn: Node,
+    ctx: HostContext,
+    argv: list[str],
+    result: str | None = None,
+    held: Mapping[str, str] | None = None,
 ) -> None:
     """What a call to a host function of the file sets for its caller: the variables
     passed to its reference parameters (``void getParams(int &n)``) and the globals it
     assigns (``cuda_num_SMs = deviceProp.multiProcessorCount`` in ``setup_main()``), from
     running its statements with the call's arguments; unknown where they are not known.
     ``result``: the caller's variable the call initialises (``Params p = make(argc, argv)``),
-    which gets the fields of the local struct the function returns."""
+    which gets the fields of the local struct the function returns. ``held``: the values the
+    caller's variables had before the call (those it passes by address are unknown after
+    it until these effects say otherwise)."""
     name_node = call.child_by_field_name("function")
-    if name_node is None or name_node.type != "identifier" or _EFFECT_DEPTH[0] >= 2:
+    if name_node is None or name_node.type != "identifier" or _EFFECT_DEPTH[0] >= 3:
         return
     # the file's functions (headers included), else one in an ``extern "C"`` block
     known = ctx.definitions.get(text(name_node))
@@ -841,6 +854,8 @@ def _call_effects(
         return
     returned = _returned_name(callee) if result is not None else None
     if returned is None and not _sets_outside(callee):
+        for key, value in (held or {}).items():
+            _assign(ctx, key, value, argv)  # it changes nothing its caller sees
         return
     args_node = call.child_by_field_name("arguments")
     args = [text(a) for a in (args_node.named_children if args_node else [])]
@@ -851,10 +866,26 @@ def _call_effects(
     )
     sub.texts.update(constants)  # a callee in another file: that file's constants
     sub.texts.update(ctx.texts)
+    caller = dict(ctx.texts) | dict(held or {})
+    # a struct passed by address (``init(&cfg)``) or as a pointer variable (``init(p)``):
+    # what the caller knows of its fields, through the parameter (``cfg.n`` as ``c->n``)
+    through: dict[str, str] = {}
     for (_ptype, pname), a in zip(params, args, strict=False):
         if pname:
             v = ctx.eval_value(substitute_host(a, argv, ctx.types))
             sub.texts[pname] = repr(v) if v is not None else ""
+            address = _ADDRESS_OF.fullmatch(a)
+            if address is not None:
+                through[pname] = address.group(1) + "."
+            elif _IDENT_ONLY.match(a.strip()) and "*" in ctx.types.get(a.strip(), ""):
+                through[pname] = a.strip() + "->"
+    for pname, owner in through.items():
+        for key in [k for k in caller if k.startswith(owner)]:
+            now = ctx.value(key)
+            had = held.get(key, "") if held else ""
+            sub.texts[f"{pname}->{key[len(owner) :]}"] = had or (
+                repr(now) if now is not None else ""
+            )
     before = dict(sub.texts)
     # the caller's variables passed by address (``getLevels(n, &levels)``), as they were
     pointers = {
@@ -862,7 +893,10 @@ def _call_effects(
         for (_ptype, pname), a in zip(params, args, strict=False)
         if pname and (address := _ADDRESS_OF.fullmatch(a)) is not None
     }
-    prior = {pname: ctx.value(owner) for pname, owner in pointers.items()}
+    prior = {
+        pname: float(held[owner]) if held and owner in held else ctx.value(owner)
+        for pname, owner in pointers.items()
+    }
     _EFFECT_DEPTH[0] += 1
     try:
         _scan_function(callee, callee.end_byte, sub, argv)
@@ -875,15 +909,18 @@ def _call_effects(
         owner, prefix = "", ""
         if pname in refs and _IDENT_ONLY.match(a.strip()):
             out[a.strip()] = pname
-            owner, prefix = a.strip(), pname + "."  # its fields: ``p.n = n``
+            owner, prefix = a.strip() + ".", pname + "."  # its fields: ``p.n = n``
         elif (address := _ADDRESS_OF.fullmatch(a)) is not None:
-            owner, prefix = address.group(1), pname + "->"  # ``p->n = n`` of ``setup(&cfg)``
+            # ``p->n = n`` of ``setup(&cfg)``
+            owner, prefix = address.group(1) + ".", pname + "->"
             pointee = f"{pname}[0]"  # ``*n = 4`` of ``get(&n)``
             if sub.texts.get(pointee) != before.get(pointee):
-                out[owner] = pointee
+                out[address.group(1)] = pointee
+        elif pname in through:
+            owner, prefix = through[pname], pname + "->"  # ``in->n = 128`` of ``init(p)``
         for key, value in sub.texts.items() if owner else ():
             if key.startswith(prefix) and value != before.get(key):
-                out[f"{owner}.{key[len(prefix) :]}"] = key  # the caller's ``cfg.n``
+                out[f"{owner}{key[len(prefix) :]}"] = key  # the caller's ``cfg.n``, ``p->n``
     for name in _globals_set(sub, before):
         out.setdefault(name, name)
     if returned is not None:  # p.iters of ``return p;``
@@ -892,18 +929,87 @@ def _call_effects(
     for target, source in out.items():
         v = sub.value(source)
         _assign(ctx, target, repr(v) if v is not None else "", argv)
+    for key, value in (held or {}).items():
+        if key not in out and _left_alone(key, callee, pointers, through, refs, args, params):
+            _assign(ctx, key, value, argv)  # passed to it, left alone by it
     unknown = {pname: owner for pname, owner in pointers.items() if ctx.value(owner) is None}
     runnable = effect_function(callee) if unknown else None
     if runnable is not None:
         # set in a loop or a branch (``if (len == 1 << i) { *levels = i; return 0; }``):
         # run the function on the call's numbers
         values = [ctx.eval_value(substitute_host(a, argv, ctx.types)) for a in args]
-        held = {f"{p}[0]": v for p, v in prior.items() if v is not None}
-        local = run_for_effects(runnable, values, _Env(sub), ctx.functions, held)
+        pointees = {f"{p}[0]": v for p, v in prior.items() if v is not None}
+        local = run_for_effects(runnable, values, _Env(sub), ctx.functions, pointees)
         for pname, owner in unknown.items():
             v = local.get(f"{pname}[0]") if local is not None else None
             if v is not None:
                 _assign(ctx, owner, repr(v), argv)
+
+
+def _left_alone(
+    key: str,
+    callee: Node,
+    pointers: Mapping[str, str],
+    through: Mapping[str, str],
+    refs: set[str],
+    args: list[str],
+    params: list[tuple[str, str]],
+) -> bool:
+    """Whether the caller's ``key`` (``cfg.n``, ``levels``, ``p->n``) was handed to
+    ``callee`` (by address, as a pointer or by reference) and the callee stores to it
+    nowhere, in no branch or loop (what a call it makes may change is unknown in its own
+    scan already)."""
+    stored = _stores(callee)
+    for pname, owner in pointers.items():
+        if key == owner:
+            return f"{pname}[0]" not in stored
+    for pname, owner in through.items():  # ``cfg.`` or ``p->``
+        if key.startswith(owner):
+            field_ = f"{pname}->{key[len(owner) :]}"
+            return field_ not in stored and f"{pname}->*" not in stored
+    for (_t, pname), a in zip(params, args, strict=False):
+        a = a.strip()
+        if pname in refs and (key == a or key.startswith(a + ".")):
+            return pname + key[len(a) :] not in stored and pname not in stored
+    return False
+
+
+_STORES: OrderedDict[int, tuple[Node, frozenset[str]]] = OrderedDict()
+
+
+def _stores(fn: Node) -> frozenset[str]:
+    """The names host function ``fn`` assigns or steps anywhere in its body (``n``,
+    ``p->n``, ``levels[0]`` for ``*levels = i``), cached per function node."""
+    hit = _STORES.get(fn.id)
+    if hit is not None and hit[0] == fn:
+        return hit[1]
+    out: set[str] = set()
+    stack = [fn.child_by_field_name("body")]
+    while stack:
+        n = stack.pop()
+        if n is None:
+            continue
+        target = None
+        if n.type == "assignment_expression":
+            left = n.child_by_field_name("left")
+            target = _target(left) if left is not None else None
+        elif n.type == "update_expression":
+            arg = n.child_by_field_name("argument")
+            target = _target(arg) if arg is not None else None
+        if target:
+            out.add(target)
+        if n.type == "call_expression" and (arguments := n.child_by_field_name("arguments")):
+            # a pointer passed on (``loadPPM(file, w, h)``): anything through it may change
+            for a in arguments.named_children:
+                name = text(a).lstrip("&*( ").rstrip(") ")
+                if _IDENT_ONLY.match(name):
+                    out.update((f"{name}[0]", f"{name}->*", name))
+        stack.extend(n.named_children)
+    found = frozenset(out)
+    _STORES[fn.id] = (fn, found)
+    if len(_STORES) > 512:
+        _STORES.popitem(last=False)
+    return found
 
 
 def _scanned(call: Node, ctx: HostContext, argv: list[str]) -> None:
@@ -973,6 +1079,9 @@ def _sets_outside(fn: Node) -> bool:
                     pointed.add(root)
             elif left is not None and (target := _target(left)) and target.endswith("[0]"):
                 pointed.add(target[:-3])  # what a pointer parameter points at: ``*n = 4``
+        elif n.type == "call_expression" and (arguments := n.child_by_field_name("arguments")):
+            # a parameter handed on (``read_file(c)``): the call may store through it
+            pointed.update(text(a).lstrip("&*( ").rstrip(") ") for a in arguments.named_children)
         stack.extend(n.named_children)
     found = bool(_reference_params(fn)) or bool(targets - declared) or bool(pointed & params)
     _SETS_OUTSIDE[fn.id] = (fn, found)
@@ -1431,7 +1540,7 @@ def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:
 
 # a name, a dim3's or struct's field; not the last part of a qualified name (``ns::N`` is
 # the namespace's N, not a local N: ``constexpr auto N = ns::N;`` refers to no earlier N)
-_IDENT = re.compile(r"(?<!::)(?<!\w)[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_IDENT = re.compile(r"(?<!::)(?<!->)(?<![\w.])[A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)*")
 _IDENT_ONLY = re.compile(r"[A-Za-z_]\w*\Z")
 _QUALIFIED = re.compile(r"\s*(?:[A-Za-z_]\w*::)+([A-Za-z_]\w*)\s*")  # ns::N -> N
 
