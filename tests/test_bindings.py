@@ -1248,6 +1248,33 @@ def test_a_cast_to_the_template_s_type_parameter_in_host_code(tmp_path: Path) ->
     assert host_context(launched, det).get("m") == 1024
 
 
+def test_an_option_parser_object_gives_its_default_or_the_command_line(
+    tmp_path: Path,
+) -> None:
+    # SHOC's OptionParser: addOption("PointCount", OPT_INT, "4096") in main, read with
+    # op.getOptionInt("PointCount") in run(op): 4096 points (grid 4096 / 64 = 64), or
+    # 2048 with --PointCount 2048 (grid 32)
+    src = (
+        "__global__ void k(int *c, int n) {}\n"
+        "void run(OptionParser &op) {\n"
+        '  int point_count = op.getOptionInt("PointCount");\n'
+        "  int *c;\n"
+        "  k<<<point_count / 64, 64>>>(c, point_count);\n"
+        "}\n"
+        "int main(int argc, char **argv) {\n"
+        "  OptionParser op;\n"
+        '  op.addOption("PointCount", OPT_INT, "4096", "point count");\n'
+        "  op.parse(argc, argv);\n"
+        "  run(op);\n"
+        "}\n"
+    )
+    files = {"qtc.cu": src}
+    ctx = ctx_for(tmp_path, files, "qtc.cu")
+    assert ctx.get("n") == 4096 and ctx.grid == (64, 1, 1)
+    ctx = ctx_for(tmp_path, files, "qtc.cu", args="--PointCount 2048")
+    assert ctx.get("n") == 2048 and ctx.grid == (32, 1, 1)
+
+
 def test_a_switch_on_a_known_value_runs_its_case(tmp_path: Path) -> None:
     # switch (size) with size = 2 runs case 2 (n = 8192), falls through to case 3
     # (m = 7) and stops at its break; case 4 and default do not run. On an unknown value

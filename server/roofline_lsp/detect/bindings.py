@@ -252,7 +252,22 @@ def substitute_host(expr: str, argv: list[str], types: Mapping[str, str]) -> str
         expr = _ARGV_BARE.sub(bare, expr)
     if "sizeof" in expr:
         expr = _SIZEOF.sub(lambda m: str(sizeof(m.group(1), types)), expr)
+    if "getOption" in expr:
+        # an option-parser object (``op.getOptionInt("PointCount")``): the command line's
+        # ``--PointCount 2048``, else the default its ``addOption`` registered
+        given = option_values(argv)
+        expr = _GET_OPTION.sub(
+            lambda m: given.get(m.group(2)) or f"{m.group(1)}.option_{m.group(2)}", expr
+        )
     return expr
+
+
+# ``op.getOptionInt("n")`` and the ``op.addOption("n", OPT_INT, "4096", ...)`` that
+# registers its default (SHOC's OptionParser)
+_GET_OPTION = re.compile(r"\b([A-Za-z_]\w*)\s*(?:\.|->)\s*getOption\w*\s*\(\s*\"(\w+)\"\s*\)")
+_ADD_OPTION = re.compile(
+    r"\b([A-Za-z_]\w*)\s*(?:\.|->)\s*addOption\s*\(\s*\"(\w+)\"\s*,\s*\w+\s*,\s*\"([^\"]*)\""
+)
 
 
 def sizeof(inner: str, types: Mapping[str, str]) -> int:
@@ -734,6 +749,10 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             e = node
         if e is not None and e.type == "call_expression":
             _scanned(e, ctx, argv)
+            registered = _ADD_OPTION.match(text(e))
+            if registered is not None and _numeric(registered.group(3)):
+                obj, name, default = registered.groups()
+                _assign(ctx, f"{obj}.option_{name}", default, argv)
             _call_effects(e, fn, ctx, argv, held=held)
         # ``n++;``, and one inside another expression (``table[++n] = i;``)
         for u in _updates(e) if e is not None else ():
