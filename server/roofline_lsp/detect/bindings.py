@@ -60,7 +60,6 @@ from roofline_lsp.syntax.expr import (
     declarator_stars,
     declared_name,
     loop_header,
-    root_identifier,
     step_of,
     string_length,
     text,
@@ -978,7 +977,7 @@ def _left_alone(
     ``callee`` (by address, as a pointer or by reference) and the callee stores to it
     nowhere, in no branch or loop (what a call it makes may change is unknown in its own
     scan already)."""
-    stored = _stores(callee)
+    stored = _body(callee).stored
     for pname, owner in pointers.items():
         if key == owner:
             return f"{pname}[0]" not in stored
@@ -993,41 +992,53 @@ def _left_alone(
     return False
 
 
-_STORES: OrderedDict[int, tuple[Node, frozenset[str]]] = OrderedDict()
+@dataclass(frozen=True)
+class _Body:
+    """What a host function's body stores to and declares, in any branch or loop."""
+
+    # names assigned or stepped (``n``, ``p->n``, ``levels[0]`` for ``*levels = i``); a
+    # pointer handed on to a call (``loadPPM(file, w, h)``) as ``w``, ``w[0]`` and ``w->*``:
+    # anything through it may change
+    stored: frozenset[str]
+    declared: frozenset[str]
 
 
-def _stores(fn: Node) -> frozenset[str]:
-    """The names host function ``fn`` assigns or steps anywhere in its body (``n``,
-    ``p->n``, ``levels[0]`` for ``*levels = i``), cached per function node."""
-    hit = _STORES.get(fn.id)
+_BODIES: OrderedDict[int, tuple[Node, _Body]] = OrderedDict()
+
+
+def _body(fn: Node) -> _Body:
+    """:class:`_Body` of host function ``fn`` (cached per function node)."""
+    hit = _BODIES.get(fn.id)
     if hit is not None and hit[0] == fn:
         return hit[1]
-    out: set[str] = set()
+    stored: set[str] = set()
+    declared: set[str] = set()
     stack = [fn.child_by_field_name("body")]
     while stack:
         n = stack.pop()
         if n is None:
             continue
         target = None
-        if n.type == "assignment_expression":
+        if n.type == "declaration":
+            declared.update(declared_name(d) for d in n.children_by_field_name("declarator"))
+        elif n.type == "assignment_expression":
             left = n.child_by_field_name("left")
             target = _target(left) if left is not None else None
         elif n.type == "update_expression":
             arg = n.child_by_field_name("argument")
             target = _target(arg) if arg is not None else None
-        if target:
-            out.add(target)
-        if n.type == "call_expression" and (arguments := n.child_by_field_name("arguments")):
-            # a pointer passed on (``loadPPM(file, w, h)``): anything through it may change
+        elif n.type == "call_expression" and (arguments := n.child_by_field_name("arguments")):
             for a in arguments.named_children:
                 name = text(a).lstrip("&*( ").rstrip(") ")
                 if _IDENT_ONLY.match(name):
-                    out.update((f"{name}[0]", f"{name}->*", name))
+                    stored.update((f"{name}[0]", f"{name}->*", name))
+        if target:
+            stored.add(target)
         stack.extend(n.named_children)
-    found = frozenset(out)
-    _STORES[fn.id] = (fn, found)
-    if len(_STORES) > 512:
-        _STORES.popitem(last=False)
+    found = _Body(frozenset(stored), frozenset(declared))
+    _BODIES[fn.id] = (fn, found)
+    if len(_BODIES) > 512:
+        _BODIES.popitem(last=False)
     return found
 
 
@@ -1068,45 +1079,20 @@ def _globals_set(scope: HostContext, before: Mapping[str, str]) -> list[str]:
     ]
 
 
-_SETS_OUTSIDE: OrderedDict[int, tuple[Node, bool]] = OrderedDict()
-
-
 def _sets_outside(fn: Node) -> bool:
     """Whether host function ``fn`` may set anything its caller sees: it has a reference
-    parameter or assigns a name it does not declare (cached per function node)."""
-    hit = _SETS_OUTSIDE.get(fn.id)
-    if hit is not None and hit[0] == fn:
-        return hit[1]
+    parameter, assigns a name it does not declare (a global), or stores through a pointer
+    parameter (``p->n = n``, ``*n = 4``) or hands one on to a call (``read_file(c)``)."""
+    if _reference_params(fn):
+        return True
     params = {name for _t, name in function_params(fn)}
-    declared = set(params)
-    targets: set[str] = set()
-    pointed: set[str] = set()
-    stack = [fn.child_by_field_name("body")]
-    while stack:
-        n = stack.pop()
-        if n is None:
-            continue
-        if n.type == "declaration":
-            declared.update(declared_name(d) for d in n.children_by_field_name("declarator"))
-        elif n.type == "assignment_expression":
-            left = n.child_by_field_name("left")
-            if left is not None and left.type == "identifier":
-                targets.add(text(left))
-            elif left is not None and left.type == "field_expression" and "->" in text(left):
-                root = root_identifier(left)  # through a pointer parameter: ``p->n = n``
-                if root:
-                    pointed.add(root)
-            elif left is not None and (target := _target(left)) and target.endswith("[0]"):
-                pointed.add(target[:-3])  # what a pointer parameter points at: ``*n = 4``
-        elif n.type == "call_expression" and (arguments := n.child_by_field_name("arguments")):
-            # a parameter handed on (``read_file(c)``): the call may store through it
-            pointed.update(text(a).lstrip("&*( ").rstrip(") ") for a in arguments.named_children)
-        stack.extend(n.named_children)
-    found = bool(_reference_params(fn)) or bool(targets - declared) or bool(pointed & params)
-    _SETS_OUTSIDE[fn.id] = (fn, found)
-    if len(_SETS_OUTSIDE) > 512:
-        _SETS_OUTSIDE.popitem(last=False)
-    return found
+    body = _body(fn)
+    for target in body.stored:
+        root = re.split(r"\.|->|\[", target, maxsplit=1)[0]
+        through = "->" in target or target.endswith("[0]")
+        if (through and root in params) or (root not in params and root not in body.declared):
+            return True
+    return False
 
 
 def _definition(root: Node, name: str) -> Node | None:
