@@ -37,6 +37,7 @@ from roofline_lsp.detect.treewalk import (
     effect_function,
     enclosing_function,
     function_declarator,
+    pointee_name,
     qualified_declarator_name,
     text_functions,
 )
@@ -375,7 +376,8 @@ def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
             # the assignments and calls of the condition run on the path past it
             cond = node.child_by_field_name("condition")
             if cond is not None:
-                out.extend((a, depth) for a in _effects_in(cond))
+                effects = ("assignment_expression", "call_expression")
+                out.extend((a, depth) for a in _outermost(cond, effects))
         if t == "for_statement":
             init = node.child_by_field_name("initializer")
             if init is not None and init.type != "declaration":
@@ -392,14 +394,14 @@ def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
     return out
 
 
-def _effects_in(node: Node) -> list[Node]:
-    """The outermost assignments and calls inside ``node`` (not within a lambda), in
-    order."""
+def _outermost(node: Node, types: tuple[str, ...]) -> list[Node]:
+    """The outermost nodes of ``types`` in ``node`` (itself included; not within a lambda),
+    in source order."""
     out: list[Node] = []
     stack = [node]
     while stack:
         n = stack.pop()
-        if n.type in ("assignment_expression", "call_expression"):
+        if n.type in types:
             out.append(n)
         elif n.type != "lambda_expression":
             stack.extend(reversed(n.named_children))
@@ -754,7 +756,7 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 _assign(ctx, f"{obj}.option_{name}", default, argv)
             _call_effects(e, fn, ctx, argv, held=held)
         # ``n++;``, and one inside another expression (``table[++n] = i;``)
-        for u in _updates(e) if e is not None else ():
+        for u in _outermost(e, ("update_expression",)) if e is not None else ():
             arg = u.child_by_field_name("argument")
             counter = _target(arg) if arg is not None else None
             if counter in ctx.texts and _branch_taken(node, fn, ctx, argv) is not False:
@@ -885,15 +887,18 @@ def _call_effects(
     sub.texts.update(constants)  # a callee in another file: that file's constants
     sub.texts.update(ctx.texts)
     caller = dict(ctx.texts) | dict(held or {})
+    values = [ctx.eval_value(substitute_host(a, argv, ctx.types)) for a in args]
     # a struct passed by address (``init(&cfg)``) or as a pointer variable (``init(p)``):
-    # what the caller knows of its fields, through the parameter (``cfg.n`` as ``c->n``)
+    # what the caller knows of its fields, through the parameter (``cfg.n`` as ``c->n``);
+    # a variable passed by address (``getLevels(n, &levels)``): ``pointers``
     through: dict[str, str] = {}
-    for (_ptype, pname), a in zip(params, args, strict=False):
+    pointers: dict[str, str] = {}
+    for (_ptype, pname), a, v in zip(params, args, values, strict=False):
         if pname:
-            v = ctx.eval_value(substitute_host(a, argv, ctx.types))
             sub.texts[pname] = repr(v) if v is not None else ""
             address = _ADDRESS_OF.fullmatch(a)
             if address is not None:
+                pointers[pname] = address.group(1)
                 through[pname] = address.group(1) + "."
             elif _IDENT_ONLY.match(a.strip()) and "*" in ctx.types.get(a.strip(), ""):
                 through[pname] = a.strip() + "->"
@@ -905,12 +910,7 @@ def _call_effects(
                 repr(now) if now is not None else ""
             )
     before = dict(sub.texts)
-    # the caller's variables passed by address (``getLevels(n, &levels)``), as they were
-    pointers = {
-        pname: address.group(1)
-        for (_ptype, pname), a in zip(params, args, strict=False)
-        if pname and (address := _ADDRESS_OF.fullmatch(a)) is not None
-    }
+    # what the variables passed by address held before the call
     prior = {
         pname: float(held[owner]) if held and owner in held else ctx.value(owner)
         for pname, owner in pointers.items()
@@ -928,14 +928,12 @@ def _call_effects(
         if pname in refs and _IDENT_ONLY.match(a.strip()):
             out[a.strip()] = pname
             owner, prefix = a.strip() + ".", pname + "."  # its fields: ``p.n = n``
-        elif (address := _ADDRESS_OF.fullmatch(a)) is not None:
-            # ``p->n = n`` of ``setup(&cfg)``
-            owner, prefix = address.group(1) + ".", pname + "->"
-            pointee = f"{pname}[0]"  # ``*n = 4`` of ``get(&n)``
-            if sub.texts.get(pointee) != before.get(pointee):
-                out[address.group(1)] = pointee
         elif pname in through:
-            owner, prefix = through[pname], pname + "->"  # ``in->n = 128`` of ``init(p)``
+            # ``p->n = n`` of ``setup(&cfg)``, ``in->n = 128`` of ``init(p)``
+            owner, prefix = through[pname], pname + "->"
+            pointee = f"{pname}[0]"  # ``*n = 4`` of ``get(&n)``
+            if pname in pointers and sub.texts.get(pointee) != before.get(pointee):
+                out[pointers[pname]] = pointee
         for key, value in sub.texts.items() if owner else ():
             if key.startswith(prefix) and value != before.get(key):
                 out[f"{owner}{key[len(prefix) :]}"] = key  # the caller's ``cfg.n``, ``p->n``
@@ -955,7 +953,6 @@ def _call_effects(
     if runnable is not None:
         # set in a loop or a branch (``if (len == 1 << i) { *levels = i; return 0; }``):
         # run the function on the call's numbers
-        values = [ctx.eval_value(substitute_host(a, argv, ctx.types)) for a in args]
         pointees = {f"{p}[0]": v for p, v in prior.items() if v is not None}
         local = run_for_effects(runnable, values, _Env(sub), ctx.functions, pointees)
         for pname, owner in unknown.items():
@@ -1320,19 +1317,6 @@ def _read_at_run_time(node: Node) -> list[str]:
     return out
 
 
-def _updates(e: Node) -> list[Node]:
-    """The ``++``/``--`` expressions in ``e`` (itself included), outside lambdas."""
-    out: list[Node] = []
-    stack = [e]
-    while stack:
-        n = stack.pop()
-        if n.type == "update_expression":
-            out.append(n)
-        elif n.type != "lambda_expression":
-            stack.extend(n.named_children)
-    return out
-
-
 def _target(left: Node) -> str | None:
     """The name an assignment sets: ``n``, a ``dim3``'s component ``grid.x``, a field of
     a local struct ``dim.boxes`` or one through a pointer ``p->n`` (as that name: a later
@@ -1340,11 +1324,7 @@ def _target(left: Node) -> str | None:
     if left.type == "identifier":
         return text(left)
     if left.type == "pointer_expression":  # *cnt = m: what cnt points at, cnt[0]
-        op = left.child_by_field_name("operator")
-        arg = left.child_by_field_name("argument")
-        if op is not None and op.type == "*" and arg is not None and arg.type == "identifier":
-            return f"{text(arg)}[0]"
-        return None
+        return pointee_name(left)
     if left.type == "subscript_expression":  # an element of a local array: sizes[1]
         arr = left.child_by_field_name("argument")
         idx = left.child_by_field_name("index") or next(
@@ -1585,14 +1565,13 @@ _ARITHMETIC = re.compile(
     r"\b(?:int|float|double|char|bool|long|short|unsigned|signed|size_t|half|"
     r"u?int\d+_t|dim3)\b"
 )
-_STRUCT_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 
 def _copy_fields(ctx: HostContext, target: str, source: str, argv: list[str]) -> None:
     """A whole struct copied (``Dimensions b = dims;``, ``s.dims_b = dims;``): the fields
     the host knows of ``source`` become ``target``'s, those it does not are unknown."""
     source = source.strip()
-    if source and not _STRUCT_NAME.fullmatch(source):
+    if source and not _IDENT.fullmatch(source):
         return
     declared = ctx.types.get(source.split(".", 1)[0], "") if source else "?"
     if not declared or "*" in declared or _ARITHMETIC.search(declared):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from dataclasses import replace
 
 from tree_sitter import Node
 
@@ -214,24 +215,18 @@ def text_function(fn: Node) -> TextFunction | None:
     if body is None or body.type != "compound_statement":
         return None
     stmts = [c for c in body.named_children if c.type != "comment"]
-    value: Node | None = None
-    steps: tuple[Step, ...] | None = None
     rtype = fn.child_by_field_name("type")
     result = _numeric_kind(text(rtype)) if rtype is not None else None
-    if len(stmts) == 1 and stmts[0].type == "return_statement" and stmts[0].named_children:
-        value = stmts[0].named_children[0]
-    elif result is None or body.end_byte - body.start_byte > _MAX_FUNCTION_BYTES:
-        return None  # not a small function returning a number (a kernel, a void helper)
-    else:
-        steps = _steps(body, {}, [0])
-        if steps is None:
-            return None
+    if len(stmts) != 1 or stmts[0].type != "return_statement" or not stmts[0].named_children:
+        if result is None:
+            return None  # not a function returning a number (a kernel, a void helper)
+        small = effect_function(fn)
+        return replace(small, integer_result=result) if small is not None else None
     signature = _signature(fn)
     if signature is None:
         return None
     params, kinds = signature
-    body_text = text(value) if value is not None else ""
-    return TextFunction(params, body_text, kinds, result, steps)
+    return TextFunction(params, text(stmts[0].named_children[0]), kinds, result)
 
 
 def effect_function(fn: Node) -> TextFunction | None:
@@ -422,7 +417,7 @@ def _effect(e: Node, kinds: dict[str, bool | None]) -> tuple[Step, ...] | None:
         op = e.child_by_field_name("operator")
         if left is None or right is None or op is None:
             return None
-        name = _pointee(left) if left.type != "identifier" else text(left)
+        name = pointee_name(left) if left.type != "identifier" else text(left)
         o = op.type
         if name is None or o != "=" and o not in _COMPOUND:
             return None
@@ -430,7 +425,7 @@ def _effect(e: Node, kinds: dict[str, bool | None]) -> tuple[Step, ...] | None:
     return None
 
 
-def _pointee(left: Node) -> str | None:
+def pointee_name(left: Node) -> str | None:
     """``*p`` or ``p[0]`` of a pointer parameter, as the name ``p[0]`` (what the caller's
     variable passed as ``&x`` receives); None for any other target."""
     arg = left.child_by_field_name("argument")

@@ -310,16 +310,10 @@ def fold_call(name: str, vals: list[Val]) -> float | None:
             return max(xs)
         if name in ("abs", "fabs"):
             return abs(xs[0])
-        if name == "sqrt":
-            return math.sqrt(xs[0])
         if name == "ceil":
             return float(math.ceil(xs[0]))
         if name == "floor":
             return float(math.floor(xs[0]))
-        if name == "log2":
-            return math.log2(xs[0])
-        if name == "pow" and len(xs) == 2:
-            return float(xs[0] ** xs[1])
         if name in _CONSTANT_FOLDED:
             # ``#define PI acos(-1.0)``: the compiler computes it, no instruction runs
             return float(_CONSTANT_FOLDED[name](*xs))
@@ -330,6 +324,9 @@ def fold_call(name: str, vals: list[Val]) -> float | None:
 
 # pure math functions of constants that the compiler evaluates at compile time
 _CONSTANT_FOLDED: dict[str, Callable[..., float]] = {
+    "sqrt": math.sqrt,
+    "pow": lambda x, y: x**y,
+    "log2": math.log2,
     "exp": math.exp,
     "exp2": lambda x: 2.0**x,
     "exp10": lambda x: 10.0**x,
