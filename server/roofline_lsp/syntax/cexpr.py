@@ -368,7 +368,10 @@ def evaluate(
             bound[p] = cast(a, integer) if integer is not None else a
         if fn.steps is not None:
             budget = _budget if _budget is not None else [_MAX_STEPS]
-            r = _run(fn.steps, dict(bound), env, _depth + 1, functions, budget)
+            try:
+                r = _execute(fn.steps, dict(bound), env, _depth + 1, functions, budget)
+            except _NOT_RUN:
+                r = None
         else:
             r = evaluate(
                 fn.body, env, _depth + 1, functions=functions, _bound=bound, _budget=_budget
@@ -399,26 +402,13 @@ class _Break(Exception):
     pass
 
 
+# what stops a small function's run: a value not known, the step budget spent
+_NOT_RUN = (_Fail, RecursionError, OverflowError, ValueError)
+
+
 class _Returned(Exception):
     def __init__(self, value: float) -> None:
         self.value = value
-
-
-def _run(
-    steps: tuple[Step, ...],
-    local: dict[str, float],
-    env: Env,
-    depth: int,
-    functions: Functions | None,
-    budget: list[int],
-) -> float | None:
-    """Run a small host function's ``steps`` with its parameters ``local``: the value it
-    returns, None when a value it needs is not known or it runs out of ``budget`` (steps
-    left, shared with the functions it calls)."""
-    try:
-        return _execute(steps, local, env, depth, functions, budget)
-    except (_Fail, RecursionError, OverflowError, ValueError):
-        return None
 
 
 def _execute(
@@ -429,8 +419,10 @@ def _execute(
     functions: Functions | None,
     budget: list[int],
 ) -> float | None:
-    """``_run``, raising where it gives None for a function that cannot be run (its locals
-    then hold what it set before it returned or fell off its end)."""
+    """Run a small host function's ``steps`` with its parameters ``local``: the value it
+    returns (None when it falls off its end; its locals then hold what it set), raising one
+    of ``_NOT_RUN`` when a value it needs is not known or it runs out of ``budget`` (steps
+    left, shared with the functions it calls)."""
 
     def value(expr: str) -> float:
         v = evaluate(expr, env, depth, functions=functions, _bound=local, _budget=budget)
@@ -499,7 +491,7 @@ def run_for_effects(
             local[p] = cast(a, integer) if integer is not None else a
     try:
         _execute(fn.steps, local, env, 0, functions, [_MAX_STEPS])
-    except (_Fail, RecursionError, OverflowError, ValueError):
+    except _NOT_RUN:
         return None
     return local
 
