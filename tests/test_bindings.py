@@ -1188,6 +1188,60 @@ def test_a_launch_in_a_method_sees_the_object_s_data_members(tmp_path: Path) -> 
     assert (ctx.get("nIter"), ctx.get("chunk")) == (12, 64)
 
 
+def test_a_class_split_over_a_header_its_file_and_main_gives_its_members(
+    tmp_path: Path,
+) -> None:
+    # The class is declared in sim.hpp (with an inline setter and getter), its methods are
+    # defined in sim.cu / sim.cpp, and main.cu configures the object: Sim() sets npart_ to
+    # 16000 through set_npart, sim.SetN(atoi(argv[1])) to the argument. Start() reads it
+    # through get_npart(): n = 5000 with "5000", the constructor's 16000 with argc == 1
+    # (the setter is behind ``if (argc > 1)``).
+    header = (
+        "#pragma once\n"
+        "class Sim {\n"
+        " public:\n"
+        "  Sim();\n"
+        "  void SetN(int N);\n"
+        "  void Start();\n"
+        " private:\n"
+        "  int npart_;\n"
+        "  void set_npart(const int &N) { npart_ = N; }\n"
+        "  int get_npart() const { return npart_; }\n"
+        "};\n"
+    )
+    methods = (
+        "Sim::Sim() { set_npart(16000); }\n"
+        "void Sim::SetN(int N) { set_npart(N); }\n"
+        "void Sim::Start() {\n"
+        "  int n = get_npart();\n"
+        "  float *e;\n"
+        "  %s\n"
+        "}\n"
+    )
+    main = (
+        "#include <cstdlib>\n"
+        '#include "sim.hpp"\n'
+        "int main(int argc, char **argv) {\n"
+        "  Sim sim;\n"
+        "  if (argc > 1) sim.SetN(std::atoi(argv[1]));\n"
+        "  sim.Start();\n"
+        "}\n"
+    )
+    launch = "energy<<<1, 1>>>(e, n);"
+    cuda = (
+        '#include "sim.hpp"\n__global__ void energy(float *e, const int n) {}\n' + methods % launch
+    )
+    files = {"sim.hpp": header, "sim.cu": cuda, "main.cu": main}
+    assert ctx_for(tmp_path, files, "sim.cu", args="5000").get("n") == 5000
+    assert ctx_for(tmp_path, files, "sim.cu").get("n") == 16000
+    region = "#pragma omp target\n  for (int i = 1; i < n; i++) e[0] += e[i];"
+    omp = {"sim.hpp": header, "sim.cpp": '#include "sim.hpp"\n' + methods % region}
+    omp["main.cpp"] = main
+    (tmp_path / "omp").mkdir()
+    ctx = ctx_for(tmp_path / "omp", omp, "sim.cpp", args="5000")
+    assert (ctx.get("n"), ctx.get("npart_")) == (5000, 5000)
+
+
 def test_an_option_not_given_keeps_its_default(tmp_path: Path) -> None:
     # size defaults to 512, -s sets it (behind an optarg guard, with a two-word cast);
     # reps defaults to 3, --reps sets it (strcmp style). Not given: the defaults; given:

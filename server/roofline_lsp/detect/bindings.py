@@ -449,52 +449,119 @@ def _method_class(fn: Node) -> str:
     return owner.rsplit("::", 1)[-1].split("<", 1)[0]
 
 
-def _member_types(fn: Node, detection: Detection) -> dict[str, str]:
-    """The data members a method sees by their bare names (``u[i]`` in ``Solver::step``):
-    field name -> type text, of the class around an inline method or that a qualified
-    definition names, as the file declares it."""
-    owner = _method_class(fn)
-    if not owner:
+@dataclass(frozen=True)
+class _ClassParts:
+    """Where a class's parts are: the trees of the method's own file, of the headers it
+    includes (through the functions they define) and of the sibling files that name the
+    class (its declaration in a header, the object a ``main.cpp`` configures), each with
+    its source and, for a sibling, its detection."""
+
+    cls: str
+    trees: tuple[tuple[Node, bytes, Detection | None], ...]
+
+    def members(self) -> dict[str, str]:
+        """The class's data members: field name -> type text, from the first declaration."""
+        for root, _source, detection in self.trees:
+            macros = detection.macros if detection is not None else None
+            found = declarations(root, macros).structs.get(self.cls)
+            if found:
+                return dict(found)
         return {}
-    return dict(declarations(_root(fn), detection.macros).structs.get(owner, {}))
+
+    def method(self, name: str) -> Node | None:
+        return next(
+            (m for root, _s, _d in self.trees if (m := _method_definition(root, self.cls, name))),
+            None,
+        )
+
+    def constructor(self, arity: int) -> Node | None:
+        """The constructor taking ``arity`` arguments, else the first."""
+        for wanted in (arity, None):
+            for root, src, _d in self.trees:
+                if c := _constructor(src, root, self.cls, wanted):
+                    return c
+        return None
+
+
+def _class_parts(fn: Node, detection: Detection, view: SourceView | None) -> _ClassParts | None:
+    """The parts of the class method ``fn`` belongs to (None for a free function)."""
+    cls = _method_class(fn)
+    if not cls:
+        return None
+    own = _root(fn)
+    trees: dict[int, tuple[Node, bytes, Detection | None]] = {own.id: (own, detection.source, None)}
+    for f in detection.functions.values():
+        if f.node is not None:
+            root = _root(f.node)
+            trees.setdefault(root.id, (root, root.text or b"", None))
+    pat = re.compile(rb"\b" + re.escape(cls.encode()) + rb"\b")
+    for u in units_mentioning(detection.file, pat, view):
+        trees.setdefault(u.root.id, (u.root, u.detection.source, u.detection))
+    return _ClassParts(cls, tuple(trees.values()))
+
+
+def _members(
+    fn: Node, detection: Detection, ctx: HostContext, argv: list[str], view: SourceView | None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The data members a method sees by their bare names (``u[i]`` in ``Solver::step``):
+    their types (field name -> type text, as the file, its headers or its sibling files
+    declare the class) and values (:func:`_member_values`)."""
+    parts = _class_parts(fn, detection, view)
+    if parts is None:
+        return {}, {}
+    return parts.members(), _member_values(fn, parts, detection, ctx, argv, view)
 
 
 def _member_values(
-    fn: Node, detection: Detection, ctx: HostContext, argv: list[str], view: SourceView | None
+    fn: Node,
+    parts: _ClassParts,
+    detection: Detection,
+    ctx: HostContext,
+    argv: list[str],
+    view: SourceView | None,
 ) -> dict[str, str]:
     """The values a method's data members hold: from the object it is called on
-    (``s.step()``, ``p->step()``), constructed where the caller declares it (``Solver s(n,
-    iters)``, ``new Solver(n, iters)``), through the constructor's member initializers
-    (``n_(n)``) and the members its body assigns (``m_ = n * 2;``). The first call whose
-    object the file constructs gives them."""
-    cls = _method_class(fn)
-    root = _root(fn)
-    members = set(declarations(root, detection.macros).structs.get(cls, {})) if cls else set()
-    ctor = _constructor(detection, root, cls) if members else None
+    (``s.step()``, ``p->step()``; in this file or a sibling, ``main.cpp``), constructed
+    where the caller declares it (``Solver s(n, iters)``, ``new Solver(n, iters)``), through
+    the constructor's member initializers (``n_(n)``) and the members its body assigns (``m_
+    = n * 2;``), then the setters the caller runs on it. The first call whose object the
+    caller constructs gives them."""
+    members = set(parts.members())
     method = function_name(fn)
     if not members or not method:
         return {}
     pat = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:\.|->)\s*" + re.escape(method.encode()) + rb"\s*\(")
-    for m in pat.finditer(detection.source):
-        caller = enclosing_function(root.descendant_for_byte_range(m.start(), m.end()))
-        if caller is None or caller == fn:
-            continue
-        args = _constructed_with(caller, m.group(1).decode(), cls, m.start())
-        if args is None:
-            continue
-        sub, _start = _caller_scope(caller, m.start(), detection, ctx, argv, 1, view, [])
-        inner = _program_context(detection, argv, ctx.fixed, ctx.device)
-        if ctor is not None:
-            _run_method(
-                ctor,
-                [sub.eval_value(substitute_host(a, argv, sub.types)) for a in args],
-                inner,
-                argv,
-            )
-        _object_updates(caller, m.group(1).decode(), cls, m.start(), sub, inner, argv)
-        out = {k: repr(v) for k in members if (v := inner.value(k)) is not None}
-        if out:
-            return out
+    program = _Program(detection.file, view)
+    _SCANNING.append(program)  # (a setter calling a helper defined in a sibling file)
+    try:
+        for root, source, unit in parts.trees:
+            found = unit or (detection if root == _root(fn) else None)
+            if found is None:
+                continue  # (a header's callers are not searched)
+            for m in pat.finditer(source):
+                caller = enclosing_function(root.descendant_for_byte_range(m.start(), m.end()))
+                if caller is None or caller == fn:
+                    continue
+                obj = m.group(1).decode()
+                args = _constructed_with(caller, obj, parts.cls, m.start())
+                if args is None:
+                    continue
+                sub, _start = _caller_scope(caller, m.start(), found, ctx, argv, 1, view, [])
+                inner = _program_context(detection, argv, ctx.fixed, ctx.device)
+                ctor = parts.constructor(len(args))
+                if ctor is not None:
+                    _run_method(
+                        ctor,
+                        [sub.eval_value(substitute_host(a, argv, sub.types)) for a in args],
+                        inner,
+                        argv,
+                    )
+                _object_updates(caller, obj, parts, m.start(), sub, inner, argv)
+                out = {k: repr(v) for k in members if (v := inner.value(k)) is not None}
+                if out:
+                    return out
+    finally:
+        _SCANNING.pop()
     return {}
 
 
@@ -520,7 +587,7 @@ def _run_method(
 def _object_updates(
     caller: Node,
     obj: str,
-    cls: str,
+    parts: _ClassParts,
     before: int,
     scope: HostContext,
     members: HostContext,
@@ -528,13 +595,16 @@ def _object_updates(
 ) -> None:
     """What ``caller`` does to object ``obj`` before byte ``before``: a member assigned
     (``s.iters = 10``) or a method of its class run on it (a setter, ``s.setIters(10)``),
-    values from ``scope``. In a loop (once per trip, or on some trips) what they set is not
-    known."""
-    root = _root(caller)
+    values from ``scope``. In a loop (once per trip, or on some trips) or a branch the host
+    values cannot decide what they set is not known; in one they decide against, nothing."""
     for node, depth in host_statements(caller, before):
         e = node.named_children[0] if node.type == "expression_statement" else None
         if e is None:
             continue
+        taken = _branch_taken(node, caller, scope, argv)
+        if taken is False:
+            continue
+        depth += taken is None
         if e.type == "assignment_expression":
             left = text(e.child_by_field_name("left")).replace(" ", "")
             right = e.child_by_field_name("right")
@@ -552,7 +622,7 @@ def _object_updates(
                 or text(f.child_by_field_name("argument")) != obj
             ):
                 continue
-            method = _method_definition(root, cls, text(f.child_by_field_name("field")))
+            method = parts.method(text(f.child_by_field_name("field")))
             arguments = e.child_by_field_name("arguments")
             if method is None or arguments is None:
                 continue
@@ -570,7 +640,7 @@ def _object_updates(
 
 
 def _method_definition(root: Node, cls: str, name: str) -> Node | None:
-    """The definition of method ``name`` of class ``cls`` in the file (inline or
+    """The definition of method ``name`` of class ``cls`` in the tree ``root`` (inline or
     ``cls::name``)."""
     stack = [root]
     while stack:
@@ -583,17 +653,20 @@ def _method_definition(root: Node, cls: str, name: str) -> Node | None:
     return None
 
 
-def _constructor(detection: Detection, root: Node, cls: str) -> Node | None:
-    """The first definition of class ``cls``'s constructor in the file (inline or
-    ``cls::cls(...)``), found textually and confirmed on the tree."""
+def _constructor(source: bytes, root: Node, cls: str, arity: int | None = None) -> Node | None:
+    """The first definition of class ``cls``'s constructor in the tree ``root`` of
+    ``source`` (inline or ``cls::cls(...)``), found textually and confirmed on the tree;
+    with ``arity``, the first taking that many arguments."""
     name = re.escape(cls.encode())
-    for m in re.finditer(rb"\b" + name + rb"\s*(?:::\s*" + name + rb"\s*)?\(", detection.source):
+    for m in re.finditer(rb"\b" + name + rb"\s*(?:::\s*" + name + rb"\s*)?\(", source):
         node: Node | None = root.descendant_for_byte_range(m.start(), m.start() + len(cls))
         while node is not None and node.type not in ("function_definition", "compound_statement"):
             node = node.parent
         fdecl = function_declarator(node) if node is not None else None
         declared = fdecl.child_by_field_name("declarator") if fdecl is not None else None
-        if declared is not None and text(declared).replace(" ", "") in (cls, f"{cls}::{cls}"):
+        if declared is None or text(declared).replace(" ", "") not in (cls, f"{cls}::{cls}"):
+            continue
+        if node is not None and (arity is None or len(function_params(node)) == arity):
             return node
     return None
 
@@ -612,18 +685,28 @@ def _constructed_with(caller: Node, obj: str, cls: str, before: int) -> list[str
             for d in n.children_by_field_name("declarator"):
                 if ty not in (cls, "auto") or declared_name(d) != obj:
                     continue
-                if d.type == "identifier":  # ``Solver s;``: default-constructed
-                    return []
-                if d.type == "function_declarator":  # ``Solver s(n, iters)`` parses as one
-                    params = d.child_by_field_name("parameters")
-                    return [text(a) for a in params.named_children] if params else []
-                value = d.child_by_field_name("value") if d.type == "init_declarator" else None
-                if value is not None and value.type in ("new_expression", "call_expression"):
-                    value = value.child_by_field_name("arguments")
-                if value is not None and value.type in ("argument_list", "initializer_list"):
-                    return [text(a) for a in value.named_children]
+                args = _construction_args(d)
+                if args is not None:
+                    return args
             continue
         stack.extend(n.named_children)
+    return None
+
+
+def _construction_args(d: Node) -> list[str] | None:
+    """The constructor arguments a declarator gives: ``s`` (none), ``s(n, iters)``, ``s{n,
+    iters}``, ``*s = new Solver(n, iters)``, ``s = Solver(n, iters)``; None if it gives
+    none."""
+    if d.type == "identifier":  # ``Solver s;``: default-constructed
+        return []
+    if d.type == "function_declarator":  # ``Solver s(n, iters)`` parses as one
+        params = d.child_by_field_name("parameters")
+        return [text(a) for a in params.named_children] if params else []
+    value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+    if value is not None and value.type in ("new_expression", "call_expression"):
+        value = value.child_by_field_name("arguments")
+    if value is not None and value.type in ("argument_list", "initializer_list"):
+        return [text(a) for a in value.named_children]
     return None
 
 
@@ -1911,11 +1994,12 @@ def host_context(
         if fn is not None:
             # (before the scan: ``(IdxType)n`` in the host code reads as ``(int)n``)
             ctx.host_template = _instantiation(fn, detection, view, deduce=True)
+            # a region in a method: the object's data members, then the method's own names
+            # (a local or parameter of a member's name wins)
+            types, values = _members(fn, detection, ctx, argv, view)
+            ctx.types.update(types)
+            ctx.texts.update(values)
             _host_scope(ctx, detection, fn, anchor.start_byte, argv, view)
-            for name, tyt in _member_types(fn, detection).items():
-                ctx.types.setdefault(name, tyt)  # a local or parameter of that name wins
-            for name, value in _member_values(fn, detection, ctx, argv, view).items():
-                ctx.texts.setdefault(name, value)
             _map_extents(kernel, detection, ctx, fn)
             if block is not None and grid is not None:
                 _solve_iterations(kernel, ctx, block, grid, argv)
@@ -1950,9 +2034,9 @@ def host_context(
         scoped = fn is not None and site.file == unit.detection.file
         if fn is not None and scoped:
             # a launch in a method: the object's data members, then the method's own names
-            for name, tyt in _member_types(fn, unit.detection).items():
-                ctx.types.setdefault(name, tyt)
-            ctx.texts.update(_member_values(fn, unit.detection, ctx, argv, view))
+            types, values = _members(fn, unit.detection, ctx, argv, view)
+            ctx.types.update(types)
+            ctx.texts.update(values)
             ctx.host_template = _instantiation(fn, unit.detection, view)
             _host_scope(ctx, unit.detection, fn, site.span.start_byte, argv, view)
         # the host scope (callers, assignments, run-time reads) knows more than detection's
