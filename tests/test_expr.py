@@ -69,6 +69,9 @@ def test_value_unknown_name() -> None:
         # copy before it; and two counters stepped together count by the tested one
         ("for (int i = 64 / 2, old_i = 64; i > 0; old_i = i, i /= 2) ;", 6),
         ("for (int i = 0, j = 0; i < 10; j += 2, i++) ;", 10),
+        # ``i < 64 >> 3`` (the grammar reads ``i<64>`` compared with 3): 8 trips
+        ("for (int i = 0; i < 64 >> 3; i++) ;", 8),
+        ("for (int i = 0; i < 64 >> 3 && i < 100; i++) ;", 8),
     ],
 )
 def test_trips(loop: str, expected: int) -> None:

@@ -25,6 +25,23 @@ def test_branch_probabilities(gpu, tmp_path: Path) -> None:  # type: ignore[no-u
     assert a.counts.flops["fp32"] == pytest.approx(64 / 256 + 1 / 256 + 0.5 + 1.0)
 
 
+def test_a_comparison_with_a_shift_is_not_a_template(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # ``t < n >> 2`` reads in the grammar as the template ``t<n>`` compared with 2: it is
+    # ``t < (n >> 2)``, 64 / 256 of the threads with n = 256 (one FP32 add each), as the
+    # parenthesised form says
+    src = (
+        "__global__ void k(float *x, int n) {\n"
+        "  int t = threadIdx.x;\n"
+        "  if (t < n >> 2) x[t] += 1.0f;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, values=(("n", 256.0),), **LAUNCH)
+    b = count(
+        gpu, tmp_path, src.replace("n >> 2", "(n >> 2)"), "p.cu", values=(("n", 256.0),), **LAUNCH
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(64 / 256) == b.counts.flops["fp32"]
+
+
 def test_bound_check_infers_problem_size(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # n is unknown, but `if (i >= n) return` says the launch covers n: the j loop runs
     # over 1024 x 256 elements (not the 16-trip default)

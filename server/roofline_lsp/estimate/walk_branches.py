@@ -18,7 +18,7 @@ from roofline_lsp.estimate.value_domain import (
     fold_binary,
 )
 from roofline_lsp.estimate.walk_state import WalkerBase
-from roofline_lsp.syntax.expr import text
+from roofline_lsp.syntax.expr import misread_shift, text
 
 
 class BranchWalker(WalkerBase):
@@ -44,6 +44,9 @@ class BranchWalker(WalkerBase):
             bop = op_node.type if op_node is not None else ""
             left = cond.child_by_field_name("left")
             right = cond.child_by_field_name("right")
+            reread = self.shift_comparison(cond)
+            if reread is not None:
+                (left, right), bop = reread, "<"
             if bop == "&&":
                 return self.probability(left) * self.probability(right)
             if bop == "||":
@@ -62,6 +65,12 @@ class BranchWalker(WalkerBase):
         if cv.val is not None and not cv.deps:
             return 1.0 if cv.val else 0.0
         return self.inputs.settings.default_branch
+
+    def shift_comparison(self, node: Node) -> tuple[Node, Node] | None:
+        """``j < n >> 3`` with ``j`` a variable, which the grammar read as the template
+        ``j<n>`` compared with 3: ``j`` and ``n >> 3``."""
+        reread = misread_shift(node)
+        return reread if reread is not None and self.var(text(reread[0])) is not None else None
 
     def last_block(self, op: str, left: tuple[Node, Val], right: tuple[Node, Val]) -> float | None:
         """``ticket == gridDim.x - 1``, a value read from memory (an atomic counter's old

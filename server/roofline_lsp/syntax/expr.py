@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from roofline_lsp.syntax.carith import (
     unary,
 )
 from roofline_lsp.syntax.datatypes import parse_type
+from roofline_lsp.syntax.parsing import parse
 
 Lookup = Callable[[str], "float | None"]
 NAME = re.compile(r"[A-Za-z_]\w*")  # an identifier (``fullmatch``: a plain name)
@@ -360,6 +362,10 @@ def loop_header(node: Node) -> LoopHeader | None:
             continue
         left = c.child_by_field_name("left")
         right = c.child_by_field_name("right")
+        reread = misread_shift(c)
+        if reread is not None and text(reread[0]) == var:  # ``i < n >> 3``
+            bound, bound_op = reread[1], "<"
+            break
         if o in ("<", "<=", ">", ">=", "!="):
             if text(left) == var:
                 bound, bound_op = right, o
@@ -373,6 +379,37 @@ def loop_header(node: Node) -> LoopHeader | None:
         if step_op in (">>", "/"):
             return LoopHeader(var, start, None, ">", step, step_op)
     return LoopHeader(var, start, bound, bound_op, step, step_op)
+
+
+def misread_shift(c: Node) -> tuple[Node, Node] | None:
+    """``x < n >> 3`` that the grammar read as the template ``x<n>`` compared with ``3``
+    (C++'s ``>>`` closing a template argument list): ``x`` and ``n >> 3`` (parsed on its own),
+    else None. Whether ``x`` is a variable (not a template) is the caller's to check."""
+    op = c.child_by_field_name("operator")
+    left = c.child_by_field_name("left")
+    if c.type != "binary_expression" or op is None or op.type != ">" or left is None:
+        return None
+    name = left.child_by_field_name("name")
+    args = left.child_by_field_name("arguments")
+    if left.type != "template_function" or name is None or args is None or c.text is None:
+        return None
+    closing = c.text[args.end_byte - c.start_byte - 1 :]
+    if not closing.startswith(b">>"):
+        return None
+    bound = expression(text(c).split("<", 1)[1])
+    return (name, bound) if bound is not None else None
+
+
+@functools.lru_cache(maxsize=256)
+def expression(source: str) -> Node | None:
+    """The parse of an expression's text on its own (its node keeps its tree alive)."""
+    stack = [parse(f"int __e = ({source});".encode()).root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "parenthesized_expression":
+            return node.named_children[0] if node.named_children else None
+        stack.extend(reversed(node.named_children))
+    return None
 
 
 def _header_update(
