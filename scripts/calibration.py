@@ -42,6 +42,7 @@ SWEEPS: dict[str, tuple[tuple[float, ...], str]] = {
     "nested_default": ((1, 2, 4, 8), "int"),
     "omp_thread_ints": ((0, 15, 30, 60), "int_omp"),
     "omp_iteration_ints": ((0, 5, 15, 30), "int_omp"),
+    "capped_trips": ((2, 4, 8, 16), "int_omp"),
     "capacity_miss": ((0.0, 0.02, 0.05, 0.2), "bytes"),
     "resident_write_fraction": ((0.1, 0.25, 0.5, 1.0), "bytes"),
     "launch_floor": ((0, 2048, 4096, 8192), "bytes"),

@@ -208,8 +208,8 @@ def test_iterations_of_an_offloaded_loop_of_unknown_bound(gpu, tmp_path: Path) -
     # - 100 teams of 128 threads: the runtime sized the launch to the loop, so n is in
     #   (12,672, 12,800], the roundest 12,800 (a value of n, as from an argument);
     # - 3200 teams (LLVM's default team limit on NVIDIA GPUs) of 256 threads: the loop has at
-    #   least 819,200 iterations, each thread runs an unknown number of them: 16 (the default
-    #   trip count) x 819,200 = 13,107,200, an assumption;
+    #   least 819,200 iterations, each thread runs an unknown number of them: 8
+    #   (``capped_trips``) x 819,200 = 6,553,600, an assumption;
     # - the same launch with num_teams(3200) in the source: exactly 819,200.
     def run(clause: str = "", **launch: object) -> tuple[float, str]:
         src = (
@@ -223,7 +223,7 @@ def test_iterations_of_an_offloaded_loop_of_unknown_bound(gpu, tmp_path: Path) -
 
     assert run() == (1048576, "default")
     assert run(block=(128, 1, 1), grid=(100, 1, 1)) == (12800, "argument")
-    assert run(block=(256, 1, 1), grid=(3200, 1, 1)) == (13107200, "default")
+    assert run(block=(256, 1, 1), grid=(3200, 1, 1)) == (6553600, "default")
     assert run("num_teams(3200)", block=(256, 1, 1), grid=(3200, 1, 1)) == (819200, "launch")
 
 

@@ -107,6 +107,9 @@ class Calibration:
       thread (team/thread state initialisation, static loop-chunk computation).
     * ``omp_iteration_ints``: integer instructions per iteration of a work-shared loop
       (the runtime's 64-bit induction variable, chunk bounds and the loop test).
+    * ``capped_trips``: iterations per thread of an OpenMP work-shared loop of unknown size
+      launched at the runtime's team limit (the launch says only that the loop has at least
+      teams x threads iterations).
     * ``default_block`` / ``default_grid``: launch assumed when nothing gives it.
     """
 
@@ -119,6 +122,7 @@ class Calibration:
     launch_floor: float = 4096.0
     omp_thread_ints: float = 30.0
     omp_iteration_ints: float = 15.0
+    capped_trips: float = 8.0
     default_block: tuple[int, int, int] = (256, 1, 1)
     default_grid: tuple[int, int, int] = (4096, 1, 1)
     threads_per_sm: int = 1536  # resident threads per SM (Ampere GA10x), for local memory
@@ -739,7 +743,7 @@ def _parallel_default(kernel: Kernel, ctx: HostContext, cal: Calibration) -> tup
     """Iterations assumed for an offloaded work-shared loop whose bound is unknown, and
     whether that is an assumption: the launch's teams x threads (the runtime sized the
     launch to the loop), unless the launch is at the runtime's team limit, where each thread
-    runs an unknown number of iterations (``default_trips``, as any loop of unknown count);
+    runs an unknown number of iterations (``capped_trips``);
     without a launch, the launch assumed for a CUDA kernel (``default_block`` x
     ``default_grid`` threads), one iteration each."""
     if not (ctx.block and ctx.grid):
@@ -750,7 +754,7 @@ def _parallel_default(kernel: Kernel, ctx: HostContext, cal: Calibration) -> tup
         and not kernel.clause("num_teams")
         and math.prod(ctx.grid) == OMP_DEFAULT_TEAMS
     )
-    return (launched * cal.default_trips, True) if capped else (launched, False)
+    return (launched * cal.capped_trips, True) if capped else (launched, False)
 
 
 def _reduction_types(
