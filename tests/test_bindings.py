@@ -53,6 +53,27 @@ def test_argv_substitution() -> None:
     assert substitute_host("sizeof(*p)", argv, {"p": "float *"}) == "4"
 
 
+def test_a_mode_chosen_by_comparing_an_argument_with_a_text(tmp_path: Path) -> None:
+    # ``./sort r`` sorts 2^20 random numbers, ``./sort data.txt`` counts a file's: the strcmp
+    # decides the branch (either argument order); no argument given: nothing decides it
+    src = (
+        "#include <cstring>\n"
+        "__global__ void k(float *a, int n) {}\n"
+        "int main(int argc, char **argv) {\n"
+        "  int n = 0;\n"
+        '  if (strcmp(argv[1], "r") == 0) n = 1 << 20;\n'
+        '  else { FILE *f = fopen(argv[1], "r"); fscanf(f, "%d", &n); }\n'
+        '  int reps = !strcmp("fast", argv[2]) ? 1 : 10;\n'
+        "  float *a; k<<<n / 256, 256>>>(a, n * reps);\n"
+        "}\n"
+    )
+    assert ctx_for(tmp_path, {"s.cu": src}, "s.cu", args="r fast").get("n") == 1 << 20
+    assert ctx_for(tmp_path, {"s.cu": src}, "s.cu", args="r slow").get("n") == 10 << 20
+    assert ctx_for(tmp_path, {"s.cu": src}, "s.cu", args="data.txt fast").get("n") is None
+    assert substitute_host('strcmp(argv[1], "b")', ["a"], {}) == "-1"
+    assert substitute_host('strcmp(argv[3], "b")', ["a"], {}) == 'strcmp(argv[3], "b")'
+
+
 def test_command_line_options() -> None:
     assert option_values(["-n", "100", "--size=8", "-v", "--iters", "5"]) == {
         "n": "100",

@@ -233,8 +233,18 @@ def argv_of(args: str | None) -> list[str]:
 
 
 def substitute_host(expr: str, argv: list[str], types: Mapping[str, str]) -> str:
-    """Replace ``atoi(argv[k])`` by the program argument and ``sizeof(T)`` by its size."""
+    """Replace ``atoi(argv[k])`` by the program argument, ``strcmp(argv[k], "r")`` by the sign
+    of comparing it with the text, and ``sizeof(T)`` by its size."""
     if "argv" in expr:
+
+        def compared(m: re.Match[str]) -> str:
+            k = int(m.group(1) or m.group(4))
+            if not 1 <= k <= len(argv):
+                return m.group(0)
+            a, b = (argv[k - 1], m.group(2)) if m.group(1) else (m.group(3), argv[k - 1])
+            return str((a > b) - (a < b))
+
+        expr = _ARGV_STRCMP.sub(compared, expr)
 
         def arg(m: re.Match[str]) -> str:
             k = int(m.group(2))
@@ -267,6 +277,13 @@ def substitute_host(expr: str, argv: list[str], types: Mapping[str, str]) -> str
 _GET_OPTION = re.compile(r"\b([A-Za-z_]\w*)\s*(?:\.|->)\s*getOption\w*\s*\(\s*\"(\w+)\"\s*\)")
 _ADD_OPTION = re.compile(
     r"\b([A-Za-z_]\w*)\s*(?:\.|->)\s*addOption\s*\(\s*\"(\w+)\"\s*,\s*\w+\s*,\s*\"([^\"]*)\""
+)
+
+
+# ``strcmp(argv[1], "r")`` (either order): the sign of comparing the argument with the text
+_ARGV_STRCMP = re.compile(
+    r'\bstrcmp\s*\(\s*argv\s*\[\s*(\d+)\s*\]\s*,\s*"([^"\\]*)"\s*\)'
+    r'|\bstrcmp\s*\(\s*"([^"\\]*)"\s*,\s*argv\s*\[\s*(\d+)\s*\]\s*\)'
 )
 
 
@@ -739,7 +756,10 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
     # what a call may change at run time (``init(&cfg)``) is unknown after it, unless the
     # call's own effects (``_call_effects``, from these values) say what it becomes
     held: dict[str, str] = {}
-    for read in _read_at_run_time(node):
+    reads = _read_at_run_time(node)
+    if reads and _branch_taken(node, fn, ctx, argv) is False:
+        reads = []  # (on a path the host values rule out: ``else fscanf(f, "%d", &n)``)
+    for read in reads:
         for name in [k for k in ctx.texts if k == read or k.startswith(read + ".")]:
             was = ctx.value(name)
             if was is not None:
