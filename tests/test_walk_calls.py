@@ -202,3 +202,39 @@ def test_a_variadic_macro_passes_its_arguments(gpu, tmp_path: Path) -> None:  # 
         **LAUNCH,
     )
     assert a.counts.flops["fp32"] == pytest.approx(192)
+
+
+def test_a_template_length_deduced_from_the_array_a_call_passes(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # load_blocked(t, a, vals) with ``float vals[8]`` deduces N = 8 from ``T (&items)[N]``
+    # (CUB's BlockLoad style), as does the store through the class's method that forwards
+    # its own ``items``: 8 trips each (not the 16-trip default), 8 FP32 multiplies, 8 loads
+    # and 8 stores of 4 B per thread.
+    a = count(
+        gpu,
+        tmp_path,
+        "template <typename T, int N>\n"
+        "__device__ void load_blocked(int tid, const T *src, T (&items)[N]) {\n"
+        "  for (int i = 0; i < N; i++) items[i] = src[tid * N + i];\n"
+        "}\n"
+        "template <typename T, int N>\n"
+        "__device__ void store_blocked(int tid, T *dst, T (&items)[N]) {\n"
+        "  for (int i = 0; i < N; i++) dst[tid * N + i] = items[i] * 2.0f;\n"
+        "}\n"
+        "template <typename T, int ITEMS> struct Store {\n"
+        "  __device__ void run(int tid, T *dst, T (&items)[ITEMS]) {\n"
+        "    store_blocked(tid, dst, items);\n"
+        "  }\n"
+        "};\n"
+        "__global__ void k(const float *a, float *b) {\n"
+        "  float vals[8];\n"
+        "  int t = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  load_blocked(t, a, vals);\n"
+        "  Store<float, 8>().run(t, b, vals);\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert {(lp.trips, lp.source) for lp in a.counts.loops} == {(8, "argument")}
+    assert a.counts.flops["fp32"] == pytest.approx(8.0)
+    glob = [x for x in a.counts.accesses if x.space == "global"]
+    assert sum(x.weight * x.elem for x in glob if x.kind == "load") == pytest.approx(32.0)
+    assert sum(x.weight * x.elem for x in glob if x.kind == "store") == pytest.approx(32.0)

@@ -347,6 +347,27 @@ def function_params(fn: Node) -> list[tuple[str, str]]:
     return out
 
 
+def array_reference_sizes(fn: Node) -> dict[int, str]:
+    """The sizes of a function's parameters that are references to arrays (``T
+    (&items)[N]``), by parameter position: a call deduces a template parameter ``N`` from
+    its argument's length."""
+    out: dict[int, str] = {}
+    for i, p in enumerate(_parameters(fn)):
+        decl = p.child_by_field_name("declarator")
+        size = decl.child_by_field_name("size") if decl is not None else None
+        inner = decl.child_by_field_name("declarator") if decl is not None else None
+        if (
+            decl is not None
+            and decl.type == "array_declarator"
+            and size is not None
+            and inner is not None
+            and inner.type == "parenthesized_declarator"
+            and "&" in text(inner)
+        ):
+            out[i] = text(size)
+    return out
+
+
 _STMT_CONTAINERS = frozenset(
     {
         "compound_statement",

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
-from roofline_lsp.detect.bindings import function_params, template_params
+from roofline_lsp.detect.bindings import array_reference_sizes, function_params, template_params
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.macro_expansion import macro_tree
 from roofline_lsp.estimate.value_domain import (
@@ -380,6 +380,23 @@ class CallWalker(GroupWalker):
                 out[pname] = value
         return out
 
+    def deduced_lengths(
+        self, fnode: Node, vals: list[Val], given: dict[str, float]
+    ) -> dict[str, float]:
+        """Template parameters a call deduces from the lengths of the per-thread arrays it
+        passes to parameters ``T (&items)[N]`` (``float vals[4]; load(p, vals)``: N = 4)."""
+        out: dict[str, float] = {}
+        names = {pname for pname, _default in template_params(fnode)}
+        for i, size in array_reference_sizes(fnode).items():
+            buffer = vals[i].buffer if i < len(vals) else None
+            if size not in names or size in given or not buffer:
+                continue
+            nbytes = self.tally.local_sizes.get(buffer)
+            elem = vals[i].type.deref() if vals[i].type.pointer else vals[i].type
+            if nbytes and elem.size > 0:
+                out[size] = nbytes / elem.size
+        return out
+
     def inline(
         self,
         name: str,
@@ -401,6 +418,8 @@ class CallWalker(GroupWalker):
             self.lvalue(a, "store") if i in outputs and _is_lvalue(a) else self.expr(a)
             for i, a in enumerate(args)
         ]
+        if not closure:
+            constants.update(self.deduced_lengths(fnode, vals, constants))
         scope: dict[str, Var] = {n: Var(INT, NOTHING, v, const=True) for n, v in constants.items()}
         for i, (ptype, pname) in enumerate(params):
             if not pname:
