@@ -74,6 +74,60 @@ def test_a_mode_chosen_by_comparing_an_argument_with_a_text(tmp_path: Path) -> N
     assert substitute_host('strcmp(argv[3], "b")', ["a"], {}) == 'strcmp(argv[3], "b")'
 
 
+def test_an_input_struct_made_by_one_function_and_parsed_into_by_another(tmp_path: Path) -> None:
+    # SimpleMOC's shape: set_default_input() (init.cu) mallocs the struct, sets egroups =
+    # 128 and returns the pointer; read_CLI(argc, argv, I) (io.cu) loops over the arguments
+    # and sets I->egroups for "-e" (``if (++i < argc) input->egroups = atoi(argv[i])``).
+    # No arguments: the loop runs no trip, 128; "-s 5000 -e 64": 64; "-s 5000": -e not
+    # given, 128.
+    files = {
+        "hdr.h": "typedef struct { int egroups; int segments; } Input;\n",
+        "init.cu": (
+            '#include <stdlib.h>\n#include "hdr.h"\n'
+            "Input *set_default_input(void) {\n"
+            "  Input *I = (Input *)malloc(sizeof(Input));\n"
+            "  I->egroups = 128;\n"
+            "  I->segments = 1000;\n"
+            "  return I;\n"
+            "}\n"
+        ),
+        "io.cu": (
+            '#include <string.h>\n#include "hdr.h"\n'
+            "void read_CLI(int argc, char *argv[], Input *input) {\n"
+            "  for (int i = 1; i < argc; i++) {\n"
+            "    char *arg = argv[i];\n"
+            '    if (strcmp(arg, "-e") == 0) {\n'
+            "      if (++i < argc) input->egroups = atoi(argv[i]);\n"
+            '    } else if (strcmp(arg, "-s") == 0) {\n'
+            "      if (++i < argc) input->segments = atoi(argv[i]);\n"
+            "    }\n"
+            "  }\n"
+            "}\n"
+        ),
+        "main.cu": (
+            '#include "hdr.h"\n'
+            "Input *set_default_input(void);\n"
+            "void read_CLI(int argc, char *argv[], Input *input);\n"
+            "__global__ void att(float *f, int egroups, int segments) {}\n"
+            "int main(int argc, char **argv) {\n"
+            "  Input *I = set_default_input();\n"
+            "  read_CLI(argc, argv, I);\n"
+            "  int egroups = I->egroups;\n"
+            "  float *f;\n"
+            "  att<<<(I->segments + 127) / 128, 128>>>(f, egroups, I->segments);\n"
+            "}\n"
+        ),
+    }
+
+    def values(args: str | None) -> tuple[float | None, float | None]:
+        ctx = ctx_for(tmp_path, files, "main.cu", args=args)
+        return ctx.get("egroups"), ctx.get("segments")
+
+    assert values(None) == (128, 1000)
+    assert values("-s 5000 -e 64") == (64, 5000)
+    assert values("-s 5000") == (128, 5000)
+
+
 def test_command_line_options() -> None:
     assert option_values(["-n", "100", "--size=8", "-v", "--iters", "5"]) == {
         "n": "100",

@@ -903,7 +903,7 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 # the default it had (given, ``_options`` reads its value)
                 return
             taken = _branch_taken(node, fn, ctx, argv) if target is not None else False
-            if target is None or taken is False:
+            if target is None or taken is False or (depth > 0 and _never_runs(node, fn, ctx)):
                 return
             if target.endswith("[?]"):  # some element: none of them is known any more
                 for k in [k for k in ctx.texts if k.startswith(target[:-2])]:
@@ -1042,6 +1042,7 @@ def _call_effects(
     _EFFECT_DEPTH[0] += 1
     try:
         _scan_function(callee, callee.end_byte, sub, argv)
+        _options(text(callee), sub, argv)  # (``read_CLI(argc, argv, input)``)
     finally:
         _EFFECT_DEPTH[0] -= 1
     out: dict[str, str] = {}
@@ -1063,8 +1064,8 @@ def _call_effects(
                 out[f"{owner}{key[len(prefix) :]}"] = key  # the caller's ``cfg.n``, ``p->n``
     for name in _globals_set(sub, before):
         out.setdefault(name, name)
-    if returned is not None:  # p.iters of ``return p;``
-        for key in [k for k in sub.texts if k.startswith(returned + ".")]:
+    if returned is not None:  # p.iters of ``return p;``, p->iters of a returned pointer
+        for key in [k for k in sub.texts if k.startswith((returned + ".", returned + "->"))]:
             out[f"{result}{key[len(returned) :]}"] = key
     for target, source in out.items():
         v = sub.value(source)
@@ -1340,6 +1341,17 @@ def _leaves_early(node: Node) -> bool:
     return False
 
 
+def _never_runs(node: Node, fn: Node, ctx: HostContext) -> bool:
+    """Whether statement ``node`` of host function ``fn`` is in a ``for`` loop the host
+    values say runs no trip (``for (i = 1; i < argc; i++)`` run without arguments)."""
+    p = node.parent
+    while p is not None and p != fn:
+        if p.type == "for_statement" and _host_trips(p, ctx) == 0:
+            return True
+        p = p.parent
+    return False
+
+
 def _host_trips(node: Node, ctx: HostContext) -> float | None:
     """The trips of a host ``for`` loop from the host's values, None when not known."""
     hdr = loop_header(node)
@@ -1577,7 +1589,7 @@ _GETOPT = re.compile(
 _OPTION_NAME = re.compile(r'"(-{1,2}[A-Za-z][\w-]*)"')  # "-n", "--iters" in a comparison
 _STRCMP_OPT = re.compile(
     _OPTION_NAME.pattern
-    + r'[^";]{0,400}?[;{)]\s*([A-Za-z_][\w.]*)\s*=\s*'
+    + r'[^";]{0,400}?[;{)]\s*([A-Za-z_](?:[\w.]|->)*)\s*=\s*'
     + _CONVERT
     + r"argv\s*\["
 )
@@ -1598,8 +1610,10 @@ def option_values(argv: list[str]) -> dict[str, str]:
 
 
 # the value of a command-line option being parsed: getopt's ``optarg``, the word after the
-# option (``argv[++i]``, ``argv[i + 1]``)
-_OPTION_VALUE = re.compile(r"\boptarg\b|\bargv\s*\[\s*(?:\+\+\s*\w+|\w+\s*\+\s*1|\w+\s*\+\+)\s*\]")
+# option (``argv[++i]``, ``argv[i + 1]``, ``argv[i]`` after ``if (++i < argc)``)
+_OPTION_VALUE = re.compile(
+    r"\boptarg\b|\bargv\s*\[\s*(?:\+\+\s*\w+|\w+\s*\+\s*1|\w+\s*\+\+|[A-Za-z_]\w*)\s*\]"
+)
 
 
 def _option_given(node: Node, fn: Node, argv: list[str]) -> bool:
