@@ -128,6 +128,37 @@ def test_an_input_struct_made_by_one_function_and_parsed_into_by_another(tmp_pat
     assert values("-s 5000") == (128, 5000)
 
 
+def test_a_region_in_a_header_included_inside_a_function(tmp_path: Path) -> None:
+    # hybridsort's OpenMP port: kernel_hist.h is a fragment (a target region) that
+    # sort.c includes inside bucketSort(float *d, int listsize); main calls
+    # bucketSort(data, numElements) with numElements = atoi(argv[1]) or SIZE. The region's
+    # listsize is the including function's parameter where it includes the header, and
+    # the includer's constants (BINS) are seen.
+    files = {
+        "kernel_hist.h": (
+            "#pragma omp target teams distribute parallel for\n"
+            "for (int pos = 0; pos < listsize; pos++) hist[(int)d[pos] % BINS]++;\n"
+        ),
+        "sort.c": (
+            "#include <stdlib.h>\n"
+            "#define SIZE (1 << 20)\n"
+            "#define BINS 1024\n"
+            "void bucketSort(float *d, int listsize) {\n"
+            "  int hist[BINS];\n"
+            '  #include "kernel_hist.h"\n'
+            "}\n"
+            "int main(int argc, char **argv) {\n"
+            "  int numElements = argc > 1 ? atoi(argv[1]) : SIZE;\n"
+            "  float *data = (float *)malloc(numElements * sizeof(float));\n"
+            "  bucketSort(data, numElements);\n"
+            "}\n"
+        ),
+    }
+    assert ctx_for(tmp_path, files, "kernel_hist.h").get("listsize") == 1 << 20
+    assert ctx_for(tmp_path, files, "kernel_hist.h", args="5000").get("listsize") == 5000
+    assert ctx_for(tmp_path, files, "kernel_hist.h").get("BINS") == 1024
+
+
 def test_command_line_options() -> None:
     assert option_values(["-n", "100", "--size=8", "-v", "--iters", "5"]) == {
         "n": "100",

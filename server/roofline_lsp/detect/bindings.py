@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
 import shlex
 from collections import OrderedDict
@@ -1995,6 +1996,24 @@ def _device_property(name: str, device: Mapping[str, float]) -> str | None:
     return repr(v) if v is not None else None
 
 
+def _including_function(
+    detection: Detection, view: SourceView | None
+) -> tuple[Detection, Node, int] | None:
+    """The sibling file, function and byte where the header of ``detection`` is
+    ``#include``d inside a function body (a fragment of that function), if any."""
+    name = os.path.basename(detection.file)
+    if not name:
+        return None
+    pattern = re.compile(rb'#\s*include\s*"(?:[^"]*/)?' + re.escape(name.encode()) + rb'"')
+    for u in units_mentioning(detection.file, pattern, view):
+        for m in pattern.finditer(u.detection.source):
+            node = u.root.descendant_for_byte_range(m.start(), m.end())
+            fn = enclosing_function(node)
+            if fn is not None:
+                return u.detection, fn, m.start()
+    return None
+
+
 def _program_context(
     detection: Detection,
     argv: list[str],
@@ -2046,16 +2065,26 @@ def host_context(
     if kernel.is_offload:
         anchor = kernel.node if kernel.node is not None else kernel.body
         fn = enclosing_function(anchor)
+        scope, stop = detection, anchor.start_byte if anchor is not None else 0
+        if fn is None and anchor is not None:
+            # a region in a header included inside a function (``#include
+            # "kernel_histogram.h"`` in ``bucketSort``): that function's names, where it
+            # includes it, with the includer's constants
+            found = _including_function(detection, view)
+            if found is not None:
+                scope, fn, stop = found
+                for name, value in scope.constants.items():
+                    ctx.texts.setdefault(name, value)
         if fn is not None:
             # (before the scan: ``(IdxType)n`` in the host code reads as ``(int)n``)
-            ctx.host_template = _instantiation(fn, detection, view, deduce=True)
+            ctx.host_template = _instantiation(fn, scope, view, deduce=True)
             # a region in a method: the object's data members, then the method's own names
             # (a local or parameter of a member's name wins)
-            types, values = _members(fn, detection, ctx, argv, view)
+            types, values = _members(fn, scope, ctx, argv, view)
             ctx.types.update(types)
             ctx.texts.update(values)
-            _host_scope(ctx, detection, fn, anchor.start_byte, argv, view)
-            _map_extents(kernel, detection, ctx, fn)
+            _host_scope(ctx, scope, fn, stop, argv, view)
+            _map_extents(kernel, detection, ctx, fn if scope is detection else None)
             if block is not None and grid is not None:
                 _solve_iterations(kernel, ctx, block, grid, argv)
         ctx.block, ctx.grid = block, grid
@@ -2658,11 +2687,11 @@ def _pick_launch(
     return sites[0]
 
 
-def _map_extents(kernel: Kernel, detection: Detection, ctx: HostContext, fn: Node) -> None:
+def _map_extents(kernel: Kernel, detection: Detection, ctx: HostContext, fn: Node | None) -> None:
     """OpenMP/OpenACC ``map(to: a[0:n])`` sections (of the region, of the data regions
-    around it and of the standalone data directives before it in its function ``fn``) ->
-    buffer extents. A data region elsewhere (around a call in ``main``) names its own
-    scope's arrays and sizes: it is not read in this one."""
+    around it and of the standalone data directives before it in its function ``fn``, if
+    it is in the region's file) -> buffer extents. A data region elsewhere (around a call in
+    ``main``) names its own scope's arrays and sizes: it is not read in this one."""
     clauses = list(kernel.clauses)
     start, end = kernel.span.start_byte, kernel.span.end_byte
     for region in detection.data_regions:
@@ -2671,7 +2700,7 @@ def _map_extents(kernel: Kernel, detection: Detection, ctx: HostContext, fn: Nod
         if region.body is not None:
             inside = region.body.start_byte <= start and end <= region.body.end_byte
         else:
-            inside = fn.start_byte <= region.span.start_byte < start
+            inside = fn is not None and fn.start_byte <= region.span.start_byte < start
         if inside:
             clauses.extend(region.clauses)
     for c in clauses:
