@@ -238,3 +238,35 @@ def test_a_template_length_deduced_from_the_array_a_call_passes(gpu, tmp_path: P
     glob = [x for x in a.counts.accesses if x.space == "global"]
     assert sum(x.weight * x.elem for x in glob if x.kind == "load") == pytest.approx(32.0)
     assert sum(x.weight * x.elem for x in glob if x.kind == "store") == pytest.approx(32.0)
+
+
+def test_a_class_template_length_deduced_from_the_array_its_method_takes(
+    gpu, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # CUB's WarpExchange shape: ITEMS is the class template's parameter, named only through
+    # a typedef; BlockedToStriped(T (&in)[ITEMS], ...) called with ``float v[4]`` deduces
+    # ITEMS = 4: both item loops run 4 trips (not the 16-trip default), one FP32 multiply
+    # each in the second: 4 FLOP per thread.
+    a = count(
+        gpu,
+        tmp_path,
+        "template <typename T, int ITEMS, int WARP> struct Exchange {\n"
+        "  T *tmp;\n"
+        "  __device__ Exchange(T *t) : tmp(t) {}\n"
+        "  __device__ void BlockedToStriped(T (&in)[ITEMS], T (&out)[ITEMS]) {\n"
+        "    int lane = threadIdx.x % WARP;\n"
+        "    for (int item = 0; item < ITEMS; item++) tmp[ITEMS * lane + item] = in[item];\n"
+        "    for (int item = 0; item < ITEMS; item++) out[item] = tmp[item * WARP + lane] * 2.f;\n"
+        "  }\n"
+        "};\n"
+        "__global__ void k(float *b) {\n"
+        "  __shared__ float s[32 * 4];\n"
+        "  float v[4];\n"
+        "  typedef Exchange<float, 4, 32> ExchangeT;\n"
+        "  ExchangeT(s).BlockedToStriped(v, v);\n"
+        "  b[blockIdx.x * blockDim.x + threadIdx.x] = v[0];\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert {(lp.trips, lp.source) for lp in a.counts.loops} == {(4, "argument")}
+    assert a.counts.flops["fp32"] == pytest.approx(4.0)

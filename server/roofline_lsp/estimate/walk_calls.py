@@ -384,9 +384,19 @@ class CallWalker(GroupWalker):
         self, fnode: Node, vals: list[Val], given: dict[str, float]
     ) -> dict[str, float]:
         """Template parameters a call deduces from the lengths of the per-thread arrays it
-        passes to parameters ``T (&items)[N]`` (``float vals[4]; load(p, vals)``: N = 4)."""
+        passes to parameters ``T (&items)[N]`` (``float vals[4]; load(p, vals)``: N = 4),
+        the function's own or, for a method, its class template's (CUB's ``WarpExchange<T,
+        ITEMS_PER_THREAD>::BlockedToStriped(T (&items)[ITEMS_PER_THREAD])``)."""
         out: dict[str, float] = {}
         names = {pname for pname, _default in template_params(fnode)}
+        owner = fnode.parent
+        while owner is not None and owner.type in (
+            "field_declaration_list",
+            "template_declaration",
+        ):
+            owner = owner.parent
+        if owner is not None and owner.type in ("class_specifier", "struct_specifier"):
+            names |= {pname for pname, _default in template_params(owner)}
         for i, size in array_reference_sizes(fnode).items():
             buffer = vals[i].buffer if i < len(vals) else None
             if size not in names or size in given or not buffer:
