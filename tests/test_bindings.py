@@ -159,6 +159,23 @@ def test_a_region_in_a_header_included_inside_a_function(tmp_path: Path) -> None
     assert ctx_for(tmp_path, files, "kernel_hist.h").get("BINS") == 1024
 
 
+def test_a_loop_over_the_arguments_runs_no_trip_without_them(tmp_path: Path) -> None:
+    # for (i = 1; i < argc; i++) parse(argv[i], &n): run without arguments the loop runs no
+    # trip, so neither the call nor the read leave n unknown: the default 4096
+    src = (
+        "#include <cstdlib>\n"
+        "#include <cstdio>\n"
+        "__global__ void k(float *a, int n) {}\n"
+        "void parse(const char *s, int *n) { *n = atoi(s); }\n"
+        "int main(int argc, char **argv) {\n"
+        "  int n = 4096, m = 8;\n"
+        '  for (int i = 1; i < argc; i++) { parse(argv[i], &n); sscanf(argv[i], "%d", &m); }\n'
+        "  float *a; k<<<n / 256, 256>>>(a, n * m);\n"
+        "}\n"
+    )
+    assert ctx_for(tmp_path, {"p.cu": src}, "p.cu").get("n") == 4096 * 8
+
+
 def test_command_line_options() -> None:
     assert option_values(["-n", "100", "--size=8", "-v", "--iters", "5"]) == {
         "n": "100",

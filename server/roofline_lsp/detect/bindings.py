@@ -775,6 +775,8 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
     if node.type == "for_statement":
         _loop_exit(node, depth, ctx, argv)
         return
+    if depth > 0 and _never_runs(node, fn, ctx):
+        return  # in a loop the host values say runs no trip (no arguments to parse)
     # what a call may change at run time (``init(&cfg)``) is unknown after it, unless the
     # call's own effects (``_call_effects``, from these values) say what it becomes
     held: dict[str, str] = {}
@@ -904,7 +906,7 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 # the default it had (given, ``_options`` reads its value)
                 return
             taken = _branch_taken(node, fn, ctx, argv) if target is not None else False
-            if target is None or taken is False or (depth > 0 and _never_runs(node, fn, ctx)):
+            if target is None or taken is False:
                 return
             if target.endswith("[?]"):  # some element: none of them is known any more
                 for k in [k for k in ctx.texts if k.startswith(target[:-2])]:
@@ -1345,11 +1347,23 @@ def _leaves_early(node: Node) -> bool:
 def _never_runs(node: Node, fn: Node, ctx: HostContext) -> bool:
     """Whether statement ``node`` of host function ``fn`` is in a ``for`` loop the host
     values say runs no trip (``for (i = 1; i < argc; i++)`` run without arguments)."""
+    loops: list[Node] = []
     p = node.parent
     while p is not None and p != fn:
-        if p.type == "for_statement" and _host_trips(p, ctx) == 0:
-            return True
+        if p.type == "for_statement":
+            loops.append(p)
         p = p.parent
+    outer: set[str] = set()
+    for lp in reversed(loops):  # outermost first
+        hdr = loop_header(lp)
+        if hdr is None or hdr.var is None:
+            return False
+        parts = (hdr.start, hdr.bound, hdr.step)
+        if outer & {n for part in parts if part is not None for n in _IDENT.findall(text(part))}:
+            return False  # (``z < x`` of an outer ``x``: its trips vary)
+        if _host_trips(lp, ctx) == 0:
+            return True
+        outer.add(hdr.var)
     return False
 
 
