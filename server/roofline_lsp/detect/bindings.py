@@ -124,6 +124,11 @@ class HostContext:
     # the host functions of the file and the headers it includes, by name
     definitions: Mapping[str, Function] = field(default_factory=dict)
     _cache: dict[str, int | float | None] = field(default_factory=dict)
+    # host loops met by the scan: whether each runs a trip, as its values were at its first
+    # statement (:func:`_never_runs`), by node id
+    _loop_runs: dict[int, tuple[Node, str | None, frozenset[str], bool]] = field(
+        default_factory=dict
+    )
 
     def get(self, name: str) -> float | None:
         """The numeric value of ``name`` if the host side determines it."""
@@ -1346,7 +1351,8 @@ def _leaves_early(node: Node) -> bool:
 
 def _never_runs(node: Node, fn: Node, ctx: HostContext) -> bool:
     """Whether statement ``node`` of host function ``fn`` is in a ``for`` loop the host
-    values say runs no trip (``for (i = 1; i < argc; i++)`` run without arguments)."""
+    values say runs no trip (``for (i = 1; i < argc; i++)`` run without arguments), as
+    they were when the scan entered the loop."""
     loops: list[Node] = []
     p = node.parent
     while p is not None and p != fn:
@@ -1355,16 +1361,26 @@ def _never_runs(node: Node, fn: Node, ctx: HostContext) -> bool:
         p = p.parent
     outer: set[str] = set()
     for lp in reversed(loops):  # outermost first
-        hdr = loop_header(lp)
-        if hdr is None or hdr.var is None:
-            return False
-        parts = (hdr.start, hdr.bound, hdr.step)
-        if outer & {n for part in parts if part is not None for n in _IDENT.findall(text(part))}:
-            return False  # (``z < x`` of an outer ``x``: its trips vary)
-        if _host_trips(lp, ctx) == 0:
+        hit = ctx._loop_runs.get(lp.id)
+        if hit is None or hit[0] != lp:
+            hit = ctx._loop_runs[lp.id] = (lp, *_loop_facts(lp, ctx))
+        _lp, var, names, runs = hit
+        if var is None or outer & names:
+            return False  # (not a counted loop; ``z < x`` of an outer ``x``: trips vary)
+        if not runs:
             return True
-        outer.add(hdr.var)
+        outer.add(var)
     return False
+
+
+def _loop_facts(lp: Node, ctx: HostContext) -> tuple[str | None, frozenset[str], bool]:
+    """A host loop's variable, the names its header reads, and whether it runs a trip."""
+    hdr = loop_header(lp)
+    if hdr is None or hdr.var is None:
+        return None, frozenset(), True
+    parts = (hdr.start, hdr.bound, hdr.step)
+    names = frozenset(n for part in parts if part is not None for n in _IDENT.findall(text(part)))
+    return hdr.var, names, _host_trips(lp, ctx) != 0
 
 
 def _host_trips(node: Node, ctx: HostContext) -> float | None:

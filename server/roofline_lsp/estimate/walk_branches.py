@@ -44,7 +44,7 @@ class BranchWalker(WalkerBase):
             bop = op_node.type if op_node is not None else ""
             left = cond.child_by_field_name("left")
             right = cond.child_by_field_name("right")
-            reread = self.shift_comparison(cond)
+            reread = self.shift_comparison(cond) if bop == ">" else None
             if reread is not None:
                 (left, right), bop = reread, "<"
             if bop == "&&":

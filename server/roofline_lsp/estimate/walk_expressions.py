@@ -282,7 +282,7 @@ class ExpressionWalker(ReferenceWalker):
         right = node.child_by_field_name("right")
         if left is None or right is None:
             return Val(UNKNOWN)
-        reread = self.shift_comparison(node)
+        reread = self.shift_comparison(node) if op == ">" else None
         if reread is not None:  # ``j < n >> 3``
             (left, right), op = reread, "<"
         if op in ("&&", "||"):
