@@ -176,6 +176,51 @@ def test_a_loop_over_the_arguments_runs_no_trip_without_them(tmp_path: Path) -> 
     assert ctx_for(tmp_path, {"p.cu": src}, "p.cu").get("n") == 4096 * 8
 
 
+def test_a_template_length_deduced_from_the_arrays_and_types_a_call_passes(
+    tmp_path: Path,
+) -> None:
+    # divergence's shape: the kernel is launched with np, a template parameter of
+    # divergence_gpu (in a header); compare() calls it deducing np from element<np, real>,
+    # main calls compare() deducing np from ``double v[NP][NP][2]`` with ``constexpr int NP
+    # = 4``: np = 4, through both calls. Called with 4 x 4 and with 8 x 8 arrays, the
+    # launch has no single np: unknown.
+    header = (
+        "template <int np, typename real> struct element { real m[np][np]; };\n"
+        "template <typename real> __global__ void k(real *a, int np) {}\n"
+        "template <int np, typename real>\n"
+        "void divergence_gpu(const real v[np][np][2], const element<np, real> &e) {\n"
+        "  real *d;\n"
+        "  k<<<(np + 15) / 16, 16>>>(d, np);\n"
+        "}\n"
+    )
+    main = (
+        '#include "div.h"\n'
+        "template <int np, typename real>\n"
+        "void compare(const real v[np][np][2], const element<np, real> &e) {\n"
+        "  for (int i = 0; i < 10; i++) divergence_gpu(v, e);\n"
+        "}\n"
+        "int main() {\n"
+        "  constexpr const int NP = 4;\n"
+        "  double v[NP][NP][2];\n"
+        "  element<NP, double> e;\n"
+        "  compare(v, e);\n"
+        "}\n"
+    )
+    assert ctx_for(tmp_path, {"div.h": header, "main.cu": main}, "div.h").get("np") == 4
+    two = (
+        '#include "div.h"\n'
+        "int main() {\n"
+        "  double v[4][4][2], w[8][8][2];\n"
+        "  element<4, double> e;\n"
+        "  element<8, double> f;\n"
+        "  divergence_gpu(v, e);\n"
+        "  divergence_gpu(w, f);\n"
+        "}\n"
+    )
+    (tmp_path / "two").mkdir()
+    assert ctx_for(tmp_path / "two", {"div.h": header, "main.cu": two}, "div.h").get("np") is None
+
+
 def test_command_line_options() -> None:
     assert option_values(["-n", "100", "--size=8", "-v", "--iters", "5"]) == {
         "n": "100",

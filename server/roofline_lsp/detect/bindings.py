@@ -21,7 +21,7 @@ import os
 import re
 import shlex
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -2108,6 +2108,7 @@ def host_context(
         if fn is not None:
             # (before the scan: ``(IdxType)n`` in the host code reads as ``(int)n``)
             ctx.host_template = _instantiation(fn, scope, view, deduce=True)
+            _template_values(fn, scope, ctx, view)
             # a region in a method: the object's data members, then the method's own names
             # (a local or parameter of a member's name wins)
             types, values = _members(fn, scope, ctx, argv, view)
@@ -2151,7 +2152,8 @@ def host_context(
             types, values = _members(fn, unit.detection, ctx, argv, view)
             ctx.types.update(types)
             ctx.texts.update(values)
-            ctx.host_template = _instantiation(fn, unit.detection, view)
+            ctx.host_template = _instantiation(fn, unit.detection, view, deduce=True)
+            _template_values(fn, unit.detection, ctx, view)
             _host_scope(ctx, unit.detection, fn, site.span.start_byte, argv, view)
         # the host scope (callers, assignments, run-time reads) knows more than detection's
         # declarations before the launch: what it cannot evaluate is unknown
@@ -2321,12 +2323,60 @@ def _instantiation(
     if outer is not None and outer_names & set(given):
         outer_types = _instantiation(outer, site_detection, view, deduce=True, _depth=_depth + 1)
         given = [outer_types.get(g, g) if g in outer_names else g for g in given]
-    deduced = _deduced_from_call(fn, in_file) if deduce and len(given) < len(params) else {}
+    deduced: dict[str, str] = {}
+    if deduce and len(given) < len(params) and name:
+        # the first call that is not the function's own, in this file, else in a sibling
+        # (a template in a header, called from ``main.cu``)
+        callers = [(detection, in_file)]
+        if not any(enclosing_function(c) not in (None, fn) for c in in_file):
+            plain = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
+            callers = [
+                (u.detection, _call_sites(u.detection, u.root, name))
+                for u in units_mentioning(detection.file, plain, view)
+            ]
+        for site_det, found in callers:
+            resolve = functools.partial(_resolved, detection=site_det, view=view, depth=_depth)
+            deduced = _deduced_from_call(fn, found, resolve)
+            if deduced:
+                break
     values = {
         pname: given[i] if i < len(given) else deduced.get(pname) or default
         for i, (pname, default) in enumerate(params)
     }
     return {k: v or "" for k, v in values.items()}
+
+
+def _template_values(
+    fn: Node, detection: Detection, ctx: HostContext, view: SourceView | None
+) -> None:
+    """The values ``ctx.host_template`` gives the non-type template parameters of ``fn``
+    (``template <int np, ...>`` deduced as 4): names its host code and launches read. Only
+    for a function every call of which is the same (one instantiation: ``run<4>()`` and
+    ``run<8>()`` launch kernels the first call would not describe)."""
+    decl = fn.parent
+    params = decl.child_by_field_name("parameters") if decl is not None else None
+    if decl is None or decl.type != "template_declaration" or params is None:
+        return
+    name = function_name(fn)
+    pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(")
+    units = [
+        (detection, _root(fn)),
+        *((u.detection, u.root) for u in units_mentioning(detection.file, pat, view)),
+    ]
+    calls = {
+        text(c).replace(" ", "")
+        for det, root in units
+        for c in _call_sites(det, root, name)
+        if enclosing_function(c) not in (None, fn)
+    }
+    if len(calls) != 1:
+        return
+    for p in params.named_children:
+        declared = p.child_by_field_name("declarator")
+        if p.type in ("parameter_declaration", "optional_parameter_declaration") and declared:
+            value = ctx.host_template.get(text(declared))
+            if value:
+                ctx.texts.setdefault(text(declared), value)
 
 
 def _class_instantiation(fn: Node, detection: Detection, names: set[str]) -> list[str]:
@@ -2344,10 +2394,15 @@ def _class_instantiation(fn: Node, detection: Detection, names: set[str]) -> lis
     return []
 
 
-def _deduced_from_call(fn: Node, calls: list[Node]) -> dict[str, str]:
-    """The template types the first call of ``fn`` from another function deduces from its
-    arguments, as C++ does: a ``const T *x`` given a ``double *`` (a parameter or local of the
-    caller declared before the call) is ``double``, a ``T a`` given ``2.0`` is ``double``."""
+def _deduced_from_call(
+    fn: Node, calls: list[Node], resolve: Callable[[Node, str], str] | None = None
+) -> dict[str, str]:
+    """The template parameters the first call of ``fn`` from another function deduces from
+    its arguments, as C++ does: a ``const T *x`` given a ``double *`` (a parameter or local
+    of the caller declared before the call) is ``double``, a ``T a`` given ``2.0`` is
+    ``double``; ``N`` of ``const T v[N][N]`` given ``double v[NP][NP]``, or of ``const
+    element<N, T> &e`` given ``element<NP, double> e``, is ``NP`` (``resolve``: what such a
+    name of the caller stands for, its own template parameter or a local constant)."""
     names = {name for name, _ in template_params(fn)}
     call = next((c for c in calls if enclosing_function(c) not in (None, fn)), None)
     caller = enclosing_function(call) if call is not None else None
@@ -2356,6 +2411,30 @@ def _deduced_from_call(fn: Node, calls: list[Node]) -> dict[str, str]:
     args_node = call.child_by_field_name("arguments")
     args = args_node.named_children if args_node is not None else []
     out: dict[str, str] = {}
+    for pnode, arg in zip(_parameters(fn), args, strict=False):
+        found = (
+            _declaration_of(caller, text(arg), call.start_byte)
+            if arg.type == "identifier"
+            else None
+        )
+        if found is None:
+            continue
+        given_type, given_dims = found
+        declarator = pnode.child_by_field_name("declarator")
+        dims = (
+            [text(d) if d is not None else "" for d in array_sizes(declarator)]
+            if declarator
+            else []
+        )
+        pairs = list(zip(dims, given_dims, strict=False))
+        want = _TEMPLATE_TYPE.fullmatch(text(pnode.child_by_field_name("type")))
+        have = _TEMPLATE_TYPE.fullmatch(given_type)
+        if want and have and want.group(1) == have.group(1):
+            pairs += zip(split_args(want.group(2)), split_args(have.group(2)), strict=False)
+        for want_arg, have_arg in pairs:
+            key, value = want_arg.strip(), have_arg.strip()
+            if key in names and key not in out and value:
+                out[key] = resolve(caller, value) if resolve is not None else value
     for (ptype, _), arg in zip(function_params(fn), args, strict=False):
         word, stars = type_name(ptype)
         if word not in names or word in out:
@@ -2370,6 +2449,53 @@ def _deduced_from_call(fn: Node, calls: list[Node]) -> dict[str, str]:
             if host and host_stars == stars and parse_type(host).kind != "unknown":
                 out[word] = host
     return out
+
+
+# a class template's type with its arguments (``const element<NP, double>``)
+_TEMPLATE_TYPE = re.compile(r"\s*(?:const\s+)?([A-Za-z_][\w:]*)\s*<(.*)>\s*", re.S)
+
+
+def _declaration_of(fn: Node, name: str, stop: int) -> tuple[str, list[str]] | None:
+    """The type text and array sizes (texts) a parameter or a declaration before byte
+    ``stop`` of function ``fn`` gives ``name`` (``double v[NP][NP][2]``: ``double``,
+    ``[NP, NP, 2]``)."""
+    found: tuple[str, list[str]] | None = None
+    for p in _parameters(fn):
+        d = p.child_by_field_name("declarator")
+        if d is not None and declared_name(d) == name:
+            found = text(p.child_by_field_name("type")), _dims(d)
+    for decl in descendants_of_type(fn, "declaration", stop):
+        for d in decl.children_by_field_name("declarator"):
+            if declared_name(d) == name:
+                found = text(decl.child_by_field_name("type")), _dims(d)
+    return found
+
+
+def _dims(declarator: Node) -> list[str]:
+    inner = (
+        declarator.child_by_field_name("declarator")
+        if declarator.type == "init_declarator"
+        else None
+    )
+    return [text(s) if s is not None else "" for s in array_sizes(inner or declarator)]
+
+
+def _resolved(
+    caller: Node, value: str, detection: Detection, view: SourceView | None, depth: int
+) -> str:
+    """What a name a call passes as a template argument stands for in its caller: the
+    caller's own template parameter (its first instantiation's), a local constant's
+    initializer (``constexpr int NP = 4``), else the name itself."""
+    if not NAME.fullmatch(value):
+        return value
+    if value in {n for n, _ in template_params(caller)} and depth < 2:
+        return _instantiation(caller, detection, view, deduce=True, _depth=depth + 1).get(value, "")
+    for decl in descendants_of_type(caller, "declaration", caller.end_byte):
+        for d in decl.children_by_field_name("declarator"):
+            init = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            if declared_name(d) == value and init is not None and "const" in text(decl):
+                return text(init)
+    return value
 
 
 def _declared_before(fn: Node, name: str, stop: int) -> str | None:
