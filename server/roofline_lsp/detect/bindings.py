@@ -2419,7 +2419,7 @@ def _deduced_from_call(
         )
         if found is None:
             continue
-        given_type, given_dims = found
+        given_type, given_dims = found[0], _dims(found[1])
         declarator = pnode.child_by_field_name("declarator")
         dims = (
             [text(d) if d is not None else "" for d in array_sizes(declarator)]
@@ -2455,19 +2455,18 @@ def _deduced_from_call(
 _TEMPLATE_TYPE = re.compile(r"\s*(?:const\s+)?([A-Za-z_][\w:]*)\s*<(.*)>\s*", re.S)
 
 
-def _declaration_of(fn: Node, name: str, stop: int) -> tuple[str, list[str]] | None:
-    """The type text and array sizes (texts) a parameter or a declaration before byte
-    ``stop`` of function ``fn`` gives ``name`` (``double v[NP][NP][2]``: ``double``,
-    ``[NP, NP, 2]``)."""
-    found: tuple[str, list[str]] | None = None
+def _declaration_of(fn: Node, name: str, stop: int) -> tuple[str, Node] | None:
+    """The type text and declarator a parameter or a declaration before byte ``stop`` of
+    function ``fn`` gives ``name`` (``double v[NP][NP][2]``: ``double``, ``v[NP][NP][2]``)."""
+    found: tuple[str, Node] | None = None
     for p in _parameters(fn):
         d = p.child_by_field_name("declarator")
         if d is not None and declared_name(d) == name:
-            found = text(p.child_by_field_name("type")), _dims(d)
+            found = text(p.child_by_field_name("type")), d
     for decl in descendants_of_type(fn, "declaration", stop):
         for d in decl.children_by_field_name("declarator"):
             if declared_name(d) == name:
-                found = text(decl.child_by_field_name("type")), _dims(d)
+                found = text(decl.child_by_field_name("type")), d
     return found
 
 
@@ -2501,12 +2500,8 @@ def _resolved(
 def _declared_before(fn: Node, name: str, stop: int) -> str | None:
     """The type text (stars included) a parameter or a declaration before byte ``stop`` of
     function ``fn`` gives ``name``."""
-    found = next((t for t, n in function_params(fn) if n == name), None)
-    for decl in descendants_of_type(fn, "declaration", stop):
-        for d in decl.children_by_field_name("declarator"):
-            if declared_name(d) == name:
-                found = text(decl.child_by_field_name("type")) + " " + declarator_stars(d)
-    return found
+    found = _declaration_of(fn, name, stop)
+    return f"{found[0]} {declarator_stars(found[1])}".strip() if found is not None else None
 
 
 def _explicit_args(call: Node) -> list[str]:
