@@ -2358,6 +2358,8 @@ def _template_values(
     if decl is None or decl.type != "template_declaration" or params is None:
         return
     name = function_name(fn)
+    if not name:
+        return
     pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(")
     units = [
         (detection, _root(fn)),
