@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import re
 import shlex
 from collections import OrderedDict
@@ -31,6 +30,7 @@ from roofline_lsp.detect.program import (
     Unit,
     defined_in_siblings,
     sibling_stamps,
+    units_including,
     units_mentioning,
 )
 from roofline_lsp.detect.treewalk import (
@@ -553,12 +553,14 @@ def _members(
     parts = _class_parts(fn, detection, view)
     if parts is None:
         return {}, {}
-    return parts.members(), _member_values(fn, parts, detection, ctx, argv, view)
+    types = parts.members()
+    return types, _member_values(fn, parts, set(types), detection, ctx, argv, view)
 
 
 def _member_values(
     fn: Node,
     parts: _ClassParts,
+    members: set[str],
     detection: Detection,
     ctx: HostContext,
     argv: list[str],
@@ -570,7 +572,6 @@ def _member_values(
     the constructor's member initializers (``n_(n)``) and the members its body assigns (``m_
     = n * 2;``), then the setters the caller runs on it. The first call whose object the
     caller constructs gives them."""
-    members = set(parts.members())
     method = function_name(fn)
     if not members or not method:
         return {}
@@ -2031,16 +2032,11 @@ def _including_function(
 ) -> tuple[Detection, Node, int] | None:
     """The sibling file, function and byte where the header of ``detection`` is
     ``#include``d inside a function body (a fragment of that function), if any."""
-    name = os.path.basename(detection.file)
-    if not name:
-        return None
-    pattern = re.compile(rb'#\s*include\s*"(?:[^"]*/)?' + re.escape(name.encode()) + rb'"')
-    for u in units_mentioning(detection.file, pattern, view):
-        for m in pattern.finditer(u.detection.source):
-            node = u.root.descendant_for_byte_range(m.start(), m.end())
-            fn = enclosing_function(node)
+    for u, starts in units_including(detection.file, view):
+        for start in starts:
+            fn = enclosing_function(u.root.descendant_for_byte_range(start, start + 1))
             if fn is not None:
-                return u.detection, fn, m.start()
+                return u.detection, fn, start
     return None
 
 
@@ -2106,15 +2102,7 @@ def host_context(
                 for name, value in scope.constants.items():
                     ctx.texts.setdefault(name, value)
         if fn is not None:
-            # (before the scan: ``(IdxType)n`` in the host code reads as ``(int)n``)
-            ctx.host_template = _instantiation(fn, scope, view, deduce=True)
-            _template_values(fn, scope, ctx, view)
-            # a region in a method: the object's data members, then the method's own names
-            # (a local or parameter of a member's name wins)
-            types, values = _members(fn, scope, ctx, argv, view)
-            ctx.types.update(types)
-            ctx.texts.update(values)
-            _host_scope(ctx, scope, fn, stop, argv, view)
+            _function_scope(ctx, scope, fn, stop, argv, view)
             _map_extents(kernel, detection, ctx, fn if scope is detection else None)
             if block is not None and grid is not None:
                 _solve_iterations(kernel, ctx, block, grid, argv)
@@ -2148,13 +2136,7 @@ def host_context(
         fn = enclosing_function(call) if call is not None else None
         scoped = fn is not None and site.file == unit.detection.file
         if fn is not None and scoped:
-            # a launch in a method: the object's data members, then the method's own names
-            types, values = _members(fn, unit.detection, ctx, argv, view)
-            ctx.types.update(types)
-            ctx.texts.update(values)
-            ctx.host_template = _instantiation(fn, unit.detection, view, deduce=True)
-            _template_values(fn, unit.detection, ctx, view)
-            _host_scope(ctx, unit.detection, fn, site.span.start_byte, argv, view)
+            _function_scope(ctx, unit.detection, fn, site.span.start_byte, argv, view)
         # the host scope (callers, assignments, run-time reads) knows more than detection's
         # declarations before the launch: what it cannot evaluate is unknown
         if scoped:  # a given launch size tells what its one unknown host value was
@@ -2215,6 +2197,26 @@ def host_context(
     return ctx
 
 
+def _function_scope(
+    ctx: HostContext,
+    detection: Detection,
+    fn: Node,
+    stop: int,
+    argv: list[str],
+    view: SourceView | None,
+) -> None:
+    """Host values at byte ``stop`` of the function ``fn`` a launch or region is in: its
+    template parameters as its calls instantiate them (before the scan: ``(IdxType)n`` in
+    the host code reads as ``(int)n``), in a method the object's data members, then the
+    function's own names (a local or parameter of a member's name wins)."""
+    ctx.host_template = _instantiation(fn, detection, view, deduce=True)
+    _template_values(fn, detection, ctx, view)
+    types, values = _members(fn, detection, ctx, argv, view)
+    ctx.types.update(types)
+    ctx.texts.update(values)
+    _host_scope(ctx, detection, fn, stop, argv, view)
+
+
 def struct_fields(ctx: HostContext, arg: str, param: str) -> dict[str, int | float]:
     """The fields the host set on a struct passed by value (``p.n = 4096`` before
     ``f(p)``), under the parameter's name (``param.n``)."""
@@ -2268,11 +2270,17 @@ def pointer_base(arg: str) -> str:
 def template_params(fn: Node) -> list[tuple[str, str | None]]:
     """The template parameters of function ``fn`` (``template <typename T, int BS = 32>``),
     by name with their default (no template: none)."""
+    return [(name, default) for name, default, _value in _template_parameters(fn)]
+
+
+def _template_parameters(fn: Node) -> list[tuple[str, str | None, bool]]:
+    """:func:`template_params`, each marked whether it is a value (``int BS``) rather than
+    a type."""
     decl = fn.parent
     params = decl.child_by_field_name("parameters") if decl is not None else None
     if decl is None or decl.type != "template_declaration" or params is None:
         return []
-    out: list[tuple[str, str | None]] = []
+    out: list[tuple[str, str | None, bool]] = []
     for p in params.named_children:
         if p.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
             name = next((c for c in p.named_children if c.type == "type_identifier"), None)
@@ -2283,7 +2291,8 @@ def template_params(fn: Node) -> list[tuple[str, str | None]]:
         else:
             continue
         if name is not None and name.type in ("type_identifier", "identifier"):
-            out.append((text(name), text(default) if default is not None else None))
+            value = p.type in ("parameter_declaration", "optional_parameter_declaration")
+            out.append((text(name), text(default) if default is not None else None, value))
     return out
 
 
@@ -2329,11 +2338,7 @@ def _instantiation(
         # (a template in a header, called from ``main.cu``)
         callers = [(detection, in_file)]
         if not any(enclosing_function(c) not in (None, fn) for c in in_file):
-            plain = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
-            callers = [
-                (u.detection, _call_sites(u.detection, u.root, name))
-                for u in units_mentioning(detection.file, plain, view)
-            ]
+            callers = _sibling_calls(detection, name, view)
         for site_det, found in callers:
             resolve = functools.partial(_resolved, detection=site_det, view=view, depth=_depth)
             deduced = _deduced_from_call(fn, found, resolve)
@@ -2353,32 +2358,36 @@ def _template_values(
     (``template <int np, ...>`` deduced as 4): names its host code and launches read. Only
     for a function every call of which is the same (one instantiation: ``run<4>()`` and
     ``run<8>()`` launch kernels the first call would not describe)."""
-    decl = fn.parent
-    params = decl.child_by_field_name("parameters") if decl is not None else None
-    if decl is None or decl.type != "template_declaration" or params is None:
-        return
+    values = [name for name, _default, value in _template_parameters(fn) if value]
     name = function_name(fn)
-    if not name:
+    if not values or not name:
         return
-    pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(")
-    units = [
-        (detection, _root(fn)),
-        *((u.detection, u.root) for u in units_mentioning(detection.file, pat, view)),
-    ]
+    found = [(detection, _call_sites(detection, _root(fn), name))]
+    found += _sibling_calls(detection, name, view)
     calls = {
         text(c).replace(" ", "")
-        for det, root in units
-        for c in _call_sites(det, root, name)
+        for _det, sites in found
+        for c in sites
         if enclosing_function(c) not in (None, fn)
     }
     if len(calls) != 1:
         return
-    for p in params.named_children:
-        declared = p.child_by_field_name("declarator")
-        if p.type in ("parameter_declaration", "optional_parameter_declaration") and declared:
-            value = ctx.host_template.get(text(declared))
-            if value:
-                ctx.texts.setdefault(text(declared), value)
+    for param in values:
+        value = ctx.host_template.get(param)
+        if value:
+            ctx.texts.setdefault(param, value)
+
+
+def _sibling_calls(
+    detection: Detection, name: str, view: SourceView | None
+) -> list[tuple[Detection, list[Node]]]:
+    """The calls of function ``name`` (``f(...)``, ``f<T>(...)``) in the sibling files of
+    ``detection``, by file."""
+    pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(")
+    return [
+        (u.detection, _call_sites(u.detection, u.root, name))
+        for u in units_mentioning(detection.file, pat, view)
+    ]
 
 
 def _class_instantiation(fn: Node, detection: Detection, names: set[str]) -> list[str]:
@@ -2423,11 +2432,7 @@ def _deduced_from_call(
             continue
         given_type, given_dims = found[0], _dims(found[1])
         declarator = pnode.child_by_field_name("declarator")
-        dims = (
-            [text(d) if d is not None else "" for d in array_sizes(declarator)]
-            if declarator
-            else []
-        )
+        dims = _dims(declarator) if declarator is not None else []
         pairs = list(zip(dims, given_dims, strict=False))
         want = _TEMPLATE_TYPE.fullmatch(text(pnode.child_by_field_name("type")))
         have = _TEMPLATE_TYPE.fullmatch(given_type)

@@ -195,6 +195,19 @@ def units_mentioning(
         yield _unit(full, version, data, view)
 
 
+def units_including(
+    path: str, read: SourceReader | None = None
+) -> Iterator[tuple[Unit, tuple[int, ...]]]:
+    """Parsed sibling files of ``path`` that ``#include`` it (``#include "kernels.cu"``,
+    a header included inside a function body), each with the bytes where they do."""
+    name = os.path.basename(path)
+    if not name:
+        return
+    pattern = re.compile(rb'#\s*include\s*"(?:[^"]*/)?' + re.escape(name.encode()) + rb'"')
+    for u in units_mentioning(path, pattern, read):
+        yield u, tuple(m.start() for m in pattern.finditer(u.detection.source))
+
+
 _DEFINITION = re.compile(
     rb"\b([A-Za-z_]\w*)\s*\((?:[^;{}()]|\([^;{}()]*\))*\)\s*"
     rb"(?:const\s*|noexcept\s*|__attribute__\s*\(\([^()]*\)\)\s*)*\{"

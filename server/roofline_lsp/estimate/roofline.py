@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import re
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -48,7 +47,7 @@ from roofline_lsp.detect.pragmas import (
     parse_pragma,
     pragma_text,
 )
-from roofline_lsp.detect.program import FunctionTable, included_body, units_mentioning
+from roofline_lsp.detect.program import FunctionTable, included_body, units_including
 from roofline_lsp.detect.textscan import HIP_INDEX_MACROS
 from roofline_lsp.detect.treewalk import kernel_function
 from roofline_lsp.estimate.counting import ThreadCounter
@@ -502,11 +501,7 @@ def _declarations_of(path: str, node: Node, body: bytes, detection: Detection) -
 def _includers(path: str, read: SourceReader | None) -> list[Detection]:
     """Detections of the sibling files that ``#include`` the file at ``path`` (a kernel
     file compiled as part of another translation unit, ``#include "kernels.cu"``)."""
-    name = os.path.basename(path)
-    if not name:
-        return []
-    pattern = re.compile(rb'#\s*include\s*"(?:[^"]*/)?' + re.escape(name.encode()) + rb'"')
-    return [u.detection for u in units_mentioning(path, pattern, read)]
+    return [u.detection for u, _starts in units_including(path, read)]
 
 
 def _launch_from(
