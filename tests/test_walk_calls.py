@@ -270,3 +270,22 @@ def test_a_class_template_length_deduced_from_the_array_its_method_takes(
     )
     assert {(lp.trips, lp.source) for lp in a.counts.loops} == {(4, "argument")}
     assert a.counts.flops["fp32"] == pytest.approx(4.0)
+
+
+def test_a_24_bit_multiply_is_a_product(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # i = threadIdx.x + __mul24(blockIdx.x, 256) spans 0 .. 256 * 1024 - 1 like the plain
+    # product: the boundary test is true for 2 of the 262,144 threads, so the interior's one
+    # FP32 add runs 1 - 2 / 262,144 times per thread (the index lost: about 1 / 4)
+    src = (
+        "__global__ void k(float *x, int nx) {\n"
+        "  int i = threadIdx.x + __mul24(blockIdx.x, blockDim.x);\n"
+        "  if (i == 0 || i == nx - 1) x[i] = 0.f;\n"
+        "  else x[i] = x[i - 1] + x[i + 1];\n"
+        "}\n"
+    )
+    n = (("nx", 256.0 * 1024),)
+    a = count(gpu, tmp_path, src, values=n, **LAUNCH)
+    plain = src.replace("__mul24(blockIdx.x, blockDim.x)", "blockIdx.x * blockDim.x")
+    b = count(gpu, tmp_path, plain, "p.cu", values=n, **LAUNCH)
+    assert a.counts.flops["fp32"] == pytest.approx(1 - 2 / (256 * 1024))
+    assert a.counts.flops["fp32"] == pytest.approx(b.counts.flops["fp32"])

@@ -22,7 +22,10 @@ from roofline_lsp.estimate.value_domain import (
     call_signature,
     clamped_slope,
     converted,
+    fold_binary,
     fold_call,
+    slope_of,
+    value_range,
     widest_type,
 )
 from roofline_lsp.estimate.walk_groups import GroupWalker
@@ -197,6 +200,19 @@ class CallWalker(GroupWalker):
         if short in costs.HALF_INTRINSICS:
             self.add_flop(HALF, costs.HALF_INTRINSICS[short], w)
             return Val(HALF, deps)
+        if short in ("__mul24", "__umul24") and len(vals) == 2:
+            # a 24-bit multiply (``INDEX(i, blockIdx.x, 32)``): the product, as ``a * b``
+            a, b = vals
+            val = fold_binary("*", a.val, b.val, deps, integer=True)
+            if val is None or deps:
+                self.add_int(costs.INT_INTRINSICS[short], w)
+            return Val(
+                INT,
+                deps,
+                val,
+                rng=value_range("*", a, b),
+                slope=slope_of("*", a, b, self.par.lane),
+            )
         if short in costs.INT_INTRINSICS:
             slope = clamped_slope(short, vals, self.par.lane)
             if short in ("min", "max", "abs") and vals and any(v.type.is_float for v in vals):
