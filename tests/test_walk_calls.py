@@ -289,3 +289,34 @@ def test_a_24_bit_multiply_is_a_product(gpu, tmp_path: Path) -> None:  # type: i
     b = count(gpu, tmp_path, plain, "p.cu", values=n, **LAUNCH)
     assert a.counts.flops["fp32"] == pytest.approx(1 - 2 / (256 * 1024))
     assert a.counts.flops["fp32"] == pytest.approx(b.counts.flops["fp32"])
+
+
+def test_a_cast_read_as_a_call_keeps_its_value(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # ``(real)(t)`` with ``real`` a typedef reads in the grammar as a call of ``(real)``: it
+    # is the conversion, so the branch on h = t / 2 is weighed as with ``(real)t``, not as a
+    # value read from memory (a coin flip); ``UINT64_C(128)`` is 128: t < 128 holds for 128
+    # of the 256 threads
+    src = (
+        "typedef double real;\n"
+        "__global__ void k(float *x) {\n"
+        "  int t = threadIdx.x;\n"
+        "  real h = (real)(t) * 0.5;\n"
+        "  if (h < 32.0) x[t] += 1.0f;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH)
+    b = count(gpu, tmp_path, src.replace("(real)(t)", "(real)t"), "b.cu", **LAUNCH)
+    assert a.counts.flops == b.counts.flops
+    assert a.counts.flops["fp64"] == 1.0  # the multiply, in double
+    assert a.counts.flops["fp32"] != pytest.approx(0.5)
+    c = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(float *x) {\n"
+        "  int t = threadIdx.x;\n"
+        "  if (t < UINT64_C(128)) x[t] += 1.0f;\n"
+        "}\n",
+        "c.cu",
+        **LAUNCH,
+    )
+    assert c.counts.flops["fp32"] == pytest.approx(128 / 256)

@@ -35,13 +35,14 @@ from roofline_lsp.syntax.datatypes import (
     FLOAT,
     HALF,
     INT,
+    LONG,
     UNKNOWN,
     VOID,
     DataType,
     overload_key,
     spellings,
 )
-from roofline_lsp.syntax.expr import declarator_stars, declared_name, text
+from roofline_lsp.syntax.expr import declarator_stars, declared_name, text, unparenthesized
 from roofline_lsp.syntax.macro_substitution import substitute_macro
 
 MATH_NAMES = set(costs.MATH_F32) | set(costs.MATH_F64)
@@ -49,6 +50,8 @@ MATH_NAMES = set(costs.MATH_F32) | set(costs.MATH_F64)
 # ``*p`` of the pointee's width (a ``float4*`` moves 16 bytes)
 CACHE_LOADS = frozenset(["__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"])
 CACHE_STORES = frozenset(["__stcs", "__stcg", "__stwb", "__stwt"])
+# ``<stdint.h>``'s integer constant macros: their argument, of the type they name
+_CONSTANT_MACROS = {"INT32_C": INT, "UINT32_C": INT, "INT64_C": LONG, "UINT64_C": LONG}
 OMP_IDS = frozenset(
     [
         "omp_get_thread_num",
@@ -118,6 +121,9 @@ class CallWalker(GroupWalker):
             else:
                 fname = text(fn)
         short = fname.rsplit("::", 1)[-1].strip()
+        cast = self.misread_cast(fn, args)
+        if cast is not None:
+            return cast
         group = self.group_call(fn, short, args)
         if group is not None:
             return group
@@ -237,6 +243,25 @@ class CallWalker(GroupWalker):
         # unknown function: a small cost
         self.add_int(2.0, w)
         return Val(widest_type(vals) if vals else UNKNOWN, deps | {DATA})
+
+    def misread_cast(self, fn: Node | None, args: list[Node]) -> Val | None:
+        """``(real)(i * h)`` with ``real`` a type name, which the grammar reads as a call of
+        ``(real)``, and ``UINT64_C(1)`` (``<stdint.h>``'s constant macros): the converted
+        value, not an unknown function's result (None: not this form)."""
+        if fn is None or len(args) != 1:
+            return None
+        if fn.type == "identifier" and text(fn) in _CONSTANT_MACROS:
+            return self.cast(_CONSTANT_MACROS[text(fn)], args[0])
+        if fn.type != "parenthesized_expression":
+            return None
+        inner = unparenthesized(fn)
+        if inner.type not in ("identifier", "type_identifier", "primitive_type"):
+            return None
+        name = text(inner)
+        if self.var(name) is not None or self.inputs.functions.get(name) is not None:
+            return None
+        ty = self.type_of(name)
+        return self.cast(ty, args[0]) if ty.kind != "unknown" else None
 
     def overloaded(self, op: str, args: list[Node], vals: list[Val]) -> Val | None:
         """``a + b`` (``op`` ``+``) or ``a += b`` of a struct or vector type that the program

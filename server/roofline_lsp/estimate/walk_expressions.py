@@ -168,11 +168,7 @@ class ExpressionWalker(ReferenceWalker):
                 finally:
                     self.cursor.line_base = saved_base
             ty = self.type_of(text(node.child_by_field_name("type")))
-            v = self.stored_as(node.child_by_field_name("value") or node, ty)
-            val = v.val
-            if val is not None and ty.kind == "int" and not ty.pointer and not v.deps:
-                val = float(math.trunc(val))
-            return converted(v, ty, val)
+            return self.cast(ty, node.child_by_field_name("value") or node)
         if t == "sizeof_expression":
             tn = node.child_by_field_name("type")
             if tn is not None:
@@ -228,6 +224,14 @@ class ExpressionWalker(ReferenceWalker):
         for c in node.named_children:
             last = self.expr(c)
         return last
+
+    def cast(self, ty: DataType, value: Node) -> Val:
+        """``(ty) value``: the value converted (an integer truncated)."""
+        v = self.stored_as(value, ty)
+        val = v.val
+        if val is not None and ty.kind == "int" and not ty.pointer and not v.deps:
+            val = float(math.trunc(val))
+        return converted(v, ty, val)
 
     def identifier(self, name: str, node: Node) -> Val:
         v = self.var(name)
