@@ -737,3 +737,36 @@ def test_a_type_hint_binds_a_template_s_type_parameter(gpu):
     (ck,) = cuda.kernels
     blur = analyze(ck, cuda, gpu, Inputs())
     assert (blur.counts.flops["fp32"], blur.counts.flops["fp64"]) == (0.0, 4.0)
+
+
+def test_a_macro_naming_a_struct_is_that_struct(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # ``#define su3_matrix dsu3_matrix`` (the precision picked by a macro, MILC's dslash): the
+    # matrix-vector product is 3 x 3 complex multiply-adds of 8 FP64 FLOP each (4 multiplies,
+    # 4 adds) = 72 per thread; the thread reads its 144-byte matrix (9 complex doubles) and
+    # 48-byte vector and writes a 48-byte vector. Unresolved, every field was of unknown type
+    # (no FLOP) and each struct a 4-byte element.
+    src = (
+        "typedef struct { double real; double imag; } dcomplex;\n"
+        "typedef struct { dcomplex e[3][3]; } dsu3_matrix;\n"
+        "typedef struct { dcomplex c[3]; } dsu3_vector;\n"
+        "#define su3_matrix dsu3_matrix\n"
+        "#define su3_vector dsu3_vector\n"
+        "#define Complx dcomplex\n"
+        "#define CMULSUM(a,b,c) { (c).real += (a).real*(b).real - (a).imag*(b).imag; \\\n"
+        "                         (c).imag += (a).real*(b).imag + (a).imag*(b).real; }\n"
+        "__device__ void mv(const su3_matrix *a, const su3_vector *b, su3_vector *c) {\n"
+        "  for (int i = 0; i < 3; i++) {\n"
+        "    Complx x = {0.0, 0.0};\n"
+        "    for (int j = 0; j < 3; j++) { CMULSUM(a->e[i][j], b->c[j], x); }\n"
+        "    c->c[i] = x;\n"
+        "  }\n"
+        "}\n"
+        "__global__ void k(const su3_matrix *m, const su3_vector *v, su3_vector *out) {\n"
+        "  int t = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  mv(m + t, v + t, out + t);\n"
+        "}\n"
+    )
+    threads = 1024 * 256
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(1024, 1, 1))
+    assert a.counts.flops["fp64"] == pytest.approx(72.0)
+    assert a.memory.footprint == pytest.approx((144 + 48 + 48) * threads)

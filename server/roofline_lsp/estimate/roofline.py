@@ -185,6 +185,12 @@ def analyze(
         for name, text_ in unit.constants.items():
             ctx.texts.setdefault(name, text_)
             constants.add(name)
+    for name, (mparams, mbody) in macros.items():
+        # ``#define su3_matrix dsu3_matrix``: a macro naming a struct (or another alias) is
+        # that type, as ``#define REAL double`` is
+        target = mbody.strip() if mparams is None and mbody else ""
+        if target in structs or (target in aliases and target != name):
+            aliases.setdefault(name, target)
     offload = kernel.is_offload
     block = ctx.block or cal.default_block
     grid = ctx.grid or cal.default_grid
