@@ -9,6 +9,8 @@ from roofline_lsp.syntax.datatypes import (
     DOUBLE,
     FLOAT,
     INT,
+    DataType,
+    named_like,
     overload_key,
     parse_type,
     promote,
@@ -74,3 +76,23 @@ def test_overloads_are_keyed_by_their_parameter_types() -> None:
     # std::complex is a pair that multiplies as complex, cuFloatComplex (a float2) is not
     assert parse_type("std::complex<double>").name == COMPLEX
     assert parse_type("cuFloatComplex").name == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("dfloat", FLOAT),  # libParanumal's -Ddfloat=float
+        ("float_t", FLOAT),
+        ("Double", DOUBLE),
+        ("real", None),  # float or double: no guess
+        ("FloatPair", None),
+        ("float", None),  # a type the parser knows is not a guess
+    ],
+)
+def test_an_undeclared_type_is_taken_by_its_name_only_when_it_says_float_or_double(
+    name: str, expected: object
+) -> None:
+    assert named_like(name, {}) == expected
+    if isinstance(expected, DataType):
+        assert parse_type(name + " *", {}) == expected.pointer_to()
+    assert named_like(name, {name: name}) is None  # the program declares it (a struct)

@@ -210,6 +210,34 @@ def test_a_template_type_nothing_fixes_is_named_as_assumed(gpu, tmp_path: Path) 
     )
 
 
+def test_an_undeclared_type_named_like_a_float_is_taken_by_its_name(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # ``dfloat`` comes from a build flag the tool does not see (-Ddfloat=float): y = 2 * x is
+    # one FP32 multiply, and the verdict says what it took; the hint makes it double (one FP64
+    # multiply) and the term goes away. A struct the program declares keeps its own name.
+    src = (
+        "struct floatpair { float a, b; };\n"
+        "__global__ void k(const dfloat *x, dfloat *y, floatpair *p) {\n"
+        "  int i = threadIdx.x;\n"
+        "  y[i] = 2 * x[i];\n"
+        "  p[i].a = p[i].b;\n"
+        "}\n"
+    )
+    det = _detected(tmp_path, src, "n.cu")
+    v = estimate(det.kernels[0], det, gpu)
+    assert v.counts is not None and v.counts.flops["fp32"] == 1.0
+    assert [t for t in v.terms if isinstance(t, TypeTerm)] == [
+        TypeTerm("dfloat", "float", "undeclared")
+    ]
+    assert term_text(TypeTerm("dfloat", "float", "undeclared")) == (
+        "type dfloat is not declared in view: taken as float by its name;"
+        " add `// roofline: dfloat=double` (or another type)"
+    )
+    det = _detected(tmp_path, "// roofline: dfloat=double\n" + src, "h.cu")
+    v = estimate(det.kernels[0], det, gpu)
+    assert v.counts is not None and v.counts.flops == {"fp64": 1.0, "fp32": 0.0, "fp16": 0.0}
+    assert not [t for t in v.terms if isinstance(t, TypeTerm)]
+
+
 TEMPLATE_BOUND = (
     "template <typename T, int dim>\n"
     "void dist(const T *a, T *out, int n, const int *len) {\n"

@@ -41,6 +41,7 @@ def verdict_terms(a: KernelEstimate) -> tuple[Term, ...]:
     )
     out.extend(assumptions(a))
     out.extend(TypeTerm(name, "float") for name in a.assumed_types)
+    out.extend(TypeTerm(name, t, "undeclared") for name, t in a.named_types)
     return tuple(out)
 
 

@@ -25,3 +25,5 @@ class KernelEstimate:
     launch_from: Literal["given", "source", "guard", "assumed"] = "source"  # see Counts
     # template type parameters nothing fixed, taken as float
     assumed_types: tuple[str, ...] = ()
+    # types no declaration in view defines, taken by their name (``dfloat``: float)
+    named_types: tuple[tuple[str, str], ...] = ()

@@ -20,10 +20,11 @@ justified below and its fit on the dev set is shown by ``scripts/calibration.py`
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -64,7 +65,7 @@ from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Detection, Kernel
 from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
-from roofline_lsp.syntax.datatypes import DataType, parse_type, type_name
+from roofline_lsp.syntax.datatypes import DataType, named_like, parse_type, type_name
 from roofline_lsp.syntax.declarations import Declarations, declarations
 from roofline_lsp.syntax.expr import declared_name, stored_names, text
 from roofline_lsp.syntax.sources import LOCAL_INCLUDE, SourceReader, SourceView, source_view
@@ -201,6 +202,8 @@ def analyze(
         block, grid = _team_shape(kernel, ctx, block, grid)
     # the user's type hints, over what the source gives (not over a profiled instance)
     hinted = {} if inputs.instantiation else _type_hints(values, detection, aliases)
+    for name, type_text in hinted.items():
+        aliases.setdefault(name, type_text)  # ``// roofline: dfloat=double``: a type's meaning
     if not offload:
         if inputs.instantiation:
             ctx.template_args = _instance_types(kernel, ctx.template_args, inputs.instantiation)
@@ -348,7 +351,23 @@ def analyze(
         ops = totals[p]
         ai[p] = ops / dram if dram > 0 else (math.inf if ops > 0 else 0.0)
     return KernelEstimate(
-        counts, mem, threads, gpu_threads, totals, ai, ctx, launch_from, assumed_types
+        counts,
+        mem,
+        threads,
+        gpu_threads,
+        totals,
+        ai,
+        ctx,
+        launch_from,
+        assumed_types,
+        _named_types(
+            itertools.chain(
+                counter.type_cache,
+                ctx.types.values(),
+                (t for t, _ in function_params(kernel.node) if kernel.node is not None),
+            ),
+            aliases,
+        ),
     )
 
 
@@ -535,6 +554,14 @@ def _covering_grid(bounds: dict[str, float], block: tuple[int, int, int]) -> tup
         max(1, math.ceil(bounds.get("y", block[1]) / block[1])),
         max(1, math.ceil(bounds.get("z", block[2]) / block[2])),
     )
+
+
+def _named_types(parsed: Iterable[str], aliases: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The types of the texts the walk parsed that no declaration in view defines and that
+    were taken by their name (``dfloat``: float), with the type taken."""
+    words = {w for type_text in parsed for w in re.findall(r"[A-Za-z_]\w*", type_text)}
+    named = ((w, named_like(w, aliases)) for w in sorted(words))
+    return tuple((w, "double" if t.kind == "f64" else "float") for w, t in named if t)
 
 
 def _type_hints(

@@ -79,11 +79,13 @@ class AssumptionTerm:
 
 @dataclass(frozen=True)
 class TypeTerm:
-    """A template type parameter that no launch, argument or instantiation fixed: the
-    estimate took it as ``assumed`` (``float``)."""
+    """A template type parameter that no launch, argument or instantiation fixed, or a type
+    no declaration in view defines (``kind="undeclared"``: ``dfloat``, given by a build
+    flag): the estimate took it as ``assumed`` (``float``)."""
 
     param: str
     assumed: str
+    kind: Literal["template", "undeclared"] = "template"
 
 
 Term = WorkTerm | LoopTerm | MemoryTerm | NoteTerm | AssumptionTerm | TypeTerm

@@ -115,6 +115,11 @@ def term_text(t: Term) -> str:
         )
     if isinstance(t, AssumptionTerm):
         return assumption_text(t)
+    if isinstance(t, TypeTerm) and t.kind == "undeclared":
+        return (
+            f"type {t.param} is not declared in view: taken as {t.assumed} by its name;"
+            f" add `// roofline: {t.param}=double` (or another type)"
+        )
     if isinstance(t, TypeTerm):
         return (
             f"template type {t.param} assumed {t.assumed} (no launch or call fixes it);"

@@ -221,7 +221,7 @@ def parse_type(text: str, aliases: Mapping[str, str] | None = None, _depth: int 
             if found.pointer:
                 pointer += found.pointer
         elif base is None:
-            base = DataType("unknown", 4, name=short)
+            base = named_like(short, aliases) or DataType("unknown", 4, name=short)
     if base is None:
         base = UNKNOWN
     if "complex" in text and base.kind in FLOAT_KINDS and base.lanes == 1:
@@ -230,6 +230,21 @@ def parse_type(text: str, aliases: Mapping[str, str] | None = None, _depth: int 
     if pointer:
         return DataType(base.kind, base.size, base.pointer + pointer, base.lanes, base.name)
     return base
+
+
+_FLOAT_NAMED = re.compile(r"(?i)^[a-z]{0,2}_?(float|double)(_t|_type)?$")
+
+
+def named_like(name: str, aliases: Mapping[str, str] | None) -> DataType | None:
+    """A type no declaration in view defines whose name says what it is: ``dfloat``,
+    ``float_t``, ``Double`` (a build flag's ``-Ddfloat=float`` the tool cannot see). A name
+    the program declares (a struct) is not taken for a scalar."""
+    if aliases is not None and name in aliases or _BASE.get(name) is not None:
+        return None
+    m = _FLOAT_NAMED.fullmatch(name)
+    if m is None:
+        return None
+    return DOUBLE if m.group(1).lower() == "double" else FLOAT
 
 
 def _base(word: str, aliases: Mapping[str, str] | None, depth: int) -> DataType | None:
