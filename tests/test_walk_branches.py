@@ -132,3 +132,21 @@ def test_a_size_read_from_memory_is_inferred_from_the_bound_check(gpu, tmp_path:
         **LAUNCH,
     )
     assert a.counts.flops["fp64"] == pytest.approx(1024 * 256, rel=1e-3)
+
+
+def test_a_macro_in_a_condition_is_weighed_as_the_test_it_expands_to(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # IN_RANGE(t, 1, 62) is ``t >= 1 && t <= 62``, weighed as the written-out test is: the
+    # two sides as independent, 255/256 x 63/256 of the threads run the FP32 add (a call
+    # would be a coin flip: 0.5)
+    src = (
+        "#define IN_RANGE(x, lo, hi) ((x) >= (lo) && (x) <= (hi))\n"
+        "__global__ void k(float *x) {\n"
+        "  int t = threadIdx.x;\n"
+        "  if (IN_RANGE(t, 1, 62)) x[t] += 1.0f;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH)
+    b = count(
+        gpu, tmp_path, src.replace("IN_RANGE(t, 1, 62)", "t >= 1 && t <= 62"), "b.cu", **LAUNCH
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(255 / 256 * 63 / 256) == b.counts.flops["fp32"]

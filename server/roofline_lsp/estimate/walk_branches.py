@@ -8,6 +8,7 @@ import math
 
 from tree_sitter import Node
 
+from roofline_lsp.estimate.macro_expansion import macro_tree
 from roofline_lsp.estimate.value_domain import (
     AXES,
     COMPARISONS,
@@ -19,6 +20,7 @@ from roofline_lsp.estimate.value_domain import (
 )
 from roofline_lsp.estimate.walk_state import WalkerBase
 from roofline_lsp.syntax.expr import misread_shift, text
+from roofline_lsp.syntax.macro_substitution import substitute_macro
 
 
 class BranchWalker(WalkerBase):
@@ -35,6 +37,10 @@ class BranchWalker(WalkerBase):
         if t == "condition_clause":
             v = cond.child_by_field_name("value")
             return self.probability(v) if v is not None else self.inputs.settings.default_branch
+        if t == "call_expression":
+            expanded = self.expanded_condition(cond)
+            if expanded is not None:  # ``IN_RANGE(tx, 1, n - 2)``: the test it expands to
+                return self.probability(expanded)
         if t == "unary_expression":
             op = cond.child_by_field_name("operator")
             if op is not None and op.type == "!":
@@ -65,6 +71,18 @@ class BranchWalker(WalkerBase):
         if cv.val is not None and not cv.deps:
             return 1.0 if cv.val else 0.0
         return self.inputs.settings.default_branch
+
+    def expanded_condition(self, call: Node) -> Node | None:
+        """The expression a function-like macro call in a condition expands to (None: not
+        a macro, or one being expanded already)."""
+        fn = call.child_by_field_name("function")
+        name = text(fn) if fn is not None and fn.type == "identifier" else ""
+        m = self.inputs.macros.get(name)
+        if m is None or m[0] is None or name in self.cursor.call_stack:
+            return None
+        args_node = call.child_by_field_name("arguments")
+        args = [text(a) for a in (args_node.named_children if args_node else [])]
+        return macro_tree(substitute_macro(m[1], m[0], args), expression=True)
 
     def shift_comparison(self, node: Node) -> tuple[Node, Node] | None:
         """``j < n >> 3`` with ``j`` a variable, which the grammar read as the template
