@@ -150,3 +150,19 @@ def test_a_macro_in_a_condition_is_weighed_as_the_test_it_expands_to(gpu, tmp_pa
         gpu, tmp_path, src.replace("IN_RANGE(t, 1, 62)", "t >= 1 && t <= 62"), "b.cu", **LAUNCH
     )
     assert a.counts.flops["fp32"] == pytest.approx(255 / 256 * 63 / 256) == b.counts.flops["fp32"]
+
+
+def test_a_condition_macro_that_names_itself_is_expanded_once(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the preprocessor does not expand ``LOOP`` inside its own expansion: the inner call is
+    # a call (an unknown test, 1/2), the outer ``t < 128`` 1/2: a quarter of the threads
+    a = count(
+        gpu,
+        tmp_path,
+        "#define LOOP(x) ((x) < 128 && LOOP(x))\n"
+        "__global__ void k(float *y) {\n"
+        "  int t = threadIdx.x;\n"
+        "  if (LOOP(t)) y[t] += 1.0f;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(0.25)

@@ -40,7 +40,12 @@ class BranchWalker(WalkerBase):
         if t == "call_expression":
             expanded = self.expanded_condition(cond)
             if expanded is not None:  # ``IN_RANGE(tx, 1, n - 2)``: the test it expands to
-                return self.probability(expanded)
+                name, tree = expanded
+                self.cursor.call_stack.append(name)  # not expanded again inside itself
+                try:
+                    return self.probability(tree)
+                finally:
+                    self.cursor.call_stack.pop()
         if t == "unary_expression":
             op = cond.child_by_field_name("operator")
             if op is not None and op.type == "!":
@@ -72,9 +77,9 @@ class BranchWalker(WalkerBase):
             return 1.0 if cv.val else 0.0
         return self.inputs.settings.default_branch
 
-    def expanded_condition(self, call: Node) -> Node | None:
-        """The expression a function-like macro call in a condition expands to (None: not
-        a macro, or one being expanded already)."""
+    def expanded_condition(self, call: Node) -> tuple[str, Node] | None:
+        """The macro and the expression a function-like macro call in a condition expands
+        to (None: not a macro, or one being expanded already)."""
         fn = call.child_by_field_name("function")
         name = text(fn) if fn is not None and fn.type == "identifier" else ""
         m = self.inputs.macros.get(name)
@@ -82,7 +87,8 @@ class BranchWalker(WalkerBase):
             return None
         args_node = call.child_by_field_name("arguments")
         args = [text(a) for a in (args_node.named_children if args_node else [])]
-        return macro_tree(substitute_macro(m[1], m[0], args), expression=True)
+        tree = macro_tree(substitute_macro(m[1], m[0], args), expression=True)
+        return (name, tree) if tree is not None else None
 
     def shift_comparison(self, node: Node) -> tuple[Node, Node] | None:
         """``j < n >> 3`` with ``j`` a variable, which the grammar read as the template
