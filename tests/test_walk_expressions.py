@@ -460,3 +460,21 @@ def test_sizeof_a_type_spelled_as_a_macro_is_the_type_s_size(gpu, tmp_path: Path
     a = count(gpu, tmp_path, src, values={"size": 2.0**31}, **LAUNCH)
     (loop,) = a.counts.loops
     assert loop.trips == pytest.approx(1024)
+
+
+def test_the_c_library_constants_have_their_values_and_types(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # <math.h> is not read: M_PI is a double, so a float times M_PI runs in double (nvcc
+    # keeps the DMUL: pi is not exact in float), while 2.0 is exact and the multiply stays
+    # FP32; INT_MAX is 2^31 - 1, so ``t < INT_MAX`` holds for every thread (one FP32 add)
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *x, float *y, float *z) {\n"
+        "  int t = threadIdx.x;\n"
+        "  y[t] = x[t] * M_PI;\n"
+        "  z[t] = x[t] * 2.0;\n"
+        "  if (t < INT_MAX) z[t] += 1.0f;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert (a.counts.flops["fp64"], a.counts.flops["fp32"]) == (1.0, 2.0)

@@ -51,6 +51,38 @@ from roofline_lsp.syntax.expr import (
     unparenthesized,
 )
 
+# <math.h>, <float.h> and <limits.h> constants (the headers are not read): value and C type
+# (``M_PI`` is a double, so ``x * M_PI`` of a float x runs in double)
+_STANDARD_CONSTANTS: dict[str, tuple[float, DataType]] = {
+    "M_PI": (math.pi, DOUBLE),
+    "M_PI_2": (math.pi / 2, DOUBLE),
+    "M_PI_4": (math.pi / 4, DOUBLE),
+    "M_1_PI": (1 / math.pi, DOUBLE),
+    "M_2_PI": (2 / math.pi, DOUBLE),
+    "M_2_SQRTPI": (2 / math.sqrt(math.pi), DOUBLE),
+    "M_E": (math.e, DOUBLE),
+    "M_LOG2E": (math.log2(math.e), DOUBLE),
+    "M_LOG10E": (math.log10(math.e), DOUBLE),
+    "M_LN2": (math.log(2), DOUBLE),
+    "M_LN10": (math.log(10), DOUBLE),
+    "M_SQRT2": (math.sqrt(2), DOUBLE),
+    "M_SQRT1_2": (math.sqrt(0.5), DOUBLE),
+    "INFINITY": (math.inf, FLOAT),
+    "HUGE_VALF": (math.inf, FLOAT),
+    "HUGE_VAL": (math.inf, DOUBLE),
+    "FLT_MAX": (3.4028234663852886e38, FLOAT),
+    "FLT_MIN": (1.1754943508222875e-38, FLOAT),
+    "FLT_EPSILON": (1.1920928955078125e-07, FLOAT),
+    "DBL_MAX": (1.7976931348623157e308, DOUBLE),
+    "DBL_MIN": (2.2250738585072014e-308, DOUBLE),
+    "DBL_EPSILON": (2.220446049250313e-16, DOUBLE),
+    "INT_MAX": (2147483647.0, INT),
+    "INT_MIN": (-2147483648.0, INT),
+    "UINT_MAX": (4294967295.0, INT),
+    "LLONG_MAX": (9.223372036854776e18, LONG),
+    "ULLONG_MAX": (1.8446744073709552e19, LONG),
+}
+
 # double operations the compiler computes in float when their result goes straight into one
 _SHRINKABLE = frozenset({"+", "-", "*", "/"})
 
@@ -255,6 +287,9 @@ class ExpressionWalker(ReferenceWalker):
             tree = macro_tree(m[1], expression=True)
             if tree is not None:
                 return self.in_macro(name, tree, expression=True)
+        std = _STANDARD_CONSTANTS.get(name)
+        if std is not None:  # ``M_PI``, ``FLT_MAX``: the C library's, of their C types
+            return Val(std[1], NOTHING, std[0])
         return Val(UNKNOWN, frozenset({DATA, UNFOLLOWED}) if not name.isupper() else NOTHING)
 
     def statement_expression(self, block: Node) -> Val:
