@@ -96,3 +96,10 @@ def macro_tree(body: str, expression: bool) -> Node | None:
         _MACRO_CACHE.clear()
     _MACRO_CACHE[key] = node
     return node
+
+
+def call_tree(
+    params: tuple[str, ...], body: str, args: list[Node], expression: bool
+) -> Node | None:
+    """The parse of a function-like macro's expansion for the call arguments ``args``."""
+    return macro_tree(substitute_macro(body, params, [text(a) for a in args]), expression)

@@ -8,7 +8,7 @@ import math
 
 from tree_sitter import Node
 
-from roofline_lsp.estimate.macro_expansion import macro_tree
+from roofline_lsp.estimate.macro_expansion import call_tree
 from roofline_lsp.estimate.value_domain import (
     AXES,
     COMPARISONS,
@@ -20,7 +20,6 @@ from roofline_lsp.estimate.value_domain import (
 )
 from roofline_lsp.estimate.walk_state import WalkerBase
 from roofline_lsp.syntax.expr import misread_shift, text
-from roofline_lsp.syntax.macro_substitution import substitute_macro
 
 
 class BranchWalker(WalkerBase):
@@ -86,8 +85,8 @@ class BranchWalker(WalkerBase):
         if m is None or m[0] is None or name in self.cursor.call_stack:
             return None
         args_node = call.child_by_field_name("arguments")
-        args = [text(a) for a in (args_node.named_children if args_node else [])]
-        tree = macro_tree(substitute_macro(m[1], m[0], args), expression=True)
+        args = list(args_node.named_children) if args_node else []
+        tree = call_tree(m[0], m[1], args, expression=True)
         return (name, tree) if tree is not None else None
 
     def shift_comparison(self, node: Node) -> tuple[Node, Node] | None:

@@ -13,7 +13,7 @@ from tree_sitter import Node
 
 from roofline_lsp.detect.bindings import array_reference_sizes, function_params, template_params
 from roofline_lsp.estimate import costs
-from roofline_lsp.estimate.macro_expansion import macro_tree
+from roofline_lsp.estimate.macro_expansion import call_tree
 from roofline_lsp.estimate.value_domain import (
     DATA,
     NOTHING,
@@ -43,7 +43,6 @@ from roofline_lsp.syntax.datatypes import (
     spellings,
 )
 from roofline_lsp.syntax.expr import declarator_stars, declared_name, text, unparenthesized
-from roofline_lsp.syntax.macro_substitution import substitute_macro
 
 MATH_NAMES = set(costs.MATH_F32) | set(costs.MATH_F64)
 # cache-hinted loads and stores (``__ldcs(p)``, ``__stcs(p, v)``): an ordinary access of
@@ -566,10 +565,8 @@ class CallWalker(GroupWalker):
     ) -> Val:
         params, body = m
         assert params is not None
-        arg_texts = [text(a) for a in args]
-        expanded = substitute_macro(body, params, arg_texts)
         stmt_ctx = node.parent is not None and node.parent.type == "expression_statement"
-        tree = macro_tree(expanded, expression=not stmt_ctx)
+        tree = call_tree(params, body, args, expression=not stmt_ctx)
         if tree is None:
             for a in args:
                 self.expr(a)
