@@ -1252,6 +1252,32 @@ def test_a_count_stepped_in_counted_loops_is_their_trips(tmp_path: Path) -> None
     assert ctx.get("odd") is None and ctx.get("tri") is None
 
 
+def test_a_value_accumulated_in_counted_loops_is_stepped_by_their_trips(tmp_path: Path) -> None:
+    # n *= dim over 3 dims: 64^3 = 262144; total += n over 4 x 8 trips: 32 * 262144 =
+    # 8388608; p = p * 2 over 10 trips: 1024. Unknown: an amount that changes in the loop
+    # (sum += d: 0 + 1 + 2 ...), an element (len += sizes[d]), a step under an if
+    src = (
+        "__global__ void k(float *a, int n, int total, int p, int s, int e, int c) {}\n"
+        "int main() {\n"
+        "  int dims = 3, dim = 64, n = 1, total = 0, p = 1, s = 0, e = 0, c = 0;\n"
+        "  int sizes[3] = {1, 2, 3};\n"
+        "  float v[3];\n"
+        "  for (int d = 0; d < dims; d++) n *= dim;\n"
+        "  for (int r = 0; r < 4; r++)\n"
+        "    for (int q = 0; q < 8; q++) total += n;\n"
+        "  for (int d = 0; d < 10; d++) p = p * 2;\n"
+        "  for (int d = 0; d < 3; d++) s += d;\n"
+        "  for (int d = 0; d < 3; d++) e += sizes[d];\n"
+        "  for (int d = 0; d < 3; d++) if (v[d] > 0) c += 2;\n"
+        "  float *a;\n"
+        "  k<<<1, 256>>>(a, n, total, p, s, e, c);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"n.cu": src}, "n.cu")
+    assert (ctx.get("n"), ctx.get("total"), ctx.get("p")) == (262144, 8388608, 1024)
+    assert ctx.get("s") is None and ctx.get("e") is None and ctx.get("c") is None
+
+
 def test_a_struct_handed_to_a_function_keeps_what_it_does_not_store(tmp_path: Path) -> None:
     # set_defaults(I) through a pointer variable: I->egroups = 128. init(&cfg) stores cfg.n
     # (n * 2 = 64) and leaves cfg.m = 7 alone; load(&cfg) hands the struct on to read_file:

@@ -926,15 +926,72 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             rt = text(right)
             if op.type == "=" and "dim3" in ctx.types.get(target, ""):
                 _assign_dim3(ctx, target, rt, argv)
+            elif op.type == "=" and depth > 0 and target in _IDENT.findall(rt):
+                # ``n = n * shape_i`` in a loop: accumulated (see ``_accumulated``)
+                _assign(ctx, target, _accumulated(node, fn, ctx, target, right), argv)
+                _copy_fields(ctx, target, "", argv)
             elif op.type == "=":
-                # ``n = n * 2`` in a loop: known only at run time
-                looped = depth > 0 and target in _IDENT.findall(rt)
-                _assign(ctx, target, "" if looped else rt, argv)
-                _copy_fields(ctx, target, "" if looped else rt, argv)
+                _assign(ctx, target, rt, argv)
+                _copy_fields(ctx, target, rt, argv)
             elif op.type in ("*=", "+=", "-=", "/=", "<<=", ">>=") and target in ctx.texts:
-                # accumulated in a loop: the value after it is known only at run time
-                upd = f"({target}) {op.type[:-1]} ({rt})" if depth == 0 else ""
-                _assign(ctx, target, upd, argv)
+                if depth == 0:
+                    _assign(ctx, target, f"({target}) {op.type[:-1]} ({rt})", argv)
+                else:
+                    _assign(ctx, target, _accumulated(node, fn, ctx, target, e), argv)
+
+
+def _accumulated(node: Node, fn: Node, ctx: HostContext, target: str, update: Node) -> str:
+    """The value after the loops around host statement ``node`` of a variable it steps
+    (``total += len``, ``n *= dim``, ``n = n * dim``) by an amount the same on every trip:
+    stepped as many times as the counted loops run (``_counted_times``); "" (known only at
+    run time) when they are not counted, the statement is in a branch, or the amount
+    changes in the loops (``total += sizes[i]``, ``x += x``)."""
+    op, by = "", None
+    if update.type == "assignment_expression":
+        operator = update.child_by_field_name("operator")
+        op = operator.type[:-1] if operator is not None else ""
+        by = update.child_by_field_name("right")
+    elif update.type == "binary_expression":  # the right side of ``n = n * dim``
+        operator = update.child_by_field_name("operator")
+        left, right = update.child_by_field_name("left"), update.child_by_field_name("right")
+        if operator is not None and left is not None and text(left) == target:
+            op, by = operator.type, right
+        elif operator is not None and operator.type in ("+", "*") and right is not None:
+            op, by = (operator.type, left) if text(right) == target else ("", None)
+    if op not in ("+", "-", "*", "/", "<<", ">>") or by is None:
+        return ""
+    outer: Node | None = None  # the outermost loop around the statement
+    p = node.parent
+    while p is not None and p != fn:
+        outer = p if p.type == "for_statement" else outer
+        p = p.parent
+    if outer is None or _outermost(by, ("call_expression", "subscript_expression")):
+        return ""
+    if _changed_names(outer) & set(_IDENT.findall(text(by))):
+        return ""
+    times = _counted_times(node, fn, ctx)
+    now, step = ctx.value(target), ctx.eval_text(text(by))
+    if times is None or now is None or step is None:
+        return ""
+    v = _stepped(now, op, step, times)
+    return "" if v is None else repr(v)
+
+
+def _changed_names(loop: Node) -> set[str]:
+    """The names a loop's header and body assign or step (its variables)."""
+    out: set[str] = set()
+    stack = [loop]
+    while stack:
+        n = stack.pop()
+        if n.type in ("assignment_expression", "update_expression"):
+            side = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            name = _target(side) if side is not None else None
+            if name is not None:
+                out.add(name)
+        elif n.type == "init_declarator":
+            out.add(declared_name(n))
+        stack.extend(n.named_children)
+    return out
 
 
 # host functions being run for what they set (``setup_main()``, ``getParams(..., n, m)``)
