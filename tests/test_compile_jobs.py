@@ -48,6 +48,24 @@ cp "{ptx}" "$out"
 
 
 @posix_only
+def test_a_c_file_including_a_cxx_header_is_compiled_as_cxx(tmp_path: Path) -> None:
+    # `#include <chrono>` has no C meaning: the file is built as C++ (`-x c++`), as the
+    # project's C++ compiler builds it; a plain C file stays C
+    log = tmp_path / "args.log"
+    standin = f'echo "$@" >> "{log}"\n'
+    standin += STANDIN.format(log=tmp_path / "runs.log", ptx=FIX / "saxpy.ptx")
+    clang = fake_tool(tmp_path / "bin", "clang", standin)
+    cxx, plain = tmp_path / "timed.c", tmp_path / "plain.c"
+    cxx.write_text("#include <stdio.h>\n#include <chrono>\nint main() { return 0; }\n")
+    plain.write_text("#include <stdio.h>\nint main() { return 0; }\n")
+    for path in (cxx, plain):
+        assert isinstance(compile_omp_ptx(str(path), None, clang, "sm_86", cache=None), PtxResult)
+    first, second = [ln for ln in log.read_text().splitlines() if "-fopenmp" in ln]
+    assert "-x c++" in first and "-std=c++17" in first
+    assert "-x c " in second + " " and "-std=c++" not in second
+
+
+@posix_only
 def test_compile_cache_hits_and_invalidation(tmp_path: Path) -> None:
     log = tmp_path / "runs.log"
     nv = fake_tool(tmp_path / "bin", "nvcc", STANDIN.format(log=log, ptx=FIX / "saxpy.ptx"))

@@ -248,6 +248,11 @@ class _Request:
     cuda_path: str | None = None
 
 
+# a standard header without an extension (``<chrono>``, ``<cstdio>``): C++, whatever the
+# file's name (projects build their ``.c`` files with a C++ compiler too)
+_CXX_HEADER = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*<[a-z_]+>", re.M)
+
+
 def _prepare(req: _Request) -> _Job | PtxFailure:
     path = os.path.abspath(req.path)
     source = req.source
@@ -273,7 +278,7 @@ def _prepare(req: _Request) -> _Job | PtxFailure:
     flags += [f"-D{name}" for name, _ in required]
     compiler, mode = req.compiler, req.mode
     version = nvcc_version(req.exe) if compiler == "nvcc" else clang_version(req.exe)
-    lang = "c" if path.endswith(".c") else "c++"
+    lang = "c" if path.endswith(".c") and not _CXX_HEADER.search(source) else "c++"
     tags = _KEY_TAGS.get(compiler, ())
     key = compile_cache_key(
         path, source, includes, [compiler, mode, lang, *tags, *flags], req.arch, version
