@@ -44,7 +44,6 @@ from roofline_lsp.detect.treewalk import (
 )
 from roofline_lsp.model.kernel import Detection, Function, Kernel, LaunchSite
 from roofline_lsp.model.stamps import FileStamp
-from roofline_lsp.model.terms import TRIPS_HINT
 from roofline_lsp.syntax.cexpr import (
     Functions,
     evaluate,
@@ -67,6 +66,7 @@ from roofline_lsp.syntax.expr import (
     text,
     trips,
 )
+from roofline_lsp.syntax.hints import parse_hints
 from roofline_lsp.syntax.sources import SourceReader, SourceView, source_view
 
 Dim3 = tuple[int, int, int]
@@ -80,7 +80,6 @@ _ARGV_BARE = re.compile(r"\bargv\s*\[\s*(\d+)\s*\]")
 _CALL_OPEN = re.compile(r"\b[A-Za-z_]\w*\s*\(")
 _CAST = re.compile(r"^(?:\(\s*[\w\s*]+\)\s*|(?:const|reinterpret|static)_cast\s*<[^<>]*>\s*\()")
 _SIZEOF = re.compile(r"\bsizeof\s*\(\s*([^()]*(?:\([^()]*\))?[^()]*)\)")
-_HINT = re.compile(r"//\s*roofline\s*:\s*(.*)$|/\*\s*roofline\s*:\s*(.*?)\*/", re.M)
 _ALLOC_API = re.compile(
     r"\b(cudaMalloc|hipMalloc|cudaMallocManaged|hipMallocManaged|cudaMallocHost|hipHostMalloc|"
     r"cudaHostAlloc|hipMallocHost|cudaMallocAsync|hipMallocAsync|posix_memalign)\s*\("
@@ -183,50 +182,6 @@ class _Env(Mapping[str, "str | float | int"]):
 
     def __len__(self) -> int:
         return len(self.ctx.texts)
-
-
-def parse_hints(source: bytes | str) -> dict[str, str]:
-    """``// roofline: n=1<<20, m = 64`` comments -> {"n": "1<<20", "m": "64"} (without the
-    per-loop ``trips=``)."""
-    return dict(_hints(source))
-
-
-def loop_trips_hint(comment: str) -> str | None:
-    """The ``trips=`` value of a ``// roofline:`` comment, if it gives one."""
-    m = _HINT.search(comment)
-    if m is None:
-        return None
-    return parse_assignments(m.group(1) or m.group(2) or "").get(TRIPS_HINT)
-
-
-@functools.lru_cache(maxsize=16)  # asked once per kernel of the same source
-def _hints(source: bytes | str) -> tuple[tuple[str, str], ...]:
-    if isinstance(source, bytes):
-        if b"roofline" not in source:
-            return ()
-        source = source.decode("utf-8", "replace")
-    if "roofline" not in source:
-        return ()
-    out: dict[str, str] = {}
-    for m in _HINT.finditer(source):
-        out.update(parse_assignments(m.group(1) or m.group(2) or ""))
-    out.pop(TRIPS_HINT, None)
-    return tuple(out.items())
-
-
-# the separator before a ``name=`` (not ``==``) that starts the next assignment
-_NEXT_ASSIGNMENT = re.compile(r"[,;\s]+(?=[A-Za-z_][\w.]*\s*=(?!=))")
-
-
-def parse_assignments(text_: str) -> dict[str, str]:
-    """``"n=1<<20 m=64"`` or ``"n=1<<20, m=64"`` -> {"n": ..., "m": ...}; other words ignored
-    (``--args``, the ``args`` setting and ``// roofline:`` hints)."""
-    out: dict[str, str] = {}
-    for part in _NEXT_ASSIGNMENT.split(text_.strip()):
-        name, eq, val = part.partition("=")
-        if eq and re.fullmatch(r"[A-Za-z_][\w.]*", name.strip()) and val.strip():
-            out[name.strip()] = val.strip().rstrip(",;")
-    return out
 
 
 def argv_of(args: str | None) -> list[str]:

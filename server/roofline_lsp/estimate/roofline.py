@@ -37,8 +37,6 @@ from roofline_lsp.detect.bindings import (
     function_params,
     guard_bounds,
     host_context,
-    parse_assignments,
-    parse_hints,
     template_params,
 )
 from roofline_lsp.detect.pragmas import (
@@ -68,6 +66,7 @@ from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classi
 from roofline_lsp.syntax.datatypes import DataType, named_like, parse_type, type_name
 from roofline_lsp.syntax.declarations import Declarations, declarations
 from roofline_lsp.syntax.expr import declared_name, stored_names, text
+from roofline_lsp.syntax.hints import parse_assignments, parse_hints
 from roofline_lsp.syntax.sources import LOCAL_INCLUDE, SourceReader, SourceView, source_view
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from roofline_lsp.detect.bindings import loop_trips_hint
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.thread_counts import Loop
 from roofline_lsp.estimate.value_domain import (
@@ -41,6 +40,7 @@ from roofline_lsp.syntax.expr import (
     value,
     while_header,
 )
+from roofline_lsp.syntax.hints import loop_trips_hint
 
 
 class LoopWalker(CallWalker):
