@@ -121,6 +121,38 @@ sed "s#saxpy.cu#$src#" "{ptx}" > "$out"
 
 
 @posix_only
+def test_an_undeclared_type_named_like_a_float_is_defined_as_the_estimate_takes_it(
+    tmp_path: Path,
+) -> None:
+    # the stand-in knows neither dfloat nor real_t until a -D defines them: dfloat is taken
+    # as float by its name (the build's -Ddfloat=float), unless a hint says double; real_t
+    # says nothing of its precision, so the compile fails with its first error as before
+    body = """
+out=""; prev=""; src=""; args="$*"
+for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done
+case "$1" in --version) echo 'release 99.0, V99.0.1'; exit 0;; esac
+echo "$args" >> "{log}"
+undefined() {{ echo "k.cu(3): error: identifier \\"$1\\" is undefined" >&2; exit 1; }}
+case "$args" in *-Ddfloat=*) ;; *) undefined dfloat;; esac
+for a in "$@"; do case "$a" in *.cu) src="$a";; esac; done
+if grep -q real_t "$src"; then undefined real_t; fi
+cp "{ptx}" "$out"
+"""
+    log = tmp_path / "args.log"
+    nv = fake_tool(tmp_path / "bin", "nvcc", body.format(log=log, ptx=FIX / "saxpy.ptx"))
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(dfloat *x) {}\n")
+    assert isinstance(compile_ptx(str(src), None, str(nv), "sm_86", cache=None), PtxResult)
+    assert "-Ddfloat=float" in log.read_text().splitlines()[-1]
+    src.write_text("// roofline: dfloat=double\n__global__ void k(dfloat *x) {}\n")
+    assert isinstance(compile_ptx(str(src), None, str(nv), "sm_86", cache=None), PtxResult)
+    assert "-Ddfloat=double" in log.read_text().splitlines()[-1]
+    src.write_text("__global__ void k(dfloat *x, real_t *y) {}\n")
+    res = compile_ptx(str(src), None, str(nv), "sm_86", cache=None)
+    assert isinstance(res, PtxFailure) and res.reason.endswith('"real_t" is undefined')
+
+
+@posix_only
 def test_compile_failure_keeps_the_first_error_line(tmp_path: Path) -> None:
     nv = fake_tool(
         tmp_path / "bin",

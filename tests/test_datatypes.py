@@ -9,6 +9,7 @@ from roofline_lsp.syntax.datatypes import (
     DOUBLE,
     FLOAT,
     INT,
+    LONG,
     DataType,
     named_like,
     overload_key,
@@ -87,9 +88,13 @@ def test_overloads_are_keyed_by_their_parameter_types() -> None:
         ("real", None),  # float or double: no guess
         ("FloatPair", None),
         ("float", None),  # a type the parser knows is not a guess
+        ("dlong", LONG),  # and its -Ddlong=...
+        ("int_t", INT),
+        ("point", None),  # a prefix before "int" would make too many words look like it
+        ("hint", None),
     ],
 )
-def test_an_undeclared_type_is_taken_by_its_name_only_when_it_says_float_or_double(
+def test_an_undeclared_type_is_taken_by_its_name_only_when_it_says_what_it_is(
     name: str, expected: object
 ) -> None:
     assert named_like(name, {}) == expected

@@ -236,6 +236,24 @@ def test_an_undeclared_type_named_like_a_float_is_taken_by_its_name(gpu, tmp_pat
     v = estimate(det.kernels[0], det, gpu)
     assert v.counts is not None and v.counts.flops == {"fp64": 1.0, "fp32": 0.0, "fp16": 0.0}
     assert not [t for t in v.terms if isinstance(t, TypeTerm)]
+    # an index type named like a long (-Ddlong=int): 8 bytes an element, and the hint the
+    # term suggests is the other integer width
+    det = _detected(
+        tmp_path,
+        "__global__ void k(const dlong *ix, float *y) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  y[i] = ix[i];\n"
+        "}\n",
+        "l.cu",
+    )
+    v = estimate(det.kernels[0], det, gpu)
+    assert [t for t in v.terms if isinstance(t, TypeTerm)] == [
+        TypeTerm("dlong", "long", "undeclared")
+    ]
+    assert v.counts is not None and v.counts.bytes_loaded == pytest.approx(8.0, rel=0.01)
+    assert term_text(TypeTerm("dlong", "long", "undeclared")).endswith(
+        "add `// roofline: dlong=int` (or another type)"
+    )
 
 
 TEMPLATE_BOUND = (

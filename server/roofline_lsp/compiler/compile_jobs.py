@@ -36,13 +36,15 @@ import signal
 import tempfile
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from roofline_lsp.compiler.compile_units import local_includes, project_flags
 from roofline_lsp.compiler.toolchain import clang_version, cuda_root, nvcc_version
 from roofline_lsp.store.cache import ResultCache
+from roofline_lsp.syntax.datatypes import named_like, scalar_name
+from roofline_lsp.syntax.hints import parse_hints
 from roofline_lsp.syntax.required_macros import RequiredChoice, required_macros
 from roofline_lsp.syntax.sources import variant_folders
 
@@ -146,6 +148,8 @@ _CLANG_LENIENT = ("-Wno-register",)
 # fixed command-line choices that changed over time, in the cache key so that old results
 # are not reused
 _KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": (*_CLANG_COUNTING, *_CLANG_LENIENT)}
+# ... and the retries after a failure (a cached failure from before them is not reused)
+_RETRY_TAG = "retry: -D for scalar-named types"
 
 
 def clang_omp_command(
@@ -281,7 +285,7 @@ def _prepare(req: _Request) -> _Job | PtxFailure:
     lang = "c" if path.endswith(".c") and not _CXX_HEADER.search(source) else "c++"
     tags = _KEY_TAGS.get(compiler, ())
     key = compile_cache_key(
-        path, source, includes, [compiler, mode, lang, *tags, *flags], req.arch, version
+        path, source, includes, [compiler, mode, lang, *tags, _RETRY_TAG, *flags], req.arch, version
     )
     return _Job(
         path,
@@ -402,6 +406,16 @@ async def _run_job(
             if isinstance(ran, PtxFailure):
                 return ran
             result = wd.finish(job, cmd, *ran)
+            for _ in range(3):  # each retry may show another such type
+                types = assumed_type_flags(result, job)
+                if not types:
+                    break
+                job = replace(job, flags=(*job.flags, *types))
+                cmd = job.command(wd.src, wd.out)
+                ran = await _execute(job, cmd, timeout)
+                if isinstance(ran, PtxFailure):
+                    return ran
+                result = wd.finish(job, cmd, *ran)
             if (
                 isinstance(result, PtxFailure)
                 and job.compiler == "clang"
@@ -415,6 +429,31 @@ async def _run_job(
             return result
         finally:
             wd.close()
+
+
+# nvcc's and clang's words for a type nothing declares
+_UNDECLARED = re.compile(r"identifier \"(\w+)\" is undefined|unknown type name '(\w+)'")
+
+
+def assumed_type_flags(result: PtxResult | PtxFailure, job: _Job) -> tuple[str, ...]:
+    """``-Ddfloat=float`` (``-Ddlong=long``) for each type a failed compile found undeclared
+    whose name says what it is (``syntax.datatypes.named_like``: a build flag the tool
+    cannot see), as the estimate takes it: the ``// roofline: dfloat=double`` hint's type,
+    else by its name. Empty for a success, another error, or a name a flag already defines."""
+    if not isinstance(result, PtxFailure):
+        return ()
+    hints = parse_hints(job.source)
+    out: list[str] = []
+    for m in _UNDECLARED.finditer(f"{result.reason}\n{result.log}"):
+        name = m.group(1) or m.group(2)
+        t = named_like(name, None)
+        defined = any(f == f"-D{name}" or f.startswith(f"-D{name}=") for f in (*job.flags, *out))
+        if t is None or defined:
+            continue
+        hinted = hints.get(name, "")
+        given = hinted if re.fullmatch(r"[A-Za-z_][\w ]*", hinted) else ""
+        out.append(f"-D{name}={given or scalar_name(t)}")
+    return tuple(out)
 
 
 async def _execute(

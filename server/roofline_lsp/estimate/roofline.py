@@ -63,7 +63,7 @@ from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Detection, Kernel
 from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
-from roofline_lsp.syntax.datatypes import DataType, named_like, parse_type, type_name
+from roofline_lsp.syntax.datatypes import DataType, named_like, parse_type, scalar_name, type_name
 from roofline_lsp.syntax.declarations import Declarations, declarations
 from roofline_lsp.syntax.expr import declared_name, stored_names, text
 from roofline_lsp.syntax.hints import parse_assignments, parse_hints
@@ -560,7 +560,7 @@ def _named_types(parsed: Iterable[str], aliases: Mapping[str, str]) -> tuple[tup
     were taken by their name (``dfloat``: float), with the type taken."""
     words = {w for type_text in parsed for w in re.findall(r"[A-Za-z_]\w*", type_text)}
     named = ((w, named_like(w, aliases)) for w in sorted(words))
-    return tuple((w, "double" if t.kind == "f64" else "float") for w, t in named if t)
+    return tuple((w, scalar_name(t)) for w, t in named if t)
 
 
 def _type_hints(

@@ -80,6 +80,10 @@ def card_assumptions(v: Verdict) -> tuple[str, ...]:
     return tuple(term_text(t) for t in shown)
 
 
+# the type a hint would most likely give instead of the one a name suggests
+_OTHER_TYPE = {"float": "double", "double": "float", "long": "int", "int": "long", "short": "int"}
+
+
 def term_text(t: Term) -> str:
     """One term in words, e.g. ``loop over j (line 17, 32768 trips, argument): 19 FP32 FLOP,
     4 int ops and 16 B referenced per iteration``."""
@@ -116,9 +120,10 @@ def term_text(t: Term) -> str:
     if isinstance(t, AssumptionTerm):
         return assumption_text(t)
     if isinstance(t, TypeTerm) and t.kind == "undeclared":
+        other = _OTHER_TYPE.get(t.assumed, "double")
         return (
             f"type {t.param} is not declared in view: taken as {t.assumed} by its name;"
-            f" add `// roofline: {t.param}=double` (or another type)"
+            f" add `// roofline: {t.param}={other}` (or another type)"
         )
     if isinstance(t, TypeTerm):
         return (

@@ -61,6 +61,7 @@ class DataType:
 
 INT = DataType("int", 4)
 LONG = DataType("int", 8)
+SHORT = DataType("int", 2)
 BOOL = DataType("bool", 1)
 FLOAT = DataType("f32", 4)
 DOUBLE = DataType("f64", 8)
@@ -85,7 +86,7 @@ _BASE: dict[str, DataType] = {
     "uint8_t": DataType("int", 1),
     "uchar": DataType("int", 1),
     "u8": DataType("int", 1),
-    "short": DataType("int", 2),
+    "short": SHORT,
     "int16_t": DataType("int", 2),
     "uint16_t": DataType("int", 2),
     "ushort": DataType("int", 2),
@@ -232,19 +233,29 @@ def parse_type(text: str, aliases: Mapping[str, str] | None = None, _depth: int 
     return base
 
 
-_FLOAT_NAMED = re.compile(r"(?i)^[a-z]{0,2}_?(float|double)(_t|_type)?$")
+# ``dfloat``, ``float_t``, ``Double``, ``dlong``, ``int_t`` (not ``point``: a short prefix
+# before ``int`` or ``short`` makes too many other words)
+_SCALAR_NAMED = re.compile(
+    r"(?i)^(?:[a-z]{0,2}_?(float|double|long)(?:_t|_type)?|(int|short)(?:_t|_type))$"
+)
+_NAMED_AS = {"float": FLOAT, "double": DOUBLE, "long": LONG, "int": INT, "short": SHORT}
 
 
 def named_like(name: str, aliases: Mapping[str, str] | None) -> DataType | None:
     """A type no declaration in view defines whose name says what it is: ``dfloat``,
-    ``float_t``, ``Double`` (a build flag's ``-Ddfloat=float`` the tool cannot see). A name
-    the program declares (a struct) is not taken for a scalar."""
+    ``float_t``, ``Double``, ``dlong`` (a build flag's ``-Ddfloat=float`` the tool cannot
+    see). A name the program declares (a struct) is not taken for a scalar."""
     if aliases is not None and name in aliases or _BASE.get(name) is not None:
         return None
-    m = _FLOAT_NAMED.fullmatch(name)
+    m = _SCALAR_NAMED.fullmatch(name)
     if m is None:
         return None
-    return DOUBLE if m.group(1).lower() == "double" else FLOAT
+    return _NAMED_AS[(m.group(1) or m.group(2)).lower()]
+
+
+def scalar_name(t: DataType) -> str:
+    """The C name of a scalar type :func:`named_like` gives (``float``, ``long`` ...)."""
+    return next(word for word, named in _NAMED_AS.items() if named == t)
 
 
 def _base(word: str, aliases: Mapping[str, str] | None, depth: int) -> DataType | None:
