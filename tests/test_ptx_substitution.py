@@ -360,3 +360,60 @@ def test_a_call_in_a_one_line_inner_loop_runs_every_iteration():
     src = analyze(k, det, GPU, inputs)
     # the source count agrees within the difference of the int->float conversion
     assert src.counts.flops["fp32"] == pytest.approx(comp.counts.flops["fp32"], rel=0.25)
+
+
+# A 4-trip loop under `#pragma unroll` that the counting build still unrolled (clang and
+# NVVM honour the pragma): its body line holds one copy per trip, four fma here, inside the
+# loop over j the PTX keeps (its test and increment on line 4). Hand-written PTX.
+UNROLLED_CU = """\
+__global__ void k(float *x, int n) {
+    int i = threadIdx.x;
+    float s = 0.0f;
+    for (int j = 0; j < n; j++) {
+        #pragma unroll
+        for (int m = 0; m < 4; m++)
+            s += x[j * 4 + m] * 1.5f;
+    }
+    x[i] = s;
+}
+"""
+UNROLLED_PTX = """\
+.version 8.0
+.target sm_86
+.address_size 64
+.visible .entry _Z1kPfi(.param .u64 x, .param .u32 n)
+{
+    .loc 1 2 5
+    mov.u32 %r1, %tid.x;
+$L_outer:
+    .loc 1 7 5
+    fma.rn.f32 %f1, %f2, %f3, %f1;
+    fma.rn.f32 %f1, %f4, %f3, %f1;
+    fma.rn.f32 %f1, %f5, %f3, %f1;
+    fma.rn.f32 %f1, %f6, %f3, %f1;
+    .loc 1 4 5
+    add.s32 %r2, %r2, 1;
+    setp.lt.s32 %p1, %r2, %r3;
+    @%p1 bra $L_outer;
+    .loc 1 9 5
+    st.global.f32 [%rd1], %f1;
+    ret;
+}
+.file 1 "unrolled.cu"
+"""
+
+
+def test_a_loop_the_compiler_unrolled_fully_counts_each_copy_once(tmp_path):
+    # line 7 runs 100 x 4 times a thread, one fma (2 FLOP) each: 800 FP32 FLOP, as the
+    # source count says; the four copies in the PTX are the four trips, not four fma a trip
+    path = tmp_path / "unrolled.cu"
+    path.write_text(UNROLLED_CU)
+    det = detect(path.read_bytes(), str(path))
+    (k,) = det.kernels
+    kp = kernel_ptx(parse_ptx(UNROLLED_PTX), k)
+    assert kp is not None and kp.lines[7].flops_fp32 == 8
+    inputs = Inputs(block=(32, 1, 1), grid=(1, 1, 1), values=(("n", 100.0),))
+    src = analyze(k, det, GPU, inputs)
+    comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
+    assert src.counts.lines[7][1] == pytest.approx(800.0)
+    assert comp.counts.lines[7][1] == pytest.approx(800.0)

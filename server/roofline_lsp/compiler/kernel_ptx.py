@@ -34,6 +34,9 @@ Mapping PTX lines onto the counter's lines:
   before it) sits outside the loop's natural loop in the PTX control-flow graph
   (``ptx_parser.CfgLoop``): its FLOPs run once per entry of the loop, so the substitution
   divides them by the loop's trip count (``KernelPtx.placed``, ``loop_bodies``).
+- A constant loop the counting build unrolled anyway (``#pragma unroll`` forces clang's and
+  NVVM's unrollers) has no PTX loop of its own: its body lines hold one copy per trip, so
+  the substitution divides them by the trip count (``ptx_substitution._unrolled_copies``).
 - A line of the kernel with PTX instructions but no statement start of its own (a continued
   expression) takes the weight of the nearest statement line above it; a line the counter
   costed but PTX has no instruction for costs nothing (folded or removed by the compiler).

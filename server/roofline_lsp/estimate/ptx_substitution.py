@@ -71,6 +71,41 @@ def _ptx_loops_of(loops: tuple[Loop, ...], ptx: KernelPtx) -> dict[int, frozense
     return {ln: frozenset(ids) for ln, ids in out.items()}
 
 
+def _unrolled_copies(loops: tuple[Loop, ...], ptx: KernelPtx) -> dict[int, float]:
+    """How many copies of each line of a loop body the compiler unrolled fully: a loop of a
+    constant count (the compiler's as well as the counter's) the counter takes as unrolled
+    (``#pragma unroll``, a few trips) left with no PTX
+    loop of its own (one mostly of its lines, holding its header's test and increment),
+    although the counting build keeps loops (a ``#pragma unroll`` still forces clang's and
+    NVVM's unrollers): its body lines hold one copy per trip. The product over nested such
+    loops; only where PTX has loops at all (else nothing tells a fully unrolled loop from a
+    function compiled without its loops' structure)."""
+    if not ptx.loop_bodies:
+        return {}
+
+    def kept(lp: Loop) -> bool:
+        return any(
+            lp.line in body
+            and sum(lp.line <= x <= lp.end_line for x in body) >= _MOSTLY * len(body)
+            for body in ptx.loop_bodies
+        )
+
+    gone = [
+        lp
+        for lp in loops
+        if lp.unrolled and lp.source == "constant" and lp.trips > 1 and not kept(lp)
+    ]
+    out: dict[int, float] = {}
+    for ln in ptx.lines:
+        n = 1.0
+        for lp in gone:
+            if lp.line < ln <= lp.end_line:
+                n *= lp.trips
+        if n > 1:
+            out[ln] = n
+    return out
+
+
 def _in_place(
     ln: int,
     line: tuple[int, int, int, int],
@@ -123,6 +158,7 @@ def substitute(
     # the kernel's own loops (a callee's loops have lines of another function)
     own_loops = tuple(lp for lp in counts.loops if lo <= lp.line and lp.end_line <= hi)
     compiled = _ptx_loops_of(own_loops, ptx)
+    copies = _unrolled_copies(own_loops, ptx)
     new: dict[int, tuple[float, float, float, float]] = {}
     for ln, row in counts.lines.items():
         if ln in keep or not (lo <= ln <= hi):
@@ -135,8 +171,10 @@ def substitute(
         lp = loops.get(ln)
         if lp is None or lp.parallel:
             q = _in_place(ln, line, ptx, own_loops, compiled)
+            w /= copies.get(ln, 1.0)
             new[ln] = (q[0] * w, q[1] * w, q[2] * w, q[3] * w)
             continue
+        w = lp.weight / copies.get(ln, 1.0)
         # a loop statement: its per-iteration part (all of it when PTX found no loop there)
         # runs trips times per entry: the body work inlined or called on the line every
         # iteration, the loop control (integer) once per unrolled group
@@ -145,8 +183,8 @@ def substitute(
         body = ptx.per_iteration_body.get(ln, (0, 0, 0, 0))
         once = [max(line[i] - each[i] - body[i], 0) for i in range(4)]
         groups = 0.0 if lp.unrolled else trips / max(unroll_default, 1.0)
-        fp = [(once[i] + (each[i] + body[i]) * trips) * lp.weight for i in range(3)]
-        ints = (once[3] + each[3] * groups + body[3] * trips) * lp.weight
+        fp = [(once[i] + (each[i] + body[i]) * trips) * w for i in range(3)]
+        ints = (once[3] + each[3] * groups + body[3] * trips) * w
         new[ln] = (fp[0], fp[1], fp[2], ints)
     tot = [0.0, 0.0, 0.0, 0.0]
     for row in new.values():
