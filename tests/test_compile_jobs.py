@@ -153,6 +153,73 @@ cp "{ptx}" "$out"
 
 
 @posix_only
+def test_a_file_whose_host_code_does_not_compile_here_gives_its_device_code_ptx(
+    tmp_path: Path,
+) -> None:
+    # the stand-in fails on a missing header, then on host code using it (image.load); the
+    # device-only text (host code blanked) with an empty stand-in header compiles, and the
+    # result says what was left out. A kernel error stays the error shown.
+    body = """
+out=""; prev=""; src=""; found=0
+for a in "$@"; do
+  [ "$prev" = "-o" ] && out="$a"
+  [ "$prev" = "-I" ] && [ -f "$a/SDKBitMap.h" ] && found=1
+  prev="$a"
+done
+case "$1" in --version) echo 'release 99.0, V99.0.1'; exit 0;; esac
+for a in "$@"; do case "$a" in *.cu) src="$a";; esac; done
+if grep -q SDKBitMap.h "$src" && [ $found = 0 ]; then
+  echo "$src:1:10: fatal error: SDKBitMap.h: No such file or directory" >&2; exit 1; fi
+if grep -q 'image.load' "$src"; then
+  echo "$src(5): error: identifier \\"image\\" is undefined" >&2; exit 1; fi
+if grep -q 'bad_kernel' "$src"; then echo "$src(3): error: kernel error" >&2; exit 1; fi
+cp "{ptx}" "$out"
+"""
+    nv = fake_tool(tmp_path / "bin", "nvcc", body.format(ptx=FIX / "saxpy.ptx"))
+    src = tmp_path / "k.cu"
+    src.write_text(
+        '#include "SDKBitMap.h"\n__global__ void k(float *x) { x[0] = 1; }\n'
+        "int main() {\n  SDKBitMap image;\n  image.load(0);\n}\n"
+    )
+    res = compile_ptx(str(src), None, str(nv), "sm_86", cache=None)
+    assert isinstance(res, PtxResult), res
+    assert res.partial == "device code only, host code left out: SDKBitMap.h not found"
+    src.write_text(src.read_text().replace("x[0] = 1;", "bad_kernel;"))
+    res = compile_ptx(str(src), None, str(nv), "sm_86", cache=None)
+    assert isinstance(res, PtxFailure) and res.reason.endswith(
+        "SDKBitMap.h: No such file or directory"
+    )
+
+
+@needs_nvcc
+def test_real_nvcc_compiles_the_device_code_of_a_file_missing_a_host_header(
+    tmp_path: Path,
+) -> None:
+    # the kernel's fma on line 4 is in the PTX, on its own line of the original file
+    src = tmp_path / "app.cu"
+    src.write_text(
+        '#include "image_io.h"\n'
+        "__global__ void k(float *x, float a) {\n"
+        "  int i = threadIdx.x;\n"
+        "  x[i] = a * x[i] + 1.0f;\n"
+        "}\n"
+        "int main(int argc, char **argv) {\n"
+        "  Image img = load_image(argv[1]);\n"
+        "  k<<<1, 32>>>(img.data, 2.0f);\n"
+        "}\n"
+    )
+    res = compile_ptx(str(src), None, str(NVCC), "sm_86", cache=None)
+    assert isinstance(res, PtxResult), res
+    assert "image_io.h not found" in res.partial
+    fp32 = {
+        ln: mix.flops_fp32
+        for f in parse_ptx(res.ptx).functions.values()
+        for (_, ln), mix in f.lines.items()
+    }
+    assert fp32.get(4) == 2
+
+
+@posix_only
 def test_compile_failure_keeps_the_first_error_line(tmp_path: Path) -> None:
     nv = fake_tool(
         tmp_path / "bin",

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from roofline_lsp.compiler.compile_units import local_includes, project_flags
+from roofline_lsp.compiler.device_only import device_only, missing_header
 from roofline_lsp.compiler.toolchain import clang_version, cuda_root, nvcc_version
 from roofline_lsp.store.cache import ResultCache
 from roofline_lsp.syntax.datatypes import named_like, scalar_name
@@ -88,6 +89,7 @@ class PtxResult:
     # names defined for the compile because the source stops at an #error without one of
     # them (``syntax/required_macros.py``), each with its chain
     required: tuple[tuple[str, RequiredChoice], ...] = ()
+    partial: str = ""  # what the compile left out (``device_only``), "" for the whole file
 
     @property
     def ok(self) -> bool:
@@ -149,7 +151,7 @@ _CLANG_LENIENT = ("-Wno-register",)
 # are not reused
 _KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": (*_CLANG_COUNTING, *_CLANG_LENIENT)}
 # ... and the retries after a failure (a cached failure from before them is not reused)
-_RETRY_TAG = "retry: -D for scalar-named types"
+_RETRY_TAG = "retries: -D for scalar-named types, device code only"
 
 
 def clang_omp_command(
@@ -321,6 +323,7 @@ def _from_cache(cache: ResultCache | None, job: _Job) -> PtxResult | PtxFailure 
             cached=True,
             compiler=job.compiler,
             required=job.required,
+            partial=str(value.get("partial", "")),
         )
     if value.get("ok") is False and isinstance(value.get("reason"), str):
         return PtxFailure(job.path, value["reason"], str(value.get("log", "")), 0.0, True)
@@ -331,7 +334,12 @@ def _store(cache: ResultCache | None, job: _Job, result: PtxResult | PtxFailure)
     if cache is None:
         return
     if isinstance(result, PtxResult):
-        value = {"ok": True, "ptx": result.ptx, "command": list(result.command)}
+        value = {
+            "ok": True,
+            "ptx": result.ptx,
+            "command": list(result.command),
+            "partial": result.partial,
+        }
     else:
         value = {"ok": False, "reason": result.reason, "log": result.log[-4000:]}
     cache.set(job.key, value)
@@ -425,6 +433,8 @@ async def _run_job(
                 if retried is None:
                     return result  # the retry did not finish (timeout): nothing cached
                 result = retried
+            if isinstance(result, PtxFailure):
+                result = await _device_code_only(job, timeout) or result
             _store(cache, job, result)
             return result
         finally:
@@ -486,6 +496,63 @@ async def _execute(
             await asyncio.shield(proc.wait())
         raise
     return proc.returncode, err.decode("utf-8", "replace"), time.perf_counter() - t0
+
+
+async def _device_code_only(job: _Job, timeout: float) -> PtxResult | None:
+    """The compile of the file's device code alone (``device_only``) after the whole file
+    failed, with an empty stand-in for each header still not found; None when that does not
+    compile either (the first failure is the one to show) or there is no host code to leave
+    out."""
+    reduced = await asyncio.to_thread(device_only, job.source)
+    if reduced is None:
+        return None
+    trial = replace(job, source=reduced, from_buffer=True)
+    wd = _Workdir(trial)
+    stubs = os.path.join(wd.tmp, "stand-ins")
+    trial = replace(trial, flags=(*trial.flags, "-I", stubs))
+    missing: list[str] = []
+    try:
+        for _ in range(8):
+            cmd = trial.command(wd.src, wd.out)
+            ran = await _execute(trial, cmd, timeout)
+            if isinstance(ran, PtxFailure):
+                return None
+            result = wd.finish(trial, cmd, *ran)
+            if isinstance(result, PtxResult):
+                shown = f": {', '.join(missing)} not found" if missing else ""
+                return replace(result, partial=f"device code only, host code left out{shown}")
+            header = missing_header(f"{result.reason}\n{result.log}")
+            if header is None or header in missing:
+                return None
+            folder = _stand_in(stubs, header)
+            if folder is None:
+                return None
+            missing.append(header)
+            if folder != stubs and folder not in trial.flags:
+                trial = replace(trial, flags=(*trial.flags, "-I", folder))
+        return None
+    finally:
+        wd.close()
+
+
+def _stand_in(root: str, header: str) -> str | None:
+    """An empty ``header`` under ``root``, and the include folder that finds it as written
+    (``../common/x.h``: a folder one level below ``root``); None for an absolute path."""
+    if os.path.isabs(header):
+        return None
+    parts = os.path.normpath(header).split(os.sep)
+    up = 0
+    while up < len(parts) and parts[up] == "..":
+        up += 1
+    rest = parts[up:]
+    if not rest:
+        return None
+    folder = os.path.join(root, *(["_"] * up))
+    path = os.path.join(root, *rest)
+    os.makedirs(folder, exist_ok=True)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    Path(path).write_bytes(b"")
+    return folder
 
 
 # clang 16's NVPTX back end rejects a private global named `__const.<captured>.d` (a local

@@ -134,7 +134,12 @@ def counts_for(cf: CompiledFile | None, kernel: Kernel, mode: str = "compiler") 
     # clang's integer counts of an OpenMP region are mostly its runtime's (worksharing,
     # state machine): ``auto`` keeps the counter's, which books that runtime per GPU thread
     # and per iteration (``Calibration.omp_thread_ints``/``omp_iteration_ints``)
-    return CompiledCounts(kp, flops_only=lang == "omp" and mode == "auto", required=cf.required)
+    return CompiledCounts(
+        kp,
+        flops_only=lang == "omp" and mode == "auto",
+        required=cf.required,
+        partial=cf.partial,
+    )
 
 
 async def compiled_counts_for_file(

@@ -52,6 +52,7 @@ class CompiledFile:
     compiler: str = ""
     # -D names given because the source stops at an #error without one (compile_jobs)
     required: tuple[tuple[str, RequiredChoice], ...] = ()
+    partial: str = ""  # what the compile left out (``device_only``)
 
     @property
     def ok(self) -> bool:
@@ -133,7 +134,7 @@ async def compile_file(
         module = await asyncio.to_thread(parse_ptx_cached, res.ptx)
         out = CompiledFile(
             path, unit, module, "", arch, unit_note, res.cached, res.seconds, compiler,
-            res.required,
+            res.required, res.partial,
         )  # fmt: skip
         if not want or all(_has(module, w) for w in want):
             return out

@@ -126,6 +126,7 @@ class CompiledCounts:
     flops_only: bool = False
     # -D names the compile was given because the source stops at an #error without one
     required: tuple[tuple[str, RequiredChoice], ...] = ()
+    partial: str = ""  # what the compile left out (``compiler/device_only.py``)
 
     @property
     def ok(self) -> bool:
@@ -140,7 +141,8 @@ class CompiledCounts:
                 + ", ".join(c.names)
                 for name, c in self.required
             )
-            return f"{what} (built with {built})" if built else what
+            how = "; ".join(x for x in (f"built with {built}" if built else "", self.partial) if x)
+            return f"{what} ({how})" if how else what
         return f"counts: source ({self.reason})" if self.reason else "counts: source"
 
 

@@ -1,0 +1,66 @@
+"""The device code of a translation unit alone (``compiler/device_only.py``)."""
+
+from __future__ import annotations
+
+from roofline_lsp.compiler.device_only import device_only, missing_header
+
+SOURCE = b"""\
+#include "SDKBitMap.h"
+#define N 256
+const int width = 64;
+__constant__ float coeff[4];
+SDKBitMap image;
+struct Pixel { float r, g, b; } background;
+__device__ float twice(float x) { return 2 * x; }
+constexpr int area(int w, int h) { return w * h; }
+__global__ void k(float *x) { x[threadIdx.x] = twice(coeff[0]) * area(width, N); }
+static void load(const char *path) { image.load(path); }
+extern "C" void report(void) { printf("%d", image.width); }
+template <typename T> T host_sum(const T *a, int n) { T s = 0; for (int i = 0; i < n; i++) s += a[i]; return s; }
+template <typename T> __global__ void scale(T *x) { x[threadIdx.x] *= 2; }
+void run(float *d) { scale<float><<<1, 32>>>(d); }
+void offload(float *a, int n) {
+  #pragma omp target teams distribute parallel for map(tofrom: a[0:n])
+  for (int i = 0; i < n; i++) a[i] += 1;
+}
+void moves(float *a, int n) {
+  #pragma omp target update from(a[0:n])
+}
+#pragma omp declare target
+float helper(float v) { return v * v; }
+#pragma omp end declare target
+int main(int argc, char **argv) { load(argv[1]); k<<<1, 256>>>(0); return 0; }
+"""  # noqa: E501
+
+
+def _lines(text: bytes) -> list[str]:
+    return [ln.strip() for ln in text.decode().splitlines()]
+
+
+def test_host_code_is_blanked_and_every_line_keeps_its_number() -> None:
+    out = device_only(SOURCE)
+    assert out is not None and len(out) == len(SOURCE)
+    before, after = _lines(SOURCE), _lines(out)
+    assert len(before) == len(after)
+    blanked = {i + 1 for i, (b, a) in enumerate(zip(before, after, strict=True)) if b and not a}
+    # the host variable of a header's type, the host functions (with their `extern "C"` and
+    # `template <...>`), the function that only moves data, and main
+    assert blanked == {5, 10, 11, 12, 19, 20, 21, 25}
+    # kept: the include (a stand-in answers it), constants and __constant__ data, a struct
+    # (its variable too: declaring a type keeps the declaration), device and constexpr
+    # functions, the kernels, the launch of a template kernel (it instantiates the kernel),
+    # an offload region, a declare target block
+    for n in (1, 2, 3, 4, 6, 7, 8, 9, 13, 14, 15, 16, 17, 18, 22, 23, 24):
+        assert after[n - 1] == before[n - 1], n
+
+
+def test_nothing_to_leave_out() -> None:
+    assert device_only(b"__global__ void k(float *x) { x[0] = 1; }\n") is None
+
+
+def test_the_header_a_failed_compile_could_not_find() -> None:
+    nvcc = "main.cu:7:10: fatal error: SDKBitMap.h: No such file or directory\n"
+    clang = "main.cpp:16:10: fatal error: '../common/shrUtils.h' file not found\n"
+    assert missing_header(nvcc) == "SDKBitMap.h"
+    assert missing_header(clang) == "../common/shrUtils.h"
+    assert missing_header('k.cu(3): error: identifier "q" is undefined') is None
