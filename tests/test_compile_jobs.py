@@ -183,7 +183,7 @@ cp "{ptx}" "$out"
     )
     res = compile_ptx(str(src), None, str(nv), "sm_86", cache=None)
     assert isinstance(res, PtxResult), res
-    assert res.partial == "device code only, host code left out: SDKBitMap.h not found"
+    assert res.adapted == "device code only, host code left out: SDKBitMap.h not found"
     src.write_text(src.read_text().replace("x[0] = 1;", "bad_kernel;"))
     res = compile_ptx(str(src), None, str(nv), "sm_86", cache=None)
     assert isinstance(res, PtxFailure) and res.reason.endswith(
@@ -210,7 +210,7 @@ def test_real_nvcc_compiles_the_device_code_of_a_file_missing_a_host_header(
     )
     res = compile_ptx(str(src), None, str(NVCC), "sm_86", cache=None)
     assert isinstance(res, PtxResult), res
-    assert "image_io.h not found" in res.partial
+    assert "image_io.h not found" in res.adapted
     fp32 = {
         ln: mix.flops_fp32
         for f in parse_ptx(res.ptx).functions.values()

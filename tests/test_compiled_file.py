@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from ptx_helpers import FIX, NVCC, check_saxpy, fake_tool, needs_nvcc, posix_only
+import pytest
+from ptx_helpers import FIX, NVCC, OMP_CLANG, check_saxpy, fake_tool, needs_nvcc, posix_only
 
 from roofline_lsp.compiler.compiled_file import compile_file, compile_file_sync
+from roofline_lsp.compiler.demangle import omp_region
 from roofline_lsp.compiler.ptx_kernels import find_kernels
 
 # answers --version, lists no archs, and writes the saxpy PTX for files named main*, the hash
@@ -84,3 +86,25 @@ async def test_compile_file_real_nvcc_with_unsaved_buffer(tmp_path: Path) -> Non
     assert res.arch == "sm_90" and res.unit == str(src) and res.compiler == "nvcc"
     assert res.module is not None
     check_saxpy(res.module)
+
+
+@pytest.mark.skipif(OMP_CLANG is None, reason="no clang with the OpenMP NVPTX runtime")
+async def test_a_region_an_ifdef_keeps_out_is_compiled_with_the_name_defined(
+    tmp_path: Path,
+) -> None:
+    # without -DOMP_TARGET the region on line 4 is a host loop and its PTX has no kernel;
+    # the analysis reads it as offloaded, so it is compiled again with the name defined
+    src = tmp_path / "saxpy.c"
+    src.write_text(
+        "void saxpy(int n, float a, const float *x, float *y) {\n"
+        "  int i;\n"
+        "#ifdef OMP_TARGET\n"
+        "#pragma omp target teams distribute parallel for map(to: x[0:n]) map(tofrom: y[0:n])\n"
+        "#endif\n"
+        "  for (i = 0; i < n; i++) y[i] = a * x[i] + y[i];\n"
+        "}\n"
+    )
+    res = await compile_file(str(src), language="omp", arch="sm_86", want=("@4",))
+    assert res.ok and res.module is not None
+    assert res.adapted == "-DOMP_TARGET: the #ifdef around the region"
+    assert [omp_region(k.name) for k in res.module.kernels] == [("saxpy", 4)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from roofline_lsp.syntax.required_macros import (
     RequiredChoice,
+    guarding_names,
     required_choices,
     required_macros,
 )
@@ -52,3 +53,24 @@ def test_the_first_alternative_unless_the_build_or_the_source_defines_one() -> N
     assert required_macros(texts, ["-DINT"]) == ()
     assert required_macros(texts, ["-D", "LONG=1"]) == ()
     assert required_macros([("main.cu", b"#define INT\n"), ("int.h", CHAIN)], []) == ()
+
+
+def test_the_names_whose_ifdef_keeps_a_region_out_of_the_file_as_it_is() -> None:
+    # line 3 is compiled only with -DOMP_TARGET (and -DUSE_GPU around it); line 5 sits on
+    # an #else branch, line 9 under a name the file defines itself, line 12 outside any
+    src = (
+        b"#ifdef USE_GPU\n"
+        b"#if defined(OMP_TARGET)\n"
+        b"#pragma omp target teams distribute parallel for\n"
+        b"#else\n"
+        b"#pragma omp parallel for\n"
+        b"#endif\n"
+        b"#define HAVE_X\n#ifdef HAVE_X\n"
+        b"#pragma omp target\n"
+        b"#endif\n#endif\n"
+        b"#pragma omp target\n"
+    )
+    assert guarding_names(src, [3]) == ("USE_GPU", "OMP_TARGET")
+    assert guarding_names(src, [5]) == ("USE_GPU",)
+    assert guarding_names(src, [9, 12]) == ("USE_GPU",)
+    assert guarding_names(src, [12]) == ()

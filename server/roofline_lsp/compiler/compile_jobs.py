@@ -89,7 +89,7 @@ class PtxResult:
     # names defined for the compile because the source stops at an #error without one of
     # them (``syntax/required_macros.py``), each with its chain
     required: tuple[tuple[str, RequiredChoice], ...] = ()
-    partial: str = ""  # what the compile left out (``device_only``), "" for the whole file
+    adapted: str = ""  # how the compile departed from the file as it is ("" for none)
 
     @property
     def ok(self) -> bool:
@@ -151,7 +151,7 @@ _CLANG_LENIENT = ("-Wno-register",)
 # are not reused
 _KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": (*_CLANG_COUNTING, *_CLANG_LENIENT)}
 # ... and the retries after a failure (a cached failure from before them is not reused)
-_RETRY_TAG = "retries: -D for scalar-named types, device code only"
+_RETRY_TAG = "retries: -D for scalar-named types, device code only (noted)"
 
 
 def clang_omp_command(
@@ -323,7 +323,7 @@ def _from_cache(cache: ResultCache | None, job: _Job) -> PtxResult | PtxFailure 
             cached=True,
             compiler=job.compiler,
             required=job.required,
-            partial=str(value.get("partial", "")),
+            adapted=str(value.get("adapted", "")),
         )
     if value.get("ok") is False and isinstance(value.get("reason"), str):
         return PtxFailure(job.path, value["reason"], str(value.get("log", "")), 0.0, True)
@@ -338,7 +338,7 @@ def _store(cache: ResultCache | None, job: _Job, result: PtxResult | PtxFailure)
             "ok": True,
             "ptx": result.ptx,
             "command": list(result.command),
-            "partial": result.partial,
+            "adapted": result.adapted,
         }
     else:
         value = {"ok": False, "reason": result.reason, "log": result.log[-4000:]}
@@ -520,7 +520,7 @@ async def _device_code_only(job: _Job, timeout: float) -> PtxResult | None:
             result = wd.finish(trial, cmd, *ran)
             if isinstance(result, PtxResult):
                 shown = f": {', '.join(missing)} not found" if missing else ""
-                return replace(result, partial=f"device code only, host code left out{shown}")
+                return replace(result, adapted=f"device code only, host code left out{shown}")
             header = missing_header(f"{result.reason}\n{result.log}")
             if header is None or header in missing:
                 return None

@@ -138,7 +138,7 @@ def counts_for(cf: CompiledFile | None, kernel: Kernel, mode: str = "compiler") 
         kp,
         flops_only=lang == "omp" and mode == "auto",
         required=cf.required,
-        partial=cf.partial,
+        adapted=cf.adapted,
     )
 
 

@@ -8,12 +8,14 @@ import asyncio
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from roofline_lsp.compiler.compile_jobs import (
     DEFAULT_TIMEOUT,
     CompileMode,
     PtxFailure,
+    PtxResult,
     blocking,
     compile_omp_ptx_async,
     compile_ptx_async,
@@ -31,7 +33,7 @@ from roofline_lsp.compiler.toolchain import (
     supported_archs,
 )
 from roofline_lsp.store.cache import ResultCache
-from roofline_lsp.syntax.required_macros import RequiredChoice
+from roofline_lsp.syntax.required_macros import RequiredChoice, guarding_names
 
 __all__ = ["CompiledFile", "compile_file", "compile_file_sync"]
 
@@ -52,7 +54,7 @@ class CompiledFile:
     compiler: str = ""
     # -D names given because the source stops at an #error without one (compile_jobs)
     required: tuple[tuple[str, RequiredChoice], ...] = ()
-    partial: str = ""  # what the compile left out (``device_only``)
+    adapted: str = ""  # how the compile departed from the file as it is (compile_jobs)
 
     @property
     def ok(self) -> bool:
@@ -134,14 +136,62 @@ async def compile_file(
         module = await asyncio.to_thread(parse_ptx_cached, res.ptx)
         out = CompiledFile(
             path, unit, module, "", arch, unit_note, res.cached, res.seconds, compiler,
-            res.required, res.partial,
+            res.required, res.adapted,
         )  # fmt: skip
         if not want or all(_has(module, w) for w in want):
             return out
+        if clang is not None:
+            guarded = await _guarded_regions(
+                unit, buf, want, module, clang, arch, nvcc, cache, semaphore, timeout
+            )  # fmt: skip
+            if guarded is not None:
+                res, module, names = guarded
+                return CompiledFile(
+                    path, unit, module, "", arch, unit_note, res.cached, res.seconds, compiler,
+                    res.required,
+                    f"{', '.join(f'-D{n}' for n in names)}: the #ifdef around the region",
+                )  # fmt: skip
         first_ok = first_ok or out
     result = first_ok or first_fail
     assert result is not None
     return result
+
+
+async def _guarded_regions(
+    unit: str,
+    buf: bytes | None,
+    want: Sequence[str],
+    module: PtxModule,
+    clang: str,
+    arch: str,
+    nvcc: str | None,
+    cache: ResultCache | None,
+    semaphore: asyncio.Semaphore | None,
+    timeout: float,
+) -> tuple[PtxResult, PtxModule, tuple[str, ...]] | None:
+    """The OpenMP regions the PTX lacks because an ``#ifdef OMP_TARGET`` the build's ``-D``
+    defines keeps them out of the file as it is: compiled again with those names defined
+    (the analysis reads the regions as offloaded). None when no such name guards them or
+    that compile fails or still lacks them."""
+    lines = [int(w[1:]) for w in want if w.startswith("@") and w[1:].isdigit()]
+    lines = [ln for ln in lines if not _has(module, f"@{ln}")]
+    try:
+        source = buf if buf is not None else await asyncio.to_thread(Path(unit).read_bytes)
+    except OSError:
+        return None
+    names = guarding_names(source, lines)
+    if not names:
+        return None
+    res = await compile_omp_ptx_async(
+        unit, buf, clang, arch, extra_flags=[f"-D{n}" for n in names], timeout=timeout,
+        nvcc=nvcc, cache=cache, semaphore=semaphore,
+    )  # fmt: skip
+    if isinstance(res, PtxFailure):
+        return None
+    guarded = await asyncio.to_thread(parse_ptx_cached, res.ptx)
+    if not all(_has(guarded, f"@{ln}") for ln in lines):
+        return None
+    return res, guarded, names
 
 
 def _has(module: PtxModule, want: str) -> bool:

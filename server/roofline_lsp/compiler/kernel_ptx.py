@@ -126,7 +126,7 @@ class CompiledCounts:
     flops_only: bool = False
     # -D names the compile was given because the source stops at an #error without one
     required: tuple[tuple[str, RequiredChoice], ...] = ()
-    partial: str = ""  # what the compile left out (``compiler/device_only.py``)
+    adapted: str = ""  # how the compile departed from the file as it is
 
     @property
     def ok(self) -> bool:
@@ -136,12 +136,16 @@ class CompiledCounts:
     def note(self) -> str:
         if self.ptx is not None:
             what = "counts: PTX FLOPs, source integer ops" if self.flops_only else "counts: PTX"
-            built = "; ".join(
+            defines = [
                 f"-D{name}: {os.path.basename(c.file)} line {c.line} needs one of "
                 + ", ".join(c.names)
                 for name, c in self.required
-            )
-            how = "; ".join(x for x in (f"built with {built}" if built else "", self.partial) if x)
+            ]
+            other = self.adapted
+            if other.startswith("-D"):  # names the compile defined, as the build would
+                defines, other = [*defines, other], ""
+            built = f"built with {'; '.join(defines)}" if defines else ""
+            how = "; ".join(x for x in (built, other) if x)
             return f"{what} ({how})" if how else what
         return f"counts: source ({self.reason})" if self.reason else "counts: source"
 

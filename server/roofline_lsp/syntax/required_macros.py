@@ -6,9 +6,11 @@ one of SHORT, INT, or LONG``). The analysis reads the first branch's definitions
 the compile is given the first alternative too (:func:`required_macros`, for
 ``compiler/compile_jobs.py``).
 
-Not done: defining a name whose ``#ifdef`` branch alone holds the GPU code (``#ifdef
-OMP_TARGET`` around a ``#pragma omp target``). Such a name often needs others of the build
-with it, and the compile then failed where it had compiled (without the region).
+A name whose ``#ifdef`` branch alone holds the GPU code (``#ifdef OMP_TARGET`` around a
+``#pragma omp target``) is not defined up front: such a name often needs others of the build
+with it, and the compile then failed where it had compiled (without the region). The
+analysis reads the region as offloaded all the same; :func:`guarding_names` gives the names
+for a second compile when the first one's PTX lacks the region (``compiled_file.py``).
 """
 
 from __future__ import annotations
@@ -96,4 +98,28 @@ def required_macros(
             if not defined.intersection(choice.names):
                 out.append((choice.names[0], choice))
                 defined.add(choice.names[0])
+    return tuple(out)
+
+
+def guarding_names(source: bytes, lines: Iterable[int]) -> tuple[str, ...]:
+    """The names the ``#ifdef NAME`` / ``#if defined(NAME)`` around each of ``lines`` test
+    (on their first branch), that ``source`` does not ``#define``: what the build's ``-D``
+    gives for the code on those lines to be compiled."""
+    want = set(lines)
+    defined = {m.group(1).decode() for m in _DEFINE.finditer(source)}
+    out: list[str] = []
+    stack: list[str | None] = []  # the name each open conditional's current branch needs
+    for n, raw in enumerate(source.splitlines(), 1):
+        m = _DIRECTIVE.match(raw)
+        d, rest = (m.group(1), m.group(2).split(b"//", 1)[0].strip()) if m else (b"", b"")
+        if d in (b"if", b"ifdef", b"ifndef"):
+            stack.append(_tested_name(d, rest))
+        elif d in (b"elif", b"else", b"elifdef", b"elifndef") and stack:
+            stack[-1] = None
+        elif d == b"endif" and stack:
+            stack.pop()
+        elif n in want:
+            for name in stack:
+                if name is not None and name not in defined and name not in out:
+                    out.append(name)
     return tuple(out)
