@@ -108,3 +108,20 @@ async def test_a_region_an_ifdef_keeps_out_is_compiled_with_the_name_defined(
     assert res.ok and res.module is not None
     assert res.adapted == "-DOMP_TARGET: the #ifdef around the region"
     assert [omp_region(k.name) for k in res.module.kernels] == [("saxpy", 4)]
+
+
+@needs_nvcc
+async def test_a_kernel_an_ifdef_keeps_out_is_compiled_with_the_name_defined(
+    tmp_path: Path,
+) -> None:
+    # the kernel exists only with -DGPU (the build's flag): a second compile defines it
+    src = tmp_path / "haar.cu"
+    src.write_text(
+        "#ifdef GPU\n"
+        "__global__ void scale(float *x) { x[threadIdx.x] *= 2.0f; }\n"
+        "#endif\n"
+        "int main() { return 0; }\n"
+    )
+    res = await compile_file(str(src), arch="sm_86", nvcc_setting=str(NVCC), want=("scale",))
+    assert res.ok and res.module is not None and find_kernels(res.module, "scale")
+    assert res.adapted == "-DGPU: the #ifdef around the kernel"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -108,6 +109,22 @@ async def compile_file(
     units = await asyncio.to_thread(units_for, path)
     if not units:
         return CompiledFile(path, None, reason="not a translation unit and no file includes it")
+    assert clang is not None or nvcc is not None
+
+    async def build(
+        unit: str, buf: bytes | None, flags: Sequence[str] = ()
+    ) -> PtxResult | PtxFailure:
+        if clang is not None:
+            return await compile_omp_ptx_async(
+                unit, buf, clang, arch, extra_flags=flags, timeout=timeout, nvcc=nvcc,
+                cache=cache, semaphore=semaphore,
+            )  # fmt: skip
+        assert nvcc is not None
+        return await compile_ptx_async(
+            unit, buf, nvcc, arch, extra_flags=flags, timeout=timeout, cache=cache,
+            semaphore=semaphore, mode=mode,
+        )  # fmt: skip
+
     first_ok: CompiledFile | None = None
     first_fail: CompiledFile | None = None
     for unit in units[:3]:
@@ -116,17 +133,7 @@ async def compile_file(
         if unit != os.path.abspath(path):
             extra = f"compiled through {os.path.basename(unit)}"
             unit_note = f"{note}; {extra}" if note else extra
-        if clang is not None:
-            res = await compile_omp_ptx_async(
-                unit, buf, clang, arch, timeout=timeout, nvcc=nvcc, cache=cache,
-                semaphore=semaphore,
-            )  # fmt: skip
-        else:
-            assert nvcc is not None
-            res = await compile_ptx_async(
-                unit, buf, nvcc, arch, timeout=timeout, cache=cache, semaphore=semaphore,
-                mode=mode,
-            )  # fmt: skip
+        res = await build(unit, buf)
         compiler = "clang" if clang else "nvcc"
         if isinstance(res, PtxFailure):
             first_fail = first_fail or CompiledFile(
@@ -140,58 +147,57 @@ async def compile_file(
         )  # fmt: skip
         if not want or all(_has(module, w) for w in want):
             return out
-        if clang is not None:
-            guarded = await _guarded_regions(
-                unit, buf, want, module, clang, arch, nvcc, cache, semaphore, timeout
+        guarded = await _guarded(unit, buf, want, module, build)
+        if guarded is not None:
+            res, module, names = guarded
+            what = "region" if clang is not None else "kernel"
+            return CompiledFile(
+                path, unit, module, "", arch, unit_note, res.cached, res.seconds, compiler,
+                res.required,
+                f"{', '.join(f'-D{n}' for n in names)}: the #ifdef around the {what}",
             )  # fmt: skip
-            if guarded is not None:
-                res, module, names = guarded
-                return CompiledFile(
-                    path, unit, module, "", arch, unit_note, res.cached, res.seconds, compiler,
-                    res.required,
-                    f"{', '.join(f'-D{n}' for n in names)}: the #ifdef around the region",
-                )  # fmt: skip
         first_ok = first_ok or out
     result = first_ok or first_fail
     assert result is not None
     return result
 
 
-async def _guarded_regions(
+async def _guarded(
     unit: str,
     buf: bytes | None,
     want: Sequence[str],
     module: PtxModule,
-    clang: str,
-    arch: str,
-    nvcc: str | None,
-    cache: ResultCache | None,
-    semaphore: asyncio.Semaphore | None,
-    timeout: float,
+    build: Callable[[str, bytes | None, Sequence[str]], Awaitable[PtxResult | PtxFailure]],
 ) -> tuple[PtxResult, PtxModule, tuple[str, ...]] | None:
-    """The OpenMP regions the PTX lacks because an ``#ifdef OMP_TARGET`` the build's ``-D``
-    defines keeps them out of the file as it is: compiled again with those names defined
-    (the analysis reads the regions as offloaded). None when no such name guards them or
-    that compile fails or still lacks them."""
-    lines = [int(w[1:]) for w in want if w.startswith("@") and w[1:].isdigit()]
-    lines = [ln for ln in lines if not _has(module, f"@{ln}")]
+    """The kernels and OpenMP regions the PTX lacks because an ``#ifdef GPU`` /
+    ``#ifdef OMP_TARGET`` the build's ``-D`` defines keeps them out of the file as it is:
+    compiled again with those names defined (the analysis reads them as GPU code). None when
+    no such name guards them, or that compile fails or still lacks them."""
+    missing = [w for w in want if not _has(module, w)]
     try:
         source = buf if buf is not None else await asyncio.to_thread(Path(unit).read_bytes)
     except OSError:
         return None
+    lines = [ln for w in missing if (ln := _defined_at(source, w))]
     names = guarding_names(source, lines)
     if not names:
         return None
-    res = await compile_omp_ptx_async(
-        unit, buf, clang, arch, extra_flags=[f"-D{n}" for n in names], timeout=timeout,
-        nvcc=nvcc, cache=cache, semaphore=semaphore,
-    )  # fmt: skip
+    res = await build(unit, buf, [f"-D{n}" for n in names])
     if isinstance(res, PtxFailure):
         return None
     guarded = await asyncio.to_thread(parse_ptx_cached, res.ptx)
-    if not all(_has(guarded, f"@{ln}") for ln in lines):
+    if not all(_has(guarded, w) for w in missing):
         return None
     return res, guarded, names
+
+
+def _defined_at(source: bytes, want: str) -> int | None:
+    """The line of a wanted OpenMP region (``"@<line>"``) or of the ``__global__`` that
+    defines a wanted kernel (its name), in ``source``."""
+    if want.startswith("@"):
+        return int(want[1:]) if want[1:].isdigit() else None
+    m = re.search(rb"__global__[^;{}]*?\b" + re.escape(want.encode()) + rb"\s*\(", source)
+    return source.count(b"\n", 0, m.start()) + 1 if m else None
 
 
 def _has(module: PtxModule, want: str) -> bool:
