@@ -434,7 +434,10 @@ async def _run_job(
                     return result  # the retry did not finish (timeout): nothing cached
                 result = retried
             if isinstance(result, PtxFailure):
-                result = await _device_code_only(job, timeout) or result
+                alone = await _device_code_only(job, timeout)
+                if isinstance(alone, PtxFailure):
+                    return result  # the retry did not finish (timeout): nothing cached
+                result = alone or result
             _store(cache, job, result)
             return result
         finally:
@@ -498,11 +501,11 @@ async def _execute(
     return proc.returncode, err.decode("utf-8", "replace"), time.perf_counter() - t0
 
 
-async def _device_code_only(job: _Job, timeout: float) -> PtxResult | None:
+async def _device_code_only(job: _Job, timeout: float) -> PtxResult | PtxFailure | None:
     """The compile of the file's device code alone (``device_only``) after the whole file
     failed, with an empty stand-in for each header still not found; None when that does not
     compile either (the first failure is the one to show) or there is no host code to leave
-    out."""
+    out; a failure when a compile did not finish (a timeout)."""
     reduced = await asyncio.to_thread(device_only, job.source)
     if reduced is None:
         return None
@@ -516,7 +519,7 @@ async def _device_code_only(job: _Job, timeout: float) -> PtxResult | None:
             cmd = trial.command(wd.src, wd.out)
             ran = await _execute(trial, cmd, timeout)
             if isinstance(ran, PtxFailure):
-                return None
+                return ran
             result = wd.finish(trial, cmd, *ran)
             if isinstance(result, PtxResult):
                 shown = f": {', '.join(missing)} not found" if missing else ""
