@@ -25,6 +25,30 @@ def test_branch_probabilities(gpu, tmp_path: Path) -> None:  # type: ignore[no-u
     assert a.counts.flops["fp32"] == pytest.approx(64 / 256 + 1 / 256 + 0.5 + 1.0)
 
 
+def test_a_branch_on_a_variable_holding_a_test_takes_the_test(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # knn's `int cond1 = (begin + t < w); ... if (cond2 && cond1)`: the flags hold t < 64
+    # (64 / 256 of the threads) and t % 2 == 0 (1 / 2): one FP32 add on 64 / 256 x 1 / 2 of
+    # them, one on the 1 - 64 / 256 others (`!lo`), one on the 64 / 256 a copy of the flag
+    # holds; a flag folded into itself (`all = all && even`) no longer holds the test it was
+    # set from: a coin flip (1 / 2), as before
+    src = (
+        "__global__ void k(float *x) {\n"
+        "  int t = threadIdx.x;\n"
+        "  int lo = (t < 64);\n"
+        "  bool even = t % 2 == 0;\n"
+        "  if (lo && even) x[t] += 1.0f;\n"
+        "  if (!lo) x[t] += 1.0f;\n"
+        "  bool copy = lo;\n"
+        "  if (copy) x[t] += 1.0f;\n"
+        "  bool all = lo;\n"
+        "  all = all && even;\n"
+        "  if (all) x[t] += 1.0f;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH)
+    assert a.counts.flops["fp32"] == pytest.approx(64 / 256 / 2 + (1 - 64 / 256) + 64 / 256 + 1 / 2)
+
+
 def test_a_comparison_with_a_shift_is_not_a_template(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # ``t < n >> 2`` reads in the grammar as the template ``t<n>`` compared with 2: it is
     # ``t < (n >> 2)``, 64 / 256 of the threads with n = 256 (one FP32 add each), as the

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from roofline_lsp.syntax.carith import TREE_DIALECT, binary
 from roofline_lsp.syntax.datatypes import FLOAT, INT, UNKNOWN, DataType, promote
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 THREAD_DIMS = ("tx", "ty", "tz", "bx", "by", "bz")
 DATA = "?"  # dependence on loaded data (indirect indices)
@@ -39,6 +43,7 @@ class Var:
         "gathered",
         "slope",
         "tname",
+        "test",
     )
 
     def __init__(
@@ -71,6 +76,23 @@ class Var:
         self.slope: float | None = None  # see Val.slope
         # the type it was declared with, as written (``x128``): names its static members
         self.tname = ""
+        # the comparison it holds (``int in = (i < n)``): a branch on it is that test
+        self.test: Node | None = None
+
+
+def held_test(value: Node) -> Node | None:
+    """The test a variable set from ``value`` holds (``i < n``, ``a && !b``): a branch on the
+    variable takes the test's probability. None for any other value."""
+    while value.type == "parenthesized_expression" and value.named_child_count == 1:
+        value = value.named_children[0]
+    if value.type == "unary_expression":
+        op = value.child_by_field_name("operator")
+        return value if op is not None and op.type == "!" else None
+    if value.type == "binary_expression":
+        op = value.child_by_field_name("operator")
+        tests = COMPARISONS | {"&&", "||"}
+        return value if op is not None and op.type in tests else None
+    return None
 
 
 class Val:

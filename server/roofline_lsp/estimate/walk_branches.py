@@ -45,6 +45,14 @@ class BranchWalker(WalkerBase):
                     return self.probability(tree)
                 finally:
                     self.cursor.call_stack.pop()
+        if t == "identifier":
+            held = self.var(text(cond))
+            if held is not None and held.test is not None:
+                test, held.test = held.test, None  # (``ok = ok && x``: not into itself)
+                try:
+                    return self.probability(test)  # ``int in = (i < n); if (in)``
+                finally:
+                    held.test = test
         if t == "unary_expression":
             op = cond.child_by_field_name("operator")
             if op is not None and op.type == "!":

@@ -21,6 +21,7 @@ from roofline_lsp.estimate.value_domain import (
     converted,
     float_slope,
     fold_binary,
+    held_test,
     host_constant,
     is_pow2,
     lane_slope,
@@ -44,6 +45,7 @@ from roofline_lsp.syntax.datatypes import (
 )
 from roofline_lsp.syntax.expr import (
     has_effects,
+    identifiers,
     is_float_literal,
     literal,
     reads_memory,
@@ -527,6 +529,20 @@ class ExpressionWalker(ReferenceWalker):
             return costs.INT_DIV_VAR64 if wide > 1 else costs.INT_DIV_VAR
         return costs.INT_OP * wide
 
+    def test_held_by(self, value: Node, target: str = "") -> Node | None:
+        """The test a variable set from ``value`` holds: a comparison or logical expression,
+        or another such variable's test (``bool ok = in;``). None for any other value, and
+        for one that folds in the variable itself (``ok = ok && x``: the test would refer to
+        a value the variable no longer holds)."""
+        test = held_test(value)
+        inner = unparenthesized(value)
+        if test is None and inner.type == "identifier":
+            other = self.var(text(inner))
+            test = other.test if other is not None else None
+        if test is not None and target and target in identifiers(test):
+            return None
+        return test
+
     def assignment(self, node: Node) -> Val:
         op_node = node.child_by_field_name("operator")
         op = op_node.type if op_node is not None else "="
@@ -581,6 +597,7 @@ class ExpressionWalker(ReferenceWalker):
             var.val = new_val
             var.rng = r.rng if not compound and deps == r.deps else None
             var.gathered = not compound and reads_memory(right)
+            var.test = None if compound else self.test_held_by(right, name)
             if not compound:
                 var.slope = r.slope
             elif op not in ("+=", "-=") or lane_slope(r, self.par.lane) != 0.0:

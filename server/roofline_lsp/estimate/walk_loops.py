@@ -32,6 +32,7 @@ from roofline_lsp.syntax.expr import (
     condition_expr,
     declared_name,
     detached_body,
+    identifiers,
     loop_header,
     reads_memory,
     text,
@@ -571,31 +572,6 @@ def _loads(node: Node) -> bool:
             return True
         stack.extend(n.named_children)
     return False
-
-
-def identifiers(node: Node) -> list[str]:
-    """The variable names ``node`` reads (not called functions, fields or types)."""
-    out: list[str] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type == "identifier":
-            parent = n.parent
-            called = (
-                parent is not None
-                and parent.type == "call_expression"
-                and parent.child_by_field_name("function") == n
-            )
-            if not called:
-                out.append(text(n))
-        elif n.type not in (
-            "field_identifier",
-            "type_identifier",
-            "string_literal",
-            "field_expression",
-        ):
-            stack.extend(n.named_children)  # (a struct's field: no hint names it)
-    return out
 
 
 def _compact(node: Node) -> str:

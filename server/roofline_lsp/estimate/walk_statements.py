@@ -377,6 +377,7 @@ class StatementWalker(LoopWalker):
                 local = Var(vt, v.deps, val, const=const, rng=v.rng, group=g)
                 local.gathered = reads_memory(value_node)
                 local.slope = v.slope
+                local.test = self.test_held_by(value_node)
                 self.declare(name, local)
                 continue
             if arrdims:

@@ -44,6 +44,31 @@ def unparenthesized(node: Node) -> Node:
     return node
 
 
+def identifiers(node: Node) -> list[str]:
+    """The variable names ``node`` reads (not called functions, fields or types)."""
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            parent = n.parent
+            called = (
+                parent is not None
+                and parent.type == "call_expression"
+                and parent.child_by_field_name("function") == n
+            )
+            if not called:
+                out.append(text(n))
+        elif n.type not in (
+            "field_identifier",
+            "type_identifier",
+            "string_literal",
+            "field_expression",
+        ):
+            stack.extend(n.named_children)  # (a struct's field: no hint names it)
+    return out
+
+
 def literal(node: Node) -> float | None:
     """The value of a ``number_literal`` (``1e-3f``, ``0x10``, ``1'000``, ``256u``)."""
     v = parse_literal(text(node), TREE_DIALECT, floating=True)
