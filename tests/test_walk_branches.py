@@ -111,6 +111,25 @@ def test_bound_check_on_an_index_the_walk_lost(gpu, tmp_path: Path) -> None:  # 
     assert kinds == {("in", "load"): pytest.approx(1.0), ("out", "store"): pytest.approx(1.0)}
 
 
+def test_bound_check_against_an_expression_of_an_unknown_size(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # minimod's `if (i > x4 - 1 || j > y4 - 1) return;`: the index is known (x3 = 0 plus the
+    # thread's), the bound an unknown kernel parameter minus one: a bounds check the launch
+    # is sized to, so every thread goes on to its one FMA (2 FP32 FLOP), not 1 / 4 of them
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(float *v, long x4, long y4, int w) {\n"
+        "  long i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  long j = blockIdx.y;\n"
+        "  if (i > x4 - 1 || j > y4 - 1) { return; }\n"
+        "  v[j * w + i] = v[j * w + i] * 2.0f + 1.0f;\n"
+        "}\n",
+        block=(256, 1, 1),
+        grid=(1024, 4, 1),
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(2.0)
+
+
 def test_the_last_block_done_idiom_runs_in_one_block(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # a ticket taken from an atomic counter, compared with gridDim.x - 1 (through shared
     # memory): only the last of the 1024 blocks sums the 1024 partial results, so its

@@ -150,10 +150,11 @@ class BranchWalker(WalkerBase):
             op = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}[op]
         if b.deps and (DATA in b.deps or b.deps & THREAD_SET or b.deps & a.deps):
             return self.inputs.settings.default_branch  # both sides vary together: no simple model
-        if a.deps and a.val is None and not b.deps and b.val is None and a.deps <= THREAD_SET:
-            # a thread index whose value the walk lost (``team % numTeamsX``) against an
-            # unknown size: a bounds check, and launches are sized to the problem (as
-            # ``infer_size`` assumes when the index is known): nearly every thread passes
+        if a.deps and not b.deps and b.val is None and a.deps <= THREAD_SET:
+            # a thread index (its value known or lost: ``team % numTeamsX``) against an
+            # unknown size (``i > x4 - 1``, x4 a kernel parameter): a bounds check, and
+            # launches are sized to the problem (as ``infer_size`` assumes of ``i < n``):
+            # nearly every thread passes
             if op in ("<", "<="):
                 return 1.0
             if op in (">", ">="):
