@@ -54,6 +54,17 @@ def test_host_code_is_blanked_and_every_line_keeps_its_number() -> None:
         assert after[n - 1] == before[n - 1], n
 
 
+def test_a_macro_that_expands_to_a_device_qualifier_marks_device_code() -> None:
+    src = (
+        b"#define HOST_DEVICE __host__ __device__\n"
+        b"HOST_DEVICE inline float sq(float x) { return x * x; }\n"
+        b"void host_only() { puts(0); }\n"
+    )
+    out = device_only(src)
+    assert out is not None
+    assert _lines(out) == ["#define HOST_DEVICE __host__ __device__", _lines(src)[1], ""]
+
+
 def test_nothing_to_leave_out() -> None:
     assert device_only(b"__global__ void k(float *x) { x[0] = 1; }\n") is None
 

@@ -151,7 +151,7 @@ _CLANG_LENIENT = ("-Wno-register",)
 # are not reused
 _KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": (*_CLANG_COUNTING, *_CLANG_LENIENT)}
 # ... and the retries after a failure (a cached failure from before them is not reused)
-_RETRY_TAG = "retries: -D for scalar-named types, device code only (noted)"
+_RETRY_TAG = "retries: -D for scalar-named types, device code only (noted, macros)"
 
 
 def clang_omp_command(

@@ -7,9 +7,10 @@ source (spaces in place of their bytes, newlines kept, so every line keeps its n
 PTX line info still points at the original lines); the compile is retried on that text, with
 an empty stand-in for each header still missing (:func:`missing_header`).
 
-Kept: kernels and device functions (``__global__``, ``__device__``), ``constexpr``
-functions, functions holding an OpenMP/OpenACC offload region or in a ``declare target``
-block, and host functions launching a template kernel (the launch instantiates it).
+Kept: kernels and device functions (``__global__``, ``__device__``, or a macro the file
+defines as one: ``#define HD __host__ __device__``), ``constexpr`` functions, functions
+holding an OpenMP/OpenACC offload region or in a ``declare target`` block, and host functions
+launching a template kernel (the launch instantiates it).
 """
 
 from __future__ import annotations
@@ -53,12 +54,13 @@ def device_only(source: bytes) -> bytes | None:
     when there is nothing to leave out."""
     tree = parse(source)
     keep_ranges = [(m.start(), m.end()) for m in _DECLARE_TARGET.finditer(source)]
+    device = _device_markers(source)
     spans: list[tuple[int, int]] = []
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
         if node.type == "function_definition":
-            if not _kept(node, source, keep_ranges):
+            if not _kept(node, source, keep_ranges, device):
                 spans.append(_whole(node))
             continue
         if node.type == "declaration" and node.parent is not None:
@@ -81,10 +83,23 @@ def device_only(source: bytes) -> bytes | None:
     return bytes(out)
 
 
-def _kept(fn: Node, source: bytes, keep_ranges: list[tuple[int, int]]) -> bool:
+def _device_markers(source: bytes) -> re.Pattern[bytes]:
+    """``__global__``/``__device__``/``constexpr``, and the macros of ``source`` that expand
+    to them (``#define HD __host__ __device__``)."""
+    names = [
+        re.escape(m.group(1))
+        for m in re.finditer(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+([^\n]*)", source, re.M)
+        if _DEVICE.search(m.group(2))
+    ]
+    return re.compile(_DEVICE.pattern + b"".join(rb"|\b" + n + rb"\b" for n in names))
+
+
+def _kept(
+    fn: Node, source: bytes, keep_ranges: list[tuple[int, int]], device: re.Pattern[bytes]
+) -> bool:
     body = fn.child_by_field_name("body")
     head = source[fn.start_byte : body.start_byte if body is not None else fn.end_byte]
-    if body is None or _DEVICE.search(head):
+    if body is None or device.search(head):
         return True
     if any(a <= fn.start_byte and fn.end_byte <= b for a, b in keep_ranges):
         return True
