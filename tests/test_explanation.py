@@ -307,3 +307,36 @@ def test_tensor_core_operations_are_named_as_not_counted(gpu, tmp_path: Path) ->
     assert note in explanation(estimate(k, det, gpu))
     plain = _detected(tmp_path, SAXPY, "saxpy.cu")
     assert note not in explanation(estimate(plain.kernels[0], plain, gpu))
+
+
+def test_the_launch_hint_names_what_a_hint_can_give(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # n from the command line, run without arguments: `n` (not `argv`, nor nothing); the
+    # field of an object a function the walk cannot see builds: `img.n`, a hint that works
+    # (the launch then has 4096 threads)
+    src = (
+        "__global__ void k(float *x, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) x[i] *= 2.0f;\n"
+        "}\n"
+        "int main(int argc, char **argv) {\n"
+        "  int n = atoi(argv[1]);\n"
+        "  Image img = load_image(argv[1]);\n"
+        "  k<<<(n + 255) / 256, 256>>>(img.data, n);\n"
+        "  k<<<(img.n + 255) / 256, 256>>>(img.data, img.n);\n"
+        "}\n"
+    )
+    det = _detected(tmp_path, src)
+    names = [
+        t.names
+        for k in det.kernels
+        for t in estimate(k, det, gpu).terms
+        if isinstance(t, AssumptionTerm) and t.kind == "launch"
+    ]
+    assert names == [("n",)]
+    second = src.replace("  k<<<(n + 255) / 256, 256>>>(img.data, n);\n", "")
+    det = _detected(tmp_path, second, "f.cu")
+    (v,) = [estimate(k, det, gpu) for k in det.kernels]
+    assert [t.names for t in v.terms if isinstance(t, AssumptionTerm)] == [("img.n",)]
+    det = _detected(tmp_path, "// roofline: img.n=4096\n" + second, "h.cu")
+    (v,) = [estimate(k, det, gpu) for k in det.kernels]
+    assert v.counts is not None and v.counts.threads == 4096

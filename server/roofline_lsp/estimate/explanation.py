@@ -4,6 +4,7 @@ set against L2, what was assumed; ``model.terms``), and its confidence."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from typing import Literal
 
@@ -96,6 +97,10 @@ def _work(c: ThreadCounts, first: int, last: int) -> float:
 _NOT_VALUES = frozenset({"dim3", "sizeof", "int", "unsigned", "long", "size_t", "float", "double"})
 
 
+# the fields after a name (``.n``, ``.dims.x``): a hint names them so (``img.n=4096``)
+_FIELDS = re.compile(r"(?:\s*\.\s*[A-Za-z_]\w*)+")
+
+
 def unresolved(expr: str, ctx: HostContext, depth: int = 0) -> tuple[str, ...]:
     """The names in a launch expression the host side gives no value for, through the
     expressions of the names it knows (``grid`` -> ``(n + 255) / 256`` -> ``n``)."""
@@ -108,11 +113,23 @@ def unresolved(expr: str, ctx: HostContext, depth: int = 0) -> tuple[str, ...]:
             continue  # a field
         if nm[0].isdigit() or ctx.get(nm) is not None:
             continue
+        fields = _FIELDS.match(expr, m.end())
+        if fields is not None:
+            full = nm + re.sub(r"\s+", "", fields.group(0))
+            if ctx.get(full) is not None:
+                continue
+            if full not in ctx.texts:
+                # ``img.n`` of an object the host code builds where the walk cannot see
+                # (``Image img = load_image(argv[1])``): the field is what a hint gives
+                if full not in out:
+                    out.append(full)
+                continue
+            nm = full  # a field the host code sets (``grid.x``): through its expression
         t = ctx.texts.get(nm)
-        if t is not None and depth < 4:
-            out.extend(x for x in unresolved(t, ctx, depth + 1) if x not in out)
-        else:
-            out.append(nm)
+        deeper = unresolved(t, ctx, depth + 1) if t is not None and depth < 4 else ()
+        # through the expression it was set from, to the names a hint can give; the name
+        # itself when that expression has none (``n = atoi(argv[1])`` run without arguments)
+        out.extend(x for x in deeper or (nm,) if x not in out)
     return tuple(out)
 
 
