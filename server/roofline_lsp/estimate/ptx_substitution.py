@@ -51,6 +51,12 @@ def _weight_of(ln: int, weights: Mapping[int, float], ordered: list[int], defaul
 _MOSTLY = 0.8  # share of a PTX loop's body lines a source loop must hold to be its origin
 
 
+def _holds(lp: Loop, body: frozenset[int]) -> bool:
+    """Whether source loop ``lp`` holds most of a PTX loop's body lines (``_MOSTLY``: a stale
+    line number of a hoisted address computation may sit in a loop body)."""
+    return sum(lp.line <= x <= lp.end_line for x in body) >= _MOSTLY * len(body)
+
+
 def _ptx_loops_of(loops: tuple[Loop, ...], ptx: KernelPtx) -> dict[int, frozenset[int]]:
     """For each sequential source loop (its line), the natural loops of the PTX (ids) compiled
     from it: those whose body lines it is the innermost source loop to hold (most of them: a
@@ -59,11 +65,7 @@ def _ptx_loops_of(loops: tuple[Loop, ...], ptx: KernelPtx) -> dict[int, frozense
     for i, body in enumerate(ptx.loop_bodies):
         if not body:
             continue
-        holding = [
-            lp
-            for lp in loops
-            if sum(lp.line <= x <= lp.end_line for x in body) >= _MOSTLY * len(body)
-        ]
+        holding = [lp for lp in loops if _holds(lp, body)]
         if holding:
             inner = max(holding, key=lambda lp: lp.line)
             if not inner.parallel:
@@ -74,26 +76,20 @@ def _ptx_loops_of(loops: tuple[Loop, ...], ptx: KernelPtx) -> dict[int, frozense
 def _unrolled_copies(loops: tuple[Loop, ...], ptx: KernelPtx) -> dict[int, float]:
     """How many copies of each line of a loop body the compiler unrolled fully: a loop of a
     constant count (the compiler's as well as the counter's) the counter takes as unrolled
-    (``#pragma unroll``, a few trips) left with no PTX
-    loop of its own (one mostly of its lines, holding its header's test and increment),
-    although the counting build keeps loops (a ``#pragma unroll`` still forces clang's and
-    NVVM's unrollers): its body lines hold one copy per trip. The product over nested such
-    loops; only where PTX has loops at all (else nothing tells a fully unrolled loop from a
-    function compiled without its loops' structure)."""
+    (``#pragma unroll``, a few trips) left with no PTX loop of its own (one it holds, with
+    its header's test and increment), although the counting build keeps loops (a ``#pragma
+    unroll`` still forces clang's and NVVM's unrollers): its body lines hold one copy per
+    trip. The product over nested such loops; only where PTX has loops at all (else nothing
+    tells a fully unrolled loop from a function compiled without its loops' structure)."""
     if not ptx.loop_bodies:
         return {}
-
-    def kept(lp: Loop) -> bool:
-        return any(
-            lp.line in body
-            and sum(lp.line <= x <= lp.end_line for x in body) >= _MOSTLY * len(body)
-            for body in ptx.loop_bodies
-        )
-
     gone = [
         lp
         for lp in loops
-        if lp.unrolled and lp.source == "constant" and lp.trips > 1 and not kept(lp)
+        if lp.unrolled
+        and lp.source == "constant"
+        and lp.trips > 1
+        and not any(lp.line in body and _holds(lp, body) for body in ptx.loop_bodies)
     ]
     out: dict[int, float] = {}
     for ln in ptx.lines:
