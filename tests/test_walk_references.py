@@ -214,3 +214,61 @@ def test_the_components_of_a_structure_of_arrays_are_disjoint(gpu, tmp_path: Pat
     a = count(gpu, tmp_path, src, name="soa.cu")
     (u,) = (b for b in a.memory.buffers if b.buffer == "u")
     assert u.footprint == pytest.approx(3 * 8 * 65536, rel=0.01)
+
+
+def test_pointer_members_of_a_struct_passed_by_value_are_arrays(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a kernel's parameter struct holds the pointers (FasterTransformer's ``Param`` style):
+    # each of 262,144 threads (1024 x 256) loads one float of src and stores one of tgt,
+    # 1 MiB each (2 MiB working set), whether the member is indexed directly
+    # (``p.tgt[i]``), through a local pointer offset by the block (``p.src + blockIdx.x *
+    # 256``) or in a struct template (``Q<float>``: its ``T *`` members are float
+    # pointers). Before, the offset pointer lost the block (a 1 kB working set) and its
+    # stores, and ``Q<float>`` was a float
+    src = (
+        "struct P { float *src; float *tgt; };\n"
+        "template <typename T> struct Q { T *src; T *tgt; };\n"
+        "__global__ void direct(P p) {\n"
+        "  int i = blockIdx.x * 256 + threadIdx.x;\n"
+        "  p.tgt[i] = p.src[i];\n"
+        "}\n"
+        "__global__ void offset(P p) {\n"
+        "  const float *s = p.src + blockIdx.x * 256;\n"
+        "  float *t = p.tgt + blockIdx.x * 256;\n"
+        "  t[threadIdx.x] = s[threadIdx.x];\n"
+        "}\n"
+        "__global__ void templated(Q<float> q) {\n"
+        "  int i = blockIdx.x * 256 + threadIdx.x;\n"
+        "  q.tgt[i] = q.src[i];\n"
+        "}\n"
+    )
+    det = detected(tmp_path, src, "param.cu")
+    for k in det.kernels:
+        a = analyze(k, det, gpu, Inputs(block=(256, 1, 1), grid=(1024, 1, 1)))
+        mib = 1024 * 1024
+        assert a.counts.flops["fp32"] == 0, k.name  # a pointer's offset is no float add
+        assert sum(b.footprint for b in a.memory.buffers) == 2 * mib, k.name
+        assert sum(b.stored for b in a.memory.buffers) == mib, k.name
+
+
+def test_the_address_of_a_thread_s_own_variable_is_not_global_memory(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # LCG_random(&seed) reads and writes the thread's seed through a pointer: registers,
+    # not a global buffer. The only global access is the 4 B store of data[index] per
+    # thread, 1 MiB over 262,144 threads (before: seed was a 1 MiB buffer loaded and
+    # stored too, 3x the traffic); sincosf(x, &s, &c) likewise stores nothing global
+    src = (
+        "__device__ float LCG_random(unsigned int *seed) {\n"
+        "  *seed = (26757677u * *seed + 1u) % 2147483648u;\n"
+        "  return (float)(*seed) / 2147483648.0f;\n"
+        "}\n"
+        "__global__ void init(float *data, int size) {\n"
+        "  int index = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (index >= size) return;\n"
+        "  unsigned int seed = index ^ size;\n"
+        "  float s, c;\n"
+        "  sincosf(data[index], &s, &c);\n"
+        "  data[index] = LCG_random(&seed) + s * c;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="lcg.cu", block=(256, 1, 1), grid=(1024, 1, 1))
+    assert [b.buffer for b in a.memory.buffers] == ["data"]
+    assert a.memory.buffers[0].footprint == 1024 * 1024

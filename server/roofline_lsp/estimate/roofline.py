@@ -64,7 +64,7 @@ from roofline_lsp.model.kernel import Detection, Kernel
 from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
 from roofline_lsp.syntax.datatypes import DataType, named_like, parse_type, scalar_name, type_name
-from roofline_lsp.syntax.declarations import Declarations, declarations
+from roofline_lsp.syntax.declarations import Declarations, declarations, instance_fields
 from roofline_lsp.syntax.expr import declared_name, stored_names, text
 from roofline_lsp.syntax.hints import parse_assignments, parse_hints
 from roofline_lsp.syntax.sources import LOCAL_INCLUDE, SourceReader, SourceView, source_view
@@ -163,6 +163,7 @@ def analyze(
     decls = declarations(root, detection.macros)
     aliases = dict(decls.aliases)
     structs, struct_sizes = dict(decls.structs), dict(decls.struct_sizes)
+    templates = dict(decls.struct_templates)
     for header in _header_declarations(detection, view):
         # the structs and type aliases of the local headers the file includes (its own
         # declarations win; an alias from the branch the preprocessor takes)
@@ -170,6 +171,8 @@ def analyze(
             structs.setdefault(name, fields)
         for name, size in header.struct_sizes.items():
             struct_sizes.setdefault(name, size)
+        for name, template in header.struct_templates.items():
+            templates.setdefault(name, template)
         for name, target in header.aliases.items():
             aliases.setdefault(name, target)
     macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
@@ -313,6 +316,12 @@ def analyze(
                 scope[pname] = Var(t, buffer=pname, space="global", arrdims=ptype.count("[]"))
             else:
                 scope[pname] = Var(t, val=ctx.get(pname), const=True)
+                instance = instance_fields(ptype, structs, templates)
+                if instance is not None:
+                    # a struct template's instantiation (``Param<float> p``): its fields'
+                    # types with the arguments in (``p.src`` is a ``float *``)
+                    structs.setdefault(*instance)
+                    scope[pname].tname = instance[0]
         if body is not None:
             counter.run(body)
         threads = float(math.prod(block) * math.prod(grid))

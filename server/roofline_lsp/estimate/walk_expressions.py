@@ -153,7 +153,13 @@ class ExpressionWalker(ReferenceWalker):
                 if arg.type == "subscript_expression":
                     return self.memory(arg, "address")
                 a = self.expr(arg) if arg.type != "identifier" else self.identifier(text(arg), arg)
-                return Val(a.type.pointer_to(), a.deps, None, a.buffer or text(arg), a.space)
+                space = a.space
+                if space is None and a.buffer is None and not a.type.pointer:
+                    # the address of the thread's own variable (``rand(&seed)``,
+                    # ``sincos(x, &s, &c)``, ``fe_add(&h, &u)``): reads and writes through it
+                    # are the thread's own, not global memory
+                    space = "local"
+                return Val(a.type.pointer_to(), a.deps, None, a.buffer or text(arg), space)
             return self.deref(arg, "load")
         if t == "conditional_expression":
             cond = node.child_by_field_name("condition")

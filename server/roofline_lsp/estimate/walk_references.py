@@ -419,6 +419,9 @@ class ReferenceWalker(BranchWalker):
                 return host_constant(hv)
         base = self.expr(arg)
         ft = self.field_type(base.type, fname)
+        held = self.var(text(arg)) if arg.type == "identifier" else None
+        if held is not None and fname in self.inputs.structs.get(held.tname, {}):
+            ft = self.type_of(self.inputs.structs[held.tname][fname])  # ``Param<float> p``
         if base.type.pointer and not ft.pointer:
             return Val(ft, base.deps, None)
         if arg.type == "identifier" and not ft.pointer and not base.deps:
@@ -427,6 +430,10 @@ class ReferenceWalker(BranchWalker):
             hv = self.inputs.lookup_host(f"{text(arg)}.{fname}") if v and v.const else None
             if hv is not None:
                 return Val(ft if ft.kind != "unknown" else INT, NOTHING, hv)
+        if ft.pointer and base.buffer is None and not base.type.pointer:
+            # a pointer member of a struct held by value (``p.src`` of a kernel's parameter
+            # struct): the array it points to, named for the member
+            return Val(ft, base.deps, None, text(node), base.space or "global")
         return Val(ft, base.deps, None, base.buffer if ft.pointer else None, base.space)
 
     def this_member(self, node: Node) -> str | None:

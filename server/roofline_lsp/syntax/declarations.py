@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -266,6 +266,26 @@ def _struct(node: Node, d: Declarations, name: str, params: tuple[str, ...] = ()
 _INSTANCE = re.compile(r"\s*([A-Za-z_][\w:]*)\s*(?:<(.*)>)?\s*")
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 _SIZEOF = re.compile(r"\bsizeof\s*\(\s*([A-Za-z_][\w:\s]*?)\s*\)")
+
+
+def instance_fields(
+    type_text: str, structs: Mapping[str, dict[str, str]], templates: Mapping[str, _Template]
+) -> tuple[str, dict[str, str]] | None:
+    """A struct template's instantiation (``Param<float, __half>``, a parameter's type):
+    its name as written and its fields' types with the template's parameters replaced by
+    the arguments (``T1 *src`` -> ``float *``); None for anything else."""
+    m = _INSTANCE.fullmatch(re.sub(r"\b(?:const|struct)\b|&", " ", type_text))
+    if m is None or m.group(2) is None:
+        return None
+    base = m.group(1).rsplit("::", 1)[-1]
+    fields = structs.get(base)
+    if base not in templates or not fields:
+        return None
+    params, _statics = templates[base]
+    bound = dict(zip(params, split_args(m.group(2)), strict=False))
+    return f"{base}<{m.group(2).strip()}>", {
+        f: _WORD.sub(lambda w: bound.get(w.group(0), w.group(0)), t) for f, t in fields.items()
+    }
 
 
 def _alias_statics(d: Declarations) -> None:
