@@ -5,6 +5,7 @@ counts, from checked-in PTX of our own fixtures (no compiler needed)."""
 from __future__ import annotations
 
 import pytest
+from counting_helpers import detected
 from ptx_helpers import FIX, OMP_CLANG, kernel_of
 
 from roofline_lsp.compiler.compile_jobs import PtxResult, compile_omp_ptx
@@ -312,9 +313,7 @@ $L_loop:
 
 
 def test_callees_straight_line_added_looping_falls_back(tmp_path):
-    path = tmp_path / "calls.cu"
-    path.write_text(CALLS_CU)
-    det = detect(path.read_bytes(), str(path))
+    det = detected(tmp_path, CALLS_CU, "calls.cu")
     (k,) = det.kernels
     module = parse_ptx(CALLS_PTX)
     kp = kernel_ptx(module, k)
@@ -406,9 +405,7 @@ $L_outer:
 def test_a_loop_the_compiler_unrolled_fully_counts_each_copy_once(tmp_path):
     # line 7 runs 100 x 4 times a thread, one fma (2 FLOP) each: 800 FP32 FLOP, as the
     # source count says; the four copies in the PTX are the four trips, not four fma a trip
-    path = tmp_path / "unrolled.cu"
-    path.write_text(UNROLLED_CU)
-    det = detect(path.read_bytes(), str(path))
+    det = detected(tmp_path, UNROLLED_CU, "unrolled.cu")
     (k,) = det.kernels
     kp = kernel_ptx(parse_ptx(UNROLLED_PTX), k)
     assert kp is not None and kp.lines[7].flops_fp32 == 8

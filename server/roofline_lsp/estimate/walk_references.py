@@ -402,14 +402,15 @@ class ReferenceWalker(BranchWalker):
             return Val(
                 ft, inner.deps | {DATA}, None, inner.buffer if ft.pointer else None, inner.space
             )
-        if arg.type == "identifier" and (v := self.var(text(arg))) is not None and v.tname:
-            hv = self.inputs.lookup_host(f"{v.tname}::{fname}")  # a static member: x.size
+        held = self.var(text(arg)) if arg.type == "identifier" else None
+        if held is not None and held.tname:
+            hv = self.inputs.lookup_host(f"{held.tname}::{fname}")  # a static member: x.size
             if hv is not None:
                 return host_constant(hv)
         if (
             arg.type == "identifier"
             and self.inputs.offload
-            and self.var(text(arg)) is None
+            and held is None
             and text(arg) not in self.inputs.written
         ):
             # a field of a global struct, as the host set it before the region
@@ -419,15 +420,14 @@ class ReferenceWalker(BranchWalker):
                 return host_constant(hv)
         base = self.expr(arg)
         ft = self.field_type(base.type, fname)
-        held = self.var(text(arg)) if arg.type == "identifier" else None
         if held is not None and fname in self.inputs.structs.get(held.tname, {}):
             ft = self.type_of(self.inputs.structs[held.tname][fname])  # ``Param<float> p``
         if base.type.pointer and not ft.pointer:
             return Val(ft, base.deps, None)
         if arg.type == "identifier" and not ft.pointer and not base.deps:
             # a field of a struct passed by value, as the host set it (``p.n = 4096``)
-            v = self.var(text(arg))
-            hv = self.inputs.lookup_host(f"{text(arg)}.{fname}") if v and v.const else None
+            const = held is not None and held.const
+            hv = self.inputs.lookup_host(f"{text(arg)}.{fname}") if const else None
             if hv is not None:
                 return Val(ft if ft.kind != "unknown" else INT, NOTHING, hv)
         if ft.pointer and base.buffer is None and not base.type.pointer:
