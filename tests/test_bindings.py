@@ -1580,3 +1580,24 @@ def test_a_class_template_s_method_takes_the_class_s_first_instantiation(tmp_pat
     )
     det = detected(tmp_path, src, "stream.cpp")
     assert host_context(det.kernels[0], det).host_template == {"T": "double"}
+
+
+def test_the_source_of_a_copy_keeps_its_value(tmp_path: Path) -> None:
+    src = (
+        "struct Params { int n; int m; };\n"
+        "__global__ void k(const Params *p, float *x, int n) { x[threadIdx.x] = p->m; }\n"
+        "int main() {\n"
+        "  Params h; h.n = 4096; h.m = 1000;\n"
+        "  int len = 64;\n"
+        "  Params *d; int *d_len; float *x;\n"
+        "  cudaMemcpy(d, &h, sizeof(Params), cudaMemcpyHostToDevice);\n"  # h is read
+        "  CHECK(cudaMemcpy(d_len, &len, sizeof(int), cudaMemcpyHostToDevice));\n"
+        "  k<<<(h.n + 255) / 256, 256>>>(d, x, len);\n"
+        "  cudaMemcpy(&len, d_len, sizeof(int), cudaMemcpyDeviceToHost);\n"  # len is set
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"c.cu": src}, "c.cu")
+    # 4096 / 256 = 16 blocks; the copy to the device left h (and len) as they were
+    assert ctx.grid == (16, 1, 1) and ctx.get("n") == 64
+    # the buffer the kernel's p points to holds h's fields as the host set them
+    assert ctx.get("p->m") == 1000 and ctx.get("p->n") == 4096 and ctx.copied == {"p"}

@@ -272,3 +272,32 @@ def test_the_address_of_a_thread_s_own_variable_is_not_global_memory(gpu, tmp_pa
     a = count(gpu, tmp_path, src, name="lcg.cu", block=(256, 1, 1), grid=(1024, 1, 1))
     assert [b.buffer for b in a.memory.buffers] == ["data"]
     assert a.memory.buffers[0].footprint == 1024 * 1024
+
+
+def test_a_device_buffer_copied_from_host_values_holds_them(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the inner loops' bounds are read from device memory the host filled from values it
+    # knows: p->m of cudaMemcpy(d, &h, ...) with h.m = 1000, and *len of a copy of
+    # len = 500. Each inner trip is an FMA (2 FLOP): 2000 and 1000 FP32 FLOP per thread,
+    # not the 16-trip default (32 FLOP)
+    src = (
+        "struct Params { int n; int m; };\n"
+        "__global__ void k1(const Params *__restrict__ p, float *x) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x; float v = x[i];\n"
+        "  for (int j = 0; j < p->m; j++) v = v * 0.99f + 1.f; x[i] = v;\n"
+        "}\n"
+        "__global__ void k2(const int *len, float *x) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x; float v = x[i];\n"
+        "  for (int j = 0; j < *len; j++) v = v * 0.99f + 1.f; x[i] = v;\n"
+        "}\n"
+        "int main() {\n"
+        "  Params h; h.n = 1 << 20; h.m = 1000; int len = 500;\n"
+        "  Params *d; int *d_len; float *x;\n"
+        "  cudaMemcpy(d, &h, sizeof(Params), cudaMemcpyHostToDevice);\n"
+        "  cudaMemcpy(d_len, &len, sizeof(int), cudaMemcpyHostToDevice);\n"
+        "  k1<<<h.n / 256, 256>>>(d, x);\n"
+        "  k2<<<h.n / 256, 256>>>(d_len, x);\n"
+        "}\n"
+    )
+    det = detected(tmp_path, src, "copied.cu")
+    flops = {k.name: analyze(k, det, gpu, Inputs()).counts.flops["fp32"] for k in det.kernels}
+    assert flops == {"k1": pytest.approx(2000), "k2": pytest.approx(1000)}

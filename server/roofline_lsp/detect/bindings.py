@@ -95,6 +95,13 @@ _DEVICE_QUERY = re.compile(
 )
 # device attributes by their enumerator's name (lower case) -> the cudaDeviceProp field
 _DEVICE_ATTRIBUTES = {"multiprocessorcount": "multiProcessorCount"}
+# copies whose first argument is the destination and the others are read
+_COPY_CALL = re.compile(
+    r"(?:std::)?(?:memcpy|memmove)|(?:cuda|hip)Memcpy(?:Async)?|(?:cuda|hip)MemcpyToSymbol(?:Async)?"
+    r"|omp_target_memcpy"
+)
+# a copy from the host to a device buffer: ``cudaMemcpy(d_p, &p, sizeof(p), ...)``
+_HOST_TO_DEVICE = re.compile(r"(?:cuda|hip)Memcpy(?:Async)?")
 _ARRAY_VALUES = 64  # a local array's initializer elements kept as values, at most
 _VECTOR_DECL = re.compile(r"\bstd::vector\s*<\s*([\w:]+)\s*>\s+([A-Za-z_]\w*)\s*\(")
 
@@ -122,6 +129,9 @@ class HostContext:
     device: Mapping[str, float] = field(default_factory=dict)
     # the host functions of the file and the headers it includes, by name
     definitions: Mapping[str, Function] = field(default_factory=dict)
+    # a CUDA kernel's pointer parameters whose memory the host filled from values it knows
+    # (``cudaMemcpy(d_p, &p, sizeof(p), ...)`` before the launch): ``p->n``, ``p[0]``
+    copied: set[str] = field(default_factory=set)
     _cache: dict[str, int | float | None] = field(default_factory=dict)
     # host loops met by the scan: whether each runs a trip, as its values were at its first
     # statement (:func:`_never_runs`), by node id
@@ -838,6 +848,7 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             e = node
         if e is not None and e.type == "call_expression":
             _scanned(e, ctx, argv)
+            _copied_to_device(e, ctx, argv)
             registered = _ADD_OPTION.match(text(e))
             if registered is not None and _numeric(registered.group(3)):
                 obj, name, default = registered.groups()
@@ -1199,6 +1210,36 @@ def _scanned(call: Node, ctx: HostContext, argv: list[str]) -> None:
         _assign(ctx, t, args[0] if one else "", argv)
 
 
+def _copied_to_device(call: Node, ctx: HostContext, argv: list[str]) -> None:
+    """``cudaMemcpy(d_p, &p, sizeof(p), cudaMemcpyHostToDevice)`` (also inside an error
+    check, ``CHECK(cudaMemcpy(...))``): the device buffer holds what the host knows of
+    ``p`` at the copy, as ``d_p->n`` for its fields and ``d_p[0]`` for a number."""
+    while call.type == "call_expression":
+        name = call.child_by_field_name("function")
+        args_node = call.child_by_field_name("arguments")
+        args = args_node.named_children if args_node is not None else []
+        if name is None or not args:
+            return
+        if _HOST_TO_DEVICE.fullmatch(text(name)) is None:
+            call = args[0]  # the copy an error check wraps
+            continue
+        source = _ADDRESS_OF.fullmatch(text(args[1])) if len(args) > 1 else None
+        dst = text(args[0]).strip()
+        if not NAME.fullmatch(dst):
+            return
+        for key in [k for k in ctx.texts if k == f"{dst}[0]" or k.startswith(dst + "->")]:
+            _assign(ctx, key, "", argv)  # what the buffer held before
+        if source is None:
+            return
+        host = source.group(1)
+        v = ctx.value(host)
+        if v is not None:
+            _assign(ctx, f"{dst}[0]", repr(v), argv)
+        for f, fv in struct_fields(ctx, host, dst).items():
+            _assign(ctx, f"{dst}->{f[len(dst) + 1 :]}", repr(fv), argv)
+        return
+
+
 def _returned_name(fn: Node) -> str | None:
     """The local a host function returns (``return p;``, its last statement), if any."""
     body = fn.child_by_field_name("body")
@@ -1473,7 +1514,10 @@ def _read_at_run_time(node: Node) -> list[str]:
                 # a cast (``reinterpret_cast<void *>(&n)`` in a launch's argument array)
                 # reads nothing
                 cast = callee is not None and text(callee).split("<")[0].endswith("_cast")
-                if p is not None and p.type == "argument_list" and not cast:
+                # the source of a copy (``cudaMemcpy(d_p, &p, ...)``) is read, not set
+                copied = callee is not None and _COPY_CALL.fullmatch(text(callee)) is not None
+                source = copied and p is not None and p.named_children.index(n) > 0
+                if p is not None and p.type == "argument_list" and not cast and not source:
                     out.append(text(arg))
         elif n.type == "binary_expression" and n.parent is not None:
             op = n.child_by_field_name("operator")
@@ -2176,6 +2220,10 @@ def host_context(
             elif pname not in ctx.fixed:
                 unknown.append(pname)
             bound.update(struct_fields(ctx, a, pname))
+            held = _copied_values(ctx, a, pname)
+            if held:
+                bound.update(held)
+                ctx.copied.add(pname)
             base = pointer_base(a)
             if base in ctx.extents:
                 extents[pname] = ctx.extents[base]
@@ -2238,6 +2286,20 @@ def struct_fields(ctx: HostContext, arg: str, param: str) -> dict[str, int | flo
     out: dict[str, int | float] = {}
     for key in [k for k in ctx.texts if k.startswith(arg + ".")]:
         v = ctx.value(key)
+        if v is not None:
+            out[param + key[len(arg) :]] = v
+    return out
+
+
+def _copied_values(ctx: HostContext, arg: str, param: str) -> dict[str, float]:
+    """What the host copied into the device buffer passed as ``arg``
+    (:func:`_copied_to_device`), under the kernel parameter's name (``param->n``)."""
+    arg = arg.strip()
+    if not NAME.fullmatch(arg):
+        return {}
+    out: dict[str, float] = {}
+    for key in [k for k in ctx.texts if k == f"{arg}[0]" or k.startswith(arg + "->")]:
+        v = ctx.get(key)
         if v is not None:
             out[param + key[len(arg) :]] = v
     return out

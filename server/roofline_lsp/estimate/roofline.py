@@ -260,7 +260,12 @@ def analyze(
         counter.inputs,
         template_names=_template_names(kernel),
         texture_types={g.name: g.type_text for g in decls.globals.values() if g.space == "texture"},
-        written=stored_names(kernel.body) if offload and kernel.body is not None else frozenset(),
+        written=(
+            stored_names(kernel.body)
+            if (offload or ctx.copied) and kernel.body is not None
+            else frozenset()
+        ),
+        copied=frozenset(ctx.copied) if not offload else frozenset(),
         literal_constants=_literal_constants(kernel_function(kernel)),
         constant_types={
             name: t

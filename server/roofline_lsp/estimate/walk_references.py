@@ -163,8 +163,11 @@ class ReferenceWalker(BranchWalker):
         after ``run(&n)``), a field through a pointer to a struct (``p->iters`` after
         ``run(&params)``). ``name``: the host variable read (``key`` is what the host scope
         calls the value). A value, not data: a loop bounded by it has a count; unless the
-        region writes that memory itself."""
-        if not self.inputs.offload or name in self.inputs.written or self.var(name) is None:
+        region writes that memory itself. A CUDA kernel reads them from a parameter whose
+        memory the host copied them to (``cudaMemcpy(d_p, &p, ...)``)."""
+        if not (self.inputs.offload or name in self.inputs.copied):
+            return None
+        if name in self.inputs.written or self.var(name) is None:
             return None
         return self.inputs.lookup_host(key)
 

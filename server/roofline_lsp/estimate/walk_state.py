@@ -94,6 +94,9 @@ class WalkInputs:
     texture_types: Mapping[str, str] = field(default_factory=dict)
     # an offload region's variables whose memory it writes (their host values do not hold)
     written: frozenset[str] = frozenset()
+    # a CUDA kernel's pointer parameters whose memory the host filled from values it knows
+    # (``cudaMemcpy(d_p, &p, ...)``): their reads are those values, as an offload region's
+    copied: frozenset[str] = frozenset()
     # locals declared const with a number (``const double dt = 0.5``): compile-time constants
     literal_constants: frozenset[str] = frozenset()
     # the floating type of file-scope constants (``const double dt = 0.1``: double)
