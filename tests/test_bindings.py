@@ -210,6 +210,18 @@ def test_command_line_options() -> None:
     }
 
 
+def test_an_option_getter_with_a_default() -> None:
+    # the command line's value of the option, else the call's last argument
+    argv = argv_of("--niterations 100 --ne 40")
+    call = 'Arguments_consume_int_or_default(&args, "--ne", 30)'
+    assert substitute_host(call, argv, {}) == "40"
+    assert substitute_host('get_int(&args, "--na", 33)', argv, {}) == "33"
+    assert substitute_host('cli.get<int>("-n", 1024u) * 2', argv, {}) == "1024 * 2"
+    # not an option's name and a number: left alone
+    assert substitute_host('get(&args, "--na", m)', argv, {}) == 'get(&args, "--na", m)'
+    assert substitute_host('printf("-%d", 3)', argv, {}) == 'printf("-%d", 3)'
+
+
 def test_launch_values_and_allocations(tmp_path: Path) -> None:
     src = (
         "__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n"
@@ -1601,3 +1613,21 @@ def test_the_source_of_a_copy_keeps_its_value(tmp_path: Path) -> None:
     assert ctx.grid == (16, 1, 1) and ctx.get("n") == 64
     # the buffer the kernel's p points to holds h's fields as the host set them
     assert ctx.get("p->m") == 1000 and ctx.get("p->n") == 4096 and ctx.copied == {"p"}
+
+
+def test_a_struct_field_set_by_an_option_getter(tmp_path: Path) -> None:
+    src = (
+        "struct Dims { int ne; int na; };\n"
+        "int get_int_or_default(Args *a, const char *name, int d);\n"
+        "__global__ void k(float *x, int ne, int na) { x[threadIdx.x] = ne * na; }\n"
+        "int main(int argc, char **argv) {\n"
+        "  Args args; Dims dims;\n"
+        '  dims.ne = get_int_or_default(&args, "--ne", 30);\n'
+        '  dims.na = get_int_or_default(&args, "--na", 33);\n'
+        "  float *x;\n"
+        "  k<<<dims.ne, 64>>>(x, dims.ne, dims.na);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"o.cu": src}, "o.cu", args="--na 8")
+    # --ne not given: its default 30; --na given as 8
+    assert ctx.grid == (30, 1, 1) and ctx.get("ne") == 30 and ctx.get("na") == 8

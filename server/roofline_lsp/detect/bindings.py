@@ -233,6 +233,11 @@ def substitute_host(expr: str, argv: list[str], types: Mapping[str, str]) -> str
         expr = _ARGV_BARE.sub(bare, expr)
     if "sizeof" in expr:
         expr = _SIZEOF.sub(lambda m: str(sizeof(m.group(1), types)), expr)
+    if '"-' in expr:
+        # a getter of an option with a default (``get_int_arg(&args, "--ne", 30)``): the
+        # command line's ``--ne 40``, else the default
+        given = option_values(argv)
+        expr = _OPTION_DEFAULT.sub(lambda m: given.get(m.group(1).lstrip("-")) or m.group(2), expr)
     if "getOption" in expr:
         # an option-parser object (``op.getOptionInt("PointCount")``): the command line's
         # ``--PointCount 2048``, else the default its ``addOption`` registered
@@ -243,6 +248,13 @@ def substitute_host(expr: str, argv: list[str], types: Mapping[str, str]) -> str
     return expr
 
 
+# a call whose last two arguments are an option's name and a number, its default
+# (``Arguments_consume_int_or_default(&args, "--ne", 30)``, ``cli.get("-n", 1024)``)
+_OPTION_DEFAULT = re.compile(
+    r"\b[A-Za-z_][\w:]*(?:\s*(?:\.|->)\s*[A-Za-z_]\w*)*\s*(?:<[^<>()]*>)?\s*\("
+    r"(?:[^()\"]*,)?\s*\"(-{1,2}[A-Za-z][\w-]*)\"\s*,\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
+    r"[uUlLfF]*\s*\)"
+)
 # ``op.getOptionInt("n")`` and the ``op.addOption("n", OPT_INT, "4096", ...)`` that
 # registers its default (SHOC's OptionParser)
 _GET_OPTION = re.compile(r"\b([A-Za-z_]\w*)\s*(?:\.|->)\s*getOption\w*\s*\(\s*\"(\w+)\"\s*\)")
