@@ -105,3 +105,15 @@ def test_small_functions_run_for_what_they_store_through_pointers() -> None:
     # ``*a`` read back is not an expression the evaluator knows: b is not run
     assert run_for_effects(split, [10, None, None], {}) is None
     assert log_it is None  # a call for its effect: not run
+
+
+def test_functions_returning_references_are_functions_of_the_file() -> None:
+    # a reference return type wraps the declarator (``float& at(...)``): the function is
+    # found by its name, a method too (``x`` of ``class D``), as plain ones are
+    src = (
+        "__device__ float& at(float *a, int i) { return a[i]; }\n"
+        "class D { public: double *m; double& x(int i) { return m[i]; } };\n"
+        "__device__ const int &first(const int *a) { return a[0]; }\n"
+    )
+    det = detect(src.encode(), "refs.cu")
+    assert {"at", "x", "first"} <= set(det.functions)

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import LAUNCH, count
+from counting_helpers import LAUNCH, count, detected
 
 from roofline_lsp.estimate import costs
+from roofline_lsp.estimate.roofline import Inputs, analyze
 
 
 def test_macros_and_device_functions_followed(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -320,3 +321,48 @@ def test_a_cast_read_as_a_call_keeps_its_value(gpu, tmp_path: Path) -> None:  # 
         **LAUNCH,
     )
     assert c.counts.flops["fp32"] == pytest.approx(128 / 256)
+
+
+def test_accessors_and_views_read_and_write_their_objects_arrays(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # n = 1 M elements each. An accessor returning a reference (``domain.x(i)``, its
+    # member m_x) and a view's ``operator()`` (``a(i, j)`` over a View<double>'s data) are
+    # the arrays they name: f = x * y + 2 reads x and y and writes f (3 x 8 MB of doubles),
+    # b = 2 a + 1 reads a and writes b (2 x 8 MB). Before, the calls named no memory and
+    # the kernels moved nothing (compute-bound on a stream)
+    src = (
+        "template <typename T> struct View {\n"
+        "  T *data; int ny;\n"
+        "  T& operator()(int i, int j) { return data[i * ny + j]; }\n"
+        "};\n"
+        "class Domain {\n"
+        " public:\n"
+        "  double *m_x, *m_y, *m_f;\n"
+        "  double& x(int i) { return m_x[i]; }\n"
+        "  double& y(int i) { return m_y[i]; }\n"
+        "  double& f(int i) { return m_f[i]; }\n"
+        "};\n"
+        "void calc(Domain &domain, int n) {\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < n; ++i) domain.f(i) = domain.x(i) * domain.y(i) + 2.0;\n"
+        "}\n"
+        "void op(View<double> a, View<double> b, int nx, int ny) {\n"
+        "  #pragma omp target teams distribute parallel for collapse(2)\n"
+        "  for (int i = 0; i < nx; i++)\n"
+        "    for (int j = 0; j < ny; j++) b(i, j) = 2.0 * a(i, j) + 1.0;\n"
+        "}\n"
+        "int main() {\n"
+        "  Domain d; View<double> a, b;\n"
+        "  calc(d, 1 << 20);\n"
+        "  op(a, b, 1024, 1024);\n"
+        "}\n"
+    )
+    det = detected(tmp_path, src, "views.cpp")
+    mb = 8 * (1 << 20)
+    calc, op = (analyze(k, det, gpu, Inputs()) for k in det.kernels)
+    assert calc.counts.flops["fp64"] == pytest.approx(2.0)  # an FMA per element
+    assert calc.memory.bytes_loaded == pytest.approx(2 * mb, rel=0.01)
+    assert calc.memory.bytes_stored == pytest.approx(mb, rel=0.01)
+    assert {b.buffer: (b.loaded, b.stored) for b in op.memory.buffers} == {
+        "a.data": (pytest.approx(mb), 0.0),
+        "b.data": (0.0, pytest.approx(mb)),
+    }

@@ -294,9 +294,7 @@ def _numeric(v: str) -> bool:
 
 
 def function_name(fn: Node) -> str:
-    d = fn.child_by_field_name("declarator")
-    while d is not None and d.type not in ("function_declarator",):
-        d = d.child_by_field_name("declarator")
+    d = function_declarator(fn)
     if d is None:
         return ""
     name = d.child_by_field_name("declarator")
@@ -305,9 +303,7 @@ def function_name(fn: Node) -> str:
 
 def _parameters(fn: Node) -> list[Node]:
     """The parameter declarations of a function definition."""
-    d = fn.child_by_field_name("declarator")
-    while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator")
+    d = function_declarator(fn)
     plist = d.child_by_field_name("parameters") if d is not None else None
     return [
         p
@@ -456,7 +452,7 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
     _options(text(fn), ctx, argv)
 
 
-def _method_class(fn: Node) -> str:
+def method_class(fn: Node) -> str:
     """The class of a method: around an inline definition, or that a qualified definition
     names (``Solver`` of ``void Solver::step()``, ``Stream`` of ``Stream<T>::copy``); else
     ""."""
@@ -506,7 +502,7 @@ class _ClassParts:
 
 def _class_parts(fn: Node, detection: Detection, view: SourceView | None) -> _ClassParts | None:
     """The parts of the class method ``fn`` belongs to (None for a free function)."""
-    cls = _method_class(fn)
+    cls = method_class(fn)
     if not cls:
         return None
     own = _root(fn)
@@ -668,7 +664,7 @@ def _method_definition(root: Node, cls: str, name: str) -> Node | None:
     while stack:
         n = stack.pop()
         if n.type == "function_definition":
-            if function_name(n) == name and _method_class(n) == cls:
+            if function_name(n) == name and method_class(n) == cls:
                 return n
             continue
         stack.extend(n.named_children)

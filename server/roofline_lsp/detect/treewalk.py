@@ -39,7 +39,11 @@ def qualified_declarator_name(declarator: Node | None) -> str | None:
 def function_declarator(fn: Node) -> Node | None:
     d = fn.child_by_field_name("declarator")
     while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator")
+        inner = d.child_by_field_name("declarator")
+        if inner is None and d.type == "reference_declarator":
+            # ``Real_t& x(Index_t i)``: the grammar gives a reference no declarator field
+            inner = d.named_children[0] if d.named_children else None
+        d = inner
     return d
 
 

@@ -27,6 +27,7 @@ from roofline_lsp.advice.advise import AdviceCache, advise
 from roofline_lsp.advice.catalogue import Advice
 from roofline_lsp.compiler.compiled import compiled_counts_for_file, default_cache
 from roofline_lsp.compiler.kernel_ptx import CompiledCounts
+from roofline_lsp.detect.treewalk import function_declarator
 from roofline_lsp.engine.analysis import analyze_file
 from roofline_lsp.engine.documents import Document, Snapshot, uri_to_path
 from roofline_lsp.engine.files import read_source
@@ -491,9 +492,7 @@ def kernel_place(source: bytes, kr: KernelReport) -> KernelPlace:
             end -= 1
         hint_at = end
     elif k.node is not None:
-        d = k.node.child_by_field_name("declarator")
-        while d is not None and d.type != "function_declarator":
-            d = d.child_by_field_name("declarator")
+        d = function_declarator(k.node)
         if d is not None:
             hint_at = d.end_byte
     text = source[k.span.start_byte : k.span.end_byte]

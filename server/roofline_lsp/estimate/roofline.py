@@ -288,6 +288,7 @@ def analyze(
                 )
             else:
                 globals_[name] = Var(t, val=ctx.get(name), const=True)
+                _instantiate(globals_[name], tyt, structs, templates)
         counter.par.parallel_default, counter.par.parallel_assumed = _parallel_default(
             kernel, ctx, cal
         )
@@ -321,12 +322,7 @@ def analyze(
                 scope[pname] = Var(t, buffer=pname, space="global", arrdims=ptype.count("[]"))
             else:
                 scope[pname] = Var(t, val=ctx.get(pname), const=True)
-                instance = instance_fields(ptype, structs, templates)
-                if instance is not None:
-                    # a struct template's instantiation (``Param<float> p``): its fields'
-                    # types with the arguments in (``p.src`` is a ``float *``)
-                    structs.setdefault(*instance)
-                    scope[pname].tname = instance[0]
+                _instantiate(scope[pname], ptype, structs, templates)
         if body is not None:
             counter.run(body)
         threads = float(math.prod(block) * math.prod(grid))
@@ -670,6 +666,21 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
             if host and host_stars == stars and known:
                 out.setdefault(t, host)
     return out
+
+
+def _instantiate(
+    var: Var,
+    type_text: str,
+    structs: dict[str, dict[str, str]],
+    templates: Mapping[str, tuple[tuple[str, ...], dict[str, str]]],
+) -> None:
+    """A variable of a struct template's instantiation (``Param<float> p``): its fields'
+    types with the arguments in (``p.src`` is a ``float *``), as ``structs`` entry
+    ``Param<float>``, which ``var`` names."""
+    instance = instance_fields(type_text, structs, templates)
+    if instance is not None:
+        structs.setdefault(*instance)
+        var.tname = instance[0]
 
 
 def _enclosing_template(

@@ -11,7 +11,13 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
-from roofline_lsp.detect.bindings import array_reference_sizes, function_params, template_params
+from roofline_lsp.detect.bindings import (
+    array_reference_sizes,
+    function_params,
+    method_class,
+    template_params,
+)
+from roofline_lsp.detect.treewalk import function_declarator
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.macro_expansion import call_tree
 from roofline_lsp.estimate.value_domain import (
@@ -99,11 +105,14 @@ class CallWalker(GroupWalker):
         self.record(text(obj), "global", size, kind, deps, short[:4])
         return Val(VOID, deps) if write else Val(elem, deps | {DATA})
 
-    def call(self, node: Node) -> Val:
+    def call(self, node: Node, kind: str = "load") -> Val:
+        """A call's cost and value; ``kind``: how the caller uses the reference it returns
+        (``domain.f(i) = v`` stores through it)."""
         fn = node.child_by_field_name("function")
         args_node = node.child_by_field_name("arguments")
         args = [c for c in (args_node.named_children if args_node else []) if c.type != "comment"]
         fname = ""
+        receiver: tuple[str, Val] | None = None  # the object a method is called on
         if fn is not None:
             if fn.type == "template_function":
                 fname = text(fn.child_by_field_name("name"))
@@ -116,7 +125,9 @@ class CallWalker(GroupWalker):
                     if host is not None:
                         return Val(INT, NOTHING, host)
                 if obj is not None and fname not in ("sync",):
-                    self.expr(obj)
+                    ov = self.expr(obj)
+                    if obj.type == "identifier":
+                        receiver = (text(obj), ov)
             else:
                 fname = text(fn)
         short = fname.rsplit("::", 1)[-1].strip()
@@ -164,7 +175,9 @@ class CallWalker(GroupWalker):
                 if fn is not None and fn.type == "template_function"
                 else None
             )
-            return self.inline(short, fnode, args, template_args=targs)
+            return self.inline(
+                short, fnode, args, template_args=targs, receiver=receiver, kind=kind
+            )
         m = self.inputs.macros.get(short)
         if m is not None and m[0] is not None and short not in self.cursor.call_stack:
             return self.expand_macro(short, m, args, node)
@@ -180,7 +193,13 @@ class CallWalker(GroupWalker):
         if fn is not None and len(self.cursor.call_stack) < self.inputs.settings.max_inline_depth:
             target = self.callable_object(fn, short, node)
             if target is not None and target[0] not in self.cursor.call_stack:
-                return self.inline(target[0], target[1], args, closure=target[1].type == LAMBDA)
+                closure = target[1].type == LAMBDA
+                if fn.type == "identifier" and not closure:
+                    # an object's ``operator()`` (``a(i, j)`` of a view): on its members
+                    receiver = (short, self.identifier(short, fn))
+                return self.inline(
+                    target[0], target[1], args, closure=closure, receiver=receiver, kind=kind
+                )
         vals = [self.expr(a) for a in args]
         deps = NOTHING
         for v in vals:
@@ -380,7 +399,7 @@ class CallWalker(GroupWalker):
             var = self.var(short)
             if var is None:
                 return None
-            type_name = var.type.name
+            type_name = var.tname or var.type.name
             if not type_name and var.type.kind in ("unknown", "f32") and len(ops) == 1:
                 type_name = next(iter(ops))
         else:
@@ -455,12 +474,16 @@ class CallWalker(GroupWalker):
         closure: bool = False,
         template_args: Node | None = None,
         evaluated: list[Val] | None = None,
+        receiver: tuple[str, Val] | None = None,
+        kind: str = "load",
     ) -> Val:
         """Walk a device function's (``closure``: a lambda's, which sees the enclosing
         function's variables) body with its parameters bound to the call's arguments and
         its numeric template parameters to the call's template arguments (``f<4, 32>(..)``)
         or their defaults. ``evaluated``: the arguments' values, already walked (the operands
-        of an overloaded operator)."""
+        of an overloaded operator). ``receiver``: the object a method is called on
+        (``domain.x(i)``), whose data members the method reads (:meth:`members_of`);
+        ``kind``: how the caller uses the reference it returns (:class:`Frame`)."""
         constants = self.template_constants(fnode, template_args) if not closure else {}
         params = function_params(fnode) if not closure else _lambda_params(fnode)
         outputs = output_params(fnode)
@@ -500,6 +523,9 @@ class CallWalker(GroupWalker):
             else:
                 scope[pname] = Var(pt)
         self.bind_groups(params, args, vals, scope)
+        if receiver is not None:
+            for member, var in self.members_of(fnode, *receiver).items():
+                scope.setdefault(member, var)
         ret_t = self.type_of(return_type_text(fnode)) if not closure else UNKNOWN
         body = fnode.child_by_field_name("body")
         if body is None:
@@ -507,7 +533,12 @@ class CallWalker(GroupWalker):
         if name not in self.tally.followed:
             self.tally.followed.append(name)
         # a function met again with the same kind of arguments: reuse its cost per call
-        key = (name, tuple(call_signature(v) for v in vals), tuple(sorted(constants.items())))
+        key = (
+            name,
+            tuple(call_signature(v) for v in vals),
+            tuple(sorted(constants.items())),
+            kind,
+        )
         n_calls = self.inlining.inline_calls.get(name, 0) + 1
         self.inlining.inline_calls[name] = n_calls
         summary = self.inlining.summaries.get(key)
@@ -519,7 +550,7 @@ class CallWalker(GroupWalker):
         saved_scopes = self.cursor.scopes
         self.cursor.scopes = [*saved_scopes, scope] if closure else [saved_scopes[0], scope]
         self.cursor.call_stack.append(name)
-        self.cursor.frames.append(Frame())
+        self.cursor.frames.append(Frame(kind=kind))
         saved_line, saved_base = self.cursor.line, self.cursor.line_base
         self.cursor.line_base = self.cursor.line  # book the callee's cost on the call's line
         try:
@@ -546,6 +577,27 @@ class CallWalker(GroupWalker):
             ]
             self.inlining.summaries[key] = (ops_d, acc_d, result)
         return result
+
+    def members_of(self, method: Node, obj: str, ov: Val) -> dict[str, Var]:
+        """The data members a method of ``obj``'s class reads by name (``m_x`` of ``Real_t&
+        x(Index_t i) { return m_x[i]; }``, called as ``domain.x(i)``): a pointer member is
+        the array it points to, named for the member (``domain.m_x``), in the object's
+        memory space; a number is what the host set (``domain.m_n``), else unknown."""
+        held = self.var(obj)
+        # an instantiation's own (``View<double>``: ``T *data`` is a ``double *``)
+        owner = held.tname if held is not None and held.tname in self.inputs.structs else ""
+        fields = self.inputs.structs.get(owner or method_class(method), {})
+        out: dict[str, Var] = {}
+        for member, type_text in fields.items():
+            t = self.type_of(type_text)
+            if t.pointer:
+                space = ov.space or "global"
+                out[member] = Var(t, ov.deps, None, space, f"{obj}.{member}")
+            elif not ov.deps:
+                offload = self.inputs.offload or (held is not None and held.const)
+                hv = self.inputs.lookup_host(f"{obj}.{member}") if offload else None
+                out[member] = Var(t, NOTHING, hv)
+        return out
 
     def apply_summary(self, summary: InlineSummary) -> Val:
         ops_d, acc_d, result = summary
@@ -671,9 +723,7 @@ _LEAF_STATEMENTS = frozenset(["expression_statement", "return_statement", "prepr
 
 
 def _is_call_operator(fn: Node) -> bool:
-    d = fn.child_by_field_name("declarator")
-    while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator")
+    d = function_declarator(fn)
     name = d.child_by_field_name("declarator") if d is not None else None
     return (
         name is not None
@@ -689,9 +739,7 @@ def output_params(fn: Node) -> frozenset[int]:
     if fn.type == LAMBDA:
         d = next((c for c in fn.named_children if c.type == "lambda_declarator"), None)
     else:
-        d = fn.child_by_field_name("declarator")
-        while d is not None and d.type != "function_declarator":
-            d = d.child_by_field_name("declarator")
+        d = function_declarator(fn)
     plist = d.child_by_field_name("parameters") if d is not None else None
     out = set()
     params = [

@@ -564,7 +564,12 @@ class ExpressionWalker(ReferenceWalker):
         )
         stored = self.lvalue_type(left) if narrowable else None
         r = self.stored_as(right, stored) if stored is not None else self.expr(right)
-        if left.type in ("subscript_expression", "field_expression", "pointer_expression"):
+        if left.type in (
+            "subscript_expression",
+            "field_expression",
+            "pointer_expression",
+            "call_expression",  # ``domain.f(i) = v``: through the reference it returns
+        ):
             is_var_field = left.type == "field_expression" and self.is_local_struct(left)
             if is_var_field:
                 lv = self.field(left, "address")

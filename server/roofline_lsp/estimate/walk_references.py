@@ -492,5 +492,7 @@ class ReferenceWalker(BranchWalker):
             return self.memory(left, kind)
         if left.type == "field_expression":
             return self.field(left, kind)
+        if left.type == "call_expression":  # a function returning a reference
+            return self.call(left, kind)
         arg = left.child_by_field_name("argument")
         return self.deref(arg, kind) if arg is not None else Val(UNKNOWN)

@@ -124,6 +124,9 @@ class Tally:
 @dataclass
 class Frame:
     returns: list[Val] = field(default_factory=list)
+    # how the caller uses a returned reference: ``domain.f(i) = v`` stores to the element
+    # ``return m_f[i];`` names ("store"), a read loads it ("load")
+    kind: str = "load"
 
 
 @dataclass
@@ -261,7 +264,7 @@ class WalkerBase:
     def identifier(self, name: str, node: Node) -> Val:
         raise NotImplementedError
 
-    def call(self, node: Node) -> Val:
+    def call(self, node: Node, kind: str = "load") -> Val:
         raise NotImplementedError
 
     def in_macro(self, name: str, tree: Node, expression: bool) -> Val:

@@ -73,9 +73,16 @@ class StatementWalker(LoopWalker):
             return 1.0
         if t == "return_statement":
             self.set_line(node)
+            frame = self.cursor.frames[-1]
             for c in node.named_children:
-                v = self.expr(c)
-                self.cursor.frames[-1].returns.append(v)
+                # a returned reference the caller stores through: the element it names
+                lvalue = frame.kind != "load" and c.type in (
+                    "subscript_expression",
+                    "field_expression",
+                    "pointer_expression",
+                )
+                v = self.lvalue(c, frame.kind) if lvalue else self.expr(c)
+                frame.returns.append(v)
             return 0.0
         if t in ("break_statement", "continue_statement", "goto_statement"):
             return 0.0
