@@ -366,3 +366,35 @@ def test_accessors_and_views_read_and_write_their_objects_arrays(gpu, tmp_path: 
         "a.data": (pytest.approx(mb), 0.0),
         "b.data": (0.0, pytest.approx(mb)),
     }
+
+
+def test_each_view_s_calls_reach_its_own_array(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # three views, one operator(): c = a + b, c += a * b, c += a - b, c *= a, c *= b over
+    # 1 M doubles. Each call reaches its own view's array: a and b read once (8 MB each), c
+    # read and written (8 MB each); 1 + 2 + 2 + 1 + 1 FP64 FLOP per element
+    src = (
+        "template <typename T> struct View {\n"
+        "  T *data; int ny;\n"
+        "  T& operator()(int i, int j) { return data[i * ny + j]; }\n"
+        "};\n"
+        "void op(View<double> a, View<double> b, View<double> c, int nx, int ny) {\n"
+        "  #pragma omp target teams distribute parallel for collapse(2)\n"
+        "  for (int i = 0; i < nx; i++)\n"
+        "    for (int j = 0; j < ny; j++) {\n"
+        "      c(i, j) = a(i, j) + b(i, j);\n"
+        "      c(i, j) += a(i, j) * b(i, j);\n"
+        "      c(i, j) += a(i, j) - b(i, j);\n"
+        "      c(i, j) *= a(i, j);\n"
+        "      c(i, j) *= b(i, j);\n"
+        "    }\n"
+        "}\n"
+        "int main() { View<double> a, b, c; op(a, b, c, 1024, 1024); }\n"
+    )
+    a = count(gpu, tmp_path, src, name="views3.cpp")
+    mb = 8 * (1 << 20)
+    assert a.counts.flops["fp64"] == pytest.approx(7.0)
+    assert {b.buffer: (b.loaded, b.stored) for b in a.memory.buffers} == {
+        "a.data": (pytest.approx(mb), 0.0),
+        "b.data": (pytest.approx(mb), 0.0),
+        "c.data": (pytest.approx(mb), pytest.approx(mb)),
+    }

@@ -538,6 +538,7 @@ class CallWalker(GroupWalker):
             tuple(call_signature(v) for v in vals),
             tuple(sorted(constants.items())),
             kind,
+            receiver[0] if receiver is not None else "",  # whose members it reads
         )
         n_calls = self.inlining.inline_calls.get(name, 0) + 1
         self.inlining.inline_calls[name] = n_calls
