@@ -371,7 +371,9 @@ def test_accessors_and_views_read_and_write_their_objects_arrays(gpu, tmp_path: 
 def test_each_view_s_calls_reach_its_own_array(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # three views, one operator(): c = a + b, c += a * b, c += a - b, c *= a, c *= b over
     # 1 M doubles. Each call reaches its own view's array: a and b read once (8 MB each), c
-    # read and written (8 MB each); 1 + 2 + 2 + 1 + 1 FP64 FLOP per element
+    # read and written (8 MB each); 1 + 2 + 2 + 1 + 1 FP64 FLOP per element. c is read by
+    # the four compound assignments and written by all five: 9 x 8 MB referenced, also
+    # once a call's walk is reused (after eight calls of operator(), per object)
     src = (
         "template <typename T> struct View {\n"
         "  T *data; int ny;\n"
@@ -398,3 +400,4 @@ def test_each_view_s_calls_reach_its_own_array(gpu, tmp_path: Path) -> None:  # 
         "b.data": (pytest.approx(mb), 0.0),
         "c.data": (pytest.approx(mb), pytest.approx(mb)),
     }
+    assert {b.buffer: b.references for b in a.memory.buffers}["c.data"] == 9 * mb
