@@ -301,3 +301,27 @@ def test_a_device_buffer_copied_from_host_values_holds_them(gpu, tmp_path: Path)
     det = detected(tmp_path, src, "copied.cu")
     flops = {k.name: analyze(k, det, gpu, Inputs()).counts.flops["fp32"] for k in det.kernels}
     assert flops == {"k1": pytest.approx(2000), "k2": pytest.approx(1000)}
+
+
+def test_a_struct_template_local_has_its_fields(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a local Param<double> (made by a device function) and a device function's Param<double>
+    # parameter: q.src[i] and q.dst[i] are doubles of the arrays the fields point to, 1 M
+    # threads x 8 B = 8 MB read and 8 MB written, one FP64 add each. Before, q read as a
+    # double: its fields named no memory (0 B moved)
+    src = (
+        "template <typename T> struct Param { T *src; T *dst; int n; };\n"
+        "__device__ Param<double> make(double *a, double *b) {\n"
+        "  Param<double> q; q.src = a; q.dst = b; return q;\n"
+        "}\n"
+        "__device__ void add_one(Param<double> q, int i) { q.dst[i] = q.src[i] + 1.0; }\n"
+        "__global__ void k(double *a, double *b) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  Param<double> q = make(a, b);\n"
+        "  add_one(q, i);\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(4096, 1, 1))
+    mb = 8 * (1 << 20)
+    assert a.counts.flops["fp64"] == pytest.approx(1.0)
+    assert a.memory.bytes_loaded == pytest.approx(mb, rel=0.01)
+    assert a.memory.bytes_stored == pytest.approx(mb, rel=0.01)

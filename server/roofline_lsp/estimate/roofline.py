@@ -57,14 +57,14 @@ from roofline_lsp.estimate.memory import CacheModel, estimate_traffic
 from roofline_lsp.estimate.ptx_substitution import substitute
 from roofline_lsp.estimate.thread_counts import Settings
 from roofline_lsp.estimate.value_domain import Var
-from roofline_lsp.estimate.walk_state import teams_only
+from roofline_lsp.estimate.walk_state import instantiate, teams_only
 from roofline_lsp.model.config import Config
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Detection, Kernel
 from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
 from roofline_lsp.syntax.datatypes import DataType, named_like, parse_type, scalar_name, type_name
-from roofline_lsp.syntax.declarations import Declarations, declarations, instance_fields
+from roofline_lsp.syntax.declarations import Declarations, declarations
 from roofline_lsp.syntax.expr import declared_name, stored_names, text
 from roofline_lsp.syntax.hints import parse_assignments, parse_hints
 from roofline_lsp.syntax.sources import LOCAL_INCLUDE, SourceReader, SourceView, source_view
@@ -266,6 +266,7 @@ def analyze(
             else frozenset()
         ),
         copied=frozenset(ctx.copied) if not offload else frozenset(),
+        struct_templates=templates,
         literal_constants=_literal_constants(kernel_function(kernel)),
         constant_types={
             name: t
@@ -288,7 +289,7 @@ def analyze(
                 )
             else:
                 globals_[name] = Var(t, val=ctx.get(name), const=True)
-                _instantiate(globals_[name], tyt, structs, templates)
+                instantiate(globals_[name], tyt, structs, templates)
         counter.par.parallel_default, counter.par.parallel_assumed = _parallel_default(
             kernel, ctx, cal
         )
@@ -322,7 +323,7 @@ def analyze(
                 scope[pname] = Var(t, buffer=pname, space="global", arrdims=ptype.count("[]"))
             else:
                 scope[pname] = Var(t, val=ctx.get(pname), const=True)
-                _instantiate(scope[pname], ptype, structs, templates)
+                instantiate(scope[pname], ptype, structs, templates)
         if body is not None:
             counter.run(body)
         threads = float(math.prod(block) * math.prod(grid))
@@ -666,21 +667,6 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
             if host and host_stars == stars and known:
                 out.setdefault(t, host)
     return out
-
-
-def _instantiate(
-    var: Var,
-    type_text: str,
-    structs: dict[str, dict[str, str]],
-    templates: Mapping[str, tuple[tuple[str, ...], dict[str, str]]],
-) -> None:
-    """A variable of a struct template's instantiation (``Param<float> p``): its fields'
-    types with the arguments in (``p.src`` is a ``float *``), as ``structs`` entry
-    ``Param<float>``, which ``var`` names."""
-    instance = instance_fields(type_text, structs, templates)
-    if instance is not None:
-        structs.setdefault(*instance)
-        var.tname = instance[0]
 
 
 def _enclosing_template(

@@ -35,7 +35,7 @@ from roofline_lsp.estimate.value_domain import (
     widest_type,
 )
 from roofline_lsp.estimate.walk_groups import GroupWalker
-from roofline_lsp.estimate.walk_state import Frame, InlineSummary
+from roofline_lsp.estimate.walk_state import Frame, InlineSummary, instantiate
 from roofline_lsp.syntax.datatypes import (
     DOUBLE,
     FLOAT,
@@ -522,6 +522,8 @@ class CallWalker(GroupWalker):
                     scope[pname] = Var(pt, v.deps, v.val)
             else:
                 scope[pname] = Var(pt)
+            if not pt.pointer:  # ``Param<float> p``: the instance's field types
+                instantiate(scope[pname], ptype, self.inputs.structs, self.inputs.struct_templates)
         self.bind_groups(params, args, vals, scope)
         if receiver is not None:
             for member, var in self.members_of(fnode, *receiver).items():

@@ -24,6 +24,7 @@ from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.thread_counts import Loop, Settings
 from roofline_lsp.estimate.value_domain import DATA, Val, Var
 from roofline_lsp.syntax.datatypes import PRECISION_OF_KIND, DataType, parse_type
+from roofline_lsp.syntax.declarations import StructTemplate, instance_fields
 
 
 class FunctionLookup(Protocol):
@@ -97,10 +98,27 @@ class WalkInputs:
     # a CUDA kernel's pointer parameters whose memory the host filled from values it knows
     # (``cudaMemcpy(d_p, &p, ...)``): their reads are those values, as an offload region's
     copied: frozenset[str] = frozenset()
+    # struct templates by name: parameter names, static members (``instantiate``)
+    struct_templates: Mapping[str, StructTemplate] = field(default_factory=dict)
     # locals declared const with a number (``const double dt = 0.5``): compile-time constants
     literal_constants: frozenset[str] = frozenset()
     # the floating type of file-scope constants (``const double dt = 0.1``: double)
     constant_types: Mapping[str, DataType] = field(default_factory=dict)
+
+
+def instantiate(
+    var: Var,
+    type_text: str,
+    structs: dict[str, dict[str, str]],
+    templates: Mapping[str, StructTemplate],
+) -> None:
+    """A variable of a struct template's instantiation (``Param<float> p``): its fields'
+    types with the arguments in (``p.src`` is a ``float *``), as ``structs`` entry
+    ``Param<float>``, which ``var`` names (``var.tname``)."""
+    instance = instance_fields(type_text, structs, templates)
+    if instance is not None:
+        structs.setdefault(*instance)
+        var.tname = instance[0]
 
 
 @dataclass

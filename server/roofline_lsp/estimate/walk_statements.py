@@ -15,7 +15,7 @@ from roofline_lsp.detect.treewalk import enclosing_function
 from roofline_lsp.estimate.macro_expansion import loop_macro
 from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var
 from roofline_lsp.estimate.walk_loops import LoopWalker
-from roofline_lsp.estimate.walk_state import UNFOLLOWED, teams_only
+from roofline_lsp.estimate.walk_state import UNFOLLOWED, instantiate, teams_only
 from roofline_lsp.syntax.datatypes import UNKNOWN, DataType
 from roofline_lsp.syntax.expr import (
     array_sizes,
@@ -396,6 +396,10 @@ class StatementWalker(LoopWalker):
                 self.declare(
                     name, Var(vt, NOTHING if group is not None else opaque, None, group=group)
                 )
+        for d in node.children_by_field_name("declarator"):
+            declared = self.var(declared_name(d)) if not declarator_stars(d) else None
+            if declared is not None and not declared.tname:  # ``Param<float> q``: its fields
+                instantiate(declared, base_text, self.inputs.structs, self.inputs.struct_templates)
         for name in names:
             declared = self.cursor.scopes[-1].get(name) if name else None
             if declared is not None:

@@ -36,7 +36,7 @@ class GlobalVar:
     elements: float | None
 
 
-_Template = tuple[tuple[str, ...], dict[str, str]]  # parameter names, static members
+StructTemplate = tuple[tuple[str, ...], dict[str, str]]  # parameter names, static members
 
 
 @dataclass
@@ -50,7 +50,7 @@ class Declarations:
     # parameters replaced by the alias's arguments and ``sizeof`` of known types resolved)
     static_members: dict[str, str] = field(default_factory=dict)
     # struct template -> its parameter names and static members (value texts)
-    struct_templates: dict[str, _Template] = field(default_factory=dict)
+    struct_templates: dict[str, StructTemplate] = field(default_factory=dict)
     # ``typedef unsigned int Row[4096]``: the alias's element count (its element type is
     # in ``aliases``)
     array_aliases: dict[str, float] = field(default_factory=dict)
@@ -269,7 +269,7 @@ _SIZEOF = re.compile(r"\bsizeof\s*\(\s*([A-Za-z_][\w:\s]*?)\s*\)")
 
 
 def instance_fields(
-    type_text: str, structs: Mapping[str, dict[str, str]], templates: Mapping[str, _Template]
+    type_text: str, structs: Mapping[str, dict[str, str]], templates: Mapping[str, StructTemplate]
 ) -> tuple[str, dict[str, str]] | None:
     """A struct template's instantiation (``Param<float, __half>``, a parameter's type):
     its name as written and its fields' types with the template's parameters replaced by
