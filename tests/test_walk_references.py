@@ -325,3 +325,22 @@ def test_a_struct_template_local_has_its_fields(gpu, tmp_path: Path) -> None:  #
     assert a.counts.flops["fp64"] == pytest.approx(1.0)
     assert a.memory.bytes_loaded == pytest.approx(mb, rel=0.01)
     assert a.memory.bytes_stored == pytest.approx(mb, rel=0.01)
+
+
+def test_a_host_struct_s_members_are_its_arrays(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a file-scope struct (``struct Fields {...} F``) whose members point to the arrays an
+    # offload region reads and writes: F.x and F.y are 2^20 doubles each, 8 MB read and 8 MB
+    # written. Before, F was no variable the region knew: its fields read as 4-byte elements
+    # of one array (4 MB in all)
+    src = (
+        "struct Fields { double *x; double *y; } F;\n"
+        "void scale(int n) {\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < n; i++) F.y[i] = 2.0 * F.x[i];\n"
+        "}\n"
+        "int main() { scale(1 << 20); }\n"
+    )
+    a = count(gpu, tmp_path, src, name="fields.cpp")
+    mb = 8 * (1 << 20)
+    assert a.memory.bytes_loaded == pytest.approx(mb, rel=0.01)
+    assert a.memory.bytes_stored == pytest.approx(mb, rel=0.01)

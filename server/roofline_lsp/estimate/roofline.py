@@ -234,6 +234,12 @@ def analyze(
         space = {"constant": "constant", "shared": "shared"}.get(g.space, "global")
         if g.space == "texture":
             continue
+        if g.space == "host" and not t.pointer:
+            # a host struct (``struct Fields {...} F``): its fields are values and arrays of
+            # their own (``F.x``), as a struct passed by value
+            globals_[g.name] = Var(t, const=True)
+            instantiate(globals_[g.name], g.type_text, structs, templates)
+            continue
         globals_[g.name] = Var(t, buffer=g.name, space=space, arrdims=g.type_text.count("[]"))
         if g.elements:
             ctx.extents.setdefault(g.name, g.elements)

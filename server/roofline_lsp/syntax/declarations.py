@@ -334,6 +334,9 @@ def _size_text(type_text: str, d: Declarations) -> str:
 def _global(node: Node, d: Declarations) -> None:
     ty = node.child_by_field_name("type")
     tyt = text(ty)
+    named = ty.child_by_field_name("name") if ty is not None else None
+    if ty is not None and ty.type in ("struct_specifier", "class_specifier") and named:
+        tyt = text(named)  # ``struct Fields { double *x; ... } F;``: a Fields
     head = text(node)[: (ty.start_byte - node.start_byte) if ty is not None else 0]
     if "__constant__" in head:
         space = "constant"
@@ -354,7 +357,7 @@ def _global(node: Node, d: Declarations) -> None:
             continue
         name = text(dn)
         if space == "global" and "__device__" not in head and "__managed__" not in head:
-            if not stars:
+            if not stars and tyt.split()[-1] not in d.structs:
                 continue  # host scalars and constants are handled as values
-            space = "host"
+            space = "host"  # (a host struct: its pointer members point to mapped arrays)
         d.globals[name] = GlobalVar(name, tyt + " " + stars, space, elements)
