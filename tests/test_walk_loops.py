@@ -155,6 +155,26 @@ def test_a_binary_search_halves_its_interval(gpu, tmp_path: Path) -> None:  # ty
     assert trips[15][1] != "bisection"
 
 
+def test_a_merge_path_search_s_interval_varies_by_thread(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # diag = 2 tx in [0, 126]: begin = max(0, diag - 64) in [0, 62], end = min(diag, 64) in
+    # [0, 64]. No thread's interval is wider than 64: at most floor(log2(64)) + 1 = 7
+    # halvings, not the 16-trip default of a loop with no counted bound
+    src = (
+        "__global__ void k(const int *a, const int *b, int *out) {\n"
+        "  int diag = threadIdx.x * 2;\n"
+        "  int begin = max(0, diag - 64);\n"
+        "  int end = min(diag, 64);\n"
+        "  while (begin < end) {\n"
+        "    int mid = (begin + end) >> 1;\n"
+        "    if (a[mid] <= b[diag - 1 - mid]) begin = mid + 1; else end = mid;\n"
+        "  }\n"
+        "  out[blockIdx.x * blockDim.x + threadIdx.x] = begin;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, block=(64, 1, 1), grid=(1024, 1, 1))
+    assert {lp.line: (lp.trips, lp.source) for lp in a.counts.loops} == {5: (7.0, "bisection")}
+
+
 def test_work_of_an_unrolled_loop_copy_leaves_the_loops_around_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # the c loop (3 trips) is unrolled: each copy's v * c depends on nothing the r loop
     # changes, so it is computed 3 times, not 64 x 3; the running sum stays: 3 + 192 FP32

@@ -261,6 +261,18 @@ def _bounds(v: Val) -> tuple[float, float] | None:
     return None
 
 
+def extreme_range(name: str, vals: list[Val]) -> tuple[float, float] | None:
+    """The interval of ``min(a, b)`` / ``max(a, b)`` of values with known intervals
+    (``max(0, diag - n)``, diag in [0, 126] and n = 64: [0, 62]); None otherwise."""
+    bounds = [_bounds(v) for v in vals]
+    if len(bounds) < 2 or any(b is None for b in bounds) or all(v.rng is None for v in vals):
+        return None
+    lows = [b[0] for b in bounds if b is not None]
+    highs = [b[1] for b in bounds if b is not None]
+    pick = min if name in ("min", "umin") else max
+    return (pick(lows), pick(highs))
+
+
 def value_range(op: str, a: Val, b: Val) -> tuple[float, float] | None:
     """Interval arithmetic for integer index expressions (None when unknown)."""
     if a.rng is None and b.rng is None:

@@ -28,6 +28,7 @@ from roofline_lsp.estimate.value_domain import (
     call_signature,
     clamped_slope,
     converted,
+    extreme_range,
     fold_binary,
     fold_call,
     slope_of,
@@ -250,7 +251,8 @@ class CallWalker(GroupWalker):
                 val = fold_call(short, [Val(v.type, NOTHING, v.val) for v in vals])
             if val is None or deps:
                 self.add_int(costs.INT_INTRINSICS[short] * (2 if ty.size > 4 else 1), w)
-            return Val(ty if ty.kind == "int" else INT, deps, val, slope=slope)
+            rng = extreme_range(short, vals) if short in ("min", "max", "umin", "umax") else None
+            return Val(ty if ty.kind == "int" else INT, deps, val, rng=rng, slope=slope)
         base, prec = math_function(short, vals)
         if base is not None:
             ty = DOUBLE if prec == "f64" else FLOAT

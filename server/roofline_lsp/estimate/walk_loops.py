@@ -196,9 +196,16 @@ class LoopWalker(CallWalker):
         if not any(_compact(v) in halves for v in _assigned_values(body)):
             return None
         vlo, vhi = self.var(lo), self.var(hi)
-        if vlo is None or vhi is None or vlo.val is None or vhi.val is None:
+        if vlo is None or vhi is None:
             return None
-        width = abs(vhi.val - vlo.val)
+        if vlo.val is not None and vhi.val is not None:
+            width = abs(vhi.val - vlo.val)
+        elif vlo.rng is not None and vhi.rng is not None:
+            # bounds that vary by thread within known intervals (``begin = max(0, diag -
+            # n)``, ``end = min(diag, m)``): at most the widest interval they make
+            width = max(vhi.rng[1] - vlo.rng[0], vlo.rng[1] - vhi.rng[0])
+        else:
+            return None
         return math.floor(math.log2(width)) + 1.0 if width >= 1 else 1.0
 
     def default(self, base: float) -> float:
