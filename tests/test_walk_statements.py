@@ -135,3 +135,23 @@ def test_an_openmp_atomic_update_of_memory_is_no_flop(gpu, tmp_path: Path) -> No
     a = count(gpu, tmp_path, src, name="atomic.cpp")
     assert a.counts.flops["fp64"] == pytest.approx(1.0)
     assert a.counts.flops["fp32"] == pytest.approx(1.0)
+
+
+def test_a_face_pinning_the_lane_index_moves_sectors(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a 640^3 grid of doubles; iz moves across the lanes. The ix == 0 face is written by
+    # whole warps: 640 x 640 elements, 3,276,800 B. The iz == 0 face (ix != 0: 639 x 640
+    # elements) is written by one lane per row, 5,120 B apart: a 32 B sector each,
+    # 13,086,720 B. Both faces (6.5 MB) overflow L2, so every written byte is DRAM traffic:
+    # 16,363,520 B, where coalesced stores on both faces would be 6,548,480 B
+    src = (
+        "#define N 640\n"
+        "__global__ void faces(double u[][N][N]) {\n"
+        "  unsigned iz = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  unsigned iy = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "  unsigned ix = blockIdx.z * blockDim.z + threadIdx.z;\n"
+        "  if (ix == 0) u[ix][iy][iz] = -1.0;\n"
+        "  else if (iz == 0) u[ix][iy][iz] = -1.0;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, block=(8, 8, 4), grid=(80, 80, 160))
+    assert a.memory.bytes_stored == pytest.approx(16_363_520, rel=0.01)

@@ -18,7 +18,9 @@ the launch) the model takes, per buffer:
   distinct element (up to the span the index reaches); walked by the thread over a loop
   (``a[i * n + j]`` over j, a per-thread row), the rest of the sector is used on its next
   iterations if its line is still cached: in L1 when the lines of the running threads fit
-  there, else in the share of them L2 holds.
+  there, else in the share of them L2 holds. An access in a branch one lane value takes
+  (``if (iz == 0)`` with iz moving across lanes: a grid's face) is apart from every other
+  thread's: a sector per element, on top of the buffer's footprint (``APART``).
 
 Measured traffic comes from replays with cold caches (Nsight Compute flushes them before each
 profiled launch), so every byte read comes from DRAM at least once, even when the working set
@@ -39,6 +41,11 @@ from roofline_lsp.estimate.thread_counts import Access, ThreadCounts
 # constant offset, the bytes the index reaches over the launch, and the consecutive
 # elements it is known to cover when part of it is read from memory (``Access.run``)
 Part = tuple[float, tuple[float, float] | None, bool, tuple[str, float] | None, float, float | None]
+
+
+# the lane stride of an access in a branch that one lane value takes (``if (iz == 0)``
+# with iz moving across lanes): the threads taking it are apart, each access a sector
+APART = math.inf
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,7 @@ def estimate_traffic(
         parts_s: list[Part] = []
         sectors = _Sectors()
         touched = {"load": 0.0, "store": 0.0}  # sector bytes of strided accesses, first touch
+        apart = {"load": 0.0, "store": 0.0}  # sector bytes of accesses lanes take apart
         for a in accs:
             execs = a.weight * threads
             refs = execs * a.elem
@@ -141,8 +149,18 @@ def estimate_traffic(
             reach = a.distinct * a.elem if a.distinct is not None else math.inf
             part = (foot, a.interval, a.unfollowed, a.offset, reach, a.run)
             span = cap if cap is not None else _width(a.interval)
-            sectors.add(a, _uncoalesced(a, execs, unique, foot, span, thrash, model))
-            if a.lane_stride is not None:
+            if a.lane_stride == APART:
+                # taken by one lane value (a grid's face): a sector per element, shared
+                # with no other access (up to the span its index reaches)
+                reach_n = span if span is not None else a.distinct
+                if reach_n is not None:
+                    extra = max(min(unique * model.sector, reach_n * a.elem) - foot, 0.0)
+                    for kind in ("load", "store"):
+                        if a.kind in (kind, "atomic"):
+                            apart[kind] += extra
+            else:
+                sectors.add(a, _uncoalesced(a, execs, unique, foot, span, thrash, model))
+            if a.lane_stride is not None and a.lane_stride != APART:
                 first = unique * min(abs(a.lane_stride) * a.elem, model.sector)
                 for kind in ("load", "store"):
                     if a.kind in (kind, "atomic"):
@@ -170,8 +188,8 @@ def estimate_traffic(
                 elem,
                 refs_l + refs_s,
                 max(foot_l, foot_s),
-                loaded,
-                stored,
+                loaded + apart["load"],
+                stored + apart["store"],
                 refs_l,
                 (loaded - foot_l, stored - foot_s) if sectors.strided else None,
             )

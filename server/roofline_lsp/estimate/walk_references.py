@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from roofline_lsp.estimate.memory import APART
 from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val, host_constant, lane_slope
 from roofline_lsp.estimate.walk_branches import BranchWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
@@ -114,6 +115,8 @@ class ReferenceWalker(BranchWalker):
             if bvar is not None and bvar.buffer:
                 bs = lane_slope(bvar, lane)  # a pointer that moves with the lane
                 stride = None if bs is None else stride + bs
+        if stride and self.cursor.pinned_lane:
+            stride = APART  # the lanes taking the branch are apart: a sector each
         interval = None
         if len(idx_vals) == 1 and not moved:
             # the index alone spans [lo, hi] (the base pointer does not move with threads);

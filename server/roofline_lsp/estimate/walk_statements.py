@@ -13,7 +13,7 @@ from tree_sitter import Node
 from roofline_lsp.detect.pragmas import acc_loop_sharing, parse_pragma
 from roofline_lsp.detect.treewalk import enclosing_function
 from roofline_lsp.estimate.macro_expansion import loop_macro
-from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var
+from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var, lane_slope
 from roofline_lsp.estimate.walk_loops import LoopWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, instantiate, teams_only
 from roofline_lsp.syntax.datatypes import UNKNOWN, DataType
@@ -25,6 +25,7 @@ from roofline_lsp.syntax.expr import (
     has_effects,
     reads_memory,
     text,
+    unparenthesized,
 )
 
 
@@ -270,8 +271,13 @@ class StatementWalker(LoopWalker):
         if cons is not None and p > 0:
             self.cursor.w = saved * p
             self.cursor.scopes.append({})
-            for part in detached_body(node) or [cons]:
-                cont_a = self.stmt(part)
+            pinned = self.cursor.pinned_lane
+            self.cursor.pinned_lane = pinned or (cond is not None and self.pins_lane(inner))
+            try:
+                for part in detached_body(node) or [cons]:
+                    cont_a = self.stmt(part)
+            finally:
+                self.cursor.pinned_lane = pinned
             self.cursor.scopes.pop()
         if alt is not None and p < 1:
             self.cursor.w = saved * (1 - p)
@@ -280,6 +286,24 @@ class StatementWalker(LoopWalker):
             self.cursor.scopes.pop()
         self.cursor.w = saved
         return p * cont_a + (1 - p) * cont_b
+
+    def pins_lane(self, cond: Node) -> bool:
+        """``iz == 0`` with iz moving across the lanes of a warp (a face of a grid): one
+        lane value takes the branch."""
+        cond = unparenthesized(cond)
+        if cond.type != "binary_expression":
+            return False
+        op = cond.child_by_field_name("operator")
+        left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+        if op is None or op.type != "==" or left is None or right is None:
+            return False
+        a, b = self.expr_quiet(left), self.expr_quiet(right)
+        lane = self.par.lane
+        for moving, fixed in ((a, b), (b, a)):
+            slope = lane_slope(moving, lane)
+            if slope and lane not in fixed.deps:  # (``row == col``: both move, no face)
+                return True
+        return False
 
     def switch_stmt(self, node: Node) -> float:
         self.set_line(node)
