@@ -1231,20 +1231,14 @@ def _copied_to_device(call: Node, ctx: HostContext, argv: list[str]) -> None:
         if _HOST_TO_DEVICE.fullmatch(text(name)) is None:
             call = args[0]  # the copy an error check wraps
             continue
-        source = _ADDRESS_OF.fullmatch(text(args[1])) if len(args) > 1 else None
         dst = text(args[0]).strip()
         if not NAME.fullmatch(dst):
             return
         for key in [k for k in ctx.texts if k == f"{dst}[0]" or k.startswith(dst + "->")]:
             _assign(ctx, key, "", argv)  # what the buffer held before
-        if source is None:
-            return
-        host = source.group(1)
-        v = ctx.value(host)
-        if v is not None:
-            _assign(ctx, f"{dst}[0]", repr(v), argv)
-        for f, fv in struct_fields(ctx, host, dst).items():
-            _assign(ctx, f"{dst}->{f[len(dst) + 1 :]}", repr(fv), argv)
+        if len(args) > 1:  # ``&p``: as ``d_p = &p`` would point
+            _point_at(ctx, ctx, dst, text(args[1]))
+            ctx._cache.clear()
         return
 
 

@@ -490,7 +490,7 @@ class CallWalker(GroupWalker):
         params = function_params(fnode) if not closure else _lambda_params(fnode)
         outputs = output_params(fnode)
         vals = evaluated or [
-            self.lvalue(a, "store") if i in outputs and _is_lvalue(a) else self.expr(a)
+            self.lvalue(a, "store") if i in outputs and is_lvalue(a) else self.expr(a)
             for i, a in enumerate(args)
         ]
         if not closure:
@@ -762,7 +762,7 @@ def output_params(fn: Node) -> frozenset[int]:
     return frozenset(out)
 
 
-def _is_lvalue(arg: Node) -> bool:
+def is_lvalue(arg: Node) -> bool:
     """An element of memory: ``a[i]``, ``s.f``/``p->f``, ``*p``."""
     if arg.type == "pointer_expression":
         op = arg.child_by_field_name("operator")

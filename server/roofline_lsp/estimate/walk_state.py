@@ -115,6 +115,8 @@ def instantiate(
     """A variable of a struct template's instantiation (``Param<float> p``): its fields'
     types with the arguments in (``p.src`` is a ``float *``), as ``structs`` entry
     ``Param<float>``, which ``var`` names (``var.tname``)."""
+    if "<" not in type_text:
+        return  # no template's arguments (most declarations: no pattern to match)
     instance = instance_fields(type_text, structs, templates)
     if instance is not None:
         structs.setdefault(*instance)

@@ -14,6 +14,7 @@ from roofline_lsp.detect.pragmas import acc_loop_sharing, parse_pragma
 from roofline_lsp.detect.treewalk import enclosing_function
 from roofline_lsp.estimate.macro_expansion import loop_macro
 from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var, lane_slope
+from roofline_lsp.estimate.walk_calls import is_lvalue
 from roofline_lsp.estimate.walk_loops import LoopWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, instantiate, teams_only
 from roofline_lsp.syntax.datatypes import UNKNOWN, DataType
@@ -77,12 +78,8 @@ class StatementWalker(LoopWalker):
             frame = self.cursor.frames[-1]
             for c in node.named_children:
                 # a returned reference the caller stores through: the element it names
-                lvalue = frame.kind != "load" and c.type in (
-                    "subscript_expression",
-                    "field_expression",
-                    "pointer_expression",
-                )
-                v = self.lvalue(c, frame.kind) if lvalue else self.expr(c)
+                stored = frame.kind != "load" and is_lvalue(c)
+                v = self.lvalue(c, frame.kind) if stored else self.expr(c)
                 frame.returns.append(v)
             return 0.0
         if t in ("break_statement", "continue_statement", "goto_statement"):
