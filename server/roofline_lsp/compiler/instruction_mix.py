@@ -11,8 +11,9 @@ that ``ptxas`` emits for sm_86 (checked with ``nvdisasm`` on small kernels):
   MUFU + 7 DFMA + 1 DMUL (15 FLOP) and an FFMA range check (2 FP32 FLOP); ``rcp.rn.f64``
   5 DFMA (10); ``sqrt.rn.f32`` 2 FMUL + 2 FFMA (6); ``sqrt.rn.f64`` 3 DMUL + 5 DFMA (13);
   ``rcp.rn.f32`` 2 FFMA (4). ``sin/cos/ex2/lg2/
-  rsqrt/rcp/sqrt/tanh .approx`` are one special-function (MUFU) instruction each, plus the
-  range-scaling FMULs of the non-``.ftz`` forms.
+  rsqrt/rcp/sqrt/tanh .approx`` are one special-function (MUFU) instruction each; the
+  range-scaling FMULs of the non-``.ftz`` forms are predicated on a denormal or huge input, so
+  they count no FLOP (Nsight counts threads whose predicate is on).
 - Integer (``int_ops``, meant to track ncu's ``smsp__sass_thread_inst_executed_op_integer``):
   integer ``add/sub/mul/mad/mul24/mad24/sad/abs/neg/min/max/popc/clz/bfind/brev/bfe/bfi/fns/
   prmt/lop3/shf/shl/shr/and/or/xor/not/cnot/dp4a/dp2a/setp/set/selp/slct`` on integer types
@@ -289,7 +290,6 @@ def opcode_mix(opcode: str) -> LineMix:
     # floating point
     if t in _FLOAT_PREC and base not in ("cvt",):
         prec, width = _FLOAT_PREC[t]
-        ftz = "ftz" in mods
         approx = "approx" in mods
         if base in ("add", "sub", "mul"):
             return add(**{prec: width, f"flops_{prec}": width})
@@ -326,12 +326,10 @@ def opcode_mix(opcode: str) -> LineMix:
             if prec == "fp64":
                 return add(special=1, fp64=9, flops_fp64=13, int_ops=3, branches=1)
             if approx:
-                return add(special=width) if ftz else add(special=width, fp32=3, flops_fp32=2)
+                return add(special=width)
             return add(special=1, fp32=4, flops_fp32=6, int_ops=2, branches=1)
         if base in ("rsqrt", "ex2", "lg2"):
-            if ftz or prec != "fp32":
-                return add(special=width)
-            return add(special=1, fp32=3, flops_fp32=2)
+            return add(special=width)
         if base in ("sin", "cos"):
             return add(special=width, fp32=1, flops_fp32=1)
         if base == "tanh":
