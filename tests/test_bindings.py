@@ -109,6 +109,63 @@ def test_an_input_struct_made_by_one_function_and_parsed_into_by_another(tmp_pat
     assert values("-s 5000") == (128, 5000)
 
 
+def test_options_parsed_inside_preprocessor_conditionals(tmp_path: Path) -> None:
+    # SimpleMOC's read_CLI: ``if (++i < argc)`` followed by ``#ifdef VERIFY`` / ``n = 1`` /
+    # ``#else`` / ``n = atoi(argv[i])`` / ``#endif``. The parser gives the if an empty body
+    # and the conditional as the next statement; read as the compiler sees it (directive
+    # lines gone), "-s 5000" sets segments to 5000. VERIFY is defined nowhere in the files:
+    # a -D flag may set it, so both branches stay as written. FAST is defined in the file:
+    # the #else branch (egroups = 7) is dropped and the default 128 holds without "-e"
+    # (whose test, in the else of the "-s" test, is not under "-s").
+    files = {
+        "io.cu": (
+            "#include <stdlib.h>\n#include <string.h>\n#define FAST\n"
+            "typedef struct { int egroups; int segments; } Input;\n"
+            "void read_CLI(int argc, char *argv[], Input *input) {\n"
+            "#ifndef FAST\n"
+            "  input->egroups = 7;\n"
+            "#endif\n"
+            "  for (int i = 1; i < argc; i++) {\n"
+            "    char *arg = argv[i];\n"
+            '    if (strcmp(arg, "-s") == 0) {\n'
+            "      if (++i < argc)\n"
+            "#ifdef VERIFY\n"
+            "        input->segments = 1;\n"
+            "#else\n"
+            "        input->segments = atoi(argv[i]);\n"
+            "#endif\n"
+            '    } else if (strcmp(arg, "-e") == 0) {\n'
+            "      if (++i < argc) input->egroups = atoi(argv[i]);\n"
+            "    }\n"
+            "  }\n"
+            "}\n"
+            "__global__ void att(float *f, int egroups, int segments) {}\n"
+            "Input *set_default_input(void) {\n"
+            "  Input *I = (Input *)malloc(sizeof(Input));\n"
+            "  I->egroups = 128;\n"
+            "  I->segments = 1000;\n"
+            "  return I;\n"
+            "}\n"
+            "int main(int argc, char **argv) {\n"
+            "  Input *I = set_default_input();\n"
+            "  read_CLI(argc, argv, I);\n"
+            "  float *f;\n"
+            "  att<<<(I->segments + 127) / 128, 128>>>(f, I->egroups, I->segments);\n"
+            "}\n"
+        ),
+    }
+
+    def values(args: str | None) -> tuple[float | None, float | None]:
+        ctx = ctx_for(tmp_path, files, "io.cu", args=args)
+        return ctx.get("egroups"), ctx.get("segments")
+
+    assert values("-s 5000 -e 64") == (64, 5000)
+    assert values("-s 5000") == (128, 5000)
+    # FAST defined nowhere: the build may leave it undefined, so ``egroups = 7`` is kept
+    files["io.cu"] = files["io.cu"].replace("#define FAST\n", "")
+    assert values("-s 5000") == (7, 5000)
+
+
 def test_a_region_in_a_header_included_inside_a_function(tmp_path: Path) -> None:
     # hybridsort's OpenMP port: kernel_hist.h is a fragment (a target region) that
     # sort.c includes inside bucketSort(float *d, int listsize); main calls

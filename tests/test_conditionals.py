@@ -4,7 +4,7 @@ fixture and on small sources."""
 from pathlib import Path
 
 from roofline_lsp.detect.kernels import detect
-from roofline_lsp.syntax.conditionals import branch_taken, defined_before
+from roofline_lsp.syntax.conditionals import active_text, branch_taken, defined_before, file_defined
 from roofline_lsp.syntax.parsing import parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "detect"
@@ -97,3 +97,28 @@ def test_enumerators_and_constants_come_from_the_branch_taken_too(tmp_path: Path
     det = detect(path.read_bytes(), str(path))
     assert (det.constants["NU"], det.constants["NE"]) == ("4", "16")
     assert "local" not in det.constants  # a function's locals are read per launch site
+
+
+def test_active_text_is_what_the_compiler_reads() -> None:
+    # DEBUG is defined in the file (its #else goes), VERIFY nowhere (a -D flag may define
+    # it: both branches stay), ``#if 0`` goes; directive lines become blanks, newlines stay
+    src = (
+        b"#define DEBUG 1\n"
+        b"void f(int *n) {\n"
+        b"#ifdef DEBUG\n  n[0] = 1;\n#else\n  n[0] = 2;\n#endif\n"
+        b"#ifdef VERIFY\n  n[1] = 3;\n#else\n  n[1] = 4;\n#endif\n"
+        b"#if 0\n  n[2] = 5;\n#endif\n"
+        b"}\n"
+    )
+    fn = next(n for n in parse(src).root_node.named_children if n.type == "function_definition")
+    got = active_text(fn, file_defined(fn))
+    assert got.count("\n") == fn.text.count(b"\n")  # lines keep their numbers
+    assert got.split() == ["void", "f(int", "*n)", "{", "n[0]", "=", "1;"] + [
+        "n[1]",
+        "=",
+        "3;",
+        "n[1]",
+        "=",
+        "4;",
+        "}",
+    ]

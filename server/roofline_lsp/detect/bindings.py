@@ -52,6 +52,7 @@ from roofline_lsp.syntax.cexpr import (
     run_for_effects,
     split_args,
 )
+from roofline_lsp.syntax.conditionals import Defined, active_text, dropped, file_defined
 from roofline_lsp.syntax.datatypes import parse_type, type_name
 from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.expr import (
@@ -377,6 +378,7 @@ def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
     body = fn.child_by_field_name("body")
     if body is None:
         return out
+    defined: Defined | None = None  # the file's #defines, read at the first conditional
     stack: list[tuple[Node, int]] = [(body, 0)]
     while stack:
         node, depth = stack.pop()
@@ -405,6 +407,9 @@ def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
         if t in _STMT_CONTAINERS:
             d = depth + (1 if t in ("for_statement", "while_statement", "do_statement") else 0)
             kids = node.named_children
+            if t.startswith("preproc_"):  # only the branch the preprocessor keeps
+                defined = defined or file_defined(fn)
+                kids = [c for c in kids if not dropped(c, defined)]
             for c in reversed(kids):
                 stack.append((c, d))
     out.sort(key=lambda x: statement_at(x[0]))
@@ -449,7 +454,15 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
     for node, depth in host_statements(fn, stop):
         if statement_at(node) < stop:
             _scan_statement(node, depth, fn, ctx, argv)
-    _options(text(fn), ctx, argv)
+    _options(compiled_text(fn), ctx, argv)
+
+
+def compiled_text(fn: Node) -> str:
+    """``fn``'s text without the preprocessor's dropped branches and directive lines
+    (``conditionals.active_text``): what option parsing and allocations are read from."""
+    if fn.text is None or b"#" not in fn.text:
+        return text(fn)
+    return active_text(fn, file_defined(fn))
 
 
 def method_class(fn: Node) -> str:
@@ -1082,7 +1095,7 @@ def _call_effects(
     _EFFECT_DEPTH[0] += 1
     try:
         _scan_function(callee, callee.end_byte, sub, argv)
-        _options(text(callee), sub, argv)  # (``read_CLI(argc, argv, input)``)
+        _options(compiled_text(callee), sub, argv)  # (``read_CLI(argc, argv, input)``)
     finally:
         _EFFECT_DEPTH[0] -= 1
     out: dict[str, str] = {}
@@ -1711,13 +1724,17 @@ def _option_given(node: Node, fn: Node, argv: list[str]) -> bool:
     ``case 's':`` of a getopt loop, the ``if (!strcmp(argv[i], "-n"))`` around it); True
     when no option name is found around it."""
     names: set[str] = set()
-    p = node.parent
+    child, p = node, node.parent
     while p is not None and p != fn:
         if p.type == "case_statement" and (value := p.child_by_field_name("value")) is not None:
             names.add(text(value).strip("'"))
-        elif p.type == "if_statement" and (cond := p.child_by_field_name("condition")):
+        elif (
+            p.type == "if_statement"
+            and (cond := p.child_by_field_name("condition"))
+            and p.child_by_field_name("alternative") != child
+        ):  # (an ``else if`` for "-e" is not in the option "-s" its first test names)
             names.update(n.lstrip("-") for n in _OPTION_NAME.findall(text(cond)))
-        p = p.parent
+        child, p = p, p.parent
     given = {t.lstrip("-").partition("=")[0] for t in argv if t.startswith("-")}
     return not names or bool(names & given)
 
@@ -2670,7 +2687,7 @@ def _host_scope(
             looked: list[str] = []
             _bind_callers(fn, detection, ctx, argv, 0, view, looked)
             _declare_params(fn, ctx)
-            fn_text = text(fn)
+            fn_text = compiled_text(fn)
             scan = _FunctionScan(
                 _siblings_seen(looked, view),
                 fn_text,

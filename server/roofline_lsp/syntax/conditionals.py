@@ -113,3 +113,87 @@ def _truth(node: Node, defined: Defined, values: Mapping[str, str], at: int) -> 
             return None
     v = evaluate(expr, env)
     return None if v is None else v != 0
+
+
+_BRANCHES = _CONDITIONALS | {"preproc_else"}
+
+
+def file_defined(node: Node) -> Defined:
+    """``defined`` for the file holding ``node``, from its own ``#define``s: a name it
+    defines is defined from there on; a name it never defines is unknown (the files it
+    includes or the build's ``-D`` flags may define it: ``OMP_TARGET``, ``VERIFY``)."""
+    root = node
+    while root.parent is not None:
+        root = root.parent
+    starts: dict[str, list[int]] = {}
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type in ("preproc_def", "preproc_function_def"):
+            name = n.child_by_field_name("name")
+            if name is not None:
+                starts.setdefault(text(name), []).append(n.start_byte)
+        elif n.type in ("translation_unit", "declaration_list", "linkage_specification") or (
+            n.type in _BRANCHES
+        ):
+            stack.extend(n.named_children)
+    known = defined_before(starts, set())
+
+    def defined(name: str, at: int) -> bool | None:
+        return known(name, at) if name in starts else None
+
+    return defined
+
+
+def _branch_parts(node: Node) -> list[Node]:
+    """What a conditional's branch holds: its children other than the condition, the
+    name and the alternative."""
+    skip = {
+        c.id
+        for f in ("condition", "name", "alternative")
+        if (c := node.child_by_field_name(f)) is not None
+    }
+    return [c for c in node.named_children if c.id not in skip]
+
+
+def dropped(node: Node, defined: Defined) -> bool:
+    """Whether ``node``, a part of a conditional's branch, is on a branch the preprocessor
+    drops (an undecidable condition drops nothing)."""
+    return branch_taken(node, defined, {}) is False
+
+
+def active_text(node: Node, defined: Defined) -> str:
+    """``node``'s text as the compiler sees it: the directive lines of its conditionals
+    (``#ifdef VERIFY``, ``#else``, ``#endif``) and the branches the preprocessor drops are
+    blanked (newlines kept), so ``if (++i < argc) <#ifdef VERIFY: n = 1; #else: n =
+    atoi(argv[i]); #endif>`` reads ``if (++i < argc) n = atoi(argv[i]);``."""
+    src = bytearray(node.text or b"")
+    base = node.start_byte
+
+    def blank(start: int, end: int) -> None:
+        for i in range(max(start - base, 0), min(end - base, len(src))):
+            if src[i] not in (10, 13):
+                src[i] = 32
+
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type in _BRANCHES:
+            parts = _branch_parts(n)
+            # the directive line: from the ``#`` to the first part (or the alternative)
+            alt = n.child_by_field_name("alternative")
+            firsts = [p.start_byte for p in parts] + ([alt.start_byte] if alt else [])
+            blank(n.start_byte, min(firsts, default=n.end_byte))
+            for c in n.children:
+                if c.type == "#endif":
+                    blank(c.start_byte, c.end_byte)
+            for p in parts:
+                if dropped(p, defined):
+                    blank(p.start_byte, p.end_byte)
+                else:
+                    stack.append(p)
+            if alt is not None:
+                stack.append(alt)
+        else:
+            stack.extend(n.named_children)
+    return src.decode("utf-8", "replace")
