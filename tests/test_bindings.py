@@ -166,6 +166,35 @@ def test_options_parsed_inside_preprocessor_conditionals(tmp_path: Path) -> None
     assert values("-s 5000") == (7, 5000)
 
 
+def test_an_extern_global_another_file_defines(tmp_path: Path) -> None:
+    # dslash's layout: lattice.h declares ``extern size_t even_sites;``, main.cpp defines
+    # ``size_t sites = LDIM*LDIM*LDIM*LDIM; size_t even_sites = sites / 2;`` with LDIM 8
+    # from the header, and kernels.cpp's region runs over even_sites: 8^4 / 2 = 2048. A name
+    # the file declares extern that no file defines with a value stays unknown.
+    files = {
+        "lattice.h": (
+            "#include <stddef.h>\n#define LDIM 8\n"
+            "extern size_t even_sites;\nextern int rank;\n"
+        ),
+        "main.cpp": (
+            '#include "lattice.h"\n'
+            "size_t sites = LDIM*LDIM*LDIM*LDIM;\nsize_t even_sites = sites / 2;\nint rank;\n"
+            "void run(double *a);\nint main() { double a[4096]; run(a); }\n"
+        ),
+        "kernels.cpp": (
+            '#include "lattice.h"\n'
+            "void run(double *a) {\n"
+            "  size_t n = even_sites;\n"
+            "  #pragma omp target teams distribute parallel for map(tofrom: a[0:n])\n"
+            "  for (size_t s = 0; s < n; s++) a[s] += rank;\n"
+            "}\n"
+        ),
+    }
+    ctx = ctx_for(tmp_path, files, "kernels.cpp")
+    assert ctx.get("n") == 2048
+    assert ctx.get("rank") is None
+
+
 def test_a_region_in_a_header_included_inside_a_function(tmp_path: Path) -> None:
     # hybridsort's OpenMP port: kernel_hist.h is a fragment (a target region) that
     # sort.c includes inside bucketSort(float *d, int listsize); main calls

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
 import shlex
 from collections import OrderedDict
@@ -68,7 +69,13 @@ from roofline_lsp.syntax.expr import (
     trips,
 )
 from roofline_lsp.syntax.hints import parse_hints
-from roofline_lsp.syntax.sources import SourceReader, SourceView, source_view
+from roofline_lsp.syntax.sources import (
+    LOCAL_INCLUDE,
+    SourceReader,
+    SourceView,
+    read_from_disk,
+    source_view,
+)
 
 Dim3 = tuple[int, int, int]
 
@@ -2134,6 +2141,40 @@ def _program_context(
     return ctx
 
 
+# ``extern size_t even_sites_on_node;``: a global another file of the program defines
+_EXTERN = re.compile(rb"^[ \t]*extern\s+(?!\"C)[\w:<>\s*&]+?\b([A-Za-z_]\w*)\s*;", re.M)
+
+
+def _extern_globals(detection: Detection, ctx: HostContext, view: SourceView | None) -> None:
+    """The values of the globals the file (or a header it includes) declares ``extern`` and
+    a sibling file defines with an initializer (``size_t even_sites_on_node =
+    sites_on_node / 2;`` in main.cpp), with that file's constants they are written in."""
+    sources = [detection.source]
+    folder = os.path.dirname(detection.file)
+    for m in LOCAL_INCLUDE.finditer(detection.source):
+        path = os.path.join(folder, m.group(1).decode("utf-8", "replace"))
+        data = view(path) if view is not None else read_from_disk(path)
+        if data is not None:
+            sources.append(data)
+    names = {
+        m.group(1).decode() for src in sources if b"extern" in src for m in _EXTERN.finditer(src)
+    }
+    names -= ctx.texts.keys()
+    if not names:
+        return
+    pat = re.compile(
+        rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\s*="
+    )
+    for u in units_mentioning(detection.file, pat, view):
+        if names & u.detection.constants.keys():
+            for name, value in u.detection.constants.items():
+                ctx.texts.setdefault(name, value)
+            names -= u.detection.constants.keys()
+            ctx._cache.clear()
+        if not names:
+            return
+
+
 def host_context(
     kernel: Kernel,
     detection: Detection,
@@ -2150,6 +2191,7 @@ def host_context(
     view = source_view(read)
     argv = argv_of(args)
     ctx = _program_context(detection, argv, device=device)
+    _extern_globals(detection, ctx, view)
     hints: dict[str, str | float] = dict(parse_hints(detection.source))
     if values:
         hints.update(values)
