@@ -173,8 +173,7 @@ def test_an_extern_global_another_file_defines(tmp_path: Path) -> None:
     # the file declares extern that no file defines with a value stays unknown.
     files = {
         "lattice.h": (
-            "#include <stddef.h>\n#define LDIM 8\n"
-            "extern size_t even_sites;\nextern int rank;\n"
+            "#include <stddef.h>\n#define LDIM 8\nextern size_t even_sites;\nextern int rank;\n"
         ),
         "main.cpp": (
             '#include "lattice.h"\n'

@@ -510,3 +510,37 @@ def test_a_grid_stride_loop_over_fewer_elements_than_threads(gpu, tmp_path: Path
         a = count(gpu, tmp_path, src, values={"size": size}, block=(64, 1, 1), grid=(65536, 1, 1))
         (loop,) = a.counts.loops
         assert (loop.trips, loop.source) == (pytest.approx(expected, rel=1e-3), "grid-stride")
+
+
+def test_a_loop_over_one_row_runs_the_average_row(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # CSR SpMV: 1000 rows (rowptr holds 1001 offsets), 64000 nonzeros in cols and vals.
+    # Each row's count is data; over the rows they sum to the nonzeros: 64000 / 1000 = 64
+    # trips, through locals (k) or the offsets themselves (j), or from 0 (m). A loop
+    # over a bound read from memory that is no row (t) keeps the default.
+    src = (
+        "__global__ void spmv(const int *rowptr, const int *cols, const float *vals,\n"
+        "                     const float *x, float *y, const int *len) {\n"
+        "  int r = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (r >= 1000) return;\n"
+        "  float s = 0.f;\n"
+        "  int beg = rowptr[r], end = rowptr[r + 1];\n"
+        "  for (int k = beg; k < end; k++) s += vals[k] * x[cols[k]];\n"
+        "  for (int j = rowptr[r]; j < rowptr[r + 1]; ++j) s += vals[j];\n"
+        "  for (int m = 0; m < rowptr[r + 1] - rowptr[r]; m++) s += vals[beg + m];\n"
+        "  for (int t = 0; t < len[r]; t++) s += x[t];\n"
+        "  y[r] = s;\n"
+        "}\n"
+        "int main() {\n"
+        "  int *rowptr, *cols, *len; float *vals, *x, *y;\n"
+        "  cudaMalloc(&rowptr, 1001 * sizeof(int));\n"
+        "  cudaMalloc(&cols, 64000 * sizeof(int));\n"
+        "  cudaMalloc(&vals, 64000 * sizeof(float));\n"
+        "  spmv<<<4, 256>>>(rowptr, cols, vals, x, y, len);\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src)
+    trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
+    assert trips["k"] == (pytest.approx(64.0), "average over the rows")
+    assert trips["j"] == (pytest.approx(64.0), "average over the rows")
+    assert trips["m"] == (pytest.approx(64.0), "average over the rows")
+    assert trips["t"] == (16, "default")

@@ -279,6 +279,7 @@ def analyze(
             for name, type_text in detection.constant_types.items()
             if (t := parse_type(type_text, aliases)).is_float and not t.pointer
         },
+        extents=ctx.extents,
     )
     body = kernel.body
     if offload:

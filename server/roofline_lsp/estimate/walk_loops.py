@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from roofline_lsp.estimate import costs
+from roofline_lsp.estimate.row_ranges import row_range
 from roofline_lsp.estimate.thread_counts import Loop
 from roofline_lsp.estimate.value_domain import (
     DATA,
@@ -261,7 +262,7 @@ class LoopWalker(CallWalker):
             else:
                 self.expr(init)
         hdr = loop_header(node)
-        n, source, start_val = self.trip_count(hdr)
+        n, source, start_val = self.trip_count(hdr, node)
         hinted = hinted_trips(node)
         if hinted is not None:
             n, source = hinted, "hint"
@@ -419,7 +420,9 @@ class LoopWalker(CallWalker):
         v = self.expr_quiet(hdr.step)
         return v.val
 
-    def trip_count(self, hdr: LoopHeader | None) -> tuple[float, str, float | None]:
+    def trip_count(
+        self, hdr: LoopHeader | None, loop: Node | None = None
+    ) -> tuple[float, str, float | None]:
         """Trips per execution of the loop, where the number came from, and the start's
         (mean) value."""
         if hdr is None or hdr.bound is None and hdr.step_op not in (">>", "/", "-"):
@@ -434,6 +437,10 @@ class LoopWalker(CallWalker):
             sv, sdeps = start.val, start.deps
         bound = self.expr_quiet(hdr.bound) if hdr.bound is not None else Val(INT, NOTHING, 0.0)
         step = self.expr_quiet(hdr.step) if hdr.step is not None else Val(INT, NOTHING, 1.0)
+        if (DATA in bound.deps or DATA in sdeps) and loop is not None:
+            average = self.row_average(hdr, loop)
+            if average is not None:
+                return average, "average over the rows", sv
         if sv is None or bound.val is None or step.val is None:
             return self.default(self.inputs.settings.default_trips), "default", sv
         if DATA in bound.deps or DATA in step.deps or DATA in sdeps:
@@ -463,6 +470,24 @@ class LoopWalker(CallWalker):
         if n > 1e9:
             n = 1e9
         return n, source, sv
+
+    def row_average(self, hdr: LoopHeader, loop: Node) -> float | None:
+        """A loop over one row of a compressed layout (``row_ranges.py``): the items over
+        the rows, from the lengths the host gave the arrays."""
+        rows = row_range(hdr, loop)
+        if rows is None:
+            return None
+
+        def length(array: Node) -> float | None:
+            buffer = self.expr_quiet(array).buffer
+            n = self.inputs.extents.get(buffer) if buffer else None
+            return n if n is not None and math.isfinite(n) and n > 0 else None
+
+        offsets = length(rows.offsets)
+        items = [n for a in rows.items if (n := length(a))]
+        if offsets is None or offsets < 2 or not items:
+            return None
+        return max(items) / (offsets - 1)
 
     def unknown_bound(self, hdr: LoopHeader | None, source: str) -> tuple[tuple[str, ...], bool]:
         """Why a loop's trip count is a default: the kernel parameters and host names without

@@ -104,6 +104,8 @@ class WalkInputs:
     literal_constants: frozenset[str] = frozenset()
     # the floating type of file-scope constants (``const double dt = 0.1``: double)
     constant_types: Mapping[str, DataType] = field(default_factory=dict)
+    # elements the host allocated or mapped per buffer (``cudaMalloc(&d_a, n * 4)``: n)
+    extents: Mapping[str, float] = field(default_factory=dict)
 
 
 def instantiate(
