@@ -264,6 +264,20 @@ def test_work_hoisted_out_of_a_loop_runs_once_per_entry():
     assert comp.counts.flops["fp32"] == pytest.approx(219.0)
 
 
+# omp_hoisted.c: a collapse(2) region (line 5) over (n - 2) x (m - 2) iterations. Its body
+# (line 8) costs 3 FP64 FLOP per iteration in the PTX (sub, fma); clang hoists the invariant
+# nu / (dx * dx) (DMUL + the division's 15 FP64 FLOP and its FFMA range check, 2 FP32 FLOP)
+# out of each thread's chunk, onto line 10. It runs once per thread: on 256 x 64 = 16384
+# threads, 1024 x 1024 iterations take 1/64 of it each (3 + 16/64 FP64, 2/64 FP32); with
+# 64 x 64 iterations, fewer than the threads, every iteration runs it (3 + 16, 2).
+@pytest.mark.parametrize(("size", "fp64", "fp32"), [(1026.0, 3.25, 2 / 64), (66.0, 19.0, 2.0)])
+def test_work_hoisted_out_of_a_threads_chunk_runs_once_per_thread(size, fp64, fp32):
+    inputs = Inputs(block=(256, 1, 1), grid=(64, 1, 1), values=(("n", size), ("m", size)))
+    _src, comp = both("omp_hoisted", inputs, ext=".c")
+    assert comp.counts.flops["fp64"] == pytest.approx(fp64)
+    assert comp.counts.flops["fp32"] == pytest.approx(fp32)
+
+
 # A kernel calling two .func device functions: one straight-line (its per-call cost is added
 # on the call line), one with a loop (line weights unknown: the call line keeps its source
 # counts). Hand-written PTX.

@@ -33,7 +33,10 @@ Mapping PTX lines onto the counter's lines:
 - Code the compiler hoisted out of a loop (a loop-invariant ``sqrtf(a) / b`` computed once
   before it) sits outside the loop's natural loop in the PTX control-flow graph
   (``ptx_parser.CfgLoop``): its FLOPs run once per entry of the loop, so the substitution
-  divides them by the loop's trip count (``KernelPtx.placed``, ``loop_bodies``).
+  divides them by the loop's trip count (``KernelPtx.placed``, ``loop_bodies``). Out of an
+  OpenMP work-shared loop (the PTX loop over a thread's chunk, in the same function: a body
+  outlined into a function the loop calls runs with it) they run once per thread, a share
+  threads / iterations of each iteration (``loop_functions``).
 - A constant loop the counting build unrolled anyway (``#pragma unroll`` forces clang's and
   NVVM's unrollers) has no PTX loop of its own: its body lines hold one copy per trip, so
   the substitution divides them by the trip count (``ptx_substitution._unrolled_copies``).
@@ -98,9 +101,12 @@ class KernelPtx:
     # each line's counts split by the natural loops its instructions sit in: a line's code the
     # compiler hoisted out of a loop runs once per entry of the loop, not every iteration
     loop_bodies: tuple[frozenset[int], ...] = ()
+    # (each part of a line also holds ``-1 - f`` for the function ``f`` it sits in, and
+    # ``loop_functions`` the function of each loop: code outside a loop of its own function)
     placed: Mapping[int, tuple[tuple[frozenset[int], tuple[int, int, int, int]], ...]] = field(
         default_factory=dict, compare=False
     )
+    loop_functions: tuple[int, ...] = ()
     others: tuple[KernelPtx, ...] = ()  # other instantiations of a template kernel
 
     def flop_mix(self) -> tuple[int, int, int]:
@@ -346,15 +352,18 @@ def _kernel_ptx(
     lines: dict[int, LineMix] = {}
     placed: dict[int, dict[frozenset[int], LineMix]] = {}
     loop_bodies: list[frozenset[int]] = []
+    loop_functions: list[int] = []
     fallback: set[int] = set()
-    for name in order:
+    for index, name in enumerate(order):
         f = module.functions[name]
         ids = range(len(loop_bodies), len(loop_bodies) + len(f.cfg_loops))
         loop_bodies += [frozenset(k[1] for k in lp.lines if in_span(k)) for lp in f.cfg_loops]
+        loop_functions += [index] * len(f.cfg_loops)
         here = _own_lines(f, in_span, ids)
         if here is None:
             return None
-        for (key, where), mix in here.items():
+        for (key, in_loops), mix in here.items():
+            where = in_loops | {-1 - index}
             ln = key[1]
             add = mix
             for c in mix.calls:
@@ -403,6 +412,7 @@ def _kernel_ptx(
         per_body,
         tuple(loop_bodies),
         {ln: tuple((w, line_quad(m)) for w, m in at.items()) for ln, at in placed.items()},
+        tuple(loop_functions),
     )
 
 

@@ -57,19 +57,26 @@ def _holds(lp: Loop, body: frozenset[int]) -> bool:
     return sum(lp.line <= x <= lp.end_line for x in body) >= _MOSTLY * len(body)
 
 
-def _ptx_loops_of(loops: tuple[Loop, ...], ptx: KernelPtx) -> dict[int, frozenset[int]]:
-    """For each sequential source loop (its line), the natural loops of the PTX (ids) compiled
-    from it: those whose body lines it is the innermost source loop to hold (most of them: a
-    stale line number of a hoisted address computation may sit in a loop body)."""
+def _ptx_loops_of(
+    loops: tuple[Loop, ...], ptx: KernelPtx, runtime_line: int
+) -> dict[int, frozenset[int]]:
+    """For each source loop (its line), the natural loops of the PTX (ids) compiled from it:
+    those whose body lines it is the innermost source loop to hold (most of them: a stale
+    line number of a hoisted address computation may sit in a loop body). A work-shared
+    loop's PTX loop is a thread's chunk of iterations; the OpenMP runtime's calls in it are
+    booked on the region's pragma line (``runtime_line``), which no source loop holds."""
     out: dict[int, set[int]] = {}
-    for i, body in enumerate(ptx.loop_bodies):
+    for i, lines in enumerate(ptx.loop_bodies):
+        body = lines - {runtime_line}
         if not body:
             continue
         holding = [lp for lp in loops if _holds(lp, body)]
         if holding:
             inner = max(holding, key=lambda lp: lp.line)
-            if not inner.parallel:
-                out.setdefault(inner.line, set()).add(i)
+            # a thread's chunk of a ``collapse``d nest: of every work-shared loop holding it
+            joined = [lp for lp in holding if lp.parallel] if inner.parallel else [inner]
+            for lp in joined:
+                out.setdefault(lp.line, set()).add(i)
     return {ln: frozenset(ids) for ln, ids in out.items()}
 
 
@@ -108,10 +115,13 @@ def _in_place(
     ptx: KernelPtx,
     loops: tuple[Loop, ...],
     compiled: Mapping[int, frozenset[int]],
+    chunk_share: float,
 ) -> tuple[float, float, float, float]:
     """The counts of line ``ln`` for one execution of the line, its FLOPs the compiler hoisted
     out of an enclosing loop (outside every natural loop compiled from it) divided by the loop's
-    trip count: they run once per entry of the loop, while the line runs every iteration.
+    trip count: they run once per entry of the loop, while the line runs every iteration. Out
+    of a work-shared loop they run once per thread's chunk: ``chunk_share`` of the iterations
+    (threads / iterations, at most 1), once for the loops a ``collapse`` joins.
     Integer instructions keep the line's weight: dividing them too moved dev's integer counts
     away from the measured ones (within 2x: 58.6 -> 58.2%) and lost a kernel on val."""
     around = [
@@ -123,13 +133,24 @@ def _in_place(
     out = [0.0, 0.0, 0.0, 0.0]
     for where, quad in parts:
         share = 1.0
+        if any(lp.parallel and _hoisted(where, compiled[lp.line], ptx) for lp in around):
+            share = chunk_share
         for lp in around:
-            if not where & compiled[lp.line]:
+            if not lp.parallel and not where & compiled[lp.line]:
                 share /= max(lp.trips, 1.0)
         for i in range(3):
             out[i] += quad[i] * share
         out[3] += quad[3]
     return (out[0], out[1], out[2], out[3])
+
+
+def _hoisted(where: frozenset[int], loops: frozenset[int], ptx: KernelPtx) -> bool:
+    """Whether code placed ``where`` (its natural loops and ``-1 - function``) sits outside
+    ``loops`` in their own function: hoisted out of them. Code of another function (an
+    outlined body the loop calls) runs with the loop."""
+    return not where & loops and any(
+        -1 - ptx.loop_functions[i] in where for i in loops if i < len(ptx.loop_functions)
+    )
 
 
 def substitute(
@@ -139,10 +160,13 @@ def substitute(
     unroll_default: float = UNROLL_DEFAULT,
     *,
     flops_only: bool = False,
+    chunk_share: float = 1.0,
 ) -> ThreadCounts:
     """``counts`` with FLOPs and integer instructions from ``ptx`` line by line (see the module
     docstring); accesses, loops and weights unchanged. ``flops_only``: the integer
-    instructions stay the counter's, line by line."""
+    instructions stay the counter's, line by line. ``chunk_share``: GPU threads over the
+    work-shared iterations (at most 1), how often code hoisted out of a work-shared loop
+    runs per iteration."""
     ptx = pick_instantiation(counts, ptx)
     lo, hi = kernel.line, max(kernel.end_line, kernel.line)
     weights = counts.weights
@@ -153,7 +177,7 @@ def substitute(
     keep |= {lp.line for lp in counts.loops if lp.parallel}
     # the kernel's own loops (a callee's loops have lines of another function)
     own_loops = tuple(lp for lp in counts.loops if lo <= lp.line and lp.end_line <= hi)
-    compiled = _ptx_loops_of(own_loops, ptx)
+    compiled = _ptx_loops_of(own_loops, ptx, kernel.line)
     copies = _unrolled_copies(own_loops, ptx)
     new: dict[int, tuple[float, float, float, float]] = {}
     for ln, row in counts.lines.items():
@@ -166,7 +190,7 @@ def substitute(
         line = line_quad(mix)
         lp = loops.get(ln)
         if lp is None or lp.parallel:
-            q = _in_place(ln, line, ptx, own_loops, compiled)
+            q = _in_place(ln, line, ptx, own_loops, compiled, chunk_share)
             w /= copies.get(ln, 1.0)
             new[ln] = (q[0] * w, q[1] * w, q[2] * w, q[3] * w)
             continue

@@ -343,7 +343,12 @@ def analyze(
         counts = counter.result(threads)
     if compiled is not None and compiled.ptx is not None:
         counts = substitute(
-            counts, kernel, compiled.ptx, settings.unroll_default, flops_only=compiled.flops_only
+            counts,
+            kernel,
+            compiled.ptx,
+            settings.unroll_default,
+            flops_only=compiled.flops_only,
+            chunk_share=min(1.0, gpu_threads / threads) if offload and threads > 0 else 1.0,
         )
     mem = estimate_traffic(
         counts,
