@@ -53,6 +53,15 @@ def test_vector_loads_and_stores_move_sixteen_bytes(gpu: GpuProfile) -> None:
     assert _buffer(a, "out") == pytest.approx((64 * MIB, 0.0, 64 * MIB))
 
 
+def test_a_device_memcpy_moves_its_element(gpu: GpuProfile) -> None:
+    # 2^20 threads each memcpy one 48-byte Body from in[i] into a local, then the local into
+    # out[i]: 48 MiB read + 48 MiB written (+ the launch floor on the loads)
+    a = _run(gpu, "cache_hints.cu", "copy_struct")
+    assert a.threads == 2**20
+    assert a.memory.bytes_loaded == pytest.approx(48 * MIB + FLOOR)
+    assert a.memory.bytes_stored == pytest.approx(48 * MIB)
+
+
 @pytest.mark.parametrize(
     ("kernel", "fp32", "callee"),
     [

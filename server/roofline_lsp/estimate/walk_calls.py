@@ -56,6 +56,7 @@ MATH_NAMES = set(costs.MATH_F32) | set(costs.MATH_F64)
 # ``*p`` of the pointee's width (a ``float4*`` moves 16 bytes)
 CACHE_LOADS = frozenset(["__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"])
 CACHE_STORES = frozenset(["__stcs", "__stcg", "__stwb", "__stwt"])
+COPIES = frozenset(["memcpy", "__builtin_memcpy"])  # (``std::memcpy``: the short name)
 # ``<stdint.h>``'s integer constant macros: their argument, of the type they name
 _CONSTANT_MACROS = {"INT32_C": INT, "UINT32_C": INT, "INT64_C": LONG, "UINT64_C": LONG}
 OMP_IDS = frozenset(
@@ -150,6 +151,13 @@ class CallWalker(GroupWalker):
             v = self.expr(args[1])
             self.through_pointer(args[0], "store")
             return Val(VOID, v.deps)
+        if short in COPIES and len(args) >= 3:
+            # memcpy(&t, &a[i], sizeof(T)) in device code: a load of the source's element,
+            # a store of the destination's (a copy of one element, the common use)
+            self.expr(args[2])
+            src = self.through_pointer(args[1], "load")
+            self.through_pointer(args[0], "store")
+            return Val(VOID, src.deps)
         if (
             short in ("static_cast", "reinterpret_cast", "const_cast", "bit_cast")
             and fn is not None
