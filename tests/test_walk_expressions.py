@@ -478,3 +478,30 @@ def test_the_c_library_constants_have_their_values_and_types(gpu, tmp_path: Path
         **LAUNCH,
     )
     assert (a.counts.flops["fp64"], a.counts.flops["fp32"]) == (1.0, 2.0)
+
+
+def test_a_team_shared_scalar_keeps_the_range_its_threads_give_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # 1024 blocks of 256 threads. ``base = 16 * (blockIdx.x / 4)`` ranges over [0, 4080]
+    # and ``threadIdx.x / 16`` over [0, 15]: ``base + threadIdx.x / 16 < 4096`` holds for
+    # every thread, so its FMA (2 FP32 FLOP) counts fully, as for the same value in a
+    # local. ``top`` is set again in its loop (a search window): over the loop its value
+    # is no longer the one before it, so ``top < 8`` is a guess (half): 1 FLOP per trip,
+    # 8 trips.
+    src = (
+        "__global__ void k(const float *a, float *out) {\n"
+        "  __shared__ int base;\n"
+        "  __shared__ int top;\n"
+        "  base = 16 * (blockIdx.x / 4);\n"
+        "  top = 0;\n"
+        "  float s = 0.f;\n"
+        "  if (base + threadIdx.x / 16 < 4096) s += a[threadIdx.x] * 2.0f;\n"
+        "  for (int t = 0; t < 8; t++) {\n"
+        "    if (top < 8) s += a[t] * 3.0f;\n"
+        "    top = (int)a[t + 8];\n"
+        "  }\n"
+        "  out[blockIdx.x * 256 + threadIdx.x] = s;\n"
+        "}\n"
+        "int main() { float *a, *o; k<<<1024, 256>>>(a, o); }\n"
+    )
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(1024, 1, 1))
+    assert a.counts.flops["fp32"] == pytest.approx(2.0 + 8 * 2 * 0.5)

@@ -277,7 +277,10 @@ class ExpressionWalker(ReferenceWalker):
         v = self.var(name)
         if v is not None:
             if v.buffer is not None:
-                return Val(v.type, v.deps, v.val, v.buffer, v.space, slope=v.slope)
+                # (a team-shared scalar, ``int begin_A`` of a teams region: the range the
+                # threads' common assignment gave it)
+                rng = v.rng if not v.type.pointer and not v.arrdims else None
+                return Val(v.type, v.deps, v.val, v.buffer, v.space, rng=rng, slope=v.slope)
             return Val(v.type, v.deps, v.val, rng=v.rng, slope=v.slope)
         if name == "warpSize":
             return Val(INT, NOTHING, 32.0)

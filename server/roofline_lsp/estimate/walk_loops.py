@@ -231,6 +231,8 @@ class LoopWalker(CallWalker):
             if v.buffer:
                 if v.type.pointer:  # advanced in the loop (``in += w``): a new address a trip
                     v.deps = v.deps | {dim}
+                elif not v.arrdims:  # a team-shared scalar (``__shared__ int x_top``) too
+                    v.deps, v.val, v.rng = v.deps | {dim}, None, None
                 continue
             v.deps = v.deps | {dim}
             v.val = None
