@@ -467,9 +467,12 @@ def _scan_function(fn: Node, stop: int, ctx: HostContext, argv: list[str]) -> No
 def compiled_text(fn: Node) -> str:
     """``fn``'s text without the preprocessor's dropped branches and directive lines
     (``conditionals.active_text``): what option parsing and allocations are read from."""
-    if fn.text is None or b"#" not in fn.text:
+    if fn.text is None or not _CONDITIONAL_DIRECTIVE.search(fn.text):
         return text(fn)
     return active_text(fn, file_defined(fn))
+
+
+_CONDITIONAL_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(?:if|el|endif)", re.M)
 
 
 def method_class(fn: Node) -> str:
