@@ -28,7 +28,7 @@ from roofline_lsp.advice.nodes import BodyIndex, call_name, declarator_name, ope
 from roofline_lsp.advice.thread_vars import loop_var
 from roofline_lsp.detect.textscan import HIP_INDEX_MACROS
 from roofline_lsp.model.kernel import Kernel
-from roofline_lsp.syntax.expr import text
+from roofline_lsp.syntax.expr import subscript_index, text
 
 Kind = Literal["uniform", "slow", "lane", "varying"]
 _ORDER: dict[str, int] = {"uniform": 0, "slow": 1, "lane": 2, "varying": 3}
@@ -257,7 +257,7 @@ class LaneAnalysis:
         if t == "update_expression":
             return self.of(node.child_by_field_name("argument"))
         if t == "subscript_expression":
-            index = _index(node)
+            index = subscript_index(node)
             return UNIFORM if self.of(index).uniform else VARYING
         if t == "conditional_expression":
             cond = self.of(node.child_by_field_name("condition"))
@@ -384,21 +384,6 @@ def _add(a: Lane, b: Lane) -> Lane:
     if a.kind == "slow" and b.kind == "slow":
         return SLOW
     return VARYING
-
-
-def _index(subscript: Node) -> Node | None:
-    index = subscript.child_by_field_name("indices") or subscript.child_by_field_name("index")
-    if index is None:
-        index = next((c for c in subscript.children if c.type == "subscript_argument_list"), None)
-    if index is not None and index.type == "subscript_argument_list":
-        named = [c for c in index.named_children if c.type != "comment"]
-        return named[0] if len(named) == 1 else index
-    return index
-
-
-def subscript_index(subscript: Node) -> Node | None:
-    """The index expression of ``a[i]`` (``i``)."""
-    return _index(subscript)
 
 
 def _grid_stride(loop: Node) -> bool:

@@ -21,7 +21,7 @@ from roofline_lsp.advice.impact import (
     without_dram_bytes,
 )
 from roofline_lsp.advice.kernel_context import KernelContext
-from roofline_lsp.advice.lanes import int_literal, subscript_index
+from roofline_lsp.advice.lanes import int_literal
 from roofline_lsp.advice.nodes import (
     declarator_name,
     identifiers,
@@ -32,7 +32,7 @@ from roofline_lsp.detect.program import units_mentioning
 from roofline_lsp.detect.treewalk import function_declarator
 from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.model.verdict import LineInstructions
-from roofline_lsp.syntax.expr import root_identifier, text
+from roofline_lsp.syntax.expr import root_identifier, subscript_index, text
 
 SECTOR = 32  # bytes a DRAM access moves at least
 TILE = 16  # the side of a shared-memory tile the RL009 estimate assumes

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from roofline_lsp.syntax.expr import LoopHeader, text, unparenthesized
+from roofline_lsp.syntax.expr import (
+    LoopHeader,
+    binary_operands,
+    subscript_index,
+    text,
+    unparenthesized,
+)
 
 __all__ = ["RowRange", "row_range"]
 
@@ -38,14 +44,11 @@ def row_range(hdr: LoopHeader, loop: Node) -> RowRange | None:
     offsets: Node | None = None
     if hdr.start is not None and (start := _resolved(hdr.start, loop)) is not None:
         offsets = _consecutive(start, bound)
-    if offsets is None and bound is not None and bound.type == "binary_expression":
+    difference = binary_operands(bound, ("-",)) if offsets is None and bound is not None else None
+    if difference is not None and hdr.start is not None and text(hdr.start).strip() == "0":
         # ``j < ptr[r + 1] - ptr[r]`` from 0
-        op = bound.child_by_field_name("operator")
-        left = _resolved(bound.child_by_field_name("left"), loop)
-        right = _resolved(bound.child_by_field_name("right"), loop)
-        starts_at_0 = hdr.start is not None and text(hdr.start).strip() == "0"
-        if op is not None and op.type == "-" and starts_at_0 and right is not None:
-            offsets = _consecutive(right, left)
+        left, right = (_resolved(side, loop) for side in difference)
+        offsets = _consecutive(right, left)
     if offsets is None:
         return None
     body = loop.child_by_field_name("body")
@@ -114,11 +117,8 @@ def _consecutive(first: Node | None, second: Node | None) -> Node | None:
 
 
 def _index(sub: Node) -> str:
-    idx = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
-    if idx is None:
-        return ""
-    s = text(idx).replace(" ", "")
-    return s[1:-1] if s.startswith("[") and s.endswith("]") else s
+    """The index of ``a[e]`` as text without spaces (``r+1``)."""
+    return text(subscript_index(sub)).replace(" ", "")
 
 
 def _indexed_by(body: Node, var: str) -> list[Node]:

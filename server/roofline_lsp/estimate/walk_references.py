@@ -13,7 +13,7 @@ from roofline_lsp.estimate.walk_branches import BranchWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
 from roofline_lsp.syntax.carith import TREE_DIALECT, parse_literal
 from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType
-from roofline_lsp.syntax.expr import has_effects, reads_memory, text
+from roofline_lsp.syntax.expr import binary_operands, has_effects, reads_memory, text
 
 # the values an integer of this many bytes holds, signed or unsigned
 _NARROW = {1: (-128.0, 255.0), 2: (-32768.0, 65535.0)}
@@ -238,12 +238,10 @@ class ReferenceWalker(BranchWalker):
     def _component(self, n: Node) -> tuple[str, float] | None:
         """``nijk * 2`` or ``2 * nijk``: a name whose value is not known, the same for every
         thread and loop trip, times a constant: (the name, the constant)."""
-        if n.type != "binary_expression":
+        sides = binary_operands(n, ("*",))
+        if sides is None:
             return None
-        op = n.child_by_field_name("operator")
-        left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
-        if op is None or op.type != "*" or left is None or right is None:
-            return None
+        left, right = sides
         for name, factor in ((left, right), (right, left)):
             if name.type != "identifier" or factor.type != "number_literal":
                 continue

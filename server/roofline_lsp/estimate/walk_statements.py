@@ -20,6 +20,7 @@ from roofline_lsp.estimate.walk_state import UNFOLLOWED, instantiate, teams_only
 from roofline_lsp.syntax.datatypes import UNKNOWN, DataType
 from roofline_lsp.syntax.expr import (
     array_sizes,
+    binary_operands,
     declarator_stars,
     declared_name,
     detached_body,
@@ -287,14 +288,10 @@ class StatementWalker(LoopWalker):
     def pins_lane(self, cond: Node) -> bool:
         """``iz == 0`` with iz moving across the lanes of a warp (a face of a grid): one
         lane value takes the branch."""
-        cond = unparenthesized(cond)
-        if cond.type != "binary_expression":
+        sides = binary_operands(unparenthesized(cond), ("==",))
+        if sides is None:
             return False
-        op = cond.child_by_field_name("operator")
-        left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-        if op is None or op.type != "==" or left is None or right is None:
-            return False
-        a, b = self.expr_quiet(left), self.expr_quiet(right)
+        a, b = self.expr_quiet(sides[0]), self.expr_quiet(sides[1])
         lane = self.par.lane
         for moving, fixed in ((a, b), (b, a)):
             slope = lane_slope(moving, lane)

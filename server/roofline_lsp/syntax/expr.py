@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -42,6 +42,29 @@ def unparenthesized(node: Node) -> Node:
     while node.type == "parenthesized_expression" and node.named_child_count == 1:
         node = node.named_children[0]
     return node
+
+
+def subscript_index(subscript: Node) -> Node | None:
+    """The index expression of ``a[i]`` (``i``); of ``a[i, j]``, the whole list."""
+    index = subscript.child_by_field_name("indices") or subscript.child_by_field_name("index")
+    if index is None:
+        index = next((c for c in subscript.children if c.type == "subscript_argument_list"), None)
+    if index is not None and index.type == "subscript_argument_list":
+        named = [c for c in index.named_children if c.type != "comment"]
+        return named[0] if len(named) == 1 else index
+    return index
+
+
+def binary_operands(node: Node, ops: Collection[str]) -> tuple[Node, Node] | None:
+    """``left op right`` with ``op`` one of ``ops``: ``(left, right)``; None for any other
+    node."""
+    if node.type != "binary_expression":
+        return None
+    op = node.child_by_field_name("operator")
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if op is None or op.type not in ops or left is None or right is None:
+        return None
+    return left, right
 
 
 def identifiers(node: Node) -> list[str]:
