@@ -321,9 +321,13 @@ def test_a_block_s_share_chosen_per_block_takes_the_value_most_blocks_take(
         "(blockIdx.x == gridDim.x - 1) ? n : start + region", "min(start + region, n)"
     )
     assert [round(loop.trips, 2) for loop in count(gpu, tmp_path, clamped).counts.loops] == [256.0]
-    # a lane-dependent choice keeps no value: which lanes take which side is not a share
+    # a lane-dependent choice has no one value: the count is the mean over sampled threads
+    # (estimate/sampled_trips.py). Lane 0 runs on to n, but it is 1 thread in 256 and
+    # seldom drawn: the other lanes' 256 trips (the exact mean is 287.5, 12% more)
     lane = count(gpu, tmp_path, src.replace("blockIdx.x == gridDim.x - 1", "threadIdx.x == 0"))
-    assert [loop.source for loop in lane.counts.loops] == ["default"]
+    assert [(round(loop.trips), loop.source) for loop in lane.counts.loops] == [
+        (256, "mean over the threads")
+    ]
 
 
 def test_a_compound_assignment_of_a_double_into_a_float_runs_in_double(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -14,6 +14,7 @@ from tree_sitter import Node
 
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.row_ranges import row_range
+from roofline_lsp.estimate.sampled_trips import sampled_trips
 from roofline_lsp.estimate.thread_counts import Loop
 from roofline_lsp.estimate.value_domain import (
     DATA,
@@ -444,6 +445,10 @@ class LoopWalker(CallWalker):
             if average is not None:
                 return average, "average over the rows", sv
         if sv is None or bound.val is None or step.val is None:
+            if loop is not None and DATA not in bound.deps | sdeps | step.deps:
+                mean = sampled_trips(hdr, loop, self.expr_quiet)
+                if mean is not None:
+                    return min(mean, 1e9), "mean over the threads", sv
             return self.default(self.inputs.settings.default_trips), "default", sv
         if DATA in bound.deps or DATA in step.deps or DATA in sdeps:
             return self.default(self.inputs.settings.default_trips), "default", sv
