@@ -12,7 +12,8 @@ count is then the mean of the exact counts at ``SAMPLES`` threads drawn from tho
 to the end of the array, its extra work is mostly left out of the mean.
 
 Pure analysis on the syntax tree and the counter's values (``value_of``): None when any part
-is not expressible that way (a value read from memory, a call, a local assigned twice).
+is not expressible that way (a value read from memory, a call, the counter of a loop that
+doubles or halves it: its values are not spread evenly over its range).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from tree_sitter import Node
 
 from roofline_lsp.estimate.value_domain import DATA, Val
 from roofline_lsp.syntax.cexpr import evaluate
-from roofline_lsp.syntax.expr import LoopHeader, declared_name, text, trips
+from roofline_lsp.syntax.expr import LoopHeader, declared_name, loop_header, text, trips
 
 __all__ = ["sampled_trips"]
 
@@ -52,10 +53,10 @@ _FUNCTIONS = ("function_definition", "lambda_expression")
 
 @dataclass
 class _Rewrite:
-    """The loop header's parts rewritten in roots: each root's placeholder and range."""
+    """Expressions used at ``site`` rewritten in roots: each root's placeholder and range."""
 
     value_of: Callable[[Node], Val]
-    loop: Node
+    site: Node
     roots: dict[str, tuple[int, int]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # root text -> placeholder
 
@@ -112,7 +113,9 @@ class _Rewrite:
         if not v.deps:
             return self.constant(node)
         if node.type == "identifier":
-            defined = _definition(self.loop, text(node), self.value_of)
+            kind, defined = _definition(self.site, text(node), self.value_of)
+            if kind == "opaque":
+                return None
             if defined is not None:
                 inner = self.expand(defined, depth + 1)
                 return f"({inner})" if inner is not None else None
@@ -128,24 +131,27 @@ class _Rewrite:
         return name
 
 
-def _definition(loop: Node, name: str, value_of: Callable[[Node], Val]) -> Node | None:
-    """The expression defining local ``name`` for the code of ``loop``: its initializer when
-    the enclosing function declares it once, before the loop, and assigns it nowhere else.
-    The counter of an enclosing ``for`` that starts at a per-thread value (a grid-stride
-    loop) is taken at its first iteration; other counters are roots (None)."""
-    fn = loop.parent
+def _definition(site: Node, name: str, value_of: Callable[[Node], Val]) -> tuple[str, Node | None]:
+    """How local ``name`` is known for the code at ``site``: ``("defined", expression)``, its
+    initializer, when the enclosing function declares it once, before the site, and assigns
+    it nowhere else; ``("root", None)`` for a value drawn from its range: the counter of an
+    enclosing loop stepping by a constant amount (one starting at a per-thread value, a
+    grid-stride loop, is ``defined`` by that value: its first pass), a parameter, a local
+    assigned more than once; ``("opaque", None)`` for the counter of a loop that scales it
+    (``s >>= 1``: its values are not spread evenly over its range)."""
+    fn = site.parent
     while fn is not None and fn.type not in _FUNCTIONS:
         fn = fn.parent
     if fn is None:
-        return None
+        return "root", None
     found: Node | None = None
     counter_of: Node | None = None
     stack = [fn]
     while stack:
         n = stack.pop()
         if n.type == "init_declarator" and declared_name(n) == name:
-            if found is not None or n.start_byte >= loop.start_byte:
-                return None
+            if found is not None or n.start_byte >= site.start_byte:
+                return "root", None
             found = n.child_by_field_name("value")
             decl = n.parent
             owner = decl.parent if decl is not None else None
@@ -168,16 +174,19 @@ def _definition(loop: Node, name: str, value_of: Callable[[Node], Val]) -> Node 
                     and u.start_byte <= n.start_byte < u.end_byte
                 )
                 if not in_header:
-                    return None
+                    return "root", None
         stack.extend(n.named_children)
     if found is None or found.type in ("initializer_list", "argument_list"):
-        return None
+        return "root", None
     if counter_of is not None:
+        hdr = loop_header(counter_of)
+        if hdr is None or hdr.step_op not in ("+", "-"):
+            return "opaque", None
         body = counter_of.child_by_field_name("body")
-        inside = body is not None and body.start_byte <= loop.start_byte < body.end_byte
+        inside = body is not None and body.start_byte <= site.start_byte < body.end_byte
         if not inside or not value_of(found).deps:
-            return None  # a counter over a range: a root
-    return found
+            return "root", None  # a counter over a range
+    return "defined", found
 
 
 def sampled_trips(
@@ -196,10 +205,8 @@ def sampled_trips(
         return None
     if max(len(start), len(bound), len(step)) > _MAX_TEXT:
         return None
-    draw = random.Random(len(rw.roots))  # the same threads every time
     counts: list[float] = []
-    for _ in range(samples):
-        env = {k: draw.randint(lo, hi) for k, (lo, hi) in rw.roots.items()}
+    for env in _draws(rw.roots, samples):
         s, b, st = (evaluate(x, env) for x in (start, bound, step))
         if s is None or b is None or st is None:
             continue
@@ -207,6 +214,16 @@ def sampled_trips(
         if n is None:
             continue
         counts.append(max(n - 1.0, 0.0) if hdr.pre_step else n)
-    if len(counts) < samples // 2:
+    return _mean(counts, samples)
+
+
+def _draws(roots: dict[str, tuple[int, int]], samples: int) -> list[dict[str, int]]:
+    draw = random.Random(len(roots))  # the same threads every time
+    return [{k: draw.randint(lo, hi) for k, (lo, hi) in roots.items()} for _ in range(samples)]
+
+
+def _mean(values: list[float], samples: int) -> float | None:
+    """The mean, when at least half the samples gave a value."""
+    if len(values) < samples // 2 or not values:
         return None
-    return sum(counts) / len(counts)
+    return sum(values) / len(values)
