@@ -79,6 +79,17 @@ UNROLL_DEFAULT = 4.0
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Part of a kernel line's counts (fp64, fp32, fp16, int): the natural loops (ids) its
+    instructions sit in and the function (index into the kernel's entry and outlined
+    bodies) that holds them."""
+
+    loops: frozenset[int]
+    function: int
+    counts: tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
 class KernelPtx:
     """PTX counts of one kernel keyed by the lines of the kernel's file (one execution each)."""
 
@@ -98,15 +109,11 @@ class KernelPtx:
         default_factory=dict, compare=False
     )
     # the kernel lines in the body of each natural loop of the PTX (by id: ``CfgLoop``), and
-    # each line's counts split by the natural loops its instructions sit in: a line's code the
-    # compiler hoisted out of a loop runs once per entry of the loop, not every iteration
+    # each line's counts split by where its instructions sit (``Placement``): a line's code
+    # the compiler hoisted out of a loop runs once per entry of the loop, not every iteration
     loop_bodies: tuple[frozenset[int], ...] = ()
-    # (each part of a line also holds ``-1 - f`` for the function ``f`` it sits in, and
-    # ``loop_functions`` the function of each loop: code outside a loop of its own function)
-    placed: Mapping[int, tuple[tuple[frozenset[int], tuple[int, int, int, int]], ...]] = field(
-        default_factory=dict, compare=False
-    )
-    loop_functions: tuple[int, ...] = ()
+    placed: Mapping[int, tuple[Placement, ...]] = field(default_factory=dict, compare=False)
+    loop_functions: tuple[int, ...] = ()  # the function (index) each natural loop sits in
     others: tuple[KernelPtx, ...] = ()  # other instantiations of a template kernel
 
     def flop_mix(self) -> tuple[int, int, int]:
@@ -350,7 +357,7 @@ def _kernel_ptx(
     # ``__omp_outlined__N_wrapper``, which inlines it: a thread runs one of them
     order = [n for n in order if not (n.endswith(_WRAPPER) and n[: -len(_WRAPPER)] in order)]
     lines: dict[int, LineMix] = {}
-    placed: dict[int, dict[frozenset[int], LineMix]] = {}
+    placed: dict[int, dict[tuple[frozenset[int], int], LineMix]] = {}
     loop_bodies: list[frozenset[int]] = []
     loop_functions: list[int] = []
     fallback: set[int] = set()
@@ -363,7 +370,7 @@ def _kernel_ptx(
         if here is None:
             return None
         for (key, in_loops), mix in here.items():
-            where = in_loops | {-1 - index}
+            where = (in_loops, index)
             ln = key[1]
             add = mix
             for c in mix.calls:
@@ -411,7 +418,10 @@ def _kernel_ptx(
         per_iter,
         per_body,
         tuple(loop_bodies),
-        {ln: tuple((w, line_quad(m)) for w, m in at.items()) for ln, at in placed.items()},
+        {
+            ln: tuple(Placement(loops, f, line_quad(m)) for (loops, f), m in at.items())
+            for ln, at in placed.items()
+        },
         tuple(loop_functions),
     )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from roofline_lsp.compiler.kernel_ptx import UNROLL_DEFAULT, KernelPtx, line_quad
+from roofline_lsp.compiler.kernel_ptx import UNROLL_DEFAULT, KernelPtx, Placement, line_quad
 from roofline_lsp.estimate.thread_counts import Loop, ThreadCounts
 from roofline_lsp.model.kernel import Kernel
 
@@ -131,25 +131,24 @@ def _in_place(
     if not around or not parts:
         return (line[0], line[1], line[2], line[3])
     out = [0.0, 0.0, 0.0, 0.0]
-    for where, quad in parts:
+    for part in parts:
         share = 1.0
-        if any(lp.parallel and _hoisted(where, compiled[lp.line], ptx) for lp in around):
+        if any(lp.parallel and _hoisted(part, compiled[lp.line], ptx) for lp in around):
             share = chunk_share
         for lp in around:
-            if not lp.parallel and not where & compiled[lp.line]:
+            if not lp.parallel and not part.loops & compiled[lp.line]:
                 share /= max(lp.trips, 1.0)
         for i in range(3):
-            out[i] += quad[i] * share
-        out[3] += quad[3]
+            out[i] += part.counts[i] * share
+        out[3] += part.counts[3]
     return (out[0], out[1], out[2], out[3])
 
 
-def _hoisted(where: frozenset[int], loops: frozenset[int], ptx: KernelPtx) -> bool:
-    """Whether code placed ``where`` (its natural loops and ``-1 - function``) sits outside
-    ``loops`` in their own function: hoisted out of them. Code of another function (an
-    outlined body the loop calls) runs with the loop."""
-    return not where & loops and any(
-        -1 - ptx.loop_functions[i] in where for i in loops if i < len(ptx.loop_functions)
+def _hoisted(part: Placement, loops: frozenset[int], ptx: KernelPtx) -> bool:
+    """Whether ``part`` of a line sits outside ``loops`` in their own function: hoisted out
+    of them. Code of another function (an outlined body the loop calls) runs with the loop."""
+    return not part.loops & loops and any(
+        ptx.loop_functions[i] == part.function for i in loops if i < len(ptx.loop_functions)
     )
 
 
