@@ -1716,3 +1716,52 @@ def test_a_struct_field_set_by_an_option_getter(tmp_path: Path) -> None:
     ctx = ctx_for(tmp_path, {"o.cu": src}, "o.cu", args="--na 8")
     # --ne not given: its default 30; --na given as 8
     assert ctx.grid == (30, 1, 1) and ctx.get("ne") == 30 and ctx.get("na") == 8
+
+
+def test_a_struct_initialised_by_an_aggregate_and_a_list_of_them(tmp_path: Path) -> None:
+    # sampling's ``std::vector<Dataset> inputs = {{1000, 0, 2000, 10}, ...}`` and ``for (auto
+    # params : inputs)``: the fields by position, the loop variable the first element (what
+    # the first launch in the body sees); designated initializers by name
+    head = (
+        "#include <vector>\n"
+        "struct Dataset { int nrows; int nsampled; int ncols; int nbg; };\n"
+        "__global__ void k(double *a, int ncols, int nbg) {}\n"
+    )
+    positional = head + (
+        "int main() {\n"
+        "  Dataset d = {1000, 0, 2000, 10};\n"
+        "  k<<<d.nrows, 32>>>(0, d.ncols, d.nbg);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"p.cu": positional}, "p.cu")
+    assert (ctx.get("d.nrows"), ctx.get("d.ncols"), ctx.get("d.nbg")) == (1000, 2000, 10)
+    designated = positional.replace("{1000, 0, 2000, 10}", "{.nrows = 1000, .ncols = 2000}")
+    ctx = ctx_for(tmp_path, {"d.cu": designated}, "d.cu")
+    assert (ctx.get("d.nrows"), ctx.get("d.ncols"), ctx.get("d.nbg")) == (1000, 2000, None)
+    listed = head + (
+        "int main() {\n"
+        "  std::vector<Dataset> inputs = {{1000, 0, 2000, 10}, {500, 0, 64, 3}};\n"
+        "  for (auto params : inputs)\n"
+        "    k<<<params.nrows, 32>>>(0, params.ncols, params.nbg);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"v.cu": listed}, "v.cu")
+    assert (ctx.get("params.nrows"), ctx.get("params.ncols")) == (1000, 2000)
+    assert ctx.get("inputs.size()") == 2
+    array = listed.replace("std::vector<Dataset> inputs", "const Dataset inputs[]")
+    ctx = ctx_for(tmp_path, {"a.cu": array}, "a.cu")
+    assert (ctx.get("params.nrows"), ctx.get("params.nbg")) == (1000, 10)
+
+
+def test_braces_call_a_constructor_not_an_aggregate(tmp_path: Path) -> None:
+    # ``Img image{w, h}`` with a constructor storing h first: not the fields by position
+    src = (
+        "struct Img { int w; int h; Img(int a, int b) : w(b), h(a) {} };\n"
+        "__global__ void k(float *p, int n) {}\n"
+        "int main() {\n"
+        "  Img image{640, 480};\n"
+        "  k<<<image.w, 32>>>(0, image.h);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"i.cu": src}, "i.cu")
+    assert ctx.get("image.w") in (None, 480)  # unknown, or what the constructor stores

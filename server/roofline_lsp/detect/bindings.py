@@ -140,6 +140,9 @@ class HostContext:
     # a CUDA kernel's pointer parameters whose memory the host filled from values it knows
     # (``cudaMemcpy(d_p, &p, sizeof(p), ...)`` before the launch): ``p->n``, ``p[0]``
     copied: set[str] = field(default_factory=set)
+    # the record types the kernel's file and its local headers declare: field names in order
+    # (``Dataset d = {1000, 0, 2000};`` sets ``d.nrows``, ``d.ncols``...)
+    structs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     _cache: dict[str, int | float | None] = field(default_factory=dict)
     # host loops met by the scan: whether each runs a trip, as its values were at its first
     # statement (:func:`_never_runs`), by node id
@@ -411,6 +414,8 @@ def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
                 out.extend((a, depth) for a in comma_parts(init))
             if node.child_by_field_name("update") is not None:
                 out.append((node, depth))  # what its update clause stepped, at its end
+        if t == "for_range_loop":
+            out.append((node, depth))  # its variable, before the body
         if t in _STMT_CONTAINERS:
             d = depth + (1 if t in ("for_statement", "while_statement", "do_statement") else 0)
             kids = node.named_children
@@ -421,6 +426,78 @@ def host_statements(fn: Node, stop: int) -> list[tuple[Node, int]]:
                 stack.append((c, d))
     out.sort(key=lambda x: statement_at(x[0]))
     return out
+
+
+def _record_fields(ctx: HostContext, fn: Node, type_text: str) -> list[str]:
+    """The fields, in order, of the aggregate type ``type_text`` names (``Dataset``, ``struct
+    Dataset``, ``const Dataset``): declared in ``fn``'s file, else in the kernel's file or
+    its headers; empty for another type, or one ``fn``'s file gives a constructor (braces
+    then call it: ``Img image{w, h}``)."""
+    words = [w for w in re.findall(r"[A-Za-z_][\w:]*", type_text) if w not in _QUALIFIERS]
+    if len(words) != 1:
+        return []
+    name = words[0].rsplit("::", 1)[-1]
+    root = _root(fn)
+    if _constructor(root.text or b"", root, name) is not None:
+        return []
+    fields = declarations(root).structs.get(name) or ctx.structs.get(name)
+    return list(fields) if fields else []
+
+
+_QUALIFIERS = frozenset({"const", "volatile", "static", "struct", "class", "constexpr"})
+_VECTOR_OF = re.compile(r"\bstd::vector\s*<\s*([^<>]+?)\s*>")
+
+
+def _aggregate(
+    ctx: HostContext,
+    fn: Node,
+    name: str,
+    type_text: str,
+    value: Node,
+    argv: list[str],
+    array: bool = False,
+) -> bool:
+    """``Dataset d = {1000, 0, 2000};`` (``{.ncols = 2000}`` too): each field its value, by
+    position (a nested list leaves its field unknown); ``std::vector<Dataset> v = {{...},
+    ...}`` or an ``array`` ``Dataset v[] = {{...}, ...}``: the first element's fields as
+    ``v[0].ncols`` (and ``v.size()``). False when the type is no record type the file or
+    its headers declare."""
+    vector = _VECTOR_OF.search(type_text)
+    fields = _record_fields(ctx, fn, vector.group(1) if vector else type_text)
+    if not fields:
+        return False
+    elements = value.named_children
+    if vector or array:
+        if vector:
+            _assign(ctx, f"{name}.size()", str(len(elements)), argv)
+        if not elements or elements[0].type != "initializer_list":
+            return True
+        name, elements = f"{name}[0]", elements[0].named_children
+    for i, element in enumerate(elements):
+        field_, item = (fields[i] if i < len(fields) else None), element
+        if element.type == "initializer_pair":  # ``.ncols = 2000``
+            designator = element.child_by_field_name("designator")
+            item = element.child_by_field_name("value") or element
+            field_ = text(designator).lstrip(".").strip() if designator is not None else None
+        if field_ is None:
+            continue
+        known = item.type != "initializer_list"
+        _assign(ctx, f"{name}.{field_}", text(item) if known else "", argv)
+    return True
+
+
+def _range_element(loop: Node, ctx: HostContext, argv: list[str]) -> None:
+    """``for (auto p : inputs)``: ``p`` as the first element the host knows (``inputs[0]``
+    and its fields), what the launches in the body see on the first trip."""
+    declarator = loop.child_by_field_name("declarator")
+    right = loop.child_by_field_name("right")
+    var = declared_name(declarator) if declarator is not None else ""
+    if not var or right is None or not NAME.fullmatch(text(right).strip()):
+        return
+    first = f"{text(right).strip()}[0]"
+    for key in [k for k in ctx.texts if k == first or k.startswith(first + ".")]:
+        v = ctx.value(key)
+        _assign(ctx, var + key[len(first) :], repr(v) if v is not None else "", argv)
 
 
 def _outermost(node: Node, types: tuple[str, ...]) -> list[Node]:
@@ -777,6 +854,9 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
     if node.type == "for_statement":
         _loop_exit(node, depth, ctx, argv)
         return
+    if node.type == "for_range_loop":
+        _range_element(node, ctx, argv)
+        return
     if depth > 0 and _never_runs(node, fn, ctx):
         return  # in a loop the host values say runs no trip (no arguments to parse)
     # what a call may change at run time (``init(&cfg)``) is unknown after it, unless the
@@ -835,6 +915,11 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                     continue
                 if v.type in ("argument_list", "initializer_list"):
                     inner = v.named_children
+                    listed = array is not None and array.type == "array_declarator"
+                    if v.type == "initializer_list" and _aggregate(
+                        ctx, fn, name, ty, v, argv, listed
+                    ):
+                        continue
                     if (
                         v.type == "initializer_list"
                         and array is not None
@@ -2187,13 +2272,17 @@ def host_context(
     values: Mapping[str, str | float] | None = None,
     read: SourceReader | None = None,
     device: Mapping[str, float] | None = None,
+    structs: Mapping[str, Mapping[str, str]] | None = None,
 ) -> HostContext:
     """Everything the host side says about ``kernel`` (see the module docstring). The other
     files of the folder are read through ``read`` (open buffers first), else from disk.
-    ``device``: the target GPU's ``cudaDeviceProp`` values the host code may query."""
+    ``device``: the target GPU's ``cudaDeviceProp`` values the host code may query;
+    ``structs``: the record types the kernel's file and its headers declare (their fields in
+    order, for aggregate initializers)."""
     view = source_view(read)
     argv = argv_of(args)
     ctx = _program_context(detection, argv, device=device)
+    ctx.structs = structs or {}
     _extern_globals(detection, ctx, view)
     hints: dict[str, str | float] = dict(parse_hints(detection.source))
     if values:

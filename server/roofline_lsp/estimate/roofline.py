@@ -156,9 +156,6 @@ def analyze(
     if args and "=" in args and re.search(r"[A-Za-z_]\w*\s*=", args):
         values.update(parse_assignments(args))
     values.update(dict(inputs.values))
-    ctx = host_context(
-        kernel, detection, inputs.block, inputs.grid, args, values, view, gpu.device_properties
-    )
     root = _root(kernel.node if kernel.node is not None else kernel.body)
     decls = declarations(root, detection.macros)
     aliases = dict(decls.aliases)
@@ -175,6 +172,10 @@ def analyze(
             templates.setdefault(name, template)
         for name, target in header.aliases.items():
             aliases.setdefault(name, target)
+    ctx = host_context(
+        kernel, detection, inputs.block, inputs.grid, args, values, view,
+        gpu.device_properties, structs,
+    )  # fmt: skip
     macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
     for hip_name, cuda_name in HIP_INDEX_MACROS.items():  # hipThreadIdx_x is threadIdx.x
         macros.setdefault(hip_name, (None, cuda_name))
