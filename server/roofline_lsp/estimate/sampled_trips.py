@@ -89,7 +89,7 @@ class _Rewrite:
             return text(node)
         out: list[str] = []
         for c in node.children:
-            if c.type in ("comment",):
+            if c.type == "comment":
                 continue
             part = self.expand(c, depth) if c.is_named else text(c)
             if part is None:
@@ -214,16 +214,12 @@ def sampled_trips(
         if n is None:
             continue
         counts.append(max(n - 1.0, 0.0) if hdr.pre_step else n)
-    return _mean(counts, samples)
+    if not counts or len(counts) < samples // 2:
+        return None  # most threads' counts could not be evaluated
+    return sum(counts) / len(counts)
 
 
 def _draws(roots: dict[str, tuple[int, int]], samples: int) -> list[dict[str, int]]:
+    """``samples`` threads: a value of each root, drawn evenly from its range."""
     draw = random.Random(len(roots))  # the same threads every time
     return [{k: draw.randint(lo, hi) for k, (lo, hi) in roots.items()} for _ in range(samples)]
-
-
-def _mean(values: list[float], samples: int) -> float | None:
-    """The mean, when at least half the samples gave a value."""
-    if len(values) < samples // 2 or not values:
-        return None
-    return sum(values) / len(values)
