@@ -324,3 +324,44 @@ def test_a_header_with_many_back_edges_is_one_loop_of_all_their_blocks() -> None
     assert len(loop.blocks) == 50 and loop.blocks[0][0] == 0
     assert {ln for _, ln in loop.lines} == set(range(1, 52))
     assert not loop.holds(f.runs[-1].first)  # the ret
+
+
+# Signs as ptxas compiles them for sm_86 (nvdisasm): a negation or absolute value stored as
+# it is becomes DADD R, -RZ, -R (one FLOP); one an FMA takes is its operand modifier (none).
+SIGNS = """\
+.version 8.0
+.target sm_86
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+\t.loc 1 1 0
+\tld.global.f64 %fd1, [%rd1];
+\t.loc 1 2 0
+\tneg.f64 %fd2, %fd1;
+\tst.global.f64 [%rd2], %fd2;
+\t.loc 1 3 0
+\tabs.f32 %f2, %f1;
+\tst.global.f32 [%rd3], %f2;
+\t.loc 1 4 0
+\tneg.f32 %f3, %f1;
+\tfma.rn.f32 %f4, %f3, %f1, %f1;
+\tst.global.f32 [%rd4], %f4;
+\t.loc 1 5 0
+\tmul.f64 %fd3, %fd1, %fd1;
+\tneg.f64 %fd4, %fd3;
+\tst.global.f64 [%rd5], %fd4;
+\tret;
+}
+.file 1 "k.cu"
+"""
+
+
+def test_a_sign_stored_as_it_is_is_one_flop() -> None:
+    # line 2: conjugate's b.im = -a.im, a DADD; line 3: fabsf stored, an FADD; line 4: the
+    # FMA's operand modifier, the FMA's 2 FLOP only; line 5: -(x * x), clang's (-x) * x: the
+    # multiply's 1 FLOP only
+    lines = parse_ptx(SIGNS).functions["k"].lines
+    assert lines[("k.cu", 2)].flops_fp64 == 1
+    assert lines[("k.cu", 3)].flops_fp32 == 1
+    assert lines[("k.cu", 4)].flops_fp32 == 2
+    assert lines[("k.cu", 5)].flops_fp64 == 1

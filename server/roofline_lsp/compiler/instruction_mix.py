@@ -6,11 +6,12 @@ that ``ptxas`` emits for sm_86 (checked with ``nvdisasm`` on small kernels):
 
 - Floating point: ``add/sub/mul`` 1 FLOP, ``fma/mad`` 2 FLOP, as Nsight Compute counts FLOPs
   (``fadd + fmul + 2 * ffma``); packed ``f16x2/bf16x2`` count twice. ``min/max/abs/neg/setp/
-  selp/copysign/testp`` are floating-point instructions with no FLOP. IEEE ``div``/``sqrt``/
-  ``rcp`` expand (fast path): ``div.rn.f32`` MUFU + 5 FFMA (10 FLOP) + FCHK; ``div.rn.f64``
-  MUFU + 7 DFMA + 1 DMUL (15 FLOP) and an FFMA range check (2 FP32 FLOP); ``rcp.rn.f64``
-  5 DFMA (10); ``sqrt.rn.f32`` 2 FMUL + 2 FFMA (6); ``sqrt.rn.f64`` 3 DMUL + 5 DFMA (13);
-  ``rcp.rn.f32`` 2 FFMA (4). ``sin/cos/ex2/lg2/
+  selp/copysign/testp`` are floating-point instructions with no FLOP (a ``neg``/``abs`` whose
+  result is stored or selected as it is becomes an FADD/DADD: ``ptx_parser`` adds its FLOP).
+  IEEE ``div``/``sqrt``/``rcp`` expand (fast path): ``div.rn.f32`` MUFU + 5 FFMA (10 FLOP)
+  + FCHK; ``div.rn.f64`` MUFU + 7 DFMA + 1 DMUL (15 FLOP) and an FFMA range check (2 FP32
+  FLOP); ``rcp.rn.f64`` 5 DFMA (10); ``sqrt.rn.f32`` 2 FMUL + 2 FFMA (6); ``sqrt.rn.f64``
+  3 DMUL + 5 DFMA (13); ``rcp.rn.f32`` 2 FFMA (4). ``sin/cos/ex2/lg2/
   rsqrt/rcp/sqrt/tanh .approx`` are one special-function (MUFU) instruction each; the
   range-scaling FMULs of the non-``.ftz`` forms are predicated on a denormal or huge input, so
   they count no FLOP (Nsight counts threads whose predicate is on).
