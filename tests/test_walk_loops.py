@@ -274,6 +274,36 @@ def test_a_bound_in_a_field_of_a_struct_passed_by_value(gpu, tmp_path: Path) -> 
     assert trips["j"] == (1024, "argument")
 
 
+def test_a_struct_parameter_handed_to_a_device_function_keeps_its_fields(
+    gpu, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # perlin: main sets ``params.octaves = 3``, a host function launches the kernel with
+    # ``params``, the kernel hands it to ``sumOctaves(x, cfg)``: its loop from 1 to
+    # cfg.octaves runs 2 trips (before: the copy lost the fields, 16 assumed)
+    src = (
+        "struct NoiseParams { float ppu; int octaves; };\n"
+        "__device__ float sumOctaves(float x, NoiseParams cfg) {\n"
+        "  float s = 0.f, f = 1.f;\n"
+        "  for (int i = 1; i < cfg.octaves; i++) { f *= 2.f; s += f * x; }\n"
+        "  return s;\n"
+        "}\n"
+        "__global__ void perlin(NoiseParams params, float *out) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  out[i] = sumOctaves(i / params.ppu, params);\n"
+        "}\n"
+        "void calculate(float *out, NoiseParams params) { perlin<<<4096, 256>>>(params, out); }\n"
+        "int main() {\n"
+        "  NoiseParams params;\n"
+        "  params.ppu = 250.f;\n"
+        "  params.octaves = 3;\n"
+        "  float *o;\n"
+        "  calculate(o, params);\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert [(lp.var, lp.trips, lp.source) for lp in a.counts.loops] == [("i", 2, "argument")]
+
+
 def test_a_countdown_while_loop_runs_its_counter_s_value(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # while (k--) runs k = n = 100 times; while (r-- > 8) runs r - 8 = 92 times
     src = (

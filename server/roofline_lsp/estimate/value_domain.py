@@ -44,6 +44,7 @@ class Var:
         "slope",
         "tname",
         "test",
+        "host_name",
     )
 
     def __init__(
@@ -78,6 +79,9 @@ class Var:
         self.tname = ""
         # the comparison it holds (``int in = (i < n)``): a branch on it is that test
         self.test: Node | None = None
+        # a struct passed by value down from a kernel parameter: the parameter's name, under
+        # which the host knows its fields (``params.octaves``)
+        self.host_name = ""
 
 
 def held_test(value: Node) -> Node | None:

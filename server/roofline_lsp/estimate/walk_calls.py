@@ -530,6 +530,12 @@ class CallWalker(GroupWalker):
                     scope[pname] = Var(pt, v.deps, v.val)
                 else:
                     scope[pname] = Var(pt, v.deps, v.val)
+                    src = self.var(text(args[i])) if i < len(args) else None
+                    record = not pt.pointer and pt.name in self.inputs.structs
+                    if record and src is not None and src.const and not v.deps:
+                        # a copy of a struct the host filled: its fields, as the host set them
+                        scope[pname].const = True
+                        scope[pname].host_name = src.host_name or text(args[i]).strip()
             else:
                 scope[pname] = Var(pt)
             if not pt.pointer:  # ``Param<float> p``: the instance's field types

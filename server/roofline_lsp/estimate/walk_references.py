@@ -431,7 +431,8 @@ class ReferenceWalker(BranchWalker):
         if arg.type == "identifier" and not ft.pointer and not base.deps:
             # a field of a struct passed by value, as the host set it (``p.n = 4096``)
             const = held is not None and held.const
-            hv = self.inputs.lookup_host(f"{text(arg)}.{fname}") if const else None
+            owner = (held.host_name if held is not None else "") or text(arg)
+            hv = self.inputs.lookup_host(f"{owner}.{fname}") if const else None
             if hv is not None:
                 return Val(ft if ft.kind != "unknown" else INT, NOTHING, hv)
         if ft.pointer and base.buffer is None and not base.type.pointer:
