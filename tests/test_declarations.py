@@ -58,3 +58,21 @@ typedef double half_t;
     aliases = declarations(parse(src).root_node, det.macros).aliases
     assert aliases["real"] == "double"
     assert aliases["half_t"] == "double"
+
+
+def test_a_device_table_sized_by_a_constexpr_knows_its_elements() -> None:
+    # perlin's ``__device__ const float gradientX[N_GRADIENTS]`` with ``static constexpr auto
+    # N_GRADIENTS = 8``: 8 elements (a gather into it touches at most those 32 bytes); a
+    # table sized by a variable the host may change is not known
+    src = (
+        b"static constexpr auto N_GRADIENTS = 8;\n"
+        b"const int ROWS = 2 * N_GRADIENTS;\n"
+        b"int n = 64;\n"
+        b"__device__ const float gradientX[N_GRADIENTS] = {1.f, 0.f};\n"
+        b"__device__ float table[ROWS][4];\n"
+        b"__device__ float other[n];\n"
+    )
+    g = declarations(parse(src).root_node).globals
+    assert g["gradientX"].elements == 8
+    assert g["table"].elements == 64
+    assert g["other"].elements is None

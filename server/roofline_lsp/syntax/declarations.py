@@ -358,6 +358,10 @@ def _global(node: Node, d: Declarations) -> None:
         name = text(dn)
         if space == "global" and "__device__" not in head and "__managed__" not in head:
             if not stars and tyt.split()[-1] not in d.structs:
+                value_node = decl.child_by_field_name("value")
+                if re.search(r"\b(?:const|constexpr)\b", head + " " + tyt) and value_node:
+                    # ``static constexpr auto N = 8;``: a size the arrays after it may use
+                    d.macro_env.setdefault(name, text(value_node))
                 continue  # host scalars and constants are handled as values
             space = "host"  # (a host struct: its pointer members point to mapped arrays)
         d.globals[name] = GlobalVar(name, tyt + " " + stars, space, elements)
