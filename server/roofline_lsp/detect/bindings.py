@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import re
 import shlex
 from collections import OrderedDict
@@ -30,6 +29,7 @@ from roofline_lsp.detect.pragmas import SECTION_START
 from roofline_lsp.detect.program import (
     Unit,
     defined_in_siblings,
+    included_body,
     sibling_stamps,
     units_including,
     units_mentioning,
@@ -73,7 +73,6 @@ from roofline_lsp.syntax.sources import (
     LOCAL_INCLUDE,
     SourceReader,
     SourceView,
-    read_from_disk,
     source_view,
 )
 
@@ -2238,12 +2237,10 @@ def _extern_globals(detection: Detection, ctx: HostContext, view: SourceView | N
     a sibling file defines with an initializer (``size_t even_sites_on_node =
     sites_on_node / 2;`` in main.cpp), with that file's constants they are written in."""
     sources = [detection.source]
-    folder = os.path.dirname(detection.file)
     for m in LOCAL_INCLUDE.finditer(detection.source):
-        path = os.path.join(folder, m.group(1).decode("utf-8", "replace"))
-        data = view(path) if view is not None else read_from_disk(path)
-        if data is not None:
-            sources.append(data)
+        found = included_body(m.group(1).decode("utf-8", "replace"), detection.file, view)
+        if found is not None:
+            sources.append(found[1].text or b"")
     names = {
         m.group(1).decode() for src in sources if b"extern" in src for m in _EXTERN.finditer(src)
     }
