@@ -55,6 +55,25 @@ def test_a_mode_chosen_by_comparing_an_argument_with_a_text(tmp_path: Path) -> N
     assert substitute_host('strcmp(argv[3], "b")', ["a"], {}) == 'strcmp(argv[3], "b")'
 
 
+# SimpleMOC's init.cu: the input struct with its defaults (egroups 128, segments 1000)
+_SET_DEFAULT_INPUT = (
+    "Input *set_default_input(void) {\n"
+    "  Input *I = (Input *)malloc(sizeof(Input));\n"
+    "  I->egroups = 128;\n"
+    "  I->segments = 1000;\n"
+    "  return I;\n"
+    "}\n"
+)
+
+
+def _egroups_segments(
+    tmp_path: Path, files: dict[str, str], kernel_file: str, args: str | None
+) -> tuple[float | None, float | None]:
+    """The values of ``egroups`` and ``segments`` at the launch in ``kernel_file``."""
+    ctx = ctx_for(tmp_path, files, kernel_file, args=args)
+    return ctx.get("egroups"), ctx.get("segments")
+
+
 def test_an_input_struct_made_by_one_function_and_parsed_into_by_another(tmp_path: Path) -> None:
     # SimpleMOC's shape: set_default_input() (init.cu) mallocs the struct, sets egroups =
     # 128 and returns the pointer; read_CLI(argc, argv, I) (io.cu) loops over the arguments
@@ -63,15 +82,7 @@ def test_an_input_struct_made_by_one_function_and_parsed_into_by_another(tmp_pat
     # given, 128.
     files = {
         "hdr.h": "typedef struct { int egroups; int segments; } Input;\n",
-        "init.cu": (
-            '#include <stdlib.h>\n#include "hdr.h"\n'
-            "Input *set_default_input(void) {\n"
-            "  Input *I = (Input *)malloc(sizeof(Input));\n"
-            "  I->egroups = 128;\n"
-            "  I->segments = 1000;\n"
-            "  return I;\n"
-            "}\n"
-        ),
+        "init.cu": ('#include <stdlib.h>\n#include "hdr.h"\n' + _SET_DEFAULT_INPUT),
         "io.cu": (
             '#include <string.h>\n#include "hdr.h"\n'
             "void read_CLI(int argc, char *argv[], Input *input) {\n"
@@ -101,8 +112,7 @@ def test_an_input_struct_made_by_one_function_and_parsed_into_by_another(tmp_pat
     }
 
     def values(args: str | None) -> tuple[float | None, float | None]:
-        ctx = ctx_for(tmp_path, files, "main.cu", args=args)
-        return ctx.get("egroups"), ctx.get("segments")
+        return _egroups_segments(tmp_path, files, "main.cu", args)
 
     assert values(None) == (128, 1000)
     assert values("-s 5000 -e 64") == (64, 5000)
@@ -140,13 +150,8 @@ def test_options_parsed_inside_preprocessor_conditionals(tmp_path: Path) -> None
             "  }\n"
             "}\n"
             "__global__ void att(float *f, int egroups, int segments) {}\n"
-            "Input *set_default_input(void) {\n"
-            "  Input *I = (Input *)malloc(sizeof(Input));\n"
-            "  I->egroups = 128;\n"
-            "  I->segments = 1000;\n"
-            "  return I;\n"
-            "}\n"
-            "int main(int argc, char **argv) {\n"
+            + _SET_DEFAULT_INPUT
+            + "int main(int argc, char **argv) {\n"
             "  Input *I = set_default_input();\n"
             "  read_CLI(argc, argv, I);\n"
             "  float *f;\n"
@@ -156,8 +161,7 @@ def test_options_parsed_inside_preprocessor_conditionals(tmp_path: Path) -> None
     }
 
     def values(args: str | None) -> tuple[float | None, float | None]:
-        ctx = ctx_for(tmp_path, files, "io.cu", args=args)
-        return ctx.get("egroups"), ctx.get("segments")
+        return _egroups_segments(tmp_path, files, "io.cu", args)
 
     assert values("-s 5000 -e 64") == (64, 5000)
     assert values("-s 5000") == (128, 5000)
