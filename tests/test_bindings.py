@@ -1360,6 +1360,46 @@ def test_a_value_accumulated_in_counted_loops_is_stepped_by_their_trips(tmp_path
     assert ctx.get("s") is None and ctx.get("e") is None and ctx.get("c") is None
 
 
+def test_a_vector_filled_with_one_value_gives_each_element(tmp_path: Path) -> None:
+    # a tensor's shape: shape.push_back(dim) over 3 dims, then n = n * shape[i]: 64^3 =
+    # 262144 (shape.size() 3); stride.push_back(shape[1] * shape[2]) at the top level is
+    # stride[0] = 4096; w(5, 2.5f) has 5 elements of 2.5: 0.5 + 5 * 2.5 = 13. Unknown: ids
+    # pushes i (it varies), so ids[0] is not known; filled by load(v), which may push
+    # anything, v.size() is not known; pushes in a branch of the loop (odd) happen on some
+    # trips only; u's elements, whatever fill(u.data(), 8) stores
+    src = (
+        "#include <vector>\n"
+        "__global__ void k(float *a, long n) {}\n"
+        "void load(std::vector<int> &v);\n"
+        "int main() {\n"
+        "  int dims = 3, dim = 64;\n"
+        "  std::vector<long> shape, stride, ids, odd;\n"
+        "  std::vector<float> w(5, 2.5f);\n"
+        "  std::vector<int> v;\n"
+        "  for (int i = 0; i < dims; i++) shape.push_back(dim);\n"
+        "  for (int i = 0; i < dims; i++) ids.push_back(i);\n"
+        "  for (int i = 0; i < dims; i++) if (i % 2) odd.push_back(dim);\n"
+        "  stride.push_back(shape[1] * shape[2]);\n"
+        "  long n = 1;\n"
+        "  for (int i = 0; i < dims; i++) n = n * shape[i];\n"
+        "  float total = 0.5f;\n"
+        "  for (int i = 0; i < 5; i++) total += w[i];\n"
+        "  load(v);\n"
+        "  std::vector<int> u(8, 3);\n"
+        "  fill(u.data(), 8);\n"
+        "  float *a;\n"
+        "  k<<<1, 256>>>(a, n);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"v.cu": src}, "v.cu")
+    assert (ctx.get("n"), ctx.get("shape.size()"), ctx.get("stride[0]")) == (262144, 3, 4096)
+    assert (ctx.get("total"), ctx.get("w.size()"), ctx.get("ids.size()")) == (13, 5, 3)
+    assert ctx.get("ids[0]") is None and ctx.get("v.size()") is None
+    assert ctx.get("odd.size()") is None and ctx.get("odd[0]") is None
+    # u(8, 3) handed to fill(u.data(), 8): its 8 elements, no longer all 3
+    assert ctx.get("u.size()") == 8 and ctx.get("u[2]") is None
+
+
 def test_a_struct_handed_to_a_function_keeps_what_it_does_not_store(tmp_path: Path) -> None:
     # set_defaults(I) through a pointer variable: I->egroups = 128. init(&cfg) stores cfg.n
     # (n * 2 = 64) and leaves cfg.m = 7 alone; load(&cfg) hands the struct on to read_file:

@@ -24,6 +24,11 @@ from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3, split_args
         ("'A' + 1", {}, 66),
         ("sizes[d] * 2", {"sizes[0]": "256", "d": "0"}, 512),  # an element known as such
         ("sizes[q]", {"sizes[0]": "256"}, None),
+        # every element one value (``shape.push_back(dim)`` in a loop): any index, even one
+        # not known, names it; an element known as such still wins
+        ("shape[q] * shape[idx[q + 1]]", {"shape[*]": "64"}, 4096),
+        ("shape[1] + shape[0]", {"shape[*]": "64", "shape[1]": "8"}, 72),
+        ("grid[q][0]", {"grid[*]": "64"}, None),  # (one subscript only)
     ],
 )
 def test_evaluate(text, env, value):

@@ -53,7 +53,13 @@ from roofline_lsp.syntax.cexpr import (
     run_for_effects,
     split_args,
 )
-from roofline_lsp.syntax.conditionals import Defined, active_text, dropped, file_defined
+from roofline_lsp.syntax.conditionals import (
+    Defined,
+    active_text,
+    branch_taken,
+    dropped,
+    file_defined,
+)
 from roofline_lsp.syntax.datatypes import parse_type, type_name
 from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.expr import (
@@ -870,10 +876,8 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             if was is not None:
                 held[name] = repr(was)
             _assign(ctx, name, "", argv)
-    for obj, method, arg in _RESIZE.findall(text(node)) if node.type != "declaration" else ():
-        if f"{obj}.size()" in ctx.texts:
-            # w.resize(k) sets the size; push_back, insert, clear... change it at run time
-            _assign(ctx, f"{obj}.size()", arg if method == "resize" and depth == 0 else "", argv)
+    if node.type != "declaration":
+        _vector_updates(node, depth, fn, ctx, argv)
     query = _DEVICE_QUERY.search(text(node)) if node.type == "expression_statement" else None
     if query is not None:
         # ``cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)``
@@ -930,8 +934,10 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                             _assign(ctx, f"{name}[{i}]", text(element), argv)
                         continue
                     if "vector" in ty and v.type == "argument_list" and inner:
-                        # std::vector<float> w(m): w.size() is m
+                        # std::vector<float> w(m): w.size() is m; w(m, 1.f): each is 1
                         _assign(ctx, f"{name}.size()", text(inner[0]), argv)
+                        if len(inner) == 2 and _invariant(inner[1], None):
+                            _assign(ctx, f"{name}[*]", text(inner[1]), argv)
                     if len(inner) == 1:
                         vt = text(inner[0])
                     else:
@@ -956,6 +962,8 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 size = _array_elements(d)
                 if size is not None:
                     ctx.extents[name] = _maybe(ctx, size, argv)
+            elif d.type == "identifier" and _VECTOR_TYPE.search(ty) and "&" not in ty:
+                _assign(ctx, f"{name}.size()", "0", argv)  # filled by ``_vector_updates``
     else:
         if node.type == "expression_statement":
             e = node.named_children[0] if node.named_children else None
@@ -1021,6 +1029,131 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                     _assign(ctx, target, _accumulated(node, fn, ctx, target, e), argv)
 
 
+_VECTOR_TYPE = re.compile(r"\bstd::vector\s*<")
+_STORAGE = re.compile(r"\s*(?:([A-Za-z_]\w*)\s*\.\s*data\s*\(\s*\)|&\s*([A-Za-z_]\w*)\s*\[.*\])\s*")
+_APPEND = ("push_back", "emplace_back")
+
+
+def _vector_updates(node: Node, depth: int, fn: Node, ctx: HostContext, argv: list[str]) -> None:
+    """What a statement does to the host's ``std::vector`` sizes and elements. An element
+    appended (``shape.push_back(dim)``) grows the size, once per trip of the counted loops
+    around it, and is the vector's next element; while every element appended is the same
+    value, that value is each element's (``[*]``: ``n = n * shape[i]`` in a loop). Whatever
+    else changes a vector (``resize``, ``insert``, a call it is handed to) leaves what is
+    not known from it unknown."""
+    for call in _outermost(node, ("call_expression",)):
+        _vector_call(call, node, depth, fn, ctx, argv)
+
+
+def _vector_call(
+    call: Node, node: Node, depth: int, fn: Node, ctx: HostContext, argv: list[str]
+) -> None:
+    callee = call.child_by_field_name("function")
+    args_node = call.child_by_field_name("arguments")
+    args = args_node.named_children if args_node is not None else []
+    if callee is not None and callee.type == "field_expression":
+        obj = callee.child_by_field_name("argument")
+        method = callee.child_by_field_name("field")
+        name = text(obj) if obj is not None else ""
+        if method is None or f"{name}.size()" not in ctx.texts:
+            return
+        if text(method) in _APPEND and len(args) == 1:
+            _appended(node, depth, fn, ctx, name, args[0], argv)
+        elif text(method) in ("resize", "assign", "insert", "erase", "clear", "pop_back", "swap"):
+            size = text(args[0]) if text(method) == "resize" and depth == 0 and args else ""
+            _forget_elements(ctx, name, argv)
+            _assign(ctx, f"{name}.size()", size, argv)
+        return
+    if callee is None:
+        return
+    definition = ctx.definitions.get(text(callee))
+    params = function_params(definition.node) if definition is not None else []
+    for i, a in enumerate(args):
+        name = text(a)
+        storage = _STORAGE.fullmatch(name)
+        if storage is not None:  # ``fread(v.data(), ...)``: what it holds, not its size
+            _forget_elements(ctx, storage.group(1) or storage.group(2), argv)
+            continue
+        if f"{name}.size()" not in ctx.texts:
+            continue
+        ptype = params[i][0] if i < len(params) else ""
+        if definition is not None and ("&" not in ptype or "const" in ptype):
+            continue  # a copy or a read-only reference: the caller's vector stays
+        _forget_elements(ctx, name, argv)  # handed to what may fill it
+        _assign(ctx, f"{name}.size()", "", argv)
+
+
+def _appended(
+    node: Node, depth: int, fn: Node, ctx: HostContext, name: str, arg: Node, argv: list[str]
+) -> None:
+    size = ctx.value(f"{name}.size()")
+    if depth == 0:
+        taken = _branch_taken(node, fn, ctx, argv)
+        if taken is False:
+            return
+        times = 1.0 if taken else None
+    else:  # (in a branch of the loop: known only at run time)
+        times = _counted_times(node, fn, ctx)
+    if size is None or times is None:
+        _forget_elements(ctx, name, argv)
+        _assign(ctx, f"{name}.size()", "", argv)
+        return
+    value = text(arg)
+    same = _invariant(arg, _outer_loop(node, fn))
+    every = ctx.texts.get(f"{name}[*]")
+    if same and (size == 0 or every == value):
+        _assign(ctx, f"{name}[*]", value, argv)
+    elif every is not None:
+        _assign(ctx, f"{name}[*]", "", argv)
+    if depth == 0 and size < _ARRAY_VALUES:
+        _assign(ctx, f"{name}[{int(size)}]", value, argv)
+    _assign(ctx, f"{name}.size()", repr(size + times), argv)
+
+
+def _each_element(expr: Node, ctx: HostContext) -> str | None:
+    """``expr``'s text with each element of a vector whose elements are all one value
+    (``shape[i]``) replaced by that value; None when it calls a function or reads another
+    element."""
+    parts, at = [], expr.start_byte
+    for n in _outermost(expr, ("call_expression", "subscript_expression")):
+        array = n.child_by_field_name("argument")
+        every = ctx.texts.get(f"{text(array)}[*]") if n.type == "subscript_expression" else None
+        if array is None or not every:
+            return None
+        parts += [_slice(expr, at, n.start_byte), f"({every})"]
+        at = n.end_byte
+    return "".join(parts) + _slice(expr, at, expr.end_byte)
+
+
+def _slice(node: Node, start: int, end: int) -> str:
+    """The source text of bytes ``start``..``end`` inside ``node``."""
+    base = text(node).encode()
+    return base[start - node.start_byte : end - node.start_byte].decode(errors="replace")
+
+
+def _forget_elements(ctx: HostContext, name: str, argv: list[str]) -> None:
+    for key in [k for k in ctx.texts if k.startswith(name + "[")]:
+        _assign(ctx, key, "", argv)
+
+
+def _outer_loop(node: Node, fn: Node) -> Node | None:
+    """The outermost ``for`` loop of host function ``fn`` around ``node``."""
+    outer: Node | None = None
+    p = node.parent
+    while p is not None and p != fn:
+        outer = p if p.type == "for_statement" else outer
+        p = p.parent
+    return outer
+
+
+def _invariant(expr: Node, loop: Node | None) -> bool:
+    """Whether ``expr`` has one value on every trip of ``loop`` (None: no loop): it calls
+    nothing and reads no element, and the loop changes none of its names."""
+    if _outermost(expr, ("call_expression", "subscript_expression")):
+        return False
+    return loop is None or not (_changed_names(loop) & set(_IDENT.findall(text(expr))))
+
+
 def _accumulated(node: Node, fn: Node, ctx: HostContext, target: str, update: Node) -> str:
     """The value after the loops around host statement ``node`` of a variable it steps
     (``total += len``, ``n *= dim``, ``n = n * dim``) by an amount the same on every trip:
@@ -1041,17 +1174,14 @@ def _accumulated(node: Node, fn: Node, ctx: HostContext, target: str, update: No
             op, by = (operator.type, left) if text(right) == target else ("", None)
     if op not in ("+", "-", "*", "/", "<<", ">>") or by is None:
         return ""
-    outer: Node | None = None  # the outermost loop around the statement
-    p = node.parent
-    while p is not None and p != fn:
-        outer = p if p.type == "for_statement" else outer
-        p = p.parent
-    if outer is None or _outermost(by, ("call_expression", "subscript_expression")):
+    outer = _outer_loop(node, fn)
+    amount = _each_element(by, ctx)
+    if outer is None or amount is None:
         return ""
-    if _changed_names(outer) & set(_IDENT.findall(text(by))):
+    if _changed_names(outer) & set(_IDENT.findall(amount)):
         return ""
     times = _counted_times(node, fn, ctx)
-    now, step = ctx.value(target), ctx.eval_text(text(by))
+    now, step = ctx.value(target), ctx.eval_text(amount)
     if times is None or now is None or step is None:
         return ""
     v = _stepped(now, op, step, times)
@@ -1475,13 +1605,13 @@ def _counted_times(node: Node, fn: Node, ctx: HostContext) -> float | None:
     the product of their trips when only those loops and blocks enclose it, none breaks out
     early and no inner loop's header uses an outer loop's variable; else None."""
     loops: list[Node] = []
-    p = node.parent
+    child, p = node, node.parent
     while p is not None and p != fn:
         if p.type == "for_statement":
             loops.append(p)
-        elif p.type != "compound_statement":
-            return None  # a branch, a while loop, a switch
-        p = p.parent
+        elif p.type != "compound_statement" and not _kept_branch(p, child, fn):
+            return None  # a branch, a while loop, a switch, an ``#if`` branch maybe dropped
+        child, p = p, p.parent
     if not loops or _leaves_early(loops[-1]):
         return None
     times, outer = 1.0, set[str]()
@@ -1498,6 +1628,14 @@ def _counted_times(node: Node, fn: Node, ctx: HostContext) -> float | None:
         times *= t
         outer.add(hdr.var)
     return times
+
+
+def _kept_branch(conditional: Node, part: Node, fn: Node) -> bool:
+    """Whether ``part`` is on a branch of ``conditional``, an ``#if``, that the preprocessor
+    is known to keep."""
+    if not conditional.type.startswith("preproc_"):
+        return False
+    return branch_taken(part, file_defined(fn), {}) is True
 
 
 def _leaves_early(node: Node) -> bool:
@@ -2471,11 +2609,6 @@ def _point_at(ctx: HostContext, src: HostContext, pointer: str, arg: str) -> Non
 
 
 _ADDRESS_OF = re.compile(r"\s*&\s*([A-Za-z_]\w*)\s*")
-# calls that change a std::vector's size (``w.resize(k)``: its first argument, the new size)
-_RESIZE = re.compile(
-    r"\b([A-Za-z_]\w*)\s*\.\s*(resize|push_back|emplace_back|insert|erase|clear|assign"
-    r"|pop_back|swap)\s*\(([^,()]*)"
-)
 
 
 def pointer_base(arg: str) -> str:

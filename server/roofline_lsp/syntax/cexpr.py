@@ -190,6 +190,21 @@ class _Parser:
         finally:
             self.skipping -= 1
 
+    def subscript(self, optional: bool) -> float | None:
+        """An index; None, its tokens skipped up to the closing ``]``, when it cannot be
+        evaluated and ``optional`` (every element has the same value)."""
+        if not optional:
+            return self.expr()
+        start = self.i
+        try:
+            return self.expr()
+        except _Fail:
+            self.i, depth = start, 0
+            while (tok := self.peek()) is not None and not (depth == 0 and tok == ("op", "]")):
+                depth += {"[": 1, "]": -1}.get(tok[1], 0) if tok[0] == "op" else 0
+                self.i += 1
+            return None
+
     def fail(self) -> float:
         if self.skipping:
             return 0
@@ -297,15 +312,19 @@ class _Parser:
                 raise _Fail from e
         if value in ("true", "false"):
             return int(value == "true")
+        every = None  # the value of each element of a vector filled with one value
         if self.peek() == ("op", "["):  # an element: ``sizes[1]`` is known as such
             key = value
+            every = self.lookup(value + "[*]")
             while self.peek() == ("op", "["):
                 self.take("[")
-                index = self.expr()
+                index = self.subscript(every is not None)
                 self.take("]")
-                key += f"[{int(index)}]" if index == int(index) else "[?]"
+                key += "[?]" if index is None or index != int(index) else f"[{int(index)}]"
             value = key
         v = self.lookup(value)
+        if v is None and every is not None and value.count("[") == 1:
+            v = every  # ``shape[i]`` of ``for (...) shape.push_back(dim)``
         if v is None:
             return self.fail()
         return v
