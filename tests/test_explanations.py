@@ -44,6 +44,12 @@ def test_memory_term_never_reads_as_more_dram_than_referenced() -> None:
     assert term_text(streaming).endswith("every byte referenced comes from DRAM (202 MB)")
     reused = MemoryTerm(16.8e6, True, 52.4e6, 12.6e6, 554e6)
     assert term_text(reused).endswith("12.6 MB of the 554 MB referenced come from DRAM")
+    # searches' probes missing L2 move a sector for each 4 B referenced: more than referenced
+    searched = MemoryTerm(201e6, False, 5.24e6, 2.77e9, 1.74e9, search_bytes=2.57e9)
+    assert term_text(searched).endswith(
+        "2.77 GB of DRAM for the 1.74 GB referenced, 2.57 GB of them binary-search probes"
+        " that miss L2 (a sector each)"
+    )
 
 
 def test_each_term_in_words() -> None:

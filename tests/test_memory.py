@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from roofline_lsp.estimate.memory import CacheModel, estimate_traffic
@@ -175,3 +177,21 @@ def test_offsets_of_a_loaded_base_overlap_only_within_the_run_it_covers(
     ]
     m = estimate_traffic(counts(2**16, *parts), {}, L2, MODEL)
     assert m.footprint == pytest.approx(footprint)
+
+
+def test_binary_search_probes_miss_below_the_levels_l2_holds() -> None:
+    # 2^20 threads each search a 64 MiB float array (2^24 elements, 25 levels): a[mid] is
+    # referenced 25 times per thread. Probes below the top log2(5 MiB / 128 B) = 15.32
+    # levels miss L2, a sector each: log2(64 MiB / 32 B) + 1 = 22 levels probe their own
+    # sector, so 22 - 15.32 = 6.68 per search, as often as L2 cannot hold the array
+    # (1 - 5/64 = 0.922): 2^20 x 6.68 x 0.922 x 32 B = 206 MB on top of the 100 distinct
+    # elements the walk knows of (400 B)
+    probe = Access("a", "global", 4, "load", 25.0, 100.0, 1, searched=(2.0**24, 25.0))
+    m = estimate_traffic(counts(2**20, probe), {}, L2, MODEL)
+    per_search = (math.log2(64 * 2**20 / 32) + 1 - math.log2(L2 / 128)) * (1 - 5 / 64) * 32
+    assert m.search_bytes == pytest.approx(2**20 * per_search)
+    assert m.bytes_loaded == pytest.approx(400 + 2**20 * per_search)
+    assert m.search_bytes == pytest.approx(206e6, rel=0.01)
+    # over an array L2 holds (4 MiB) every level stays there after its first touch
+    small = Access("a", "global", 4, "load", 20.0, 100.0, 1, searched=(2.0**20, 20.0))
+    assert estimate_traffic(counts(2**20, small), {}, L2, MODEL).search_bytes == 0

@@ -153,6 +153,11 @@ def test_a_binary_search_halves_its_interval(gpu, tmp_path: Path) -> None:  # ty
     assert trips[5] == (21.0, "bisection")
     assert trips[10] == (20.0, "bisection")
     assert trips[15][1] != "bisection"
+    # the probes a[mid] and a[m] are those of searches over 2^20 and 2^20 - 1 elements
+    searched = {(x.buffer, x.line): x.searched for x in a.counts.accesses}
+    assert searched[("a", 7)] == (2.0**20, 21.0)
+    assert searched[("a", 12)] == (2.0**20 - 1, 20.0)
+    assert searched[("z", 3)] is None and searched[("r", 16)] is None
 
 
 def test_a_merge_path_search_s_interval_varies_by_thread(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

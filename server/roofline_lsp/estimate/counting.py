@@ -54,6 +54,7 @@ class ThreadCounter(StatementWalker):
                 r.streamed,
                 r.offset,
                 r.run,
+                r.searched,
             )
             for r in self.tally.accesses.values()
             if r.space != "localmem" or r.buffer.removeprefix("local:") in self.tally.local_dynamic

@@ -38,7 +38,15 @@ def verdict_terms(a: KernelEstimate) -> tuple[Term, ...]:
     out.extend(loop_term(c, lp) for lp in loops[:2])
     m = a.memory
     out.append(
-        MemoryTerm(m.footprint, m.resident, m.l2_bytes, m.dram_bytes, m.references, m.local_bytes)
+        MemoryTerm(
+            m.footprint,
+            m.resident,
+            m.l2_bytes,
+            m.dram_bytes,
+            m.references,
+            m.local_bytes,
+            m.search_bytes,
+        )
     )
     out.extend(assumptions(a))
     out.extend(TypeTerm(name, "float") for name in a.assumed_types)

@@ -74,6 +74,7 @@ class BufferTraffic:
     # than an element apart (0: their sectors are used whole); None: no access of a known
     # stride is
     uncoalesced: tuple[float, float] | None = None
+    searched: float = 0.0  # of the bytes read, binary searches' probes missing L2
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class MemoryEstimate:
     resident: bool  # working set fits in L2
     buffers: tuple[BufferTraffic, ...]
     local_bytes: float = 0.0  # DRAM bytes of per-thread arrays in local memory
+    search_bytes: float = 0.0  # DRAM bytes of binary searches' probes missing L2
     # per buffer with accesses a known stride of more than an element apart across lanes:
     # the DRAM bytes its partly used sectors add (0: neighbouring accesses use them whole)
     uncoalesced: Mapping[str, float] = field(default_factory=dict, compare=False)
@@ -133,6 +135,7 @@ def estimate_traffic(
         sectors = _Sectors()
         touched = {"load": 0.0, "store": 0.0}  # sector bytes of strided accesses, first touch
         apart = {"load": 0.0, "store": 0.0}  # sector bytes of accesses lanes take apart
+        probes = 0.0  # sector bytes of binary searches' probes missing L2
         for a in accs:
             execs = a.weight * threads
             refs = execs * a.elem
@@ -168,6 +171,7 @@ def estimate_traffic(
             if a.kind in ("load", "atomic"):
                 refs_l += refs
                 parts_l.append(part)
+                probes += _search_misses(a, threads, l2_bytes, model)
             if a.kind in ("store", "atomic"):
                 refs_s += refs
                 parts_s.append(part)
@@ -188,10 +192,11 @@ def estimate_traffic(
                 elem,
                 refs_l + refs_s,
                 max(foot_l, foot_s),
-                loaded + apart["load"],
+                loaded + apart["load"] + probes,
                 stored + apart["store"],
                 refs_l,
                 (loaded - foot_l, stored - foot_s) if sectors.strided else None,
+                probes,
             )
         )
     buffers = _merge_fields(buffers)
@@ -233,6 +238,7 @@ def estimate_traffic(
         buffers=tuple(buffers),
         local_bytes=local_l + local_s,
         uncoalesced=uncoalesced,
+        search_bytes=sum(b.searched for b in buffers),
     )
 
 
@@ -259,6 +265,26 @@ class _Sectors:
 
     def total(self, kind: str) -> float:
         return sum(self.moved[kind].values())
+
+
+def _search_misses(a: Access, threads: float, l2_bytes: float, model: CacheModel) -> float:
+    """DRAM bytes of the probes of a binary search (``a[mid]``) that each thread runs down
+    its own path, over an array of S bytes (W elements). Level l probes one of 2^l
+    elements, W / 2^(l+1) apart. The top levels are shared by all threads: while their
+    probes, a line each, fit in L2 (log2(L2 / line) levels), they hit there after the first
+    touch. Each level below probes a sector of its own, log2(S / sector) levels in all,
+    and the levels whose probes come closer than a sector add one more on average (a new
+    sector half the time, then a quarter...). Those probes miss as often as L2 cannot hold
+    the array (1 - L2 / S): none when it fits."""
+    if a.searched is None:
+        return 0.0
+    width, levels = a.searched
+    size = width * a.elem
+    if size <= l2_bytes or levels <= 0:
+        return 0.0
+    below = math.log2(size / model.sector) + 1.0 - math.log2(l2_bytes / model.line)
+    searches = a.weight / levels * threads  # searches of the launch
+    return max(below, 0.0) * (1.0 - l2_bytes / size) * model.sector * searches
 
 
 def _width(interval: tuple[float, float] | None) -> float | None:
@@ -420,6 +446,7 @@ def _merge_fields(buffers: list[BufferTraffic]) -> list[BufferTraffic]:
                 picked[1],
                 picked[2],
                 sum(b.load_references for b in group),
+                searched=min(sum(b.searched for b in group), picked[1]),
             )
         )
     return out

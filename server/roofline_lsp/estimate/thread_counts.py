@@ -31,6 +31,9 @@ class Access:
     # consecutive elements the index is known to cover when part of it is read from memory
     # (``k + tid``, ``tid`` in [0, 7]: 8); None: as dense as the threads
     run: float | None = None
+    # the index is the probe of a binary search (``a[mid]``) over this many elements, in
+    # this many levels (trips): each thread's search takes its own path down the levels
+    searched: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ class LoopWalker(CallWalker):
         cond = node.child_by_field_name("condition")
         body = node.child_by_field_name("body")
         var_name = None
+        searched: float | None = None  # a binary search's width
         hdr: LoopHeader | None = None
         if node.type == "for_range_loop":
             right = node.child_by_field_name("right")
@@ -79,9 +80,10 @@ class LoopWalker(CallWalker):
             ):
                 n, source = 1.0, "constant"  # ``do { ... } while (0)``: a macro's one pass
             if source == "default" and cond is not None and body is not None:
-                halvings = self.bisection_trips(cond, body)
-                if halvings is not None:
-                    n, source = halvings, "bisection"
+                searched = self.bisection_width(cond, body)
+                if searched is not None:
+                    # the interval halves each trip: log2 of its width, and the last trip
+                    n, source = math.floor(math.log2(searched)) + 1.0, "bisection"
             if source == "default" and body is not None:
                 counted = self.bit_length_trips(node, body)
                 if counted is not None:
@@ -91,6 +93,8 @@ class LoopWalker(CallWalker):
         if hinted is not None:
             n, source = hinted, "hint"
         dim = self.new_loop_dim(n)
+        if searched is not None and source == "bisection":  # (not a hint's trips)
+            self.dimensions.searches[dim] = (searched, n)
         names, data = self.unknown_bound(hdr if node.type != "for_range_loop" else None, source)
         self.tally.loop_records.append(
             Loop(
@@ -174,11 +178,11 @@ class LoopWalker(CallWalker):
         bits = float(int(x).bit_length())
         return max(bits - counter.val, 0.0), (text(count), max(bits, counter.val))
 
-    def bisection_trips(self, cond: Node, body: Node) -> float | None:
+    def bisection_width(self, cond: Node, body: Node) -> float | None:
         """A binary search (``while (lo < hi)``, ``while (hi - lo > 1)`` whose body sets
         ``mid = (lo + hi) / 2`` or ``lo + (hi - lo) / 2`` and moves ``lo`` or ``hi`` to it):
-        the interval halves each trip, so it runs log2(hi - lo) + 1 times for the values
-        ``lo`` and ``hi`` have on entry; None when it is not one or they are unknown."""
+        the width ``hi - lo`` of the interval on entry (at least 1); None when it is not one
+        or the values are unknown."""
         names = list(dict.fromkeys(identifiers(cond)))
         if len(names) != 2:
             return None
@@ -208,7 +212,7 @@ class LoopWalker(CallWalker):
             width = max(vhi.rng[1] - vlo.rng[0], vlo.rng[1] - vhi.rng[0])
         else:
             return None
-        return math.floor(math.log2(width)) + 1.0 if width >= 1 else 1.0
+        return max(width, 1.0)
 
     def default(self, base: float) -> float:
         """Trips assumed for a loop whose count is unknown: nested unknown loops get fewer

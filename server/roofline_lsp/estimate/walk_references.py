@@ -333,6 +333,10 @@ class ReferenceWalker(BranchWalker):
                 ),
                 offset,
                 run,
+                max(
+                    (self.dimensions.searches[d] for d in deps if d in self.dimensions.searches),
+                    default=None,
+                ),
             )
         else:
             rec.weight += w

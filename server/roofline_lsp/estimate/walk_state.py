@@ -64,6 +64,8 @@ class AccessRecord:
     # the index as its symbolic terms and a constant offset (``k + tid + 128``: ("+k +tid", 128))
     offset: tuple[str, float] | None = None
     run: float | None = None  # consecutive elements the index covers (``dense_run``)
+    # (elements, levels) of the binary search whose probe the index is
+    searched: tuple[float, float] | None = None
 
 
 # per-call costs of an inlined function: ops, accesses (key, record, weight), its value
@@ -186,6 +188,9 @@ class Dimensions:
     dims: dict[str, float]
     loop_counter: int = 0
     unrolled_dims: set[str] = field(default_factory=set)
+    # the loops that are binary searches (``mid = (lo + hi) / 2``): the elements searched
+    # and the trips (its levels)
+    searches: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def teams_only(words: set[str]) -> bool:

@@ -43,6 +43,7 @@ class MemoryTerm:
     dram_bytes: float
     references: float
     local_bytes: float = 0.0  # of the DRAM bytes, those of per-thread arrays in local memory
+    search_bytes: float = 0.0  # ... those of binary searches' probes that miss L2
 
 
 @dataclass(frozen=True)

@@ -108,14 +108,21 @@ def term_text(t: Term) -> str:
             if t.local_bytes >= 0.01 * t.dram_bytes
             else ""
         )
-        if t.dram_bytes >= t.references:
+        if t.search_bytes >= 0.01 * t.dram_bytes:
+            local += (
+                f", {fmt_bytes(t.search_bytes)} of them binary-search probes that miss L2"
+                " (a sector each)"
+            )
+        if t.dram_bytes >= t.references and not t.search_bytes:
             # each byte referenced once, plus the launch's fixed and local-memory traffic
             return (
                 head + f"every byte referenced comes from DRAM ({fmt_bytes(t.dram_bytes)}{local})"
             )
         return head + (
-            f"{fmt_bytes(t.dram_bytes)} of the {fmt_bytes(t.references)} referenced come from"
-            f" DRAM{local}"
+            f"{fmt_bytes(t.dram_bytes)} of DRAM for the {fmt_bytes(t.references)} referenced{local}"
+            if t.dram_bytes >= t.references
+            else f"{fmt_bytes(t.dram_bytes)} of the {fmt_bytes(t.references)} referenced come"
+            f" from DRAM{local}"
         )
     if isinstance(t, AssumptionTerm):
         return assumption_text(t)
