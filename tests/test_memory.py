@@ -195,3 +195,7 @@ def test_binary_search_probes_miss_below_the_levels_l2_holds() -> None:
     # over an array L2 holds (4 MiB) every level stays there after its first touch
     small = Access("a", "global", 4, "load", 20.0, 100.0, 1, searched=(2.0**20, 20.0))
     assert estimate_traffic(counts(2**20, small), {}, L2, MODEL).search_bytes == 0
+    # an index the walk cannot bound (charged every reference: 2^20 x 20 x 4 B = 84 MB)
+    # touches no more than the range searched: 4 MiB, all in L2
+    unbounded = Access("a", "global", 4, "load", 20.0, None, 1, searched=(2.0**20, 20.0))
+    assert estimate_traffic(counts(2**20, unbounded), {}, L2, MODEL).bytes_loaded == 4 * 2**20

@@ -160,6 +160,37 @@ def test_a_binary_search_halves_its_interval(gpu, tmp_path: Path) -> None:  # ty
     assert searched[("z", 3)] is None and searched[("r", 16)] is None
 
 
+def test_a_search_by_halving_steps_is_one(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # k = 2^19 on entry, halved before each test: 19 trips probing idx | k over [0, 2^20);
+    # the for loop steps k from n / 2 = 2^19 down to 1: 20 trips over 2 x 2^19 elements. A
+    # tree sum halves its step too, but sets no variable on what it reads: not a search
+    src = (
+        "__global__ void k(const float *a, float *s, int *r, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float z = a[i];\n"
+        "  int k = 1 << 19, idx = 0, j = 0;\n"
+        "  while (k >>= 1) {\n"
+        "    int p = idx | k;\n"
+        "    if (z >= a[p]) idx = p;\n"
+        "  }\n"
+        "  for (int h = n / 2; h > 0; h >>= 1) {\n"
+        "    j = (a[j + h] <= z) ? j + h : j;\n"
+        "  }\n"
+        "  for (int h = n / 2; h > 0; h >>= 1)\n"
+        "    if (i < h) s[i] += s[i + h];\n"
+        "  r[i] = idx + j;\n"
+        "}\n"
+        "int main() { float *a, *s; int *r; k<<<4096, 256>>>(a, s, r, 1 << 20); }\n"
+    )
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(4096, 1, 1))
+    trips = {lp.line: lp.trips for lp in a.counts.loops}
+    assert (trips[5], trips[9], trips[12]) == (19.0, 20.0, 20.0)
+    searched = {(x.buffer, x.line, x.kind): x.searched for x in a.counts.accesses}
+    assert searched[("a", 7, "load")] == (2.0**20, 19.0)
+    assert searched[("a", 10, "load")] == (2.0**20, 20.0)
+    assert searched[("s", 13, "load")] is None and searched[("a", 3, "load")] is None
+
+
 def test_a_merge_path_search_s_interval_varies_by_thread(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # diag = 2 tx in [0, 126]: begin = max(0, diag - 64) in [0, 62], end = min(diag, 64) in
     # [0, 64]. No thread's interval is wider than 64: at most floor(log2(64)) + 1 = 7

@@ -148,6 +148,8 @@ def estimate_traffic(
                 unique = min(unique, threads)
             if cap is not None:
                 unique = min(unique, cap)
+            if a.searched is not None:  # a search's probes stay in the range it searches
+                unique = min(unique, a.searched[0])
             foot = unique * a.elem
             reach = a.distinct * a.elem if a.distinct is not None else math.inf
             part = (foot, a.interval, a.unfollowed, a.offset, reach, a.run)

@@ -60,6 +60,7 @@ class LoopWalker(CallWalker):
         body = node.child_by_field_name("body")
         var_name = None
         searched: float | None = None  # a binary search's width
+        descent: float | None = None  # ... by descending a halving step (``idx | k``)
         hdr: LoopHeader | None = None
         if node.type == "for_range_loop":
             right = node.child_by_field_name("right")
@@ -73,6 +74,8 @@ class LoopWalker(CallWalker):
                     n, source, var_name = trip, src, hdr.var
                     if node.type == "do_statement":
                         n = max(n, 1.0)
+                    held = self.var(hdr.var) if hdr.var else None
+                    descent = self.descent_width(hdr, held.val if held else None, n, body)
             if (
                 source == "default"
                 and node.type == "do_statement"
@@ -95,6 +98,8 @@ class LoopWalker(CallWalker):
         dim = self.new_loop_dim(n)
         if searched is not None and source == "bisection":  # (not a hint's trips)
             self.dimensions.searches[dim] = (searched, n)
+        elif descent is not None and hinted is None:
+            self.dimensions.searches[dim] = (descent, n)
         names, data = self.unknown_bound(hdr if node.type != "for_range_loop" else None, source)
         self.tally.loop_records.append(
             Loop(
@@ -214,6 +219,20 @@ class LoopWalker(CallWalker):
             return None
         return max(width, 1.0)
 
+    def descent_width(
+        self, hdr: LoopHeader | None, start: float | None, trips: float, body: Node | None
+    ) -> float | None:
+        """A search by halving steps (``for (k = n / 2; k > 0; k >>= 1)``, ``while (k >>=
+        1)``) whose body moves a position by what it reads (``if (a[idx | k] <= z) idx |=
+        k;``): the elements it searches, twice the first step (the counter on entry; else
+        2^trips); None when it is not one."""
+        if hdr is None or hdr.step_op not in (">>", "/") or body is None or trips < 1:
+            return None
+        step = self.step_value(hdr)
+        if step is None or step != (1 if hdr.step_op == ">>" else 2) or not _steered(body):
+            return None
+        return 2 * start if start is not None and start >= 1 else 2.0**trips
+
     def default(self, base: float) -> float:
         """Trips assumed for a loop whose count is unknown: nested unknown loops get fewer
         (the work of a thread is bounded; 32 x 32 x 32 unknown trips would not be)."""
@@ -279,6 +298,13 @@ class LoopWalker(CallWalker):
             source = "default" if self.par.parallel_assumed else "launch"
         var_name = hdr.var if hdr else None
         dim = self.new_loop_dim(n)
+        descent = (
+            None
+            if parallel
+            else self.descent_width(hdr, start_val, n, node.child_by_field_name("body"))
+        )
+        if descent is not None and source != "hint":
+            self.dimensions.searches[dim] = (descent, n)
         if teams_only:
             self.par.team_dims.add(dim)
         unrolled = False
@@ -613,6 +639,42 @@ def _loads(node: Node) -> bool:
         n = stack.pop()
         if n.type == "call_expression" or reads_memory(n):
             return True
+        stack.extend(n.named_children)
+    return False
+
+
+def _steered(body: Node) -> bool:
+    """Whether a loop body sets a variable on what it reads from memory: assigned in a
+    branch whose condition reads (``if (z >= a[r]) idx = r;``) or from a selection on it
+    (``lo = a[m] < v ? m + 1 : lo``)."""
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        test: Node | None = None
+        if n.type == "if_statement" or (
+            n.type == "conditional_expression"
+            and n.parent is not None
+            and n.parent.type == "assignment_expression"
+        ):
+            test = n.child_by_field_name("condition")
+        if test is not None and _loads(test):
+            branches = n.named_children if n.type == "if_statement" else [n.parent]
+            for b in branches:
+                if b is not None and b != test and _sets_variable(b):
+                    return True
+        stack.extend(n.named_children)
+    return False
+
+
+def _sets_variable(node: Node) -> bool:
+    """``node`` assigns a plain variable (not an element or a field) somewhere in it."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "assignment_expression":
+            left = n.child_by_field_name("left")
+            if left is not None and left.type == "identifier":
+                return True
         stack.extend(n.named_children)
     return False
 
