@@ -428,3 +428,35 @@ def test_a_loop_the_compiler_unrolled_fully_counts_each_copy_once(tmp_path):
     comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
     assert src.counts.lines[7][1] == pytest.approx(800.0)
     assert comp.counts.lines[7][1] == pytest.approx(800.0)
+
+
+def test_a_helper_s_guarded_tree_sum_runs_at_its_branch_shares() -> None:
+    # guarded_helper.cu, 1024 x 128 threads, n = 2^17: the grid-stride loop runs once, one
+    # fma on line 6 and an add on line 7 (3 FP32 FLOP). reduce2 (guarded_helper.h, inlined
+    # on line 11) adds 2 FLOP at step i for the threads below i: sum over i = 64 ... 1 of
+    # i / 128 x 2 = 127 / 64 FLOP. Its PTX branches on ``lid < i`` inside the inlined code,
+    # so line 11 keeps the counter's weights (the PTX count, 2 FLOP a step for every
+    # thread, is an upper bound). Its loop is on line 6 of the header: not line 6 of the
+    # kernel, which is no 7-trip loop
+    k, det, module = kernel_of("guarded_helper")
+    kp = kernel_ptx(module, k)
+    assert kp is not None and kp.fallback == {11}
+    inputs = Inputs(block=(128, 1, 1), grid=(1024, 1, 1), values=(("n", 2.0**17),))
+    comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
+    fp32 = {ln: row[1] for ln, row in comp.counts.lines.items()}
+    assert (fp32[6], fp32[7]) == (pytest.approx(2.0, rel=1e-4), pytest.approx(1.0, rel=1e-4))
+    assert fp32[11] == pytest.approx(127 / 64, rel=1e-4)
+
+
+def test_branches_in_code_inlined_from_the_toolkit_keep_the_ptx_count() -> None:
+    # the same PTX with the helper's file in the toolkit's headers (a math function there
+    # branches on special inputs, which the counter's weights do not know): line 11 keeps
+    # its PTX count; in the program's own header it is the counter's
+    k, det, module = kernel_of("guarded_helper")
+    steered = {site[1]: files for site, files in module.functions["_Z1kPKfPfi"].steered.items()}
+    assert steered == {11: frozenset({"guarded_helper.h"})}
+    text = (FIX / "guarded_helper.ptx").read_text()
+    toolkit = "/usr/local/cuda/targets/x86_64-linux/include/crt/guarded_helper.h"
+    moved = parse_ptx(text.replace('"guarded_helper.h"', f'"{toolkit}"'))
+    kp = kernel_ptx(moved, k)
+    assert kp is not None and kp.fallback == frozenset()

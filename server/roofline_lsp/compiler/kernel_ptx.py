@@ -23,6 +23,11 @@ Mapping PTX lines onto the counter's lines:
   (its lines' relative weights are then all 1, or less for branches: an upper bound); a callee
   with a loop has per-line weights the counter does not expose, so that line keeps its source
   count (a fallback).
+- Code inlined on a call line from the program's own device function that branches on a
+  condition (a guarded tree sum ``if (lid < i) v[lid] += v[lid + i];``, an early exit) is
+  every path at once on that line: the line keeps its source count, whose weights hold the
+  branch shares (a fallback, ``PtxFunction.steered``). Code inlined from the toolkit's
+  headers (a math function branching on special inputs) keeps its PTX count.
 - A loop statement's line holds the loop control (counter increment, compare, pointer bumps)
   that runs once per iteration in the ``-O1`` code. The build that runs (``-O3``) unrolls a loop
   of unknown trip count by 4 and a small constant one completely, as the counter assumes
@@ -95,7 +100,8 @@ class KernelPtx:
 
     kernel: str  # the PTX symbol
     lines: Mapping[int, LineMix] = field(compare=False)
-    fallback: frozenset[int] = frozenset()  # lines calling a .func with loops: source counts
+    # lines calling a .func with loops, or inlining a branching helper: source counts
+    fallback: frozenset[int] = frozenset()
     keep_source: frozenset[int] = frozenset()  # OpenMP pragma line (runtime model)
     compiler: str = "nvcc"
     # loop statement lines: the part of the line's (fp64, fp32, fp16, int) counts that runs
@@ -176,6 +182,15 @@ def _same_file(ptx_file: str, path: str) -> bool:
         except OSError:
             return False
     return os.path.basename(ptx_file) == os.path.basename(path)
+
+
+def _user_file(ptx_file: str) -> bool:
+    """Whether ``ptx_file`` is the program's own source, not a header of the CUDA toolkit or
+    the compiler (``crt/math_functions.hpp``, ``__clang_cuda_math.h``)."""
+    return bool(ptx_file) and not any(part in ptx_file for part in _TOOLKIT_PATHS)
+
+
+_TOOLKIT_PATHS = ("/targets/", "/include/crt/", "/lib/clang/", "__clang_cuda", "/usr/include/")
 
 
 def _is_runtime(name: str) -> bool:
@@ -369,6 +384,9 @@ def _kernel_ptx(
         here = _own_lines(f, in_span, ids)
         if here is None:
             return None
+        for site, files in f.steered.items():
+            if in_span(site) and any(_user_file(x) for x in files):
+                fallback.add(site[1])  # its weights are the counter's (branch shares)
         for (key, in_loops), mix in here.items():
             where = (in_loops, index)
             ln = key[1]

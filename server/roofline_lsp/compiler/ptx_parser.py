@@ -81,6 +81,9 @@ class PtxFunction:
     total: LineMix = EMPTY
     runs: tuple[PtxRun, ...] = field(default=(), compare=False)
     cfg_loops: tuple[CfgLoop, ...] = field(default=(), compare=False)
+    # call-site lines whose inlined code branches on a condition: the files of that code
+    # (a user's device function with an ``if`` or an unrolled guarded loop, a math function)
+    steered: Mapping[Key, frozenset[str]] = field(default_factory=dict, compare=False)
 
     @property
     def short_name(self) -> str:
@@ -395,6 +398,10 @@ def _build_function(
                 if target not in lst:
                     lst.append(target)
     loops = _loops(instrs, labels, sparse, targets, key)
+    steered: dict[Key, set[str]] = {}
+    for ins in instrs:
+        if ins.guarded and ins.opcode.startswith("bra") and ins.direct != ins.callsite:
+            steered.setdefault(key(ins.callsite), set()).add(key(ins.direct)[0])
     ends = [first - 1 for *_, first in runs[1:]] + [len(instrs) - 1] * bool(runs)
     return PtxFunction(
         name,
@@ -421,6 +428,7 @@ def _build_function(
             )
             for body in cfg.natural_loops()
         ),
+        {k: frozenset(v) for k, v in steered.items()},
     )
 
 

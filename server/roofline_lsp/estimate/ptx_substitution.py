@@ -171,11 +171,14 @@ def substitute(
     weights = counts.weights
     ordered = sorted(x for x in weights if lo <= x <= hi)
     default = weights.get(kernel.line, min(weights.values()) if weights else 1.0)
-    loops = {lp.line: lp for lp in counts.loops}
+    # the kernel's own loops (an inlined callee's loops have lines of another function, in
+    # another file or a macro's text, which may be any of the kernel's own line numbers)
+    own_loops = tuple(
+        lp for lp in counts.loops if lo <= lp.line and lp.end_line <= hi and not lp.inlined
+    )
+    loops = {lp.line: lp for lp in own_loops}
     keep = set(ptx.fallback) | set(ptx.keep_source)
-    keep |= {lp.line for lp in counts.loops if lp.parallel}
-    # the kernel's own loops (a callee's loops have lines of another function)
-    own_loops = tuple(lp for lp in counts.loops if lo <= lp.line and lp.end_line <= hi)
+    keep |= {lp.line for lp in own_loops if lp.parallel}
     compiled = _ptx_loops_of(own_loops, ptx, kernel.line)
     copies = _unrolled_copies(own_loops, ptx)
     new: dict[int, tuple[float, float, float, float]] = {}

@@ -50,6 +50,9 @@ class Loop:
     # ``// roofline: name=...`` hint gives them), and whether it depends on loaded data
     unknown_names: tuple[str, ...] = ()
     data_bound: bool = False
+    # in a device function or macro inlined into the kernel: its lines are the callee's
+    # (of another file, or a macro's text), its work is booked on the call's line
+    inlined: bool = False
 
 
 @dataclass(frozen=True)

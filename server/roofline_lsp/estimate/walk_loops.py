@@ -111,6 +111,7 @@ class LoopWalker(CallWalker):
                 end_line=node.end_point.row + 1,
                 unknown_names=names,
                 data_bound=data,
+                inlined=self.cursor.line_base is not None,
             )
         )
         if var_name and hdr is not None:
@@ -325,6 +326,7 @@ class LoopWalker(CallWalker):
                 node.end_point.row + 1,
                 names,
                 data,
+                self.cursor.line_base is not None,
             )
         )
         if unrolled:
