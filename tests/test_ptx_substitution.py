@@ -460,3 +460,23 @@ def test_branches_in_code_inlined_from_the_toolkit_keep_the_ptx_count() -> None:
     moved = parse_ptx(text.replace('"guarded_helper.h"', f'"{toolkit}"'))
     kp = kernel_ptx(moved, k)
     assert kp is not None and kp.fallback == frozenset()
+
+
+def test_a_branch_the_arguments_rule_out_costs_nothing_where_the_compiler_branches() -> None:
+    # dead_branch.cu with mode = 0, 8192 threads: ``mode > 0`` and ``mode > 1`` are false.
+    # Line 6's load and fma sit on the arm nvcc branches around (a load may fault): they
+    # run for no thread, 0 FLOP (the walk leaves the line without a weight; it used to
+    # take the weight of the line above, 2 FLOP). Line 9's multiply is computed on both
+    # paths and selected (``selp``): it runs for every thread, 1 FLOP. Line 11: x * 2 is
+    # one add, 1 FLOP. 2 FP32 FLOP a thread; with mode = 2 every line runs: 2 + 1 + 1 = 4
+    k, det, module = kernel_of("dead_branch")
+    kp = kernel_ptx(module, k)
+    assert kp is not None and 5 in kp.skipped_by[6] and 8 not in kp.skipped_by.get(9, ())
+
+    def fp32(mode: float) -> float:
+        inputs = Inputs(block=(128, 1, 1), grid=(64, 1, 1), values=(("n", 8192.0), ("mode", mode)))
+        comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
+        return comp.counts.flops["fp32"]
+
+    assert fp32(0.0) == pytest.approx(2.0)
+    assert fp32(2.0) == pytest.approx(4.0)

@@ -28,6 +28,10 @@ Mapping PTX lines onto the counter's lines:
   every path at once on that line: the line keeps its source count, whose weights hold the
   branch shares (a fallback, ``PtxFunction.steered``). Code inlined from the toolkit's
   headers (a math function branching on special inputs) keeps its PTX count.
+- A branch the known values decide against (``if (mode > 0)`` with mode 0: the counter's
+  ``dead_lines``) costs nothing where the PTX branches around its code on that condition
+  (``skipped_by``); code the compiler computes on both paths and selects (``selp``) runs
+  anyway, at the weight of the line above it.
 - A loop statement's line holds the loop control (counter increment, compare, pointer bumps)
   that runs once per iteration in the ``-O1`` code. The build that runs (``-O3``) unrolls a loop
   of unknown trip count by 4 and a small constant one completely, as the counter assumes
@@ -121,6 +125,9 @@ class KernelPtx:
     placed: Mapping[int, tuple[Placement, ...]] = field(default_factory=dict, compare=False)
     loop_functions: tuple[int, ...] = ()  # the function (index) each natural loop sits in
     others: tuple[KernelPtx, ...] = ()  # other instantiations of a template kernel
+    # lines whose code conditional branches skip: the lines of those branches' conditions
+    # (``PtxFunction.skipped_by``); a line the compiler if-converted (``selp``) is not here
+    skipped_by: Mapping[int, frozenset[int]] = field(default_factory=dict, compare=False)
 
     def flop_mix(self) -> tuple[int, int, int]:
         """(fp64, fp32, fp16) FLOPs summed over the lines, one execution each."""
@@ -376,6 +383,7 @@ def _kernel_ptx(
     loop_bodies: list[frozenset[int]] = []
     loop_functions: list[int] = []
     fallback: set[int] = set()
+    skipped: dict[int, set[int]] = {}
     for index, name in enumerate(order):
         f = module.functions[name]
         ids = range(len(loop_bodies), len(loop_bodies) + len(f.cfg_loops))
@@ -387,6 +395,10 @@ def _kernel_ptx(
         for site, files in f.steered.items():
             if in_span(site) and any(_user_file(x) for x in files):
                 fallback.add(site[1])  # its weights are the counter's (branch shares)
+        for site, conditions in f.skipped_by.items():
+            if in_span(site):
+                held = {c[1] for c in conditions if in_span(c)}
+                skipped[site[1]] = skipped.get(site[1], held) & held
         for (key, in_loops), mix in here.items():
             where = (in_loops, index)
             ln = key[1]
@@ -441,6 +453,7 @@ def _kernel_ptx(
             for ln, at in placed.items()
         },
         tuple(loop_functions),
+        skipped_by={ln: frozenset(c) for ln, c in skipped.items() if c},
     )
 
 

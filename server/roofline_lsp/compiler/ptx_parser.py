@@ -4,6 +4,7 @@ outermost ``inlined_at`` call site), its callees and its loops (backward branche
 
 from __future__ import annotations
 
+import bisect
 import functools
 import os
 import re
@@ -84,6 +85,10 @@ class PtxFunction:
     # call-site lines whose inlined code branches on a condition: the files of that code
     # (a user's device function with an ``if`` or an unrolled guarded loop, a math function)
     steered: Mapping[Key, frozenset[str]] = field(default_factory=dict, compare=False)
+    # call-site lines whose every instruction sits on an arm of conditional branches: the
+    # call-site lines of those branches (the ``if`` whose condition skips the line's code;
+    # code the compiler computes on both paths and selects, ``selp``, is on no arm)
+    skipped_by: Mapping[Key, frozenset[Key]] = field(default_factory=dict, compare=False)
 
     @property
     def short_name(self) -> str:
@@ -402,6 +407,14 @@ def _build_function(
     for ins in instrs:
         if ins.guarded and ins.opcode.startswith("bra") and ins.direct != ins.callsite:
             steered.setdefault(key(ins.callsite), set()).add(key(ins.direct)[0])
+    skipped_by: dict[Key, set[Key]] = {}
+    arms = cfg.arms(instrs)
+    for block, (start, end) in enumerate(cfg.blocks):
+        conditions = {key(instrs[j].callsite) for j in arms.get(block, set())}
+        for j in range(start, end + 1):
+            line_key = key(instrs[j].callsite)
+            held = skipped_by.get(line_key)
+            skipped_by[line_key] = set(conditions) if held is None else held & conditions
     ends = [first - 1 for *_, first in runs[1:]] + [len(instrs) - 1] * bool(runs)
     return PtxFunction(
         name,
@@ -429,6 +442,7 @@ def _build_function(
             for body in cfg.natural_loops()
         ),
         {k: frozenset(v) for k, v in steered.items()},
+        {k: frozenset(v) for k, v in skipped_by.items() if v and k[1] > 0},
     )
 
 
@@ -466,9 +480,48 @@ class _Cfg:
     def natural_loops(self) -> list[set[int]]:
         """The blocks of each natural loop (loops sharing a header merged), from the
         dominator tree (Cooper, Harvey and Kennedy's iterative algorithm)."""
-        nb = len(self.blocks)
-        if not nb:
+        if not self.blocks:
             return []
+        order, preds, dominates, _subtree = self._dominators()
+        bodies: dict[int, set[int]] = {}
+        for b in order:
+            for h in self.succ[b]:
+                if not dominates(h, b):
+                    continue
+                body = bodies.setdefault(h, {h})
+                todo = [b]
+                while todo:
+                    x = todo.pop()
+                    if x not in body:
+                        body.add(x)
+                        todo.extend(preds[x])
+        return [bodies[h] for h in sorted(bodies, key=lambda h: self.blocks[h][0])]
+
+    def arms(self, instrs: list[_Instr]) -> dict[int, set[int]]:
+        """For each block, the conditional branches (instruction indices) it sits on an arm
+        of: blocks dominated by a successor of the branch that has no other predecessor
+        (the ``then`` of an ``if``, the rest of a kernel after an early exit; not the join
+        where the paths meet again)."""
+        if not self.blocks:
+            return {}
+        order, preds, _dominates, subtree = self._dominators()
+        out: dict[int, set[int]] = {}
+        for p in order:
+            last = self.blocks[p][1]
+            if not (instrs[last].guarded and instrs[last].opcode.startswith("bra")):
+                continue
+            for s in self.succ[p]:
+                if preds[s] == [p]:
+                    for b in subtree(s):
+                        out.setdefault(b, set()).add(last)
+        return out
+
+    def _dominators(
+        self,
+    ) -> tuple[list[int], list[list[int]], Callable[[int, int], bool], Callable[[int], list[int]]]:
+        """Reverse postorder from the entry, each block's predecessors, the dominance test
+        and the blocks a block dominates."""
+        nb = len(self.blocks)
         order: list[int] = []  # reverse postorder from the entry block
         seen = [False] * nb
         stack: list[tuple[int, int]] = [(0, 0)]
@@ -533,21 +586,19 @@ class _Cfg:
             walk.extend((c, False) for c in children.get(b, ()))
 
         def dominates(h: int, b: int) -> bool:
-            return enter[h] <= enter[b] and leave[b] <= leave[h]
+            return h in enter and b in enter and enter[h] <= enter[b] and leave[b] <= leave[h]
 
-        bodies: dict[int, set[int]] = {}
-        for b in order:
-            for h in self.succ[b]:
-                if not dominates(h, b):
-                    continue
-                body = bodies.setdefault(h, {h})
-                todo = [b]
-                while todo:
-                    x = todo.pop()
-                    if x not in body:
-                        body.add(x)
-                        todo.extend(preds[x])
-        return [bodies[h] for h in sorted(bodies, key=lambda h: self.blocks[h][0])]
+        by_entry = sorted(enter, key=enter.__getitem__)
+        entries = [enter[b] for b in by_entry]
+
+        def subtree(h: int) -> list[int]:
+            if h not in enter:
+                return []
+            lo = bisect.bisect_left(entries, enter[h])
+            hi = bisect.bisect_right(entries, leave[h])
+            return by_entry[lo:hi]
+
+        return order, preds, dominates, subtree
 
 
 def _loops(

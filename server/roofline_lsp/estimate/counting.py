@@ -83,4 +83,5 @@ class ThreadCounter(StatementWalker):
             followed=tuple(self.tally.followed),
             per="iteration" if self.inputs.offload else "thread",
             local_bytes={"local:" + k: v for k, v in self.tally.local_sizes.items()},
+            dead_lines=dict(self.tally.dead_lines),
         )

@@ -48,6 +48,15 @@ def _weight_of(ln: int, weights: Mapping[int, float], ordered: list[int], defaul
     return weights[best] if best is not None else default
 
 
+def _skipped(
+    ln: int, dead: Mapping[int, tuple[int, int]], skipped_by: Mapping[int, frozenset[int]]
+) -> bool:
+    """Whether line ``ln`` is in a branch the known values decide against, and the PTX skips
+    its code with a branch on that condition (not code computed on both paths)."""
+    test = dead.get(ln)
+    return test is not None and any(test[0] <= c <= test[1] for c in skipped_by.get(ln, ()))
+
+
 _MOSTLY = 0.8  # share of a PTX loop's body lines a source loop must hold to be its origin
 
 
@@ -189,6 +198,8 @@ def substitute(
         if ln in keep:
             continue
         w = _weight_of(ln, weights, ordered, default)
+        if _skipped(ln, counts.dead_lines, ptx.skipped_by):
+            w = 0.0
         line = line_quad(mix)
         lp = loops.get(ln)
         if lp is None or lp.parallel:

@@ -70,6 +70,9 @@ class ThreadCounts:
     followed: tuple[str, ...]  # device functions and macros followed
     per: str = "thread"
     local_bytes: dict[str, float] = field(default_factory=dict)  # per-thread arrays in memory
+    # lines of a branch the known values decide against (``if (d > 0)`` with d = 0): the
+    # first and last line of its condition
+    dead_lines: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass

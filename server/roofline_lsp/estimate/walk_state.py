@@ -143,6 +143,7 @@ class Tally:
     # names an index multiplies by a constant: whether each is an unknown value the same for
     # every thread (a structure of arrays' component stride, ``nijk * 2``)
     strides: dict[str, bool] = field(default_factory=dict)
+    dead_lines: dict[int, tuple[int, int]] = field(default_factory=dict)  # ThreadCounts'
 
 
 @dataclass

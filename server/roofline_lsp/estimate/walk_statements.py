@@ -266,6 +266,10 @@ class StatementWalker(LoopWalker):
         alt = node.child_by_field_name("alternative")
         saved = self.cursor.w
         cont_a = cont_b = 1.0
+        if p in (0, 1) and cond is not None and self.decided(inner):
+            dead = cons if p == 0 else alt
+            if dead is not None:
+                self.never_runs(dead, cond)
         if cons is not None and p > 0:
             self.cursor.w = saved * p
             self.cursor.scopes.append({})
@@ -284,6 +288,23 @@ class StatementWalker(LoopWalker):
             self.cursor.scopes.pop()
         self.cursor.w = saved
         return p * cont_a + (1 - p) * cont_b
+
+    def decided(self, cond: Node) -> bool:
+        """Whether ``cond`` has one value the known values give (``d > 0`` of a kernel
+        argument the host sets), not a share the model assumes (a bounds check)."""
+        v = self.expr_quiet(cond)
+        return v.val is not None and not v.deps
+
+    def never_runs(self, branch: Node, cond: Node) -> None:
+        """A branch the known values decide against is not walked: its lines have no
+        weight, and the compiler's code for them (for the case it cannot rule out) costs
+        nothing where a branch on ``cond`` skips it (``ptx_substitution``); code computed on
+        both paths and selected runs whatever the condition."""
+        if self.cursor.line_base is not None:
+            return  # (an inlined callee's lines are booked on the call's line)
+        test = (cond.start_point.row + 1, cond.end_point.row + 1)
+        for ln in range(branch.start_point.row + 1, branch.end_point.row + 2):
+            self.tally.dead_lines.setdefault(ln, test)
 
     def pins_lane(self, cond: Node) -> bool:
         """``iz == 0`` with iz moving across the lanes of a warp (a face of a grid): one
