@@ -480,3 +480,18 @@ def test_a_branch_the_arguments_rule_out_costs_nothing_where_the_compiler_branch
 
     assert fp32(0.0) == pytest.approx(2.0)
     assert fp32(2.0) == pytest.approx(4.0)
+
+
+def test_a_call_with_a_loop_on_a_continued_line_keeps_its_statement_s_count() -> None:
+    # continued_call.cu, m = 100: series() keeps its loop as a .func call (the counting
+    # compile), called on line 10, the second line of the statement on line 9; the counter
+    # books the whole statement on line 9: a[i] * 2 + ... (2 FLOP) and 100 trips of one
+    # fma (200 FLOP). Line 9 keeps that count for the statement's lines: 202 FP32 FLOP a
+    # thread (the PTX alone has the fma of line 9, 2 FLOP, and line 10's fallback had
+    # nothing booked on it)
+    k, det, module = kernel_of("continued_call")
+    kp = kernel_ptx(module, k)
+    assert kp is not None and kp.fallback == {10}
+    inputs = Inputs(block=(128, 1, 1), grid=(64, 1, 1), values=(("n", 8192.0), ("m", 100.0)))
+    comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
+    assert comp.counts.flops["fp32"] == pytest.approx(202.0)

@@ -22,7 +22,8 @@ Mapping PTX lines onto the counter's lines:
   the function's whole per-call cost (its lines, transitively its callees) when it has no loop
   (its lines' relative weights are then all 1, or less for branches: an upper bound); a callee
   with a loop has per-line weights the counter does not expose, so that line keeps its source
-  count (a fallback).
+  count (a fallback); on a continued line of a statement (``x = a +`` then ``f(...)``), the
+  statement's first line, where the counter booked it, keeps its count for all its lines.
 - Code inlined on a call line from the program's own device function that branches on a
   condition (a guarded tree sum ``if (lid < i) v[lid] += v[lid + i];``, an early exit) is
   every path at once on that line: the line keeps its source count, whose weights hold the

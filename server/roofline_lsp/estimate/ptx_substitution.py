@@ -4,6 +4,7 @@ put in place of the source-level operation counts of the counter (``counting.py`
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -33,6 +34,12 @@ def pick_instantiation(counts: ThreadCounts, ptx: KernelPtx) -> KernelPtx:
         if max(mix) > 0 and max(range(3), key=lambda i: mix[i]) == want:
             return c
     return ptx
+
+
+def _statement_of(ln: int, ordered: list[int]) -> int | None:
+    """The statement line at or above line ``ln`` (``ordered``: the counter's lines)."""
+    i = bisect.bisect_right(ordered, ln)
+    return ordered[i - 1] if i else None
 
 
 def _weight_of(ln: int, weights: Mapping[int, float], ordered: list[int], default: float) -> float:
@@ -188,6 +195,12 @@ def substitute(
     loops = {lp.line: lp for lp in own_loops}
     keep = set(ptx.fallback) | set(ptx.keep_source)
     keep |= {lp.line for lp in own_loops if lp.parallel}
+    # a fallback on a continued line of a statement (``x =`` then ``expf(...)`` on the next
+    # line): the counter booked the statement on its first line, which keeps its count for
+    # all its lines
+    whole = {_statement_of(f, ordered) for f in ptx.fallback if f not in weights}
+    keep |= {ln for ln in ptx.lines if _statement_of(ln, ordered) in whole}
+    keep |= {ln for ln in whole if ln is not None}
     compiled = _ptx_loops_of(own_loops, ptx, kernel.line)
     copies = _unrolled_copies(own_loops, ptx)
     new: dict[int, tuple[float, float, float, float]] = {}
