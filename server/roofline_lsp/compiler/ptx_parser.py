@@ -482,7 +482,7 @@ class _Cfg:
         dominator tree (Cooper, Harvey and Kennedy's iterative algorithm)."""
         if not self.blocks:
             return []
-        order, preds, dominates, _subtree = self._dominators()
+        order, preds, dominates, _subtree = self._dominators
         bodies: dict[int, set[int]] = {}
         for b in order:
             for h in self.succ[b]:
@@ -504,7 +504,7 @@ class _Cfg:
         where the paths meet again)."""
         if not self.blocks:
             return {}
-        order, preds, _dominates, subtree = self._dominators()
+        order, preds, _dominates, subtree = self._dominators
         out: dict[int, set[int]] = {}
         for p in order:
             last = self.blocks[p][1]
@@ -516,6 +516,7 @@ class _Cfg:
                         out.setdefault(b, set()).add(last)
         return out
 
+    @functools.cached_property
     def _dominators(
         self,
     ) -> tuple[list[int], list[list[int]], Callable[[int, int], bool], Callable[[int], list[int]]]:
