@@ -495,3 +495,51 @@ def test_a_call_with_a_loop_on_a_continued_line_keeps_its_statement_s_count() ->
     inputs = Inputs(block=(128, 1, 1), grid=(64, 1, 1), values=(("n", 8192.0), ("m", 100.0)))
     comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
     assert comp.counts.flops["fp32"] == pytest.approx(202.0)
+
+
+# A loop whose back edge the compiler put on its body's line (as clang does), with the
+# reciprocal of m hoisted before it onto the loop's own line. Hand-written PTX.
+HOISTED_ON_LOOP_LINE_CU = """\
+__global__ void k(float *x, int n, float m) {
+  int i = threadIdx.x;
+  for (int c = 0; c < n; c++) {
+    x[i] = x[i] / m;
+  }
+}
+"""
+HOISTED_ON_LOOP_LINE_PTX = """\
+.version 8.0
+.target sm_86
+.address_size 64
+.visible .entry _Z1kPfif(.param .u64 x, .param .u32 n, .param .f32 m)
+{
+    .loc 1 2 3
+    mov.u32 %r1, %tid.x;
+    .loc 1 3 3
+    rcp.rn.f32 %f9, %f8;
+    mov.u32 %r2, 0;
+$L_loop:
+    .loc 1 4 5
+    mul.f32 %f2, %f1, %f9;
+    add.s32 %r2, %r2, 1;
+    setp.lt.s32 %p1, %r2, %r3;
+    @%p1 bra $L_loop;
+    .loc 1 6 1
+    ret;
+}
+.file 1 "hoisted_line.cu"
+"""
+
+
+def test_work_hoisted_onto_a_loop_s_line_runs_once_per_entry(tmp_path):
+    # n = 100: line 4's multiply runs every trip (1 FP32 FLOP x 100); the reciprocal on line
+    # 3 (rcp.rn.f32, two FFMA: 4 FLOP) sits before the PTX loop, so it runs once, not 100
+    # times, though line 3 is the loop's statement and PTX has no loop control on it
+    det = detected(tmp_path, HOISTED_ON_LOOP_LINE_CU, "hoisted_line.cu")
+    (k,) = det.kernels
+    kp = kernel_ptx(parse_ptx(HOISTED_ON_LOOP_LINE_PTX), k)
+    assert kp is not None and 3 not in kp.per_iteration
+    inputs = Inputs(block=(32, 1, 1), grid=(1, 1, 1), values=(("n", 100.0),))
+    comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
+    assert comp.counts.lines[3][1] == pytest.approx(4.0)
+    assert comp.counts.lines[4][1] == pytest.approx(100.0)

@@ -160,6 +160,28 @@ def _in_place(
     return (out[0], out[1], out[2], out[3])
 
 
+def _in_loops(
+    ln: int,
+    line: tuple[int, int, int, int],
+    ptx: KernelPtx,
+    compiled: Mapping[int, frozenset[int]],
+) -> tuple[int, int, int, int]:
+    """The part of loop statement ``ln``'s counts inside the PTX loops compiled from it,
+    when PTX has no loop control on its line (clang puts the back edge elsewhere): what the
+    compiler hoisted out of the loop onto its line (``1.0f / n`` of the body, computed before
+    it) runs once per entry. All of it when no PTX loop was compiled from it."""
+    ids, parts = compiled.get(ln), ptx.placed.get(ln)
+    if not ids or not parts:
+        return line
+    inside = [p.counts for p in parts if p.loops & ids]
+    return (
+        sum(c[0] for c in inside),
+        sum(c[1] for c in inside),
+        sum(c[2] for c in inside),
+        sum(c[3] for c in inside),
+    )
+
+
 def _hoisted(part: Placement, loops: frozenset[int], ptx: KernelPtx) -> bool:
     """Whether ``part`` of a line sits outside ``loops`` in their own function: hoisted out
     of them. Code of another function (an outlined body the loop calls) runs with the loop."""
@@ -221,11 +243,12 @@ def substitute(
             new[ln] = (q[0] * w, q[1] * w, q[2] * w, q[3] * w)
             continue
         w = lp.weight / copies.get(ln, 1.0)
-        # a loop statement: its per-iteration part (all of it when PTX found no loop there)
-        # runs trips times per entry: the body work inlined or called on the line every
-        # iteration, the loop control (integer) once per unrolled group
+        # a loop statement: its per-iteration part (the part inside the PTX loops compiled
+        # from it when no loop control sits on its line; all of it when PTX found no loop
+        # there) runs trips times per entry: the body work inlined or called on the line
+        # every iteration, the loop control (integer) once per unrolled group
         trips = max(lp.trips, 0.0)
-        each = ptx.per_iteration.get(ln, line)
+        each = ptx.per_iteration.get(ln) or _in_loops(ln, line, ptx, compiled)
         body = ptx.per_iteration_body.get(ln, (0, 0, 0, 0))
         once = [max(line[i] - each[i] - body[i], 0) for i in range(4)]
         groups = 0.0 if lp.unrolled else trips / max(unroll_default, 1.0)
