@@ -62,6 +62,7 @@ Mapping PTX lines onto the counter's lines:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -194,11 +195,16 @@ def _same_file(ptx_file: str, path: str) -> bool:
 
 def _user_file(ptx_file: str) -> bool:
     """Whether ``ptx_file`` is the program's own source, not a header of the CUDA toolkit or
-    the compiler (``crt/math_functions.hpp``, ``__clang_cuda_math.h``)."""
-    return bool(ptx_file) and not any(part in ptx_file for part in _TOOLKIT_PATHS)
+    the compiler (``.../cuda/targets/.../include/crt/math_functions.hpp``,
+    ``.../lib/clang/16/include/__clang_cuda_math.h``): a header under an ``include`` folder of
+    an installation that names CUDA, clang, HIP or NVHPC, or of the system."""
+    if not ptx_file:
+        return False
+    where, sep, _ = ptx_file.replace("\\", "/").rpartition("/include/")
+    return not sep or not (where == "/usr" or _TOOLKIT.search(where.lower()))
 
 
-_TOOLKIT_PATHS = ("/targets/", "/include/crt/", "/lib/clang/", "__clang_cuda", "/usr/include/")
+_TOOLKIT = re.compile(r"cuda|clang|llvm|hip|rocm|nvhpc")
 
 
 def _is_runtime(name: str) -> bool:
