@@ -448,18 +448,28 @@ def test_a_helper_s_guarded_tree_sum_runs_at_its_branch_shares() -> None:
     assert fp32[11] == pytest.approx(127 / 64, rel=1e-4)
 
 
-def test_branches_in_code_inlined_from_the_toolkit_keep_the_ptx_count() -> None:
-    # the same PTX with the helper's file in the toolkit's headers (a math function there
-    # branches on special inputs, which the counter's weights do not know): line 11 keeps
-    # its PTX count; in the program's own header it is the counter's
+@pytest.mark.parametrize(
+    ("header", "fallback"),
+    [
+        ("/usr/local/cuda/targets/x86_64-linux/include/crt/guarded_helper.h", frozenset()),
+        ("/opt/cuda/include/guarded_helper.h", frozenset()),
+        ("/usr/lib/llvm-16/lib/clang/16/include/guarded_helper.h", frozenset()),
+        ("/usr/include/guarded_helper.h", frozenset()),
+        ("/home/me/project/include/guarded_helper.h", frozenset({11})),
+    ],
+)
+def test_branches_in_code_inlined_from_the_toolkit_keep_the_ptx_count(header, fallback) -> None:
+    # the same PTX with the helper's file moved: in an include folder of the toolkit or the
+    # compiler (a math function there branches on special inputs, which the counter's
+    # weights do not know), line 11 keeps its PTX count; in the program's own include
+    # folder it is the counter's
     k, det, module = kernel_of("guarded_helper")
     steered = {site[1]: files for site, files in module.functions["_Z1kPKfPfi"].steered.items()}
     assert steered == {11: frozenset({"guarded_helper.h"})}
     text = (FIX / "guarded_helper.ptx").read_text()
-    toolkit = "/usr/local/cuda/targets/x86_64-linux/include/crt/guarded_helper.h"
-    moved = parse_ptx(text.replace('"guarded_helper.h"', f'"{toolkit}"'))
+    moved = parse_ptx(text.replace('"guarded_helper.h"', f'"{header}"'))
     kp = kernel_ptx(moved, k)
-    assert kp is not None and kp.fallback == frozenset()
+    assert kp is not None and kp.fallback == fallback
 
 
 def test_a_branch_the_arguments_rule_out_costs_nothing_where_the_compiler_branches() -> None:
