@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ptx_helpers import check_dot, check_hash, check_saxpy, line, load
 
+from roofline_lsp.compiler import ptx_parser
 from roofline_lsp.compiler.demangle import omp_region
 from roofline_lsp.compiler.ptx_kernels import counts_for_kernel
 from roofline_lsp.compiler.ptx_parser import parse_ptx
@@ -365,3 +366,31 @@ def test_a_sign_stored_as_it_is_is_one_flop() -> None:
     assert lines[("k.cu", 3)].flops_fp32 == 1
     assert lines[("k.cu", 4)].flops_fp32 == 2
     assert lines[("k.cu", 5)].flops_fp64 == 1
+
+
+def _chain_of_exits(n: int) -> str:
+    """A kernel of ``n`` early exits in a row (``if (i >= k) return;``, line 2 + k), each
+    followed by an add on its line, then the ``ret`` every path reaches (line n + 2)."""
+    body = []
+    for k in range(n):
+        body += [
+            f"    .loc 1 {k + 2} 3",
+            f"    setp.ge.s32 %p{k}, %r1, {k};",
+            f"    @%p{k} bra $L_exit;",
+            f"    add.f32 %f{k + 1}, %f{k}, %f{k};",
+        ]
+    head = [".version 8.0", ".target sm_86", ".address_size 64", ".visible .entry k()", "{"]
+    tail = ["$L_exit:", f"    .loc 1 {n + 2} 1", "    ret;", "}", '.file 1 "k.cu"']
+    return "\n".join([*head, *body, *tail])
+
+
+def test_code_after_early_exits_is_skipped_by_each_of_them(monkeypatch) -> None:
+    # line k + 2 holds exit k's test (on the arms of exits 0 .. k - 1: blocks with one
+    # predecessor, which ends in the branch) and the add after it (on exit k's arm too):
+    # skipped by lines 2 .. k + 1. Line 2's test is in the entry block, on no arm, and the
+    # ret (line 6) is where the paths meet. Over the budget of blocks recorded, none is told
+    f = parse_ptx(_chain_of_exits(4)).functions["k"]
+    skipped = {k[1]: sorted(c[1] for c in v) for k, v in f.skipped_by.items()}
+    assert skipped == {3: [2], 4: [2, 3], 5: [2, 3, 4]}
+    monkeypatch.setattr(ptx_parser, "_ARM_BUDGET", 5)
+    assert parse_ptx(_chain_of_exits(4)).functions["k"].skipped_by == {}

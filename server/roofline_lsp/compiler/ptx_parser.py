@@ -446,6 +446,9 @@ def _build_function(
     )
 
 
+_ARM_BUDGET = 200_000  # block memberships ``_Cfg.arms`` records in one function, at most
+
+
 class _Cfg:
     """Basic blocks of a function (a label or the instruction after a branch, ``ret`` or
     ``exit`` starts one) and their successors."""
@@ -506,13 +509,18 @@ class _Cfg:
             return {}
         order, preds, _dominates, subtree = self._dominators
         out: dict[int, set[int]] = {}
+        budget = _ARM_BUDGET  # (a long chain of early exits: each arm holds the rest)
         for p in order:
             last = self.blocks[p][1]
             if not (instrs[last].guarded and instrs[last].opcode.startswith("bra")):
                 continue
             for s in self.succ[p]:
                 if preds[s] == [p]:
-                    for b in subtree(s):
+                    arm = subtree(s)
+                    budget -= len(arm)
+                    if budget < 0:
+                        return {}  # too large to tell: no line counts as skipped
+                    for b in arm:
                         out.setdefault(b, set()).add(last)
         return out
 
