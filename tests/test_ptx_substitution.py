@@ -23,6 +23,14 @@ GPU = load_registry().get("rtx3080")
 LAUNCH = Inputs(block=(256, 1, 1), grid=(64, 1, 1))
 
 
+def hand_written(tmp_path, source: str, name: str, ptx: str):  # type: ignore[no-untyped-def]
+    """The one kernel of ``source`` (written as ``name``), its detection and its counts from
+    the hand-written ``ptx``."""
+    det = detected(tmp_path, source, name)
+    (k,) = det.kernels
+    return k, det, kernel_ptx(parse_ptx(ptx), k)
+
+
 def both(name: str, inputs: Inputs, ext: str = ".cu"):
     k, det, module = kernel_of(name, ext)
     kp = kernel_ptx(module, k)
@@ -327,10 +335,7 @@ $L_loop:
 
 
 def test_callees_straight_line_added_looping_falls_back(tmp_path):
-    det = detected(tmp_path, CALLS_CU, "calls.cu")
-    (k,) = det.kernels
-    module = parse_ptx(CALLS_PTX)
-    kp = kernel_ptx(module, k)
+    k, det, kp = hand_written(tmp_path, CALLS_CU, "calls.cu", CALLS_PTX)
     assert kp is not None
     assert kp.fallback == frozenset({6})
     # line 5: its own mul.f32 (1 FLOP) + twice's add.f32 (1) and add.s32 (1 int)
@@ -419,9 +424,7 @@ $L_outer:
 def test_a_loop_the_compiler_unrolled_fully_counts_each_copy_once(tmp_path):
     # line 7 runs 100 x 4 times a thread, one fma (2 FLOP) each: 800 FP32 FLOP, as the
     # source count says; the four copies in the PTX are the four trips, not four fma a trip
-    det = detected(tmp_path, UNROLLED_CU, "unrolled.cu")
-    (k,) = det.kernels
-    kp = kernel_ptx(parse_ptx(UNROLLED_PTX), k)
+    k, det, kp = hand_written(tmp_path, UNROLLED_CU, "unrolled.cu", UNROLLED_PTX)
     assert kp is not None and kp.lines[7].flops_fp32 == 8
     inputs = Inputs(block=(32, 1, 1), grid=(1, 1, 1), values=(("n", 100.0),))
     src = analyze(k, det, GPU, inputs)
@@ -545,9 +548,9 @@ def test_work_hoisted_onto_a_loop_s_line_runs_once_per_entry(tmp_path):
     # n = 100: line 4's multiply runs every trip (1 FP32 FLOP x 100); the reciprocal on line
     # 3 (rcp.rn.f32, two FFMA: 4 FLOP) sits before the PTX loop, so it runs once, not 100
     # times, though line 3 is the loop's statement and PTX has no loop control on it
-    det = detected(tmp_path, HOISTED_ON_LOOP_LINE_CU, "hoisted_line.cu")
-    (k,) = det.kernels
-    kp = kernel_ptx(parse_ptx(HOISTED_ON_LOOP_LINE_PTX), k)
+    k, det, kp = hand_written(
+        tmp_path, HOISTED_ON_LOOP_LINE_CU, "hoisted_line.cu", HOISTED_ON_LOOP_LINE_PTX
+    )
     assert kp is not None and 3 not in kp.per_iteration
     inputs = Inputs(block=(32, 1, 1), grid=(1, 1, 1), values=(("n", 100.0),))
     comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))

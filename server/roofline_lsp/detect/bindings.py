@@ -1067,7 +1067,6 @@ def _vector_call(
     if callee is None:
         return
     definition = ctx.definitions.get(text(callee))
-    params = function_params(definition.node) if definition is not None else []
     for i, a in enumerate(args):
         name = text(a)
         storage = _STORAGE.fullmatch(name)
@@ -1076,9 +1075,11 @@ def _vector_call(
             continue
         if f"{name}.size()" not in ctx.texts:
             continue
-        ptype = params[i][0] if i < len(params) else ""
-        if definition is not None and ("&" not in ptype or "const" in ptype):
-            continue  # a copy or a read-only reference: the caller's vector stays
+        if definition is not None:
+            params = function_params(definition.node)
+            ptype = params[i][0] if i < len(params) else ""
+            if "&" not in ptype or "const" in ptype:
+                continue  # a copy or a read-only reference: the caller's vector stays
         _forget_elements(ctx, name, argv)  # handed to what may fill it
         _assign(ctx, f"{name}.size()", "", argv)
 
@@ -1114,21 +1115,16 @@ def _each_element(expr: Node, ctx: HostContext) -> str | None:
     """``expr``'s text with each element of a vector whose elements are all one value
     (``shape[i]``) replaced by that value; None when it calls a function or reads another
     element."""
-    parts, at = [], expr.start_byte
+    raw, base = expr.text or b"", expr.start_byte
+    parts, at = [], 0
     for n in _outermost(expr, ("call_expression", "subscript_expression")):
         array = n.child_by_field_name("argument")
         every = ctx.texts.get(f"{text(array)}[*]") if n.type == "subscript_expression" else None
         if array is None or not every:
             return None
-        parts += [_slice(expr, at, n.start_byte), f"({every})"]
-        at = n.end_byte
-    return "".join(parts) + _slice(expr, at, expr.end_byte)
-
-
-def _slice(node: Node, start: int, end: int) -> str:
-    """The source text of bytes ``start``..``end`` inside ``node``."""
-    base = text(node).encode()
-    return base[start - node.start_byte : end - node.start_byte].decode(errors="replace")
+        parts += [raw[at : n.start_byte - base].decode("utf-8", "replace"), f"({every})"]
+        at = n.end_byte - base
+    return "".join(parts) + raw[at:].decode("utf-8", "replace")
 
 
 def _forget_elements(ctx: HostContext, name: str, argv: list[str]) -> None:

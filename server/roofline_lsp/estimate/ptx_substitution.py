@@ -46,12 +46,7 @@ def _weight_of(ln: int, weights: Mapping[int, float], ordered: list[int], defaul
     w = weights.get(ln)
     if w is not None:
         return w
-    # the nearest statement line above (a continued expression)
-    best = None
-    for x in ordered:
-        if x > ln:
-            break
-        best = x
+    best = _statement_of(ln, ordered)  # the nearest statement line above (a continued line)
     return weights[best] if best is not None else default
 
 
