@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -172,3 +173,39 @@ def test_the_cache_directory_setting_moves_the_compile_cache(tmp_path):
     moved = replace(cfg, llm=replace(cfg.llm, cache_dir=str(tmp_path)))
     cache = default_cache(moved)
     assert cache.directory == str(tmp_path) and cache.namespace == "ptx"
+
+
+DISTANCE = """\
+__global__ void dist(const float *x, const float *y, float *d, float *e, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    d[i] = sqrtf(x[i] * x[i] + y[i] * y[i]);
+    e[i] = __fsqrt_rn(x[i]);
+  }
+}
+"""
+
+
+@needs_nvcc
+@pytest.mark.parametrize(("build", "fp32"), [("nvcc", 3 + 6 + 6), ("clang", 3 + 0 + 6)])
+def test_sqrtf_is_counted_as_the_build_compiler_builds_it(tmp_path, build, fp32):
+    # x*x + y*y: FMUL + FFMA (3 FLOP). nvcc's sqrtf is sqrt.rn.f32 (MUFU.RSQ, 2 FMUL + 2 FFMA:
+    # 6 FLOP); clang's (libdevice without __CUDA_PREC_SQRT) is sqrt.approx.f32, one MUFU.SQRT
+    # (0), which nvcc -prec-sqrt=false reproduces. __fsqrt_rn is IEEE-rounded in both (6).
+    import asyncio
+
+    from roofline_lsp.detect.kernels import detect
+    from roofline_lsp.estimate.roofline import analyze
+
+    src = tmp_path / "dist.cu"
+    src.write_text(DISTANCE)
+    det = detect(src.read_bytes(), str(src))
+    cfg = Config(counts="compiler", build_compiler=build, nvcc=NVCC)
+    cfg = replace(cfg, llm=replace(cfg.llm, cache_dir=str(tmp_path / "cache")))
+    res = asyncio.run(compiled_counts_for_file(str(src), None, det, GPU, cfg))
+    assert isinstance(res, dict)
+    k = det.kernels[0]
+    assert res[k.line].ok, res[k.line].reason
+    launch = Inputs(block=(256, 1, 1), grid=(4, 1, 1), values=(("n", 1024.0),))
+    a = analyze(k, det, GPU, launch, cfg, compiled=res[k.line])
+    assert a.counts.flops["fp32"] == pytest.approx(fp32)

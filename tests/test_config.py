@@ -40,3 +40,11 @@ def test_per_glob_overrides():
 def test_bad_override_rejected():
     _, errors = Config.from_dict({"overrides": [{"files": "*.cu", "backend": "nope"}]})
     assert [e.key for e in errors] == ["overrides"]
+
+
+def test_build_compiler_is_nvcc_or_clang():
+    cfg, errors = Config.from_dict({"buildCompiler": "clang"})
+    assert errors == [] and cfg.build_compiler == "clang"
+    kept, errors = cfg.merged({"buildCompiler": "gcc"})
+    assert kept.build_compiler == "clang"
+    assert [e.key for e in errors] == ["buildCompiler"] and "nvcc, clang" in str(errors[0])

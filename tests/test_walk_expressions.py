@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import LAUNCH, count
+from counting_helpers import LAUNCH, count, detected
 
 from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.roofline import Inputs, analyze
+from roofline_lsp.model.config import Config
 from roofline_lsp.syntax.declarations import Declarations, declarations
 
 
@@ -88,6 +90,41 @@ def test_division_and_special_functions(gpu, tmp_path: Path) -> None:  # type: i
     )
     assert a.counts.flops["fp32"] == pytest.approx(10 + 1 + 8 + 2 + 1)
     assert a.counts.flops["fp64"] == pytest.approx(14)
+
+
+@pytest.mark.parametrize(("build", "fp32"), [("nvcc", 6 + 6), ("clang", 0 + 6)])
+def test_sqrtf_follows_the_build_compiler(gpu, tmp_path: Path, build, fp32) -> None:  # type: ignore[no-untyped-def]
+    # sqrtf: nvcc's sqrt.rn.f32 is MUFU.RSQ + 2 FMUL + 2 FFMA (6 FLOP); clang's libdevice
+    # takes sqrt.approx.f32, one MUFU.SQRT (0 FLOP). __fsqrt_rn is sqrt.rn.f32 in both (6);
+    # sqrt of a double is IEEE in both (14 FP64). Integer instructions: the same in both (the
+    # source counter keeps the 2 of the IEEE form, costs.SQRT_APPROX_F32).
+    src = (
+        "__global__ void k(float *x, double *d) {\n"
+        "  int i = threadIdx.x;\n"
+        "  x[i] = sqrtf(x[i]) + __fsqrt_rn(x[i + 1]);\n"
+        "  d[i] = sqrt(d[i]);\n"
+        "}\n"
+    )
+    det = detected(tmp_path, src)
+    a = analyze(det.kernels[0], det, gpu, Inputs(**LAUNCH), Config(build_compiler=build))
+    clang = analyze(det.kernels[0], det, gpu, Inputs(**LAUNCH), Config(build_compiler="clang"))
+    assert a.counts.flops["fp32"] - 1 == pytest.approx(fp32)  # + the FADD of the two roots
+    assert a.counts.flops["fp64"] == pytest.approx(14)
+    assert a.counts.int_ops == pytest.approx(clang.counts.int_ops)
+
+
+def test_openmp_sqrtf_is_clangs_whatever_the_build(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # OpenMP offload is clang's: sqrtf is libdevice's approximation (0 FLOP); the FADD stays
+    src = (
+        "#include <math.h>\n"
+        "void f(float *x, int n) {\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: x[0:n])\n"
+        "  for (int i = 0; i < n; i++) x[i] = sqrtf(x[i]) + 1.0f;\n"
+        "}\n"
+    )
+    det = detected(tmp_path, src, "k.cpp")
+    a = analyze(det.kernels[0], det, gpu, Inputs(), Config(build_compiler="nvcc"))
+    assert a.counts.flops["fp32"] == pytest.approx(1.0)
 
 
 def test_fp64_division_runs_an_fp32_range_check(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -46,6 +46,7 @@ export const SERVER_SETTINGS: readonly ServerSetting[] = [
   { key: 'gpuProfiles', kind: 'optionalPath' },
   { key: 'args', kind: 'optionalString' },
   { key: 'nvcc', kind: 'optionalCommand' },
+  { key: 'buildCompiler', kind: 'string' },
   { key: 'debounceMs', kind: 'number' },
   { key: 'maxFileBytes', kind: 'number' },
   { key: 'overrides', kind: 'objectList' },

@@ -32,6 +32,7 @@ describe('contributed settings', () => {
   test('the enumerated settings have their enums', () => {
     assert.deepEqual(props['roofline.backend'].enum, ['static', 'llm', 'auto']);
     assert.deepEqual(props['roofline.counts'].enum, ['source', 'compiler', 'auto']);
+    assert.deepEqual(props['roofline.buildCompiler'].enum, ['nvcc', 'clang']);
     assert.deepEqual(props['roofline.llm.mode'].enum, ['zero-shot', 'few-shot', 'hinted']);
     assert.deepEqual(props['roofline.trace.server'].enum, ['off', 'messages', 'verbose']);
   });

@@ -10,7 +10,14 @@ from typing import Any, NoReturn, TextIO
 
 from roofline_lsp import __version__
 from roofline_lsp.engine.time_budget import DEFAULT_FILE_SECONDS
-from roofline_lsp.model.config import BACKENDS, COUNTS_MODES, MODES, Config, LlmConfig
+from roofline_lsp.model.config import (
+    BACKENDS,
+    BUILD_COMPILERS,
+    COUNTS_MODES,
+    MODES,
+    Config,
+    LlmConfig,
+)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3
 
@@ -39,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"roofline-lsp {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    def common(sp: argparse.ArgumentParser, gpu_default: str | None) -> None:
+    def common(
+        sp: argparse.ArgumentParser, gpu_default: str | None, build_default: str = "nvcc"
+    ) -> None:
         sp.add_argument(
             "--gpu",
             default=gpu_default,
@@ -53,6 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--profile", metavar="CSV", help="Nsight Compute CSV (--csv --page raw)")
         sp.add_argument("--counts", choices=COUNTS_MODES, default="auto")
         sp.add_argument("--nvcc", metavar="PATH", help="nvcc to use for --counts compiler/auto")
+        sp.add_argument(
+            "--build-compiler",
+            choices=BUILD_COMPILERS,
+            default=build_default,
+            help="the compiler that builds the CUDA code: its math library's defaults are "
+            "counted (clang's sqrtf is the approximation; default: %(default)s)",
+        )
         sp.add_argument("--backend", choices=BACKENDS, default="static")
         sp.add_argument("--base-url", help="OpenAI-compatible endpoint (LLM backend)")
         sp.add_argument("--model", help="model name (LLM backend)")
@@ -110,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("eval", help="score against a labelled dataset folder")
     e.add_argument("--dataset", required=True, metavar="DIR")
-    common(e, "rtx3080")
+    # the labelled sets are gpuFLOPBench's measurements, of HeCBench built with clang
+    common(e, "rtx3080", build_default="clang")
     e.add_argument("--detection-only", action="store_true")
     e.add_argument("--json", metavar="OUT", help="write the full result as JSON")
     e.add_argument("--errors", action="store_true", help="print mispredictions by cause")
@@ -160,6 +177,7 @@ def config_from_args(ns: argparse.Namespace) -> Config:
         gpu_profiles=ns.gpu_profiles,
         args=ns.args,
         nvcc=ns.nvcc,
+        build_compiler=ns.build_compiler,
         max_file_bytes=ns.max_file_bytes,
     )
 

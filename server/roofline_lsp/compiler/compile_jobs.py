@@ -56,6 +56,7 @@ __all__ = [
     "PtxFailure",
     "PtxResult",
     "blocking",
+    "build_flags",
     "clang_omp_command",
     "compile_cache_key",
     "compile_omp_ptx",
@@ -107,6 +108,13 @@ class PtxFailure:
     @property
     def ok(self) -> bool:
         return False
+
+
+def build_flags(build_compiler: str) -> tuple[str, ...]:
+    """nvcc flags that make its PTX compute what ``build_compiler``'s build computes: clang
+    does not set libdevice's ``__CUDA_PREC_SQRT``, so its ``sqrtf`` (and the library functions
+    built on it) is the approximation; ``__fsqrt_rn`` stays IEEE-rounded in both."""
+    return ("-prec-sqrt=false",) if build_compiler == "clang" else ()
 
 
 def _has_std(flags: Sequence[str]) -> bool:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from roofline_lsp.compiler.compile_jobs import CACHE_NAMESPACE, blocking
+from roofline_lsp.compiler.compile_jobs import CACHE_NAMESPACE, blocking, build_flags
 from roofline_lsp.compiler.compiled_file import CompiledFile, compile_file
 from roofline_lsp.compiler.kernel_ptx import CompiledCounts, kernel_ptx
 from roofline_lsp.compiler.toolchain import NamedGpu
@@ -98,6 +98,7 @@ async def compile_files(
                 cache=cache,
                 semaphore=sem,
                 want=r.want,
+                nvcc_flags=build_flags(config.build_compiler),
             )
         except Exception as e:  # a bug while compiling must not cost the source verdict
             cf = CompiledFile(r.path, None, reason=f"{type(e).__name__}: {e}")

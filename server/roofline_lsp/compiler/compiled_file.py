@@ -77,6 +77,7 @@ async def compile_file(
     timeout: float = DEFAULT_TIMEOUT,
     want: Sequence[str] = (),
     mode: CompileMode = "counting",
+    nvcc_flags: Sequence[str] = (),
 ) -> CompiledFile:
     """Find the compiler, pick the arch for ``gpu``, pick the translation unit (a header or a
     ``kernels.cu`` is compiled through the file that includes it; then the on-disk version of
@@ -84,7 +85,8 @@ async def compile_file(
 
     ``want``: kernel names (CUDA) or ``#pragma omp target`` lines as ``"@<line>"`` (OpenMP)
     the caller needs; when one is missing from the first unit's PTX (a template instantiated
-    elsewhere), up to two other including files are tried.
+    elsewhere), up to two other including files are tried. ``nvcc_flags``: added to a CUDA
+    compile (:func:`~roofline_lsp.compiler.compile_jobs.build_flags`).
     """
     nvcc, why = await asyncio.to_thread(locate_nvcc, nvcc_setting, env)
     clang = None
@@ -121,7 +123,7 @@ async def compile_file(
             )  # fmt: skip
         assert nvcc is not None
         return await compile_ptx_async(
-            unit, buf, nvcc, arch, extra_flags=flags, timeout=timeout, cache=cache,
+            unit, buf, nvcc, arch, extra_flags=(*nvcc_flags, *flags), timeout=timeout, cache=cache,
             semaphore=semaphore, mode=mode,
         )  # fmt: skip
 

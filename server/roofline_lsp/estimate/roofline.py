@@ -220,6 +220,8 @@ def analyze(
         default_while=cal.default_while,
         nested_default=cal.nested_default,
         omp_iteration_ints=cal.omp_iteration_ints,
+        # OpenMP regions are clang's (its libdevice sqrtf is the approximation)
+        prec_sqrt=not offload and (config is None or config.build_compiler == "nvcc"),
     )
     dims = {
         "tx": float(block[0]),

@@ -347,7 +347,10 @@ class WalkerBase:
         precision: its FLOPs and integer instructions (``costs.MATH_*``), and the FP32 FLOPs an
         fp64 sequence runs on the side (not a reciprocal ``1.0 / x``: ``side`` False)."""
         fp64 = t.kind == "f64"
-        f, i = (costs.MATH_F64 if fp64 else costs.MATH_F32)[name]
+        if name == "sqrt" and not fp64 and not self.inputs.settings.prec_sqrt:
+            f, i = costs.SQRT_APPROX_F32
+        else:
+            f, i = (costs.MATH_F64 if fp64 else costs.MATH_F32)[name]
         self.add_flop(t, f, w)
         self.add_int(i, w)
         if fp64 and side:

@@ -15,10 +15,12 @@ from typing import Any, Literal
 Backend = Literal["static", "llm", "auto"]
 Mode = Literal["zero-shot", "few-shot", "hinted"]
 CountsMode = Literal["source", "compiler", "auto"]
+BuildCompiler = Literal["nvcc", "clang"]
 
 BACKENDS: tuple[str, ...] = ("static", "llm", "auto")
 MODES: tuple[str, ...] = ("zero-shot", "few-shot", "hinted")
 COUNTS_MODES: tuple[str, ...] = ("source", "compiler", "auto")
+BUILD_COMPILERS: tuple[str, ...] = ("nvcc", "clang")
 
 
 class ConfigError(ValueError):
@@ -56,6 +58,10 @@ class Config:
     gpu_profiles: str | None = None  # user TOML file adding/overriding GPU profiles
     args: str | None = None  # program arguments / hint values, e.g. "n=1<<20"
     nvcc: str | None = None  # path to nvcc; found automatically when unset
+    # the compiler that builds the program's CUDA code, whose math-library defaults the counts
+    # follow: nvcc's sqrtf is IEEE-rounded (-prec-sqrt=true), clang's is libdevice's
+    # approximation (it does not set __CUDA_PREC_SQRT). OpenMP regions are clang's either way.
+    build_compiler: BuildCompiler = "nvcc"
     debounce_ms: int = 60
     max_file_bytes: int = 4_000_000
     overrides: tuple[dict[str, Any], ...] = ()  # [{"files": "*.hip", "gpu": "mi300x"}, ...]
@@ -179,6 +185,8 @@ def _validate(name: str, value: Any) -> Any:
         return _choice(key, value, BACKENDS)
     if name == "counts":
         return _choice(key, value, COUNTS_MODES)
+    if name == "build_compiler":
+        return _choice(key, value, BUILD_COMPILERS)
     if name in ("profile", "gpu_profiles", "args", "nvcc"):
         return _opt_str(key, value)
     if name == "debounce_ms":
