@@ -265,7 +265,7 @@ class CallWalker(GroupWalker):
         if base is not None:
             ty = DOUBLE if prec == "f64" else FLOAT
             val = fold_call(base, vals)
-            if val is None or deps:
+            if (val is None or deps) and not self.computed_before(node, "math"):
                 self.add_math(ty, base, w)
             return Val(ty, deps, val, slope=clamped_slope(base, vals, self.par.lane))
         # unknown function: a small cost

@@ -395,7 +395,7 @@ class ExpressionWalker(ReferenceWalker):
             elif op == "/":
                 if b.val is not None and is_pow2(b.val):
                     self.add_flop(ty, 1.0, w)
-                else:
+                elif not self.computed_before(node, "div"):
                     self.add_math(ty, "div", w, side=a.val != 1.0)
             elif op == "%":
                 self.add_math(ty, "fmod", w)
@@ -588,6 +588,7 @@ class ExpressionWalker(ReferenceWalker):
             return Val(lv.type, lv.deps | r.deps, None)
         if left.type == "identifier":
             name = text(left)
+            self.assigned(name)
             var = self.var(name)
             if var is None:
                 self.cursor.scopes[0][name] = Var(r.type, r.deps, r.val, r.space, r.buffer)
@@ -667,6 +668,7 @@ class ExpressionWalker(ReferenceWalker):
         if arg is None:
             return Val(UNKNOWN)
         if arg.type == "identifier":
+            self.assigned(text(arg))
             v = self.var(text(arg))
             if v is not None:
                 if v.type.is_float and not v.type.pointer:

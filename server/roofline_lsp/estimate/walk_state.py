@@ -14,6 +14,7 @@ The walker itself is split by concern into a chain of classes, one module each
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -152,6 +153,9 @@ class Frame:
     # how the caller uses a returned reference: ``domain.f(i) = v`` stores to the element
     # ``return m_f[i];`` names ("store"), a read loads it ("load")
     kind: str = "load"
+    # the pure values this call has computed, with the blocks that computed them
+    # (``WalkerBase.computed_before``)
+    computed: dict[tuple[object, ...], set[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -180,6 +184,8 @@ class Cursor:
     # in a branch taken by one lane value (``if (iz == 0)`` with iz moving across lanes):
     # the threads that take it are far apart, each access its own sector
     pinned_lane: bool = False
+    # assignments per variable name: a pure value computed before one is computed again
+    versions: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -387,6 +393,41 @@ class WalkerBase:
 
     def declare(self, name: str, v: Var) -> None:
         self.cursor.scopes[-1][name] = v
+        self.assigned(name)
+
+    def assigned(self, name: str) -> None:
+        """``name`` holds a new value: what was computed from the old one is stale."""
+        self.cursor.versions[name] = self.cursor.versions.get(name, 0) + 1
+
+    def computed_before(self, node: Node, kind: str) -> bool:
+        """Whether the compiler already has the value of ``node`` (an expensive pure
+        operation: a math function's call, a floating-point division, ``kind``): the same
+        text computed before in this call by a block that holds ``node`` (it dominates it:
+        not in a branch or loop body ``node`` is not in), reading only variables (no
+        memory) none of which was assigned since. Common-subexpression elimination:
+        cooling's ``pow((T/1e3),(-0.2))``, four times in one block, is one call. Records it
+        when not."""
+        if not _pure(node):
+            return False
+        blocks = []
+        up = node.parent
+        while up is not None:
+            if up.type in _BLOCKS:
+                blocks.append(up.id)
+            up = up.parent
+        if not blocks:
+            return False
+        body = node.text.decode("utf-8", "replace") if node.text else ""
+        state = []
+        for name in dict.fromkeys(_NAMES.findall(body)):
+            v = self.var(name)
+            state.append((self.cursor.versions.get(name, 0), None if v is None else v.val))
+        key = (kind, " ".join(body.split()), tuple(state))
+        done = self.cursor.frames[-1].computed.setdefault(key, set())
+        if done.intersection(blocks):
+            return True
+        done.add(blocks[0])
+        return False
 
     def value_of(self, name: str) -> float | None:
         v = self.var(name)
@@ -426,6 +467,8 @@ class WalkerBase:
         self.tally.ops, self.tally.lines, self.tally.accesses = [0.0] * 4, {}, {}
         saved_seen = self.cursor.seen
         self.cursor.seen = [set()]
+        frame = self.cursor.frames[-1]
+        saved_computed = {k: set(v) for k, v in frame.computed.items()}
         try:
             return self.expr(node)
         finally:
@@ -435,3 +478,65 @@ class WalkerBase:
                 saved_acc,
             )
             self.cursor.seen = saved_seen
+            frame.computed = saved_computed
+
+
+_NAMES = re.compile(r"[A-Za-z_]\w*")
+# the scopes whose code after a computation it dominates: a block, and the parts of a
+# statement that may not run (a branch or loop body without braces, a ternary's arms)
+_BLOCKS = frozenset(
+    {
+        "compound_statement",
+        "function_definition",
+        "lambda_expression",
+        "if_statement",
+        "else_clause",
+        "for_statement",
+        "for_range_loop",
+        "while_statement",
+        "do_statement",
+        "case_statement",
+        "conditional_expression",
+    }
+)
+# what a pure value may be made of: no memory read (a store between two reads of ``a[i]``
+# changes it), no call but math functions (checked by the caller), no side effect
+_PURE = frozenset(
+    {
+        "identifier",
+        "number_literal",
+        "binary_expression",
+        "parenthesized_expression",
+        "call_expression",
+        "argument_list",
+        "cast_expression",
+        "type_descriptor",
+        "primitive_type",
+        "type_identifier",
+        "qualified_identifier",
+        "namespace_identifier",
+        "unary_expression",
+        "conditional_expression",
+    }
+)
+
+
+def _pure(node: Node, budget: int = 64) -> bool:
+    """``node`` reads no memory and changes nothing (at most ``budget`` nodes deep)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        budget -= 1
+        if budget < 0 or n.type not in _PURE:
+            return False
+        if n.type == "unary_expression":
+            op = n.child_by_field_name("operator")
+            if op is None or op.type in ("*", "&"):
+                return False
+        if n.type == "call_expression" and n is not node:
+            fn = n.child_by_field_name("function")
+            name = (fn.text or b"").decode("utf-8", "replace").removeprefix("std::") if fn else ""
+            if name not in costs.MATH_F64 and name.removesuffix("f") not in costs.MATH_F32:
+                return False
+        todo.extend(n.named_children)
+    return True
