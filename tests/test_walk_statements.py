@@ -155,3 +155,44 @@ def test_a_face_pinning_the_lane_index_moves_sectors(gpu, tmp_path: Path) -> Non
     )
     a = count(gpu, tmp_path, src, block=(8, 8, 4), grid=(80, 80, 160))
     assert a.memory.bytes_stored == pytest.approx(16_363_520, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    "branch",
+    ["if (a[i] < 0.0) x = a[i] * 3.0;\n  else x = 2.0;", "if (a[i] < 0.0) x = a[i] * 3.0;"],
+)
+def test_a_value_one_path_does_not_know_is_unknown_after_the_if(
+    gpu, tmp_path: Path, branch: str
+) -> None:  # type: ignore[no-untyped-def]
+    # x = 2.0 before the test; one arm sets x = a[i] * 3.0 (1 FP64 at the default share 0.5),
+    # the other path leaves (or sets) the constant 2.0: after the if x is not known, so
+    # sqrt(x) runs: 14 FP64. (Walking the else arm last used to leave x = 2.0 and fold the
+    # sqrt away.) 0.5 + 14 = 14.5
+    src = (
+        "__global__ void k(double *a, double *b) {\n"
+        "  int i = threadIdx.x;\n"
+        "  double x = 2.0;\n"
+        f"  {branch}\n"
+        "  b[i] = sqrt(x);\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH)
+    assert a.counts.flops["fp64"] == pytest.approx(0.5 + 14)
+
+
+def test_a_shared_value_one_thread_sets_is_every_threads(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # thread 0 sets the __shared__ k = 8; after the barrier every thread reads it: the loop
+    # runs 8 trips of one FP32 add for every thread (not a trip count made unknown because
+    # the other threads skip the branch)
+    src = (
+        "__global__ void k(const float *a, float *b) {\n"
+        "  __shared__ int k;\n"
+        "  if (threadIdx.x == 0) k = 8;\n"
+        "  __syncthreads();\n"
+        "  float s = 0.0f;\n"
+        "  for (int j = 0; j < k; j++) s += a[j];\n"
+        "  b[threadIdx.x] = s;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH)
+    assert a.counts.flops["fp32"] == pytest.approx(8)

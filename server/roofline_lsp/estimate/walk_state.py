@@ -249,6 +249,10 @@ class InlineCache:
     lambdas: dict[int, dict[str, list[tuple[int, Node]]]] = field(default_factory=dict)
 
 
+# a variable in scope: the object, its name, its value, its assignments so far
+VarState = tuple[Var, str, float | None, int]
+
+
 class WalkerBase:
     """State and bookkeeping of the walk (booking costs on lines, scopes, types)."""
 
@@ -394,6 +398,38 @@ class WalkerBase:
     def declare(self, name: str, v: Var) -> None:
         self.cursor.scopes[-1][name] = v
         self.assigned(name)
+
+    def values(self) -> dict[int, VarState]:
+        """What the variables in scope hold now (to join the arms of a branch)."""
+        versions = self.cursor.versions
+        return {
+            id(v): (v, name, v.val, versions.get(name, 0))
+            for scope in self.cursor.scopes
+            for name, v in scope.items()
+        }
+
+    def join_values(
+        self, before: dict[int, VarState], taken: dict[int, VarState], share: float
+    ) -> None:
+        """After an ``if``: each variable's value joined over its two paths, the arm walked
+        first (``taken``: the variables as it left them, with probability ``share``) and
+        the other arm, or no arm (``before`` the test). A value only one path knows is
+        unknown: ``x = theta_S`` in the ``else`` of ``x = f(psi[i])`` does not make x the
+        constant (a ``sqrt(x)`` after it is not folded away); two numbers give their mean
+        (``val`` is exact or mean)."""
+        for key, (v, name, val, version) in taken.items():
+            if key not in before or v.space == "shared":
+                # first assigned in the arm: no value on the other path; a ``__shared__``
+                # value one thread sets (``if (lid == 0) k = ...``) is every thread's
+                continue
+            reassigned = self.cursor.versions.get(name, 0) != version  # by the second arm
+            other = v.val if reassigned else before[key][2]
+            if val == other:
+                v.val = val
+            elif val is None or other is None:
+                v.val = None
+            else:
+                v.val = share * val + (1 - share) * other
 
     def assigned(self, name: str) -> None:
         """``name`` holds a new value: what was computed from the old one is stale."""

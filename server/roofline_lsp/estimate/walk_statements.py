@@ -270,6 +270,7 @@ class StatementWalker(LoopWalker):
             dead = cons if p == 0 else alt
             if dead is not None:
                 self.never_runs(dead, cond)
+        before = self.values() if 0 < p < 1 else None
         if cons is not None and p > 0:
             self.cursor.w = saved * p
             self.cursor.scopes.append({})
@@ -281,11 +282,14 @@ class StatementWalker(LoopWalker):
             finally:
                 self.cursor.pinned_lane = pinned
             self.cursor.scopes.pop()
+        taken = self.values() if before is not None else None
         if alt is not None and p < 1:
             self.cursor.w = saved * (1 - p)
             self.cursor.scopes.append({})
             cont_b = self.stmt(alt)
             self.cursor.scopes.pop()
+        if before is not None and taken is not None:
+            self.join_values(before, taken, p)
         self.cursor.w = saved
         return p * cont_a + (1 - p) * cont_b
 
