@@ -518,8 +518,9 @@ class WalkerBase:
 
 
 _NAMES = re.compile(r"[A-Za-z_]\w*")
-# the scopes whose code after a computation it dominates: a block, and the parts of a
-# statement that may not run (a branch or loop body without braces, a ternary's arms)
+# where a computation's value is available to code after it (it dominates that code): the
+# rest of its block, or of a statement part that may not run (a branch or loop body without
+# braces, a ternary)
 _BLOCKS = frozenset(
     {
         "compound_statement",
