@@ -14,7 +14,6 @@ The walker itself is split by concern into a chain of classes, one module each
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -26,6 +25,7 @@ from roofline_lsp.estimate.thread_counts import Loop, Settings
 from roofline_lsp.estimate.value_domain import DATA, Val, Var
 from roofline_lsp.syntax.datatypes import PRECISION_OF_KIND, DataType, parse_type
 from roofline_lsp.syntax.declarations import StructTemplate, instance_fields
+from roofline_lsp.syntax.expr import NAME, text
 
 
 class FunctionLookup(Protocol):
@@ -453,9 +453,9 @@ class WalkerBase:
             up = up.parent
         if not blocks:
             return False
-        body = node.text.decode("utf-8", "replace") if node.text else ""
+        body = text(node)
         state = []
-        for name in dict.fromkeys(_NAMES.findall(body)):
+        for name in dict.fromkeys(NAME.findall(body)):
             v = self.var(name)
             state.append((self.cursor.versions.get(name, 0), None if v is None else v.val))
         key = (kind, " ".join(body.split()), tuple(state))
@@ -503,8 +503,9 @@ class WalkerBase:
         self.tally.ops, self.tally.lines, self.tally.accesses = [0.0] * 4, {}, {}
         saved_seen = self.cursor.seen
         self.cursor.seen = [set()]
+        # what it computes serves nothing after it (it books no cost): a throwaway record
         frame = self.cursor.frames[-1]
-        saved_computed = {k: set(v) for k, v in frame.computed.items()}
+        saved_computed, frame.computed = frame.computed, {}
         try:
             return self.expr(node)
         finally:
@@ -517,7 +518,6 @@ class WalkerBase:
             frame.computed = saved_computed
 
 
-_NAMES = re.compile(r"[A-Za-z_]\w*")
 # where a computation's value is available to code after it (it dominates that code): the
 # rest of its block, or of a statement part that may not run (a branch or loop body without
 # braces, a ternary)
@@ -572,7 +572,7 @@ def _pure(node: Node, budget: int = 64) -> bool:
                 return False
         if n.type == "call_expression" and n is not node:
             fn = n.child_by_field_name("function")
-            name = (fn.text or b"").decode("utf-8", "replace").removeprefix("std::") if fn else ""
+            name = text(fn).removeprefix("std::")
             if name not in costs.MATH_F64 and name.removesuffix("f") not in costs.MATH_F32:
                 return False
         todo.extend(n.named_children)
