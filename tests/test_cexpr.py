@@ -46,6 +46,12 @@ def test_split_args_respects_nesting():
     assert split_args("a, f(b, c), d[1, 2]") == ["a", "f(b, c)", "d[1, 2]"]
 
 
+def test_split_args_of_a_template_argument_list_nests_angle_brackets():
+    # in an expression `<` may be a comparison; in template arguments it opens a list
+    assert split_args("Vector<double, int>, 4") == ["Vector<double", "int>", "4"]
+    assert split_args("Vector<double, int>, 4", angles=True) == ["Vector<double, int>", "4"]
+
+
 class _Given(Mapping[str, float]):
     """A view that lists no names but answers some (as the host context's hint values)."""
 

@@ -671,6 +671,46 @@ def test_a_type_alias_of_a_local_header_follows_the_branch_taken(gpu, tmp_path: 
     assert stores and stores[0].elem == 4
 
 
+def test_a_member_type_of_a_struct_template_from_an_angle_included_header(
+    gpu, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # vector.hpp (included as <vector.hpp>, a build's -I.) declares `template <typename Scalar,
+    # typename Ordinal> struct Vector { typedef Scalar ScalarType; using OrdinalType =
+    # Ordinal; ... }`; the kernel's values are `typename V::ScalarType` with V =
+    # Vector<double, int> (the launch's template argument): y[i] += a * x[i] is one DFMA,
+    # 2 FP64 FLOP per thread, on 8-byte elements (nvcc -ptx: fma.rn.f64). Before, the member
+    # type was unknown: 0 FLOP. The index type, `typename V::OrdinalType`, is an int.
+    (tmp_path / "vector.hpp").write_text(
+        "template <typename Scalar, typename Ordinal>\n"
+        "struct Vector {\n"
+        "  typedef Scalar ScalarType;\n"
+        "  using OrdinalType = Ordinal;\n"
+        "  Scalar *coefs;\n"
+        "};\n"
+    )
+    a = count(
+        gpu,
+        tmp_path,
+        "#include <vector.hpp>\n"
+        "template <typename V>\n"
+        "__global__ void axpy(int n, typename V::ScalarType a,\n"
+        "                     const typename V::ScalarType *x, typename V::ScalarType *y) {\n"
+        "  typename V::OrdinalType i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) y[i] += a * x[i];\n"
+        "}\n"
+        "int main() {\n"
+        "  double *x, *y;\n"
+        "  axpy<Vector<double, int> ><<<1024, 256>>>(1 << 18, 2.0, x, y);\n"
+        "}\n",
+        block=(256, 1, 1),
+        grid=(1024, 1, 1),
+    )
+    assert a.counts.flops["fp64"] == pytest.approx(2)
+    assert a.counts.flops["fp32"] == 0
+    stores = [x for x in a.counts.accesses if x.buffer == "y" and x.kind == "store"]
+    assert stores and stores[0].elem == 8
+
+
 # The instance a profile names (`scale<double>`): its types bind the template's type
 # parameters, over the file's first instantiation (float here). Per iteration y[i] = x[i] * 3
 # is one multiply: 1 FP32 FLOP on 4 + 4 bytes for float, 1 FP64 FLOP on 8 + 8 for double.

@@ -2533,7 +2533,7 @@ def host_context(
             # the launching function's own parameters become what its instantiation gives,
             # else empty (the kernel's own default applies)
             ctx.template_args = tuple(
-                ctx.host_template.get(a.strip(), a) for a in split_args(m.group(1))
+                ctx.host_template.get(a.strip(), a) for a in split_args(m.group(1), angles=True)
             )
     else:
         _allocations(detection.source.decode("utf-8", "replace"), ctx, argv)
@@ -2790,7 +2790,11 @@ def _deduced_from_call(
         want = _TEMPLATE_TYPE.fullmatch(text(pnode.child_by_field_name("type")))
         have = _TEMPLATE_TYPE.fullmatch(given_type)
         if want and have and want.group(1) == have.group(1):
-            pairs += zip(split_args(want.group(2)), split_args(have.group(2)), strict=False)
+            pairs += zip(
+                split_args(want.group(2), angles=True),
+                split_args(have.group(2), angles=True),
+                strict=False,
+            )
         for want_arg, have_arg in pairs:
             key, value = want_arg.strip(), have_arg.strip()
             if key in names and key not in out and value:

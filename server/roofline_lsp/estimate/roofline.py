@@ -64,7 +64,7 @@ from roofline_lsp.model.kernel import Detection, Kernel
 from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
 from roofline_lsp.syntax.datatypes import DataType, named_like, parse_type, scalar_name, type_name
-from roofline_lsp.syntax.declarations import Declarations, declarations
+from roofline_lsp.syntax.declarations import Declarations, declarations, member_aliases
 from roofline_lsp.syntax.expr import declared_name, stored_names, text
 from roofline_lsp.syntax.hints import parse_assignments, parse_hints
 from roofline_lsp.syntax.sources import LOCAL_INCLUDE, SourceReader, SourceView, source_view
@@ -161,6 +161,7 @@ def analyze(
     aliases = dict(decls.aliases)
     structs, struct_sizes = dict(decls.structs), dict(decls.struct_sizes)
     templates = dict(decls.struct_templates)
+    member_types = dict(decls.member_types)
     for header in _header_declarations(detection, view):
         # the structs and type aliases of the local headers the file includes (its own
         # declarations win; an alias from the branch the preprocessor takes)
@@ -170,6 +171,8 @@ def analyze(
             struct_sizes.setdefault(name, size)
         for name, template in header.struct_templates.items():
             templates.setdefault(name, template)
+        for name, types in header.member_types.items():
+            member_types.setdefault(name, types)
         for name, target in header.aliases.items():
             aliases.setdefault(name, target)
     ctx = host_context(
@@ -215,6 +218,10 @@ def analyze(
         assumed_types = _enclosing_template(
             kernel, aliases, ctx.host_template, inputs.instantiation, hinted
         )
+    for name, type_text in list(aliases.items()):
+        # ``typename VectorType::ScalarType`` with VectorType bound to ``Vector<double>``
+        for member, member_type in member_aliases(name, type_text, templates, member_types).items():
+            aliases.setdefault(member, member_type)
     settings = Settings(
         default_trips=cal.default_trips,
         default_while=cal.default_while,

@@ -524,16 +524,19 @@ def _function(functions: Functions | None, name: str) -> TextFunction | None:
     return fn
 
 
-def split_args(text: str) -> list[str]:
+def split_args(text: str, angles: bool = False) -> list[str]:
     """Split ``a, f(b, c), d`` at top-level commas (outside parentheses, brackets, braces;
-    angle brackets may be comparisons, so ``A, B<2, 3>`` gives three parts)."""
+    angle brackets may be comparisons, so ``A, B<2, 3>`` gives three parts). ``angles``: a
+    template argument list, whose angle brackets nest (``Vector<double, int>, 4`` is two:
+    C++ wants a comparison there in parentheses)."""
+    opening, closing = ("([{<", ")]}>") if angles else ("([{", ")]}")
     parts: list[str] = []
     depth = 0
     cur: list[str] = []
     for ch in text:
-        if ch in "([{":
+        if ch in opening:
             depth += 1
-        elif ch in ")]}":
+        elif ch in closing:
             depth -= 1
         if ch == "," and depth == 0:
             parts.append("".join(cur).strip())

@@ -51,6 +51,9 @@ class Declarations:
     static_members: dict[str, str] = field(default_factory=dict)
     # struct template -> its parameter names and static members (value texts)
     struct_templates: dict[str, StructTemplate] = field(default_factory=dict)
+    # struct (or struct template) -> its member types (``typedef Scalar ScalarType;``,
+    # ``using Ord = L;``): their type texts, in the template's parameters
+    member_types: dict[str, dict[str, str]] = field(default_factory=dict)
     # ``typedef unsigned int Row[4096]``: the alias's element count (its element type is
     # in ``aliases``)
     array_aliases: dict[str, float] = field(default_factory=dict)
@@ -229,8 +232,19 @@ def _struct(node: Node, d: Declarations, name: str, params: tuple[str, ...] = ()
         return
     fields: dict[str, str] = {}
     statics: dict[str, str] = {}
+    types: dict[str, str] = {}
     size = 0
     for f in body.named_children:
+        if f.type in ("type_definition", "alias_declaration"):
+            member_type = f.child_by_field_name("type")
+            names = (
+                [text(f.child_by_field_name("name"))]
+                if f.type == "alias_declaration"
+                else [text(x) for x in f.children_by_field_name("declarator")
+                      if x.type == "type_identifier"]
+            )  # fmt: skip
+            for member_name in names if member_type is not None else []:
+                types[member_name] = text(member_type)
         if f.type != "field_declaration":
             continue
         if any(c.type == "storage_class_specifier" and text(c) == "static" for c in f.children):
@@ -257,6 +271,8 @@ def _struct(node: Node, d: Declarations, name: str, params: tuple[str, ...] = ()
         d.struct_templates[name] = (params, statics)
     else:
         d.static_members.update(_qualified(name, statics, {}, d))
+    if types:
+        d.member_types[name] = types
     if fields:
         d.structs[name] = fields
         d.struct_sizes[name] = max(size, 1)
@@ -282,9 +298,35 @@ def instance_fields(
     if base not in templates or not fields:
         return None
     params, _statics = templates[base]
-    bound = dict(zip(params, split_args(m.group(2)), strict=False))
+    bound = dict(zip(params, split_args(m.group(2), angles=True), strict=False))
     return f"{base}<{m.group(2).strip()}>", {
         f: _WORD.sub(lambda w: bound.get(w.group(0), w.group(0)), t) for f, t in fields.items()
+    }
+
+
+def member_aliases(
+    owner: str,
+    type_text: str,
+    templates: Mapping[str, StructTemplate],
+    member_types: Mapping[str, dict[str, str]],
+) -> dict[str, str]:
+    """``owner::Member`` -> the member type's text, for a name ``owner`` that stands for
+    the struct ``type_text`` (a template parameter bound to ``Vector<double, int>``, an
+    alias): the template's parameters replaced by the arguments (``typename
+    VectorType::ScalarType`` is ``double`` when the struct says ``typedef Scalar
+    ScalarType``)."""
+    m = _INSTANCE.fullmatch(re.sub(r"\b(?:const|struct|typename)\b|&", " ", type_text))
+    if m is None:
+        return {}
+    base = m.group(1).rsplit("::", 1)[-1]
+    types = member_types.get(base)
+    if not types or (base in templates) != (m.group(2) is not None):
+        return {}
+    params = templates[base][0] if base in templates else ()
+    bound = dict(zip(params, split_args(m.group(2) or "", angles=True), strict=False))
+    return {
+        f"{owner}::{member}": _WORD.sub(lambda w: bound.get(w.group(0), w.group(0)), t)
+        for member, t in types.items()
     }
 
 
@@ -298,7 +340,7 @@ def _alias_statics(d: Declarations) -> None:
         base = m.group(1).rsplit("::", 1)[-1]
         if base in d.struct_templates and m.group(2) is not None:
             params, statics = d.struct_templates[base]
-            bound = dict(zip(params, split_args(m.group(2)), strict=False))
+            bound = dict(zip(params, split_args(m.group(2), angles=True), strict=False))
             d.static_members.update(_qualified(alias, statics, bound, d))
         else:
             prefix = base + "::"

@@ -25,8 +25,9 @@ SourceReader = Callable[[str], bytes | None]
 """The bytes of a file (an open buffer's or the disk's), None when unreadable."""
 
 
-# a local ``#include "..."`` line (its file name): the headers a source brings in
-LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+# an ``#include "..."`` line (its file name): the headers a source brings in; an
+# ``#include <...>`` too, local when the file is found beside the includer (a build's ``-I.``)
+LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*["<]([^">\n]+)[">]', re.M)
 
 
 _VARIANT_STEM = re.compile(r"^(.+)[-_][^-_]+$")
