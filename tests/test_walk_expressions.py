@@ -576,3 +576,26 @@ def test_a_team_shared_scalar_keeps_the_range_its_threads_give_it(gpu, tmp_path:
     )
     a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(1024, 1, 1))
     assert a.counts.flops["fp32"] == pytest.approx(2.0 + 8 * 2 * 0.5)
+
+
+def test_a_sign_change_stored_as_it_is_costs_one_flop(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a complex conjugate's `b.im = -a.im` and a stored `fabsf`: no arithmetic takes the sign
+    # as an operand modifier, so ptxas makes each an add (nvcc, sm_86 SASS: `DADD R14, -RZ,
+    # -R8`, `FADD R17, |R8|, -RZ`): 1 FP64 + 1 FP32 FLOP. A subtracted product takes the
+    # sign as a modifier: `1.0 - c[i] * c[i]` is one `DFMA R2, -R2, R2, 1`, 2 FP64 FLOP. The
+    # copied real part is no arithmetic. Per thread: FP64 1 + 2 = 3, FP32 1.
+    a = count(
+        gpu,
+        tmp_path,
+        "struct cplx { double re, im; };\n"
+        "__global__ void k(const cplx *a, cplx *b, const float *x, float *y, double *c) {\n"
+        "  int i = threadIdx.x;\n"
+        "  b[i].re = a[i].re;\n"
+        "  b[i].im = -a[i].im;\n"
+        "  y[i] = fabsf(x[i]);\n"
+        "  c[i] = 1.0 - c[i] * c[i];\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp64"] == pytest.approx(3)
+    assert a.counts.flops["fp32"] == pytest.approx(1)

@@ -583,6 +583,11 @@ class ExpressionWalker(ReferenceWalker):
                 cur = self.lvalue(left, "load")
                 if not self.atomic_in_l2(cur):
                     self.arith_assign(op, cur.type, r, left, right)
+            elif r.type.is_float and not r.type.pointer and _sign_of_a_read(right):
+                # ``b.im = -a.im``: no arithmetic takes the sign as an operand modifier, so
+                # ptxas makes it an FADD/DADD (``DADD R6, -RZ, -R2``), one FLOP as Nsight
+                # counts (``ptx_parser``'s materialised signs)
+                self.add_flop(r.type, 1.0, self.cursor.w)
             lv = self.lvalue(left, "store")
             self.hold(left, r.deps)
             return Val(lv.type, lv.deps | r.deps, None)
@@ -695,6 +700,32 @@ class ExpressionWalker(ReferenceWalker):
         ``atom``/``red`` instruction on global memory (a memory instruction: Nsight Compute
         counts no FLOP for it), not an operation of the SMs."""
         return self.cursor.atomic and target.space not in ("shared", "local")
+
+
+_SIGN_CALLS = frozenset({"fabs", "fabsf", "abs"})
+_MEMORY_READS = frozenset({"subscript_expression", "field_expression", "pointer_expression"})
+
+
+def _sign_of_a_read(node: Node) -> bool:
+    """``-a[i]``, ``-p->im``, ``fabs(*p)``: a sign change of a value read from memory."""
+    n = unparenthesized(node)
+    if n.type == "unary_expression":
+        op = n.child_by_field_name("operator")
+        arg = n.child_by_field_name("argument")
+        if op is None or op.type != "-" or arg is None:
+            return False
+    elif n.type == "call_expression" and text(n.child_by_field_name("function")) in _SIGN_CALLS:
+        args = n.child_by_field_name("arguments")
+        if args is None or len(args.named_children) != 1:
+            return False
+        arg = args.named_children[0]
+    else:
+        return False
+    arg = unparenthesized(arg)
+    if arg.type == "pointer_expression":
+        deref = arg.child_by_field_name("operator")
+        return deref is not None and deref.type == "*"
+    return arg.type in _MEMORY_READS
 
 
 def _one_operation(node: Node) -> bool:
