@@ -401,3 +401,25 @@ def test_each_view_s_calls_reach_its_own_array(gpu, tmp_path: Path) -> None:  # 
         "c.data": (pytest.approx(mb), pytest.approx(mb)),
     }
     assert {b.buffer: b.references for b in a.memory.buffers}["c.data"] == 9 * mb
+
+
+def test_a_macro_naming_an_element_stores_into_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Fortran-style array macros (`#define lu(c, i) a_lu[(i) + 1024 * (c)]`): the
+    # assignment `lu(1, i) = a1 * lu(1, i) + u(1, i)` loads a_lu and a_u and stores a_lu,
+    # 4 bytes each per thread: 1024 threads write 4 kB of a_lu (what reaches DRAM of it is
+    # the L2 model's). Before, the store through the macro was not counted.
+    a = count(
+        gpu,
+        tmp_path,
+        "#define lu(c, i) a_lu[(i) + 1024 * (c)]\n"
+        "#define u(c, i) a_u[(i) + 1024 * (c)]\n"
+        "__global__ void k(const float *a_u, float *a_lu, float a1) {\n"
+        "  int i = threadIdx.x + blockIdx.x * blockDim.x;\n"
+        "  lu(1, i) = a1 * lu(1, i) + u(1, i);\n"
+        "}\n"
+        "int main() { float *a, *b; k<<<4, 256>>>(a, b, 2.0f); }\n",
+    )
+    kinds = sorted((x.buffer, x.kind) for x in a.counts.accesses)
+    assert kinds == [("a_lu", "load"), ("a_lu", "store"), ("a_u", "load")]
+    (lu,) = [b for b in a.memory.buffers if b.buffer == "a_lu"]
+    assert lu.stored == pytest.approx(1024 * 4)

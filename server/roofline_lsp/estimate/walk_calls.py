@@ -189,7 +189,7 @@ class CallWalker(GroupWalker):
             )
         m = self.inputs.macros.get(short)
         if m is not None and m[0] is not None and short not in self.cursor.call_stack:
-            return self.expand_macro(short, m, args, node)
+            return self.expand_macro(short, m, args, node, kind)
         named = self.inputs.aliases.get(short)  # template <float (*F)(float)>: F(x)
         fnode = self.inputs.functions.get(named) if named and named != short else None
         if (
@@ -632,8 +632,16 @@ class CallWalker(GroupWalker):
         return result
 
     def expand_macro(
-        self, name: str, m: tuple[tuple[str, ...] | None, str], args: list[Node], node: Node
+        self,
+        name: str,
+        m: tuple[tuple[str, ...] | None, str],
+        args: list[Node],
+        node: Node,
+        kind: str = "load",
     ) -> Val:
+        """A function-like macro's expansion at ``node``; ``kind``: how the caller uses the
+        element it names (``lu(1, i, j, k) = v`` with ``#define lu(c, i, j, k) a_lu[...]``
+        stores into a_lu)."""
         params, body = m
         assert params is not None
         stmt_ctx = node.parent is not None and node.parent.type == "expression_statement"
@@ -642,9 +650,9 @@ class CallWalker(GroupWalker):
             for a in args:
                 self.expr(a)
             return Val(UNKNOWN)
-        return self.in_macro(name, tree, expression=not stmt_ctx)
+        return self.in_macro(name, tree, expression=not stmt_ctx, kind=kind)
 
-    def in_macro(self, name: str, tree: Node, expression: bool) -> Val:
+    def in_macro(self, name: str, tree: Node, expression: bool, kind: str = "load") -> Val:
         if name not in self.tally.followed:
             self.tally.followed.append(name)
         self.cursor.call_stack.append(name)
@@ -652,6 +660,9 @@ class CallWalker(GroupWalker):
         self.cursor.line_base = self.cursor.line
         try:
             if expression:
+                target = unparenthesized(tree)
+                if kind != "load" and target.type in _ELEMENTS:
+                    return self.lvalue(target, kind)
                 return self.expr(tree)
             self.stmt(tree)
             return Val(VOID)
@@ -661,6 +672,10 @@ class CallWalker(GroupWalker):
 
 
 LAMBDA = "lambda_expression"
+# what an assignment can store into (a macro expanding to one is an element too)
+_ELEMENTS = frozenset(
+    {"subscript_expression", "field_expression", "pointer_expression", "call_expression"}
+)
 
 
 # a block's lambdas: name -> (where the declaration starts, the lambda), in order
