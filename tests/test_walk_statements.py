@@ -6,7 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import LAUNCH, count
+from counting_helpers import LAUNCH, count, detected
+
+from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
+from roofline_lsp.model.terms import AssumptionTerm
+from roofline_lsp.present.explanations import explanation
 
 
 def test_early_return_scales_the_rest(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -196,3 +200,27 @@ def test_a_shared_value_one_thread_sets_is_every_threads(gpu, tmp_path: Path) ->
     )
     a = count(gpu, tmp_path, src, **LAUNCH)
     assert a.counts.flops["fp32"] == pytest.approx(8)
+
+
+def test_a_kernel_too_long_to_walk_says_where_counting_stopped(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # 700 statements `s = TERM(s)`, each a macro of 100 products and 99 sums (99 FMAs and a
+    # multiply: 199 FP32 FLOP), walk over 250k syntax nodes: the walk stops at some line,
+    # every statement before it costs its 199 FLOP, the ones after it (and the stores of b
+    # and c at the end) nothing, and the verdict says from which line
+    term = " + ".join(f"(x) * {j}.0f" for j in range(1, 101))
+    body = "".join("  s = TERM(s);\n" for _ in range(700))
+    src = (
+        f"#define TERM(x) {term}\n"
+        "__global__ void k(const float *a, float *b, float *c) {\n"
+        "  int i = threadIdx.x;\n"
+        "  float s = a[i];\n" + body + "  b[i] = s;\n  c[i] = 1.0f;\n}\n"
+    )
+    det = detected(tmp_path, src)
+    v = estimate(det.kernels[0], det, gpu, Inputs(**LAUNCH))
+    (cut,) = [t for t in v.terms if isinstance(t, AssumptionTerm) and t.kind == "rest"]
+    assert 5 < cut.line < 705  # the statements are on lines 5-704
+    assert v.counts is not None
+    assert v.counts.flops["fp32"] == pytest.approx(199 * (cut.line - 5))
+    assert f"statements from line {cut.line} on not counted" in explanation(v)
+    assert not [x for x in analyze(det.kernels[0], det, gpu, Inputs(**LAUNCH)).counts.accesses
+                if x.kind == "store"]  # fmt: skip

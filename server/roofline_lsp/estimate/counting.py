@@ -84,4 +84,5 @@ class ThreadCounter(StatementWalker):
             per="iteration" if self.inputs.offload else "thread",
             local_bytes={"local:" + k: v for k, v in self.tally.local_sizes.items()},
             dead_lines=dict(self.tally.dead_lines),
+            truncated_at=self.tally.truncated_at,
         )

@@ -57,8 +57,11 @@ def verdict_terms(a: KernelEstimate) -> tuple[Term, ...]:
 def assumptions(a: KernelEstimate) -> tuple[AssumptionTerm, ...]:
     """What the estimate assumed: the launch size when no launch gives it (CUDA; an
     offloaded loop nest's size is its parallel loops'), and the trip counts of loops whose
-    bound could not be evaluated, the heaviest first (nested ones under their outer loop)."""
+    bound could not be evaluated, the heaviest first (nested ones under their outer loop); and
+    where the walk stopped counting a kernel too long to walk in full."""
     out: list[AssumptionTerm] = []
+    if a.counts.truncated_at:
+        out.append(AssumptionTerm("rest", 0.0, "too long", line=a.counts.truncated_at))
     ctx = a.context
     if a.counts.per == "thread" and (ctx.block is None or ctx.grid is None):
         if ctx.launch is None:
@@ -180,7 +183,8 @@ def static_confidence(
     * Defaulted trip counts: minus ``DEFAULTED_PENALTY`` times the share of the thread's
       operations booked in loops whose bound could not be evaluated.
     * An assumed launch (no launch site, or its values unknown): minus ``LAUNCH_PENALTY``
-      (the working set against L2 depends on it).
+      (the working set against L2 depends on it); a kernel too long to count in full (its
+      rest assumed free), the same.
 
     Bands (``evaluation.confidence_bands``): high >= 0.8 needs about 4.5x from the ridge with
     every trip count known."""
@@ -197,6 +201,8 @@ def static_confidence(
     conf -= DEFAULTED_PENALTY * assumed_share(a.counts)
     ctx = a.context
     if a.counts.per == "thread" and (ctx.block is None or ctx.grid is None):
+        conf -= LAUNCH_PENALTY
+    if a.counts.truncated_at:
         conf -= LAUNCH_PENALTY
     return round(max(0.05, min(conf, 0.95)), 3)
 

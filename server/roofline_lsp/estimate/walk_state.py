@@ -145,6 +145,7 @@ class Tally:
     # every thread (a structure of arrays' component stride, ``nijk * 2``)
     strides: dict[str, bool] = field(default_factory=dict)
     dead_lines: dict[int, tuple[int, int]] = field(default_factory=dict)  # ThreadCounts'
+    truncated_at: int = 0  # ThreadCounts'
 
 
 @dataclass

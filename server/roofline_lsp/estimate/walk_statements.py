@@ -41,6 +41,9 @@ class StatementWalker(LoopWalker):
         """Count a statement; return the fraction of executions that continue after it."""
         self.cursor.nodes += 1
         if self.cursor.nodes > self.inputs.settings.max_nodes:
+            if not self.tally.truncated_at:  # the kernel's line (a call's, inside its callee)
+                inlined = self.cursor.line_base is not None
+                self.tally.truncated_at = self.cursor.line if inlined else node.start_point.row + 1
             return 1.0
         t = node.type
         if self.par.pending_region is not None and t not in ("preproc_call", "comment"):

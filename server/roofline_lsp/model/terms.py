@@ -61,17 +61,19 @@ TRIPS_HINT = "trips"
 @dataclass(frozen=True)
 class AssumptionTerm:
     """A number the estimate assumed because the source did not give it, and what would
-    settle it: the launch size (``kind="launch"``: ``value`` threads, ``line`` 0) or a loop's
-    trip count (``kind="trips"``: ``value`` trips of the loop on ``line`` over ``var``).
+    settle it: the launch size (``kind="launch"``: ``value`` threads, ``line`` 0), a loop's
+    trip count (``kind="trips"``: ``value`` trips of the loop on ``line`` over ``var``), or
+    that the statements from ``line`` on cost nothing (``kind="rest"``, ``why="too long"``:
+    a kernel too long to walk in full, ``Settings.max_nodes``).
 
     ``names``: the values a ``// roofline: name=...`` hint (or ``--args``) would supply (a
     loop without: its own ``// roofline: trips=...`` settles it); ``why``: ``"no launch"`` (no
     launch site found), ``"unknown values"`` (the launch or the bound uses values not found),
     ``"data"`` (a bound read from memory), ``"while"`` (a loop without a counted bound)."""
 
-    kind: Literal["launch", "trips"]
+    kind: Literal["launch", "trips", "rest"]
     value: float
-    why: Literal["no launch", "unknown values", "data", "while"]
+    why: Literal["no launch", "unknown values", "data", "while", "too long"]
     names: tuple[str, ...] = ()
     line: int = 0
     var: str | None = None

@@ -152,6 +152,8 @@ def assumption_text(t: AssumptionTerm) -> str:
     if t.kind == "launch":
         what = "no launch found" if t.why == "no launch" else "launch size unknown"
         return f"{what}: assumed {n} threads{hint}"
+    if t.kind == "rest":
+        return f"kernel too long to count in full: statements from line {t.line} on not counted"
     where = f"loop over {t.var}" if t.var else "loop"
     head = f"{where} (line {t.line})"
     if not t.names:  # no name to give: the loop's own count settles it

@@ -49,6 +49,7 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
                 "why": t.why,
                 "hint_names": list(t.names),
                 **({"line": t.line, "var": t.var, "share": t.share} if t.kind == "trips" else {}),
+                **({"line": t.line} if t.kind == "rest" else {}),
             }
             for t in assumed
         ]
