@@ -423,3 +423,29 @@ def test_a_macro_naming_an_element_stores_into_it(gpu, tmp_path: Path) -> None: 
     assert kinds == [("a_lu", "load"), ("a_lu", "store"), ("a_u", "load")]
     (lu,) = [b for b in a.memory.buffers if b.buffer == "a_lu"]
     assert lu.stored == pytest.approx(1024 * 4)
+
+
+def test_a_method_assigning_members_of_an_array_element_stores_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # `p[i].set(v)` with `void set(unsigned char v) { b = v; g = v; r = v; a = v; }`: the
+    # members it assigns are those of the element p[i], a 4-byte Pix, read for p[i].r and
+    # written back: 1024 threads load 4 kB of p and store 4 kB. A const method (`luma`)
+    # writes nothing.
+    a = count(
+        gpu,
+        tmp_path,
+        "struct Pix {\n"
+        "  unsigned char b, g, r, a;\n"
+        "  __device__ float luma() const { return 0.5f * r; }\n"
+        "  __device__ void set(unsigned char v) { b = v; g = v; r = v; a = v; }\n"
+        "};\n"
+        "__global__ void k(Pix *p, float *y) {\n"
+        "  int i = threadIdx.x + blockIdx.x * blockDim.x;\n"
+        "  y[i] = p[i].luma();\n"
+        "  p[i].set((unsigned char)(p[i].r * 0.5f));\n"
+        "}\n"
+        "int main() { Pix *p; float *y; k<<<4, 256>>>(p, y); }\n",
+    )
+    (pix,) = [b for b in a.memory.buffers if b.buffer == "p"]
+    assert pix.footprint == pytest.approx(1024 * 4)
+    assert [x.kind for x in a.counts.accesses if x.buffer == "p" and x.kind == "store"]
+    assert pix.stored == pytest.approx(1024 * 4)

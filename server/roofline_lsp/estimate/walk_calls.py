@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 
 from tree_sitter import Node
@@ -115,6 +116,7 @@ class CallWalker(GroupWalker):
         args = [c for c in (args_node.named_children if args_node else []) if c.type != "comment"]
         fname = ""
         receiver: tuple[str, Val] | None = None  # the object a method is called on
+        element: Node | None = None  # ... when it is an array element (``pixel[i].set(v)``)
         if fn is not None:
             if fn.type == "template_function":
                 fname = text(fn.child_by_field_name("name"))
@@ -130,6 +132,8 @@ class CallWalker(GroupWalker):
                     ov = self.expr(obj)
                     if obj.type == "identifier":
                         receiver = (text(obj), ov)
+                    elif unparenthesized(obj).type == "subscript_expression":
+                        element = unparenthesized(obj)
             else:
                 fname = text(fn)
         short = fname.rsplit("::", 1)[-1].strip()
@@ -184,9 +188,14 @@ class CallWalker(GroupWalker):
                 if fn is not None and fn.type == "template_function"
                 else None
             )
-            return self.inline(
+            called = self.inline(
                 short, fnode, args, template_args=targs, receiver=receiver, kind=kind
             )
+            if element is not None and assigns_members(fnode, self.inputs.structs):
+                # a method assigning its object's members, called on an element in memory:
+                # the element is read (above) and written back
+                self.lvalue(element, "store")
+            return called
         m = self.inputs.macros.get(short)
         if m is not None and m[0] is not None and short not in self.cursor.call_stack:
             return self.expand_macro(short, m, args, node, kind)
@@ -669,6 +678,30 @@ class CallWalker(GroupWalker):
         finally:
             self.cursor.call_stack.pop()
             self.cursor.line_base = saved_base
+
+
+def assigns_members(method: Node, structs: Mapping[str, Mapping[str, str]]) -> bool:
+    """Whether a method assigns a data member of its class (``r = red;``, ``this->r = red``,
+    ``++count``)."""
+    fields = structs.get(method_class(method), {})
+    body = method.child_by_field_name("body")
+    stack = [body] if body is not None and fields else []
+    while stack:
+        n = stack.pop()
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name(
+                "left" if n.type == "assignment_expression" else "argument"
+            )
+            target = unparenthesized(target) if target is not None else None
+            if target is not None and target.type == "field_expression":
+                obj = target.child_by_field_name("argument")
+                member = target.child_by_field_name("field")
+                if obj is not None and obj.type == "this" and text(member) in fields:
+                    return True
+            elif target is not None and target.type == "identifier" and text(target) in fields:
+                return True
+        stack.extend(n.named_children)
+    return False
 
 
 LAMBDA = "lambda_expression"
