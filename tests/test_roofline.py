@@ -24,7 +24,7 @@ import math
 from pathlib import Path
 
 import pytest
-from counting_helpers import count
+from counting_helpers import count, detected
 
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
@@ -810,3 +810,33 @@ def test_a_macro_naming_a_struct_is_that_struct(gpu, tmp_path: Path) -> None:  #
     a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(1024, 1, 1))
     assert a.counts.flops["fp64"] == pytest.approx(72.0)
     assert a.memory.footprint == pytest.approx((144 + 48 + 48) * threads)
+
+
+def test_the_profiled_instance_binds_the_launching_template_function(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # run<T> copies a 2^20-byte buffer as n = bytes / sizeof(T) elements of T and is
+    # instantiated for float first: the launch meant is copy<unsigned char> (a profile's
+    # instance), so its T is unsigned char there too, n is 2^20 elements (not 2^18) and
+    # the 4096 x 256 threads each copy one byte: 1 MiB read
+    det = detected(
+        tmp_path,
+        "template <class T> __global__ void copy(T *out, const T *in, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) out[i] = in[i];\n"
+        "}\n"
+        "template <class T> void run(char *in, char *out, int bytes) {\n"
+        "  int n = bytes / sizeof(T);\n"
+        "  copy<T><<<(n + 255) / 256, 256>>>((T *)out, (T *)in, n);\n"
+        "}\n"
+        "int main() {\n"
+        "  char *a, *b;\n"
+        "  run<float>(a, b, 1 << 20);\n"
+        "  run<unsigned char>(a, b, 1 << 20);\n"
+        "}\n",
+    )
+    (k,) = det.kernels
+    a = analyze(
+        k, det, gpu, Inputs(block=(256, 1, 1), grid=(4096, 1, 1), instantiation=("unsigned char",))
+    )
+    assert a.context.value("n") == 2**20
+    (src,) = [b for b in a.memory.buffers if b.buffer == "in"]
+    assert src.footprint == pytest.approx(2**20)

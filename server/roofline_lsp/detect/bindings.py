@@ -2007,12 +2007,14 @@ _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
 def _assign(ctx: HostContext, name: str, expr: str, argv: list[str]) -> None:
-    expr = substitute_host(_COMMENT.sub(" ", expr) if "/" in expr else expr, argv, ctx.types)
+    expr = _COMMENT.sub(" ", expr) if "/" in expr else expr
     for param, given in ctx.host_template.items() if "(" in expr or "<" in expr else ():
-        if given:  # a cast to the template function's type parameter: its instantiation's
+        if given:  # a cast to (or the size of) the template function's type parameter: its
+            # instantiation's, before ``sizeof`` is evaluated
             expr = re.sub(
                 rf"(\(\s*|static_cast\s*<\s*){re.escape(param)}(\s*[)>])", rf"\g<1>{given}\2", expr
             )
+    expr = substitute_host(expr, argv, ctx.types)
     prev = ctx.texts.get(name)
     qualified = _QUALIFIED.fullmatch(expr)
     if prev is not None and qualified is not None and qualified.group(1) == name:
@@ -2404,12 +2406,16 @@ def host_context(
     read: SourceReader | None = None,
     device: Mapping[str, float] | None = None,
     structs: Mapping[str, Mapping[str, str]] | None = None,
+    instantiation: tuple[str, ...] = (),
 ) -> HostContext:
     """Everything the host side says about ``kernel`` (see the module docstring). The other
     files of the folder are read through ``read`` (open buffers first), else from disk.
     ``device``: the target GPU's ``cudaDeviceProp`` values the host code may query;
     ``structs``: the record types the kernel's file and its headers declare (their fields in
-    order, for aggregate initializers)."""
+    order, for aggregate initializers); ``instantiation``: the kernel's template arguments in
+    the launch that is meant (a profile's ``k<unsigned char>``), which give the launching
+    template function's parameters they are named by (``k<TData><<<...>>>`` in
+    ``runTest<TData>``: ``sizeof(TData)`` is 1 there)."""
     view = source_view(read)
     argv = argv_of(args)
     ctx = _program_context(detection, argv, device=device)
@@ -2475,8 +2481,18 @@ def host_context(
         call = root.descendant_for_byte_range(site.span.start_byte, site.span.end_byte)
         fn = enclosing_function(call) if call is not None else None
         scoped = fn is not None and site.file == unit.detection.file
+        launch_text = unit.detection.source[site.span.start_byte : site.span.end_byte].decode(
+            "utf-8", "replace"
+        )
+        m = re.search(
+            # `k<T, 4><<<...>>>(...)`, or the kernel argument of the launch APIs
+            re.escape(kernel.name) + r"\s*<(.*?)>\s*(<<<|\(|\)|,)",
+            launch_text,
+        )
+        named = split_args(m.group(1), angles=True) if m and "<<" not in m.group(1) else []
         if fn is not None and scoped:
-            _function_scope(ctx, unit.detection, fn, site.span.start_byte, argv, view)
+            meant = dict(zip((a.strip() for a in named), instantiation, strict=False))
+            _function_scope(ctx, unit.detection, fn, site.span.start_byte, argv, view, meant)
         # the host scope (callers, assignments, run-time reads) knows more than detection's
         # declarations before the launch: what it cannot evaluate is unknown
         if scoped:  # a given launch size tells what its one unknown host value was
@@ -2520,21 +2536,12 @@ def host_context(
             ctx.texts[pname] = ""
         ctx.extents.update(extents)
         ctx._cache.clear()
-        m = re.search(
-            # `k<T, 4><<<...>>>(...)`, or the kernel argument of the launch APIs
-            re.escape(kernel.name) + r"\s*<(.*?)>\s*(<<<|\(|\)|,)",
-            unit.detection.source[site.span.start_byte : site.span.end_byte].decode(
-                "utf-8", "replace"
-            ),
-        )
         if fn is not None and not scoped:
             ctx.host_template = _instantiation(fn, unit.detection, view)
-        if m and "<<" not in m.group(1):
+        if named:
             # the launching function's own parameters become what its instantiation gives,
             # else empty (the kernel's own default applies)
-            ctx.template_args = tuple(
-                ctx.host_template.get(a.strip(), a) for a in split_args(m.group(1), angles=True)
-            )
+            ctx.template_args = tuple(ctx.host_template.get(a.strip(), a) for a in named)
     else:
         _allocations(detection.source.decode("utf-8", "replace"), ctx, argv)
     ctx.block, ctx.grid = block, grid
@@ -2548,12 +2555,17 @@ def _function_scope(
     stop: int,
     argv: list[str],
     view: SourceView | None,
+    given: Mapping[str, str] | None = None,
 ) -> None:
     """Host values at byte ``stop`` of the function ``fn`` a launch or region is in: its
-    template parameters as its calls instantiate them (before the scan: ``(IdxType)n`` in
-    the host code reads as ``(int)n``), in a method the object's data members, then the
-    function's own names (a local or parameter of a member's name wins)."""
+    template parameters as ``given`` (the launch meant) or else its calls instantiate them
+    (before the scan: ``(IdxType)n`` in the host code reads as ``(int)n``), in a method the
+    object's data members, then the function's own names (a local or parameter of a
+    member's name wins)."""
     ctx.host_template = _instantiation(fn, detection, view, deduce=True)
+    for param, value in (given or {}).items():
+        if param in ctx.host_template:
+            ctx.host_template[param] = value
     _template_values(fn, detection, ctx, view)
     types, values = _members(fn, detection, ctx, argv, view)
     ctx.types.update(types)
