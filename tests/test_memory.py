@@ -199,3 +199,20 @@ def test_binary_search_probes_miss_below_the_levels_l2_holds() -> None:
     # touches no more than the range searched: 4 MiB, all in L2
     unbounded = Access("a", "global", 4, "load", 20.0, None, 1, searched=(2.0**20, 20.0))
     assert estimate_traffic(counts(2**20, unbounded), {}, L2, MODEL).bytes_loaded == 4 * 2**20
+
+
+def test_differently_indexed_accesses_add_up_to_the_allocation_when_it_is_known() -> None:
+    # fwt's butterfly: d[i0], d[i1], d[i2], d[i3] with i1 = i0 + stride (stride a run-time
+    # value), each 1M distinct floats. Nothing shows they overlap: with the allocation known
+    # (4M elements) they add up to it, 16 MiB; without it (no bound on a sum) they are
+    # taken as one array indexed four ways, 4 MiB
+    quarters = [
+        Access("d", "global", 4, "load", 1, 2**20, 1, offset=(f"+i{q}", 0.0)) for q in range(4)
+    ]
+    known = estimate_traffic(counts(2**20, *quarters), {"d": 4.0 * 2**20}, L2, MODEL)
+    assert known.bytes_loaded == pytest.approx(16 * 2**20)
+    unknown = estimate_traffic(counts(2**20, *quarters), {}, L2, MODEL)
+    assert unknown.bytes_loaded == pytest.approx(4 * 2**20)
+    # the same four in a larger allocation: 16 MiB, not the allocation
+    larger = estimate_traffic(counts(2**20, *quarters), {"d": 64.0 * 2**20}, L2, MODEL)
+    assert larger.bytes_loaded == pytest.approx(16 * 2**20)

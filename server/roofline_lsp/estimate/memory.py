@@ -8,7 +8,8 @@ the launch) the model takes, per buffer:
   code shows it. Reuse is removed only where the index proves it: an index's distinct values
   follow from the thread and loop dimensions it depends on (an index loaded from memory too:
   a loaded value varies at most as its address does), accesses at known index ranges
-  overlap only where the ranges do, and an index holding a value the walk could not follow
+  overlap only where the ranges do, differently indexed accesses of a buffer of known size
+  add up (to at most its size), and an index holding a value the walk could not follow
   is charged every reference (up to the allocation);
 * DRAM bytes: the footprint once (compulsory misses), plus re-reads of the reused part when
   the whole working set overflows L2 (capacity misses, growing with footprint / L2), with
@@ -178,8 +179,8 @@ def estimate_traffic(
                 refs_s += refs
                 parts_s.append(part)
         limit = cap * elem if cap is not None else math.inf
-        foot_l = min(_union(parts_l, elem), limit)
-        foot_s = min(_union(parts_s, elem), limit)
+        foot_l = min(_union(parts_l, elem, cap is not None), limit)
+        foot_s = min(_union(parts_s, elem, cap is not None), limit)
         if sectors.walked and (
             touched["load"] > foot_l * 1.001 or touched["store"] > foot_s * 1.001
         ):
@@ -324,18 +325,22 @@ def _uncoalesced(
     return min(unique * per, span * a.elem)
 
 
-def _union(parts: list[Part], elem: int) -> float:
+def _union(parts: list[Part], elem: int, bounded: bool = False) -> float:
     """Distinct bytes of several accesses to one buffer. Accesses whose index ranges are
     known overlap only where the ranges do (``in[t]`` and ``in[t + 9 * n]`` are two arrays'
     worth, ``u[i - 1]``, ``u[i]``, ``u[i + 1]`` one): each group of overlapping ranges
-    covers at most its union. Other accesses are grouped by index (:func:`_tiles`) and the
-    groups assumed to cover the same elements as the largest of them (one array indexed
-    several ways, a table gathered from), except those whose index holds a value the walk
-    could not follow (``s[n * STATE_V + i]`` with ``STATE_V`` unknown): nothing shows they
-    overlap, so their footprints add up (the caller caps the total by the allocation)."""
-    free = max(
-        _tiles([(f, off, r, run) for f, iv, unf, off, r, run in parts if iv is None and not unf])
+    covers at most its union. Other accesses are grouped by index (:func:`_tiles`). In a
+    buffer of known size (``bounded``) nothing shows that differently indexed groups overlap
+    (fwt's ``d[i0]``, ``d[i1]``, ``d[i2]``, ``d[i3]``, four quarters of the array, with
+    ``i1 = i0 + stride``): their footprints add up, and the caller caps the total by the
+    allocation. In a buffer of unknown size the groups are assumed to cover the same
+    elements as the largest of them (one array indexed several ways, a table gathered from:
+    adding them would have no bound), except those whose index holds a value the walk could
+    not follow (``s[n * STATE_V + i]`` with ``STATE_V`` unknown), which add up."""
+    tiles = _tiles(
+        [(f, off, r, run) for f, iv, unf, off, r, run in parts if iv is None and not unf]
     )
+    free = sum(tiles) if bounded else max(tiles)
     free = max(free, sum(f for f, iv, unf, *_ in parts if iv is None and unf))
     ranged = sorted(
         ((iv[0], iv[1], f) for f, iv, *_ in parts if iv is not None), key=lambda r: r[0]
