@@ -13,6 +13,7 @@ from roofline_lsp.compiler.kernel_ptx import CompiledCounts, kernel_ptx
 from roofline_lsp.compiler.ptx_parser import parse_ptx
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
+from roofline_lsp.model.config import Config
 from roofline_lsp.model.gpus import load_registry
 from roofline_lsp.present.explanations import explanation
 
@@ -449,6 +450,24 @@ def test_a_helper_s_guarded_tree_sum_runs_at_its_branch_shares() -> None:
     fp32 = {ln: row[1] for ln, row in comp.counts.lines.items()}
     assert (fp32[6], fp32[7]) == (pytest.approx(2.0, rel=1e-4), pytest.approx(1.0, rel=1e-4))
     assert fp32[11] == pytest.approx(127 / 64, rel=1e-4)
+
+
+def test_the_grid_stride_loop_control_runs_per_iteration_in_a_clang_build() -> None:
+    # guarded_helper.cu's grid-stride loop (line 5), n = 2^20 over 1024 x 128 threads: 8
+    # trips. Its PTX line holds 5 integer instructions, 2 of them the per-iteration control
+    # (the add of i and the compare; 3 run once). nvcc's -O3 build unrolls the loop by 4:
+    # 3 + 2 x 8 / 4 = 7; clang's leaves a loop with a run-time step rolled: 3 + 2 x 8 = 19
+    k, det, module = kernel_of("guarded_helper")
+    kp = kernel_ptx(module, k)
+    assert kp is not None and kp.per_iteration[5] == (0, 0, 0, 2) and kp.lines[5].int_ops == 5
+    inputs = Inputs(block=(128, 1, 1), grid=(1024, 1, 1), values=(("n", 2.0**20),))
+    ints = {
+        c: analyze(
+            k, det, GPU, inputs, Config(build_compiler=c), compiled=CompiledCounts(kp)
+        ).counts.lines[5][3]
+        for c in ("nvcc", "clang")
+    }
+    assert ints == {"nvcc": pytest.approx(7.0, rel=1e-4), "clang": pytest.approx(19.0, rel=1e-4)}
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import LAUNCH, count
+from counting_helpers import LAUNCH, count, detected
+
+from roofline_lsp.estimate.roofline import Inputs, analyze
+from roofline_lsp.model.config import Config
 
 
 def test_loop_trip_counts(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -610,3 +613,27 @@ def test_a_loop_over_one_row_runs_the_average_row(gpu, tmp_path: Path) -> None: 
     assert trips["j"] == (pytest.approx(64.0), "average over the rows")
     assert trips["m"] == (pytest.approx(64.0), "average over the rows")
     assert trips["t"] == (16, "default")
+
+
+def test_a_grid_stride_loop_is_unrolled_by_nvcc_and_not_by_clang(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # 1024 threads stride over 2^20 elements: 1024 trips each. The loop control (the compare
+    # and the `pos += stride` add: 2 integer ops) runs once per iteration in clang's -O3
+    # code (its trip count needs a division: LLVM leaves the loop rolled; clang -S of this
+    # loop has one block, no copies) and once per 4 iterations in nvcc's (an unroll by 4,
+    # its SASS holds four copies of the body). On the loop line: 1 (the start index) +
+    # 2 x 1024 for clang, 1 + 2 x 1024 / 4 for nvcc.
+    det = detected(
+        tmp_path,
+        "__global__ void scale(float *a, int n) {\n"
+        "  int stride = blockDim.x * gridDim.x;\n"
+        "  for (int pos = blockIdx.x * blockDim.x + threadIdx.x; pos < n; pos += stride)\n"
+        "    a[pos] = 2.0f * a[pos];\n"
+        "}\n"
+        "int main() { float *a; scale<<<4, 256>>>(a, 1 << 20); }\n",
+    )
+    (k,) = det.kernels
+    by = {c: analyze(k, det, gpu, Inputs(), Config(build_compiler=c)) for c in ("nvcc", "clang")}
+    (loop,) = by["clang"].counts.loops
+    assert loop.source == "grid-stride" and loop.trips == pytest.approx(1024, rel=1e-3)
+    assert by["clang"].counts.lines[3][3] == pytest.approx(1 + 2 * loop.trips)
+    assert by["nvcc"].counts.lines[3][3] == pytest.approx(1 + 2 * loop.trips / 4)

@@ -37,9 +37,11 @@ Mapping PTX lines onto the counter's lines:
   that runs once per iteration in the ``-O1`` code. The build that runs (``-O3``) unrolls a loop
   of unknown trip count by 4 and a small constant one completely, as the counter assumes
   (``Settings.unroll_default`` / ``Loop.unrolled``): its integer instructions are weighted by
-  ``trips / unroll`` executions (once when fully unrolled). Work inlined or called on that
-  line inside the loop (``for (...) a = f(a);`` on one line, ``f`` a ``.func``) is body
-  work: it runs every iteration (``KernelPtx.per_iteration_body``).
+  ``trips / unroll`` executions (once when fully unrolled). clang leaves a grid-stride loop
+  (a run-time step, ``Settings.unroll_strided``) rolled: its control runs every iteration.
+  Work inlined or called on that line inside the loop (``for (...) a = f(a);`` on one
+  line, ``f`` a ``.func``) is body work: it runs every iteration
+  (``KernelPtx.per_iteration_body``).
 - Code the compiler hoisted out of a loop (a loop-invariant ``sqrtf(a) / b`` computed once
   before it) sits outside the loop's natural loop in the PTX control-flow graph
   (``ptx_parser.CfgLoop``): its FLOPs run once per entry of the loop, so the substitution

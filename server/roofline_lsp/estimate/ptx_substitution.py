@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from roofline_lsp.compiler.kernel_ptx import UNROLL_DEFAULT, KernelPtx, Placement, line_quad
-from roofline_lsp.estimate.thread_counts import Loop, ThreadCounts
+from roofline_lsp.estimate.thread_counts import STRIDED, Loop, ThreadCounts
 from roofline_lsp.model.kernel import Kernel
 
 _NONE = (0.0, 0.0, 0.0, 0.0)
@@ -190,6 +190,7 @@ def substitute(
     kernel: Kernel,
     ptx: KernelPtx,
     unroll_default: float = UNROLL_DEFAULT,
+    unroll_strided: bool = True,
     *,
     flops_only: bool = False,
     chunk_share: float = 1.0,
@@ -246,7 +247,8 @@ def substitute(
         each = ptx.per_iteration.get(ln) or _in_loops(ln, line, ptx, compiled)
         body = ptx.per_iteration_body.get(ln, (0, 0, 0, 0))
         once = [max(line[i] - each[i] - body[i], 0) for i in range(4)]
-        groups = 0.0 if lp.unrolled else trips / max(unroll_default, 1.0)
+        unroll = 1.0 if lp.source in STRIDED and not unroll_strided else unroll_default
+        groups = 0.0 if lp.unrolled else trips / max(unroll, 1.0)
         fp = [(once[i] + (each[i] + body[i]) * trips) * w for i in range(3)]
         ints = (once[3] + each[3] * groups + body[3] * trips) * w
         new[ln] = (fp[0], fp[1], fp[2], ints)

@@ -229,6 +229,7 @@ def analyze(
         omp_iteration_ints=cal.omp_iteration_ints,
         # OpenMP regions are clang's (its libdevice sqrtf is the approximation)
         prec_sqrt=not offload and (config is None or config.build_compiler == "nvcc"),
+        unroll_strided=not offload and (config is None or config.build_compiler == "nvcc"),
     )
     dims = {
         "tx": float(block[0]),
@@ -357,6 +358,7 @@ def analyze(
             kernel,
             compiled.ptx,
             settings.unroll_default,
+            unroll_strided=settings.unroll_strided,
             flops_only=compiled.flops_only,
             chunk_share=min(1.0, gpu_threads / threads) if offload and threads > 0 else 1.0,
         )

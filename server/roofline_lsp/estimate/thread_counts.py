@@ -36,6 +36,11 @@ class Access:
     searched: tuple[float, float] | None = None
 
 
+# trip-count sources of a loop whose step is a run-time value (``i += blockDim.x *
+# gridDim.x``): clang does not unroll those (their trip count needs a division), nvcc does
+STRIDED = frozenset({"grid-stride"})
+
+
 @dataclass(frozen=True)
 class Loop:
     line: int
@@ -87,6 +92,8 @@ class Settings:
     default_branch: float = 0.5  # a branch whose condition cannot be evaluated
     int_address: float = 1.0  # integer instructions per distinct global/shared access
     unroll_default: float = 4.0  # nvcc unrolls loops of unknown trip count by 4
+    # ... and a grid- or block-stride loop (a run-time step) too; clang leaves those rolled
+    unroll_strided: bool = True
     unroll_full_max: float = 32.0  # constant-trip loops up to this are unrolled completely
     int_entry: float = 2.0  # kernel prologue (global index, bound check)
     omp_iteration_ints: float = 15.0  # OpenMP work-shared loop: runtime loop control

@@ -15,7 +15,7 @@ from tree_sitter import Node
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.row_ranges import row_range
 from roofline_lsp.estimate.sampled_trips import sampled_trips
-from roofline_lsp.estimate.thread_counts import Loop
+from roofline_lsp.estimate.thread_counts import STRIDED, Loop
 from roofline_lsp.estimate.value_domain import (
     DATA,
     NOTHING,
@@ -398,7 +398,8 @@ class LoopWalker(CallWalker):
         cond = node.child_by_field_name("condition")
         update = node.child_by_field_name("update")
         # loop control: the test and the increment run once per unrolled group of iterations
-        # (nvcc unrolls unknown-count loops by 4, small constant ones completely)
+        # (nvcc unrolls unknown-count loops by 4, small constant ones completely; clang
+        # leaves a grid-stride loop rolled)
         if parallel:
             factor = 1.0
             self.add_int(self.inputs.settings.omp_iteration_ints)
@@ -412,6 +413,8 @@ class LoopWalker(CallWalker):
                         self.add_int(costs.WARP_TREE)
         elif unrolled:
             factor = math.inf
+        elif unroll is None and source in STRIDED and not self.inputs.settings.unroll_strided:
+            factor = 1.0
         else:
             factor = max(unroll if unroll else self.inputs.settings.unroll_default, 1.0)
         saved_inner = self.cursor.w
