@@ -224,3 +224,32 @@ def test_a_kernel_too_long_to_walk_says_where_counting_stopped(gpu, tmp_path: Pa
     assert f"statements from line {cut.line} on not counted" in explanation(v)
     assert not [x for x in analyze(det.kernels[0], det, gpu, Inputs(**LAUNCH)).counts.accesses
                 if x.kind == "store"]  # fmt: skip
+
+
+def test_a_conditional_in_a_kernel_takes_the_branch_its_macros_give(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # `#define DIAG_ONLY 0`: `#if DIAG_ONLY` keeps its #else, the full 8 x 8 product (64
+    # FMAs, 128 FP32 FLOP per thread), not the diagonal's 8 (16 FLOP). `#ifdef EXTRA`
+    # names a macro nothing here defines (a build's -D flag may): its branch is counted,
+    # one more multiply, as the first branch of a condition that cannot be decided.
+    # Per thread: 128 + 1 = 129 FP32 FLOP.
+    a = count(
+        gpu,
+        tmp_path,
+        "#define DIAG_ONLY 0\n"
+        "__global__ void k(const float *x, float *y) {\n"
+        "  int t = threadIdx.x;\n"
+        "  float s = 0.0f;\n"
+        "#if DIAG_ONLY\n"
+        "  for (int i = 0; i < 8; i++) s += x[i] * x[i];\n"
+        "#else\n"
+        "  for (int i = 0; i < 8; i++)\n"
+        "    for (int j = 0; j < 8; j++) s += x[i] * x[j];\n"
+        "#endif\n"
+        "#ifdef EXTRA\n"
+        "  s = s * x[t];\n"
+        "#endif\n"
+        "  y[t] = s;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(129)

@@ -17,6 +17,7 @@ from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var, lane_slope
 from roofline_lsp.estimate.walk_calls import is_lvalue
 from roofline_lsp.estimate.walk_loops import LoopWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, instantiate, teams_only
+from roofline_lsp.syntax.conditionals import CONDITIONALS, branch_parts, condition_holds
 from roofline_lsp.syntax.datatypes import UNKNOWN, DataType
 from roofline_lsp.syntax.expr import (
     array_sizes,
@@ -33,6 +34,22 @@ from roofline_lsp.syntax.expr import (
 
 class StatementWalker(LoopWalker):
     """Statements: each returns the fraction of executions that continue after it."""
+
+    def preprocessed(self, node: Node) -> list[Node]:
+        """The statements of the branch of an ``#if``/``#ifdef`` chain the preprocessor
+        keeps given the macros the file, its headers and its includers define (``#define
+        DIAG_ONLY 0`` / ``#if DIAG_ONLY`` takes the ``#else``); the first branch when a
+        condition names a macro nothing here defines (a build's ``-D`` flag may:
+        ``#ifdef OMP_TARGET`` around an offload region) or cannot be decided."""
+        macros = self.inputs.macros
+        values = {n: m[1] for n, m in macros.items() if m[0] is None and m[1]}
+        branch: Node | None = node
+        while branch is not None and branch.type in CONDITIONALS:
+            taken = condition_holds(branch, lambda name, _at: name in macros or None, values)
+            if taken is not False:
+                break
+            branch = branch.child_by_field_name("alternative")
+        return branch_parts(branch) if branch is not None else []
 
     def run(self, body: Node) -> float:
         return self.stmt(body)
@@ -97,14 +114,7 @@ class StatementWalker(LoopWalker):
                     cont = self.stmt(c)
             return cont
         if t in ("preproc_if", "preproc_ifdef"):
-            kids = [
-                c
-                for c in node.named_children
-                if c.type not in ("preproc_else", "preproc_elif", "preproc_elifdef")
-                and node.field_name_for_named_child(node.named_children.index(c))
-                not in ("condition", "name")
-            ]
-            return self.block_stmts(kids, scoped=False)
+            return self.block_stmts(self.preprocessed(node), scoped=False)
         if t == "preproc_call":
             self.pragma(node)
             return 1.0

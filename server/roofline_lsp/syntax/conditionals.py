@@ -19,7 +19,7 @@ from tree_sitter import Node
 from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.expr import text
 
-_CONDITIONALS = frozenset({"preproc_if", "preproc_ifdef", "preproc_elif", "preproc_elifdef"})
+CONDITIONALS = frozenset({"preproc_if", "preproc_ifdef", "preproc_elif", "preproc_elifdef"})
 
 # whether a name is defined before a byte offset of the file (None: cannot be known)
 Defined = Callable[[str, int], bool | None]
@@ -48,7 +48,7 @@ def branch_taken(node: Node, defined: Defined, values: Mapping[str, str]) -> boo
     taken: bool | None = True
     child, parent = node, node.parent
     while parent is not None:
-        if parent.type in _CONDITIONALS:
+        if parent.type in CONDITIONALS:
             cond = _condition(parent, defined, values)
             in_alternative = parent.child_by_field_name("alternative") == child
             if in_alternative:
@@ -59,6 +59,11 @@ def branch_taken(node: Node, defined: Defined, values: Mapping[str, str]) -> boo
                 taken = None
         child, parent = parent, parent.parent
     return taken
+
+
+def condition_holds(node: Node, defined: Defined, values: Mapping[str, str]) -> bool | None:
+    """The truth of the condition of one ``#if``/``#elif``/``#ifdef`` (None: undecided)."""
+    return _condition(node, defined, values)
 
 
 def _condition(node: Node, defined: Defined, values: Mapping[str, str]) -> bool | None:
@@ -115,7 +120,7 @@ def _truth(node: Node, defined: Defined, values: Mapping[str, str], at: int) -> 
     return None if v is None else v != 0
 
 
-_BRANCHES = _CONDITIONALS | {"preproc_else"}
+_BRANCHES = CONDITIONALS | {"preproc_else"}
 
 
 def file_defined(node: Node) -> Defined:
@@ -145,7 +150,7 @@ def file_defined(node: Node) -> Defined:
     return defined
 
 
-def _branch_parts(node: Node) -> list[Node]:
+def branch_parts(node: Node) -> list[Node]:
     """What a conditional's branch holds: its children other than the condition, the
     name and the alternative."""
     skip = {
@@ -179,7 +184,7 @@ def active_text(node: Node, defined: Defined) -> str:
     while stack:
         n = stack.pop()
         if n.type in _BRANCHES:
-            parts = _branch_parts(n)
+            parts = branch_parts(n)
             # the directive line: from the ``#`` to the first part (or the alternative)
             alt = n.child_by_field_name("alternative")
             firsts = [p.start_byte for p in parts] + ([alt.start_byte] if alt else [])
