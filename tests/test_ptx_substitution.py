@@ -4,15 +4,20 @@ counts, from checked-in PTX of our own fixtures (no compiler needed)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from counting_helpers import detected
 from ptx_helpers import FIX, OMP_CLANG, kernel_of
 
 from roofline_lsp.compiler.compile_jobs import PtxResult, compile_omp_ptx
-from roofline_lsp.compiler.kernel_ptx import CompiledCounts, kernel_ptx
+from roofline_lsp.compiler.instruction_mix import LineMix
+from roofline_lsp.compiler.kernel_ptx import CompiledCounts, KernelPtx, kernel_ptx
 from roofline_lsp.compiler.ptx_parser import parse_ptx
 from roofline_lsp.detect.kernels import detect
+from roofline_lsp.estimate.ptx_substitution import pick_instantiation
 from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
+from roofline_lsp.estimate.thread_counts import ThreadCounts
 from roofline_lsp.model.config import Config
 from roofline_lsp.model.gpus import load_registry
 from roofline_lsp.present.explanations import explanation
@@ -575,3 +580,44 @@ def test_work_hoisted_onto_a_loop_s_line_runs_once_per_entry(tmp_path):
     comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
     assert comp.counts.lines[3][1] == pytest.approx(4.0)
     assert comp.counts.lines[4][1] == pytest.approx(100.0)
+
+
+def test_the_instance_meant_is_picked_by_its_mangled_template_arguments() -> None:
+    # histogram's run_gmem_atomics<3, 256, PixelType> region, compiled for three pixel types:
+    # the uchar1 and uchar4 instances decode bytes (no FLOP), the float4 one multiplies (3
+    # FP32 FLOP on line 83). The profile names <3, 256, float4>: its symbol spells the
+    # arguments Li3E, Li256E, 6float4. Without the arguments, the first instance whose
+    # precision is the source's (FP32) is taken, the same one here; with arguments that no
+    # symbol spells (or none), the instances are told apart by precision alone.
+    def inst(symbol: str, fp32: int) -> KernelPtx:
+        return KernelPtx(kernel=symbol, lines={83: LineMix(flops_fp32=fp32)})
+
+    base = "__omp_offloading_10309_2f26b3d__Z16run_gmem_atomicsILi{}ELi256E{}EdPT1_iiPjb_l55"
+    uchar1 = inst(base.format(1, "6uchar1"), 0)
+    uchar4 = inst(base.format(3, "6uchar4"), 0)
+    float4 = inst(base.format(3, "6float4"), 3)
+    ptx = replace(uchar1, others=(uchar4, float4))
+    fp32_source = counts_with(fp32=128.0)
+    assert pick_instantiation(fp32_source, ptx, ("3", "256", "float4")) is float4
+    assert pick_instantiation(fp32_source, ptx, ("3", "256", "uchar4")) is uchar4
+    no_flop_source = counts_with(fp32=0.0)
+    assert pick_instantiation(no_flop_source, ptx, ("1", "256", "uchar1")).kernel == uchar1.kernel
+    # a CUDA kernel's builtin type: testKernel<unsigned char> is _Z10testKernelIhEvPT_PKS0_i
+    u8 = inst("_Z10testKernelIhEvPT_PKS0_i", 0)
+    f32 = inst("_Z10testKernelIfEvPT_PKS0_i", 0)
+    assert pick_instantiation(no_flop_source, replace(f32, others=(u8,)), ("unsigned char",)) is u8
+    assert pick_instantiation(fp32_source, ptx, ("3", "256", "Vector<double>")) is float4
+
+
+def counts_with(fp32: float) -> ThreadCounts:
+    return ThreadCounts(
+        flops={"fp64": 0.0, "fp32": fp32, "fp16": 0.0},
+        int_ops=0.0,
+        accesses=(),
+        loops=(),
+        lines={},
+        weights={},
+        threads=1.0,
+        dims={},
+        followed=(),
+    )

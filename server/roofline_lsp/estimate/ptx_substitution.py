@@ -5,6 +5,7 @@ put in place of the source-level operation counts of the counter (``counting.py`
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -15,12 +16,22 @@ from roofline_lsp.model.kernel import Kernel
 _NONE = (0.0, 0.0, 0.0, 0.0)
 
 
-def pick_instantiation(counts: ThreadCounts, ptx: KernelPtx) -> KernelPtx:
-    """Of a template kernel's instantiations, the first whose dominant floating-point precision
-    is the source analysis's (no FLOPs in the source: the one with the fewest FLOPs)."""
+def pick_instantiation(
+    counts: ThreadCounts, ptx: KernelPtx, template_args: tuple[str, ...] = ()
+) -> KernelPtx:
+    """Of a template kernel's instantiations, the one whose symbol names the template
+    arguments meant (``template_args``: a profile's or the launch's ``float4``, ``3``, ...,
+    as the Itanium mangling spells them); else the first whose dominant floating-point
+    precision is the source analysis's (no FLOPs in the source: the one with the fewest
+    FLOPs)."""
     cands = (ptx, *ptx.others)
     if len(cands) == 1:
         return ptx
+    spelled = [sp for a in template_args if (sp := _mangled_arg(a)) is not None]
+    if spelled and len(spelled) == len(template_args):
+        named = [c for c in cands if _names_args(c.kernel, spelled)]
+        if len(named) == 1:
+            return named[0]
     src = (
         counts.flops.get("fp64", 0.0),
         counts.flops.get("fp32", 0.0),
@@ -34,6 +45,49 @@ def pick_instantiation(counts: ThreadCounts, ptx: KernelPtx) -> KernelPtx:
         if max(mix) > 0 and max(range(3), key=lambda i: mix[i]) == want:
             return c
     return ptx
+
+
+# Itanium ABI spellings of builtin types (a template argument in a mangled name)
+_BUILTIN = {
+    "void": "v", "bool": "b", "char": "c", "signed char": "a", "unsigned char": "h",
+    "short": "s", "unsigned short": "t", "int": "i", "unsigned int": "j", "unsigned": "j",
+    "long": "l", "unsigned long": "m", "long long": "x", "unsigned long long": "y",
+    "float": "f", "double": "d", "__half": "6__half", "half": "6__half",
+    "size_t": "m", "int64_t": "l", "uint64_t": "m", "int32_t": "i", "uint32_t": "j",
+}  # fmt: skip
+
+
+def _mangled_arg(arg: str) -> str | None:
+    """How one template argument appears in a mangled name: ``float`` -> ``f``, ``float4``
+    -> ``6float4``, ``3`` -> an integer literal (``Li3E``, matched by its digits); None for
+    what this does not spell (a pointer, a nested template)."""
+    a = " ".join(arg.replace("const", " ").split())
+    if re.fullmatch(r"-?\d+[uUlL]*", a):
+        return "L" + a.rstrip("uUlL").replace("-", "n")
+    if a in _BUILTIN:
+        return _BUILTIN[a]
+    name = a.rsplit("::", 1)[-1]
+    if re.fullmatch(r"[A-Za-z_]\w*", name):
+        return f"{len(name)}{name}"
+    return None
+
+
+def _names_args(symbol: str, spelled: list[str]) -> bool:
+    """Whether a mangled symbol's first template argument list (``I...E``) spells ``spelled``
+    in order (integer literals ``L<type><digits>E``)."""
+    m = re.search(r"\d+[A-Za-z_]\w*?I(.*)", symbol)
+    if m is None:
+        return False
+    rest = m.group(1)
+    for sp in spelled:
+        if sp.startswith("L"):
+            hit = re.match(r"L[a-z]" + re.escape(sp[1:]) + "E", rest)
+        else:
+            hit = re.match(re.escape(sp), rest)
+        if hit is None:
+            return False
+        rest = rest[hit.end() :]
+    return rest.startswith("E")
 
 
 def _statement_of(ln: int, ordered: list[int]) -> int | None:
@@ -194,13 +248,14 @@ def substitute(
     *,
     flops_only: bool = False,
     chunk_share: float = 1.0,
+    template_args: tuple[str, ...] = (),
 ) -> ThreadCounts:
     """``counts`` with FLOPs and integer instructions from ``ptx`` line by line (see the module
     docstring); accesses, loops and weights unchanged. ``flops_only``: the integer
     instructions stay the counter's, line by line. ``chunk_share``: GPU threads over the
     work-shared iterations (at most 1), how often code hoisted out of a work-shared loop
-    runs per iteration."""
-    ptx = pick_instantiation(counts, ptx)
+    runs per iteration. ``template_args``: the instance meant (:func:`pick_instantiation`)."""
+    ptx = pick_instantiation(counts, ptx, template_args)
     lo, hi = kernel.line, max(kernel.end_line, kernel.line)
     weights = counts.weights
     ordered = sorted(x for x in weights if lo <= x <= hi)

@@ -361,6 +361,7 @@ def analyze(
             unroll_strided=settings.unroll_strided,
             flops_only=compiled.flops_only,
             chunk_share=min(1.0, gpu_threads / threads) if offload and threads > 0 else 1.0,
+            template_args=inputs.instantiation if offload else ctx.template_args,
         )
     mem = estimate_traffic(
         counts,
