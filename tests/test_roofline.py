@@ -840,3 +840,30 @@ def test_the_profiled_instance_binds_the_launching_template_function(gpu, tmp_pa
     assert a.context.value("n") == 2**20
     (src,) = [b for b in a.memory.buffers if b.buffer == "in"]
     assert src.footprint == pytest.approx(2**20)
+
+
+def test_the_profiled_instance_binds_an_openmp_region_s_function_template(
+    gpu, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # run<T> maps a 2^20-byte buffer as n = bytes / sizeof(T) elements and copies them in an
+    # offload region; it is instantiated for float first. The region meant is run<unsigned
+    # char>'s: n is 2^20 (not 2^18) iterations, each moving one byte in and one out
+    det = detected(
+        tmp_path,
+        "template <class T> void run(T *in, T *out, int bytes) {\n"
+        "  int n = bytes / sizeof(T);\n"
+        "  #pragma omp target teams distribute parallel for map(to: in[0:n]) map(from: out[0:n])\n"
+        "  for (int i = 0; i < n; i++) out[i] = in[i];\n"
+        "}\n"
+        "int main() {\n"
+        "  float *a, *b; unsigned char *c, *d;\n"
+        "  run<float>(a, b, 1 << 20);\n"
+        "  run<unsigned char>(c, d, 1 << 20);\n"
+        "}\n",
+        name="k.cpp",
+    )
+    (k,) = det.kernels
+    a = analyze(k, det, gpu, Inputs(instantiation=("unsigned char",)))
+    assert a.threads == 2**20
+    (src,) = [b for b in a.memory.buffers if b.buffer == "in"]
+    assert src.footprint == pytest.approx(2**20)

@@ -2448,7 +2448,9 @@ def host_context(
                 for name, value in scope.constants.items():
                     ctx.texts.setdefault(name, value)
         if fn is not None:
-            _function_scope(ctx, scope, fn, stop, argv, view)
+            # a region in a function template: the instance meant gives its parameters
+            meant = dict(zip((p[0] for p in _template_parameters(fn)), instantiation, strict=False))
+            _function_scope(ctx, scope, fn, stop, argv, view, meant)
             _map_extents(kernel, detection, ctx, fn if scope is detection else None)
             if block is not None and grid is not None:
                 _solve_iterations(kernel, ctx, block, grid, argv)
