@@ -867,3 +867,30 @@ def test_the_profiled_instance_binds_an_openmp_region_s_function_template(
     assert a.threads == 2**20
     (src,) = [b for b in a.memory.buffers if b.buffer == "in"]
     assert src.footprint == pytest.approx(2**20)
+
+
+def test_sizeof_a_struct_in_host_code_is_its_declared_size(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # `typedef struct __attribute__((__aligned__(16))) { unsigned int r, g, b; } rgb16;`:
+    # three 4-byte fields padded to 16 bytes, so a 2^20-byte buffer holds n = 2^16 of them
+    # (the size of an unknown type, 4 bytes, made it 2^18); the launch's 256 x 256 threads
+    # copy one each: 2^16 x 16 bytes read
+    det = detected(
+        tmp_path,
+        "typedef struct __attribute__((__aligned__(16))) { unsigned int r, g, b; } rgb16;\n"
+        "__global__ void copy(rgb16 *out, const rgb16 *in, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) out[i] = in[i];\n"
+        "}\n"
+        "int main() {\n"
+        "  int bytes = 1 << 20;\n"
+        "  int n = bytes / sizeof(rgb16);\n"
+        "  rgb16 *a, *b;\n"
+        "  copy<<<(n + 255) / 256, 256>>>(b, a, n);\n"
+        "}\n",
+    )
+    (k,) = det.kernels
+    a = analyze(k, det, gpu, Inputs())
+    assert a.context.value("n") == 2**16
+    assert a.threads == 2**16
+    (src,) = [b for b in a.memory.buffers if b.buffer == "in"]
+    assert src.footprint == pytest.approx(2**20)

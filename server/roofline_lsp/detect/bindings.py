@@ -148,6 +148,7 @@ class HostContext:
     # the record types the kernel's file and its local headers declare: field names in order
     # (``Dataset d = {1000, 0, 2000};`` sets ``d.nrows``, ``d.ncols``...)
     structs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    struct_sizes: Mapping[str, int] = field(default_factory=dict)  # ... and their sizes
     _cache: dict[str, int | float | None] = field(default_factory=dict)
     # host loops met by the scan: whether each runs a trip, as its values were at its first
     # statement (:func:`_never_runs`), by node id
@@ -219,9 +220,12 @@ def argv_of(args: str | None) -> list[str]:
         return args.split()
 
 
-def substitute_host(expr: str, argv: list[str], types: Mapping[str, str]) -> str:
+def substitute_host(
+    expr: str, argv: list[str], types: Mapping[str, str], sizes: Mapping[str, int] | None = None
+) -> str:
     """Replace ``atoi(argv[k])`` by the program argument, ``strcmp(argv[k], "r")`` by the sign
-    of comparing it with the text, and ``sizeof(T)`` by its size."""
+    of comparing it with the text, and ``sizeof(T)`` by its size (``sizes``: the program's
+    record types')."""
     if "argv" in expr:
 
         def compared(m: re.Match[str]) -> str:
@@ -248,7 +252,7 @@ def substitute_host(expr: str, argv: list[str], types: Mapping[str, str]) -> str
 
         expr = _ARGV_BARE.sub(bare, expr)
     if "sizeof" in expr:
-        expr = _SIZEOF.sub(lambda m: str(sizeof(m.group(1), types)), expr)
+        expr = _SIZEOF.sub(lambda m: str(sizeof(m.group(1), types, sizes)), expr)
     if '"-' in expr:
         # a getter of an option with a default (``get_int_arg(&args, "--ne", 30)``): the
         # command line's ``--ne 40``, else the default
@@ -286,7 +290,7 @@ _ARGV_STRCMP = re.compile(
 )
 
 
-def sizeof(inner: str, types: Mapping[str, str]) -> int:
+def sizeof(inner: str, types: Mapping[str, str], sizes: Mapping[str, int] | None = None) -> int:
     inner = inner.strip()
     name = re.sub(r"[\s*()]|\[.*?\]", "", inner)
     if name in types and not re.fullmatch(r"[\w:\s<>]*\*+\s*", inner):
@@ -297,7 +301,11 @@ def sizeof(inner: str, types: Mapping[str, str]) -> int:
         return t.size
     if inner.endswith("*"):
         return 8
-    return parse_type(inner).size
+    t = parse_type(inner)
+    record = re.sub(r"\b(?:const|struct|volatile)\b", " ", inner).strip()
+    if t.kind == "unknown" and sizes and record in sizes:
+        return sizes[record]  # ``sizeof(uint4_aligned)``: a struct the program declares
+    return t.size
 
 
 def _numeric(v: str) -> bool:
@@ -1992,7 +2000,7 @@ def _array_elements(decl: Node) -> str | None:
 
 
 def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:
-    v = ctx.eval_text(substitute_host(expr, argv, ctx.types))
+    v = ctx.eval_text(substitute_host(expr, argv, ctx.types, ctx.struct_sizes))
     return v if v is not None else math.nan
 
 
@@ -2014,7 +2022,7 @@ def _assign(ctx: HostContext, name: str, expr: str, argv: list[str]) -> None:
             expr = re.sub(
                 rf"(\(\s*|static_cast\s*<\s*){re.escape(param)}(\s*[)>])", rf"\g<1>{given}\2", expr
             )
-    expr = substitute_host(expr, argv, ctx.types)
+    expr = substitute_host(expr, argv, ctx.types, ctx.struct_sizes)
     prev = ctx.texts.get(name)
     qualified = _QUALIFIED.fullmatch(expr)
     if prev is not None and qualified is not None and qualified.group(1) == name:
@@ -2123,7 +2131,7 @@ def _allocation_sites(src: str) -> list[_Allocation]:
 def _record_alloc(ctx: HostContext, name: str, size: str, argv: list[str], bytes_: bool) -> None:
     if not NAME.fullmatch(name):
         return
-    v = ctx.eval_text(substitute_host(size, argv, ctx.types))
+    v = ctx.eval_text(substitute_host(size, argv, ctx.types, ctx.struct_sizes))
     if v is None or v <= 0:
         if name not in ctx.extents:
             ctx.extents[name] = math.nan
@@ -2407,19 +2415,22 @@ def host_context(
     device: Mapping[str, float] | None = None,
     structs: Mapping[str, Mapping[str, str]] | None = None,
     instantiation: tuple[str, ...] = (),
+    struct_sizes: Mapping[str, int] | None = None,
 ) -> HostContext:
     """Everything the host side says about ``kernel`` (see the module docstring). The other
     files of the folder are read through ``read`` (open buffers first), else from disk.
     ``device``: the target GPU's ``cudaDeviceProp`` values the host code may query;
     ``structs``: the record types the kernel's file and its headers declare (their fields in
-    order, for aggregate initializers); ``instantiation``: the kernel's template arguments in
-    the launch that is meant (a profile's ``k<unsigned char>``), which give the launching
-    template function's parameters they are named by (``k<TData><<<...>>>`` in
-    ``runTest<TData>``: ``sizeof(TData)`` is 1 there)."""
+    order, for aggregate initializers) and ``struct_sizes`` their sizes (``sizeof``);
+    ``instantiation``: the kernel's template arguments in the launch that is meant (a
+    profile's ``k<unsigned char>``), which give the launching template function's
+    parameters they are named by (``k<TData><<<...>>>`` in ``runTest<TData>``:
+    ``sizeof(TData)`` is 1 there)."""
     view = source_view(read)
     argv = argv_of(args)
     ctx = _program_context(detection, argv, device=device)
     ctx.structs = structs or {}
+    ctx.struct_sizes = struct_sizes or {}
     _extern_globals(detection, ctx, view)
     hints: dict[str, str | float] = dict(parse_hints(detection.source))
     if values:

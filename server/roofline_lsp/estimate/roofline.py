@@ -177,7 +177,7 @@ def analyze(
             aliases.setdefault(name, target)
     ctx = host_context(
         kernel, detection, inputs.block, inputs.grid, args, values, view,
-        gpu.device_properties, structs, inputs.instantiation,
+        gpu.device_properties, structs, inputs.instantiation, struct_sizes,
     )  # fmt: skip
     macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
     for hip_name, cuda_name in HIP_INDEX_MACROS.items():  # hipThreadIdx_x is threadIdx.x

@@ -273,12 +273,18 @@ def _struct(node: Node, d: Declarations, name: str, params: tuple[str, ...] = ()
         d.static_members.update(_qualified(name, statics, {}, d))
     if types:
         d.member_types[name] = types
+    head = (node.text or b"")[: body.start_byte - node.start_byte].decode("utf-8", "replace")
+    aligned = _ALIGNED.search(head)
+    if aligned is not None:  # ``struct __align__(16) {uint r, g, b;}``: padded to 16 bytes
+        step = int(aligned.group(1))
+        size = -(-size // step) * step
     if fields:
         d.structs[name] = fields
         d.struct_sizes[name] = max(size, 1)
         d.aliases[name] = name  # a known struct: keep its name
 
 
+_ALIGNED = re.compile(r"\b(?:__aligned__|aligned|__align__|alignas)\s*\(\s*(\d+)\s*\)")
 _INSTANCE = re.compile(r"\s*([A-Za-z_][\w:]*)\s*(?:<(.*)>)?\s*")
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 _SIZEOF = re.compile(r"\bsizeof\s*\(\s*([A-Za-z_][\w:\s]*?)\s*\)")
