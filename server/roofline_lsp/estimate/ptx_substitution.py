@@ -61,7 +61,8 @@ def _mangled_arg(arg: str) -> str | None:
     """How one template argument appears in a mangled name: ``float`` -> ``f``, ``float4``
     -> ``6float4``, ``3`` -> an integer literal (``Li3E``, matched by its digits); None for
     what this does not spell (a pointer, a nested template)."""
-    a = " ".join(arg.replace("const", " ").split())
+    a = " ".join(re.sub(r"\bconst\b", " ", arg).split())
+    a = {"true": "1", "false": "0"}.get(a, a)
     if re.fullmatch(r"-?\d+[uUlL]*", a):
         return "L" + a.rstrip("uUlL").replace("-", "n")
     if a in _BUILTIN:
