@@ -608,8 +608,8 @@ def test_the_instance_meant_is_picked_by_its_mangled_template_arguments() -> Non
     assert pick_instantiation(no_flop_source, replace(f32, others=(u8,)), ("unsigned char",)) is u8
     assert pick_instantiation(fp32_source, ptx, ("3", "256", "Vector<double>")) is float4
     # a bool argument is an integer literal: update_lattice<true> is ...ILb1EE...
-    on = inst("_Z15update_latticeILb1EEvPaPKfS2_ll", 0)
-    off = inst("_Z15update_latticeILb0EEvPaPKfS2_ll", 0)
+    on = inst("_Z14update_latticeILb1EEvPaPKfS2_ll", 0)
+    off = inst("_Z14update_latticeILb0EEvPaPKfS2_ll", 0)
     assert pick_instantiation(no_flop_source, replace(off, others=(on,)), ("true",)) is on
 
 

@@ -5,10 +5,10 @@ put in place of the source-level operation counts of the counter (``counting.py`
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 
+from roofline_lsp.compiler.demangle import spells_template_args
 from roofline_lsp.compiler.kernel_ptx import UNROLL_DEFAULT, KernelPtx, Placement, line_quad
 from roofline_lsp.estimate.thread_counts import STRIDED, Loop, ThreadCounts
 from roofline_lsp.model.kernel import Kernel
@@ -27,9 +27,8 @@ def pick_instantiation(
     cands = (ptx, *ptx.others)
     if len(cands) == 1:
         return ptx
-    spelled = [sp for a in template_args if (sp := _mangled_arg(a)) is not None]
-    if spelled and len(spelled) == len(template_args):
-        named = [c for c in cands if _names_args(c.kernel, spelled)]
+    if template_args:
+        named = [c for c in cands if spells_template_args(c.kernel, template_args)]
         if len(named) == 1:
             return named[0]
     src = (
@@ -45,50 +44,6 @@ def pick_instantiation(
         if max(mix) > 0 and max(range(3), key=lambda i: mix[i]) == want:
             return c
     return ptx
-
-
-# Itanium ABI spellings of builtin types (a template argument in a mangled name)
-_BUILTIN = {
-    "void": "v", "bool": "b", "char": "c", "signed char": "a", "unsigned char": "h",
-    "short": "s", "unsigned short": "t", "int": "i", "unsigned int": "j", "unsigned": "j",
-    "long": "l", "unsigned long": "m", "long long": "x", "unsigned long long": "y",
-    "float": "f", "double": "d", "__half": "6__half", "half": "6__half",
-    "size_t": "m", "int64_t": "l", "uint64_t": "m", "int32_t": "i", "uint32_t": "j",
-}  # fmt: skip
-
-
-def _mangled_arg(arg: str) -> str | None:
-    """How one template argument appears in a mangled name: ``float`` -> ``f``, ``float4``
-    -> ``6float4``, ``3`` -> an integer literal (``Li3E``, matched by its digits); None for
-    what this does not spell (a pointer, a nested template)."""
-    a = " ".join(re.sub(r"\bconst\b", " ", arg).split())
-    a = {"true": "1", "false": "0"}.get(a, a)
-    if re.fullmatch(r"-?\d+[uUlL]*", a):
-        return "L" + a.rstrip("uUlL").replace("-", "n")
-    if a in _BUILTIN:
-        return _BUILTIN[a]
-    name = a.rsplit("::", 1)[-1]
-    if re.fullmatch(r"[A-Za-z_]\w*", name):
-        return f"{len(name)}{name}"
-    return None
-
-
-def _names_args(symbol: str, spelled: list[str]) -> bool:
-    """Whether a mangled symbol's first template argument list (``I...E``) spells ``spelled``
-    in order (integer literals ``L<type><digits>E``)."""
-    m = re.search(r"\d+[A-Za-z_]\w*?I(.*)", symbol)
-    if m is None:
-        return False
-    rest = m.group(1)
-    for sp in spelled:
-        if sp.startswith("L"):
-            hit = re.match(r"L[a-z]" + re.escape(sp[1:]) + "E", rest)
-        else:
-            hit = re.match(re.escape(sp), rest)
-        if hit is None:
-            return False
-        rest = rest[hit.end() :]
-    return rest.startswith("E")
 
 
 def _statement_of(ln: int, ordered: list[int]) -> int | None:

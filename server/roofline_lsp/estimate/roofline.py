@@ -218,7 +218,7 @@ def analyze(
         assumed_types = _enclosing_template(
             kernel, aliases, ctx.host_template, inputs.instantiation, hinted
         )
-    for name, type_text in list(aliases.items()):
+    for name, type_text in list(aliases.items()) if member_types else ():
         # ``typename VectorType::ScalarType`` with VectorType bound to ``Vector<double>``
         for member, member_type in member_aliases(name, type_text, templates, member_types).items():
             aliases.setdefault(member, member_type)

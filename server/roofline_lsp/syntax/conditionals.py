@@ -49,7 +49,7 @@ def branch_taken(node: Node, defined: Defined, values: Mapping[str, str]) -> boo
     child, parent = node, node.parent
     while parent is not None:
         if parent.type in CONDITIONALS:
-            cond = _condition(parent, defined, values)
+            cond = condition_holds(parent, defined, values)
             in_alternative = parent.child_by_field_name("alternative") == child
             if in_alternative:
                 cond = None if cond is None else not cond
@@ -62,11 +62,6 @@ def branch_taken(node: Node, defined: Defined, values: Mapping[str, str]) -> boo
 
 
 def condition_holds(node: Node, defined: Defined, values: Mapping[str, str]) -> bool | None:
-    """The truth of the condition of one ``#if``/``#elif``/``#ifdef`` (None: undecided)."""
-    return _condition(node, defined, values)
-
-
-def _condition(node: Node, defined: Defined, values: Mapping[str, str]) -> bool | None:
     """The truth of one ``#if``/``#elif`` condition or ``#ifdef``/``#ifndef`` name."""
     at = node.start_byte
     if node.type in ("preproc_ifdef", "preproc_elifdef"):

@@ -303,11 +303,8 @@ def instance_fields(
     fields = structs.get(base)
     if base not in templates or not fields:
         return None
-    params, _statics = templates[base]
-    bound = dict(zip(params, split_args(m.group(2), angles=True), strict=False))
-    return f"{base}<{m.group(2).strip()}>", {
-        f: _WORD.sub(lambda w: bound.get(w.group(0), w.group(0)), t) for f, t in fields.items()
-    }
+    bound = _bound(templates[base][0], m.group(2))
+    return f"{base}<{m.group(2).strip()}>", {f: _renamed(t, bound) for f, t in fields.items()}
 
 
 def member_aliases(
@@ -328,12 +325,19 @@ def member_aliases(
     types = member_types.get(base)
     if not types or (base in templates) != (m.group(2) is not None):
         return {}
-    params = templates[base][0] if base in templates else ()
-    bound = dict(zip(params, split_args(m.group(2) or "", angles=True), strict=False))
-    return {
-        f"{owner}::{member}": _WORD.sub(lambda w: bound.get(w.group(0), w.group(0)), t)
-        for member, t in types.items()
-    }
+    bound = _bound(templates[base][0], m.group(2)) if base in templates else {}
+    return {f"{owner}::{member}": _renamed(t, bound) for member, t in types.items()}
+
+
+def _bound(params: tuple[str, ...], args: str) -> dict[str, str]:
+    """A struct template's parameter names -> the arguments of an instantiation's argument
+    list (``double, int`` of ``Vector<double, int>``)."""
+    return dict(zip(params, split_args(args, angles=True), strict=False))
+
+
+def _renamed(type_text: str, names: Mapping[str, str]) -> str:
+    """``type_text`` with each word ``names`` holds replaced (``Scalar *`` -> ``double *``)."""
+    return _WORD.sub(lambda w: names.get(w.group(0), w.group(0)), type_text)
 
 
 def _alias_statics(d: Declarations) -> None:
@@ -346,8 +350,7 @@ def _alias_statics(d: Declarations) -> None:
         base = m.group(1).rsplit("::", 1)[-1]
         if base in d.struct_templates and m.group(2) is not None:
             params, statics = d.struct_templates[base]
-            bound = dict(zip(params, split_args(m.group(2), angles=True), strict=False))
-            d.static_members.update(_qualified(alias, statics, bound, d))
+            d.static_members.update(_qualified(alias, statics, _bound(params, m.group(2)), d))
         else:
             prefix = base + "::"
             for key, v in list(d.static_members.items()):
@@ -365,7 +368,7 @@ def _qualified(
     return {
         f"{owner}::{m}": _SIZEOF.sub(
             lambda s: _size_text(s.group(1), d),
-            _WORD.sub(lambda w: names.get(w.group(0), w.group(0)), v),
+            _renamed(v, names),
         )
         for m, v in statics.items()
     }
