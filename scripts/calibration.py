@@ -46,6 +46,7 @@ SWEEPS: dict[str, tuple[tuple[float, ...], str]] = {
     "capacity_miss": ((0.0, 0.02, 0.05, 0.2), "bytes"),
     "resident_write_fraction": ((0.1, 0.25, 0.5, 1.0), "bytes"),
     "launch_floor": ((0, 2048, 4096, 8192), "bytes"),
+    "dependent_cycles": ((8, 16, 32, 64), "bytes"),
 }
 
 

@@ -42,10 +42,12 @@ def verdict_terms(a: KernelEstimate) -> tuple[Term, ...]:
             m.footprint,
             m.resident,
             m.l2_bytes,
-            m.dram_bytes,
+            m.kernel_bytes,
             m.references,
             m.local_bytes,
             m.search_bytes,
+            m.display_bytes,
+            a.time.seconds if a.time is not None else 0.0,
         )
     )
     out.extend(assumptions(a))
@@ -195,8 +197,8 @@ def static_confidence(
     ratio = max(v, 1e-9) / r
     dist = abs(math.log10(ratio))
     m = a.memory
-    if ratio >= 1.0 and 0 < m.dram_bytes < m.references:
-        dist = max(min(dist, math.log10(ratio * m.dram_bytes / m.references)), 0.0)
+    if ratio >= 1.0 and 0 < m.kernel_bytes < m.references:
+        dist = max(min(dist, math.log10(ratio * m.kernel_bytes / m.references)), 0.0)
     conf = 0.5 + 0.45 * math.tanh(dist / CONFIDENCE_SCALE)
     conf -= DEFAULTED_PENALTY * assumed_share(a.counts)
     ctx = a.context

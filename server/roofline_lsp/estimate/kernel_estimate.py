@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from roofline_lsp.detect.bindings import HostContext
+from roofline_lsp.estimate.launch_time import LaunchTime
 from roofline_lsp.estimate.memory import MemoryEstimate
 from roofline_lsp.estimate.thread_counts import ThreadCounts
 
@@ -27,3 +28,4 @@ class KernelEstimate:
     assumed_types: tuple[str, ...] = ()
     # types no declaration in view defines, taken by their name (``dfloat``: float)
     named_types: tuple[tuple[str, str], ...] = ()
+    time: LaunchTime | None = None  # how long the launch runs (``launch_time``)

@@ -52,6 +52,7 @@ from roofline_lsp.detect.treewalk import kernel_function
 from roofline_lsp.estimate.counting import ThreadCounter
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
+from roofline_lsp.estimate.launch_time import display_bytes, launch_time
 from roofline_lsp.estimate.macro_expansion import loop_macro
 from roofline_lsp.estimate.memory import CacheModel, estimate_traffic
 from roofline_lsp.estimate.ptx_substitution import substitute
@@ -110,6 +111,9 @@ class Calibration:
       launched at the runtime's team limit (the launch says only that the loop has at least
       teams x threads iterations).
     * ``default_block`` / ``default_grid``: launch assumed when nothing gives it.
+    * ``dependent_cycles``: cycles a warp waits on average between dependent instructions,
+      the pace of a launch too small to fill the GPU (``launch_time``); the small launches
+      of the dev set that run longest take 20-380 cycles per instruction of a thread.
     """
 
     default_trips: float = 16.0
@@ -126,6 +130,7 @@ class Calibration:
     default_grid: tuple[int, int, int] = (4096, 1, 1)
     threads_per_sm: int = 1536  # resident threads per SM (Ampere GA10x), for local memory
     l1_bytes_per_sm: int = 128 * 1024  # L1 data cache + shared memory per SM (Ampere GA10x)
+    dependent_cycles: float = 32.0
 
 
 CALIBRATION = Calibration()
@@ -380,6 +385,15 @@ def analyze(
     totals["int"] = counts.int_ops * threads
     if offload:
         totals["int"] += cal.omp_thread_ints * gpu_threads
+    timing = launch_time(
+        totals,
+        mem.kernel_bytes,
+        gpu_threads,
+        gpu,
+        dependent_cycles=cal.dependent_cycles,
+        threads_per_sm=cal.threads_per_sm,
+    )
+    mem = replace(mem, display_bytes=display_bytes(gpu, timing.seconds))
     dram = mem.dram_bytes
     ai: dict[str, float | None] = {}
     for p in ("fp64", "fp32", "fp16", "int"):
@@ -403,6 +417,7 @@ def analyze(
             ),
             aliases,
         ),
+        timing,
     )
 
 
@@ -455,6 +470,7 @@ def estimate(
             int_ops=a.counts.int_ops,
             bytes_loaded=a.memory.bytes_loaded / a.threads if a.threads else 0.0,
             bytes_stored=a.memory.bytes_stored / a.threads if a.threads else 0.0,
+            display_bytes=a.memory.display_bytes / a.threads if a.threads else 0.0,
             per="iteration" if kernel.is_offload else "thread",
             threads=a.threads,
             counts_from="ptx" if compiled is not None and compiled.ok else "source",

@@ -80,6 +80,8 @@ _NUMBER_FIELDS: dict[str, float] = {
     "int32_tops": 1e12,
     "dram_gbs": 1e9,
     "l2_mib": float(MIB),
+    "display_frame_mb": 1e6,
+    "display_hz": 1.0,
 }
 _STRING_FIELDS = ("vendor", "full_name", "unit_name", "cache_kind", "based_on")
 _KNOWN_FIELDS = (*_NUMBER_FIELDS, *_STRING_FIELDS, "aliases", "sources")
@@ -150,6 +152,10 @@ class GpuProfile:
     fp64_tensor_flops: float | None = None
     fp16_tensor_flops: float | None = None  # dense, FP32 accumulate
     bf16_tensor_flops: float | None = None
+    # DRAM bytes a display engine reads per refresh, and the refresh rate: ncu counts them in
+    # a kernel's DRAM traffic on a card that drives a display (None: no display)
+    display_frame_bytes: float | None = None
+    display_hz: float | None = None
     sources: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -467,6 +473,8 @@ def _profile(name: str, f: dict[str, Any]) -> GpuProfile:
         fp64_tensor_flops=opt("fp64_tensor_tflops"),
         fp16_tensor_flops=opt("fp16_tensor_tflops"),
         bf16_tensor_flops=opt("bf16_tensor_tflops"),
+        display_frame_bytes=opt("display_frame_mb"),
+        display_hz=opt("display_hz"),
         dram_bandwidth=f["dram_gbs"] * 1e9,
         l2_bytes=round(f["l2_mib"] * MIB),
         sources=dict(f.get("sources", {})),

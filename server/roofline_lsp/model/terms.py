@@ -34,8 +34,9 @@ class LoopTerm:
 
 @dataclass(frozen=True)
 class MemoryTerm:
-    """The launch's working set against L2, and the DRAM bytes the model keeps of every
-    byte the threads reference."""
+    """The launch's working set against L2, the DRAM bytes the model keeps of every byte the
+    threads reference, and those the display engine reads while the launch runs
+    (``display_bytes`` over its ``seconds``; 0 on a GPU without a display)."""
 
     footprint: float
     resident: bool  # the working set fits in L2
@@ -44,6 +45,8 @@ class MemoryTerm:
     references: float
     local_bytes: float = 0.0  # of the DRAM bytes, those of per-thread arrays in local memory
     search_bytes: float = 0.0  # ... those of binary searches' probes that miss L2
+    display_bytes: float = 0.0
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)

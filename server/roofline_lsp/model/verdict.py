@@ -33,6 +33,9 @@ class Counts:
     int_ops: float
     bytes_loaded: float  # DRAM bytes after the reuse and cache model
     bytes_stored: float
+    # DRAM bytes the display engine reads during the launch, per thread (a profiler counts
+    # them for the kernel on a card driving a display; ``estimate/launch_time.py``)
+    display_bytes: float = 0.0
     per: Literal["thread", "iteration"] = "thread"
     threads: float | None = None  # threads or iterations per launch when known
     counts_from: Literal["source", "ptx"] = "source"
@@ -56,7 +59,7 @@ class Counts:
 
     @property
     def dram_bytes(self) -> float:
-        return self.bytes_loaded + self.bytes_stored
+        return self.bytes_loaded + self.bytes_stored + self.display_bytes
 
     def ops(self, precision: str) -> float:
         return self.int_ops if precision == "int" else self.flops.get(precision, 0.0)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from roofline_lsp.model.numbers import fmt_bytes, fmt_count, fmt_si
+from roofline_lsp.model.numbers import fmt_bytes, fmt_count, fmt_duration, fmt_si
 from roofline_lsp.model.terms import (
     TRIPS_HINT,
     AssumptionTerm,
@@ -101,29 +101,7 @@ def term_text(t: Term) -> str:
         parts.append(f"{fmt_count(int_ops)} int ops")
         return f"{head}: {', '.join(parts)} and {fmt_count(refs)} B referenced per iteration"
     if isinstance(t, MemoryTerm):
-        fit = "fits in" if t.resident else "exceeds"
-        head = f"working set {fmt_bytes(t.footprint)} {fit} L2 ({fmt_bytes(t.l2_bytes)}); "
-        local = (
-            f", {fmt_bytes(t.local_bytes)} of them per-thread arrays in local memory"
-            if t.local_bytes >= 0.01 * t.dram_bytes
-            else ""
-        )
-        if t.search_bytes >= 0.01 * t.dram_bytes:
-            local += (
-                f", {fmt_bytes(t.search_bytes)} of them binary-search probes that miss L2"
-                " (a sector each)"
-            )
-        if t.dram_bytes >= t.references and not t.search_bytes:
-            # each byte referenced once, plus the launch's fixed and local-memory traffic
-            return (
-                head + f"every byte referenced comes from DRAM ({fmt_bytes(t.dram_bytes)}{local})"
-            )
-        return head + (
-            f"{fmt_bytes(t.dram_bytes)} of DRAM for the {fmt_bytes(t.references)} referenced{local}"
-            if t.dram_bytes >= t.references
-            else f"{fmt_bytes(t.dram_bytes)} of the {fmt_bytes(t.references)} referenced come"
-            f" from DRAM{local}"
-        )
+        return _memory_text(t) + _display_text(t)
     if isinstance(t, AssumptionTerm):
         return assumption_text(t)
     if isinstance(t, TypeTerm) and t.kind == "undeclared":
@@ -139,6 +117,41 @@ def term_text(t: Term) -> str:
         )
     assert isinstance(t, NoteTerm)
     return t.text
+
+
+def _memory_text(t: MemoryTerm) -> str:
+    """The working set against L2 and the DRAM bytes the kernel moves."""
+    fit = "fits in" if t.resident else "exceeds"
+    head = f"working set {fmt_bytes(t.footprint)} {fit} L2 ({fmt_bytes(t.l2_bytes)}); "
+    local = (
+        f", {fmt_bytes(t.local_bytes)} of them per-thread arrays in local memory"
+        if t.local_bytes >= 0.01 * t.dram_bytes
+        else ""
+    )
+    if t.search_bytes >= 0.01 * t.dram_bytes:
+        local += (
+            f", {fmt_bytes(t.search_bytes)} of them binary-search probes that miss L2"
+            " (a sector each)"
+        )
+    if t.dram_bytes >= t.references and not t.search_bytes:
+        # each byte referenced once, plus the launch's fixed and local-memory traffic
+        return head + f"every byte referenced comes from DRAM ({fmt_bytes(t.dram_bytes)}{local})"
+    return head + (
+        f"{fmt_bytes(t.dram_bytes)} of DRAM for the {fmt_bytes(t.references)} referenced{local}"
+        if t.dram_bytes >= t.references
+        else f"{fmt_bytes(t.dram_bytes)} of the {fmt_bytes(t.references)} referenced come"
+        f" from DRAM{local}"
+    )
+
+
+def _display_text(t: MemoryTerm) -> str:
+    """``; + 40 MB the display reads during the launch's ~38 ms``, when it reads any."""
+    if t.display_bytes <= 0:
+        return ""
+    return (
+        f"; + {fmt_bytes(t.display_bytes)} the display reads during the launch's"
+        f" ~{fmt_duration(t.seconds * 1e9)} (counted by the profiler)"
+    )
 
 
 def assumption_text(t: AssumptionTerm) -> str:

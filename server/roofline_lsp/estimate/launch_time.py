@@ -1,0 +1,76 @@
+"""How long a launch runs, and the DRAM traffic of the display engine during it.
+
+A launch takes the longer of two times:
+
+- **throughput**: its slowest roof, ``max(ops of each precision / peak, DRAM bytes /
+  bandwidth)`` over the launch totals (enough threads to keep every unit busy);
+- **latency**: its threads' instructions one after another. A warp waits
+  ``dependent_cycles`` cycles on average between dependent instructions (ALU results take
+  4-6 cycles, L1 hits ~30, L2 hits ~200), so a launch too small to fill the GPU (a few
+  hundred threads walking a long loop) runs for ``instructions per thread x dependent_cycles
+  / clock`` per wave of resident threads, however few operations it does in all. A thread's
+  instructions are its integer ops and half its FLOPs (an FMA is 2 FLOP in one instruction).
+
+The time matters to the verdict through the display: a card driving a display (the RTX 3080
+of the eval labels, ``GpuProfile.display_frame_bytes``) has its display engine read a frame
+from DRAM every refresh, and Nsight Compute counts those bytes in the kernel's DRAM traffic.
+A launch spanning ``n`` refreshes is charged ``n`` frames (rounded to the nearest whole one:
+a launch shorter than half a refresh most often sees none). That decides kernels that run long
+on little data: a few threads spinning for 170 ms read 10 kB themselves but are measured with
+200 MB, which puts their intensity below the ridge.
+
+Pure analysis (no LSP).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from roofline_lsp.model.gpus import GpuProfile
+
+__all__ = ["LaunchTime", "display_bytes", "launch_time"]
+
+FLOP_PRECISIONS = ("fp64", "fp32", "fp16")
+
+
+@dataclass(frozen=True)
+class LaunchTime:
+    seconds: float
+    limit: Literal["throughput", "latency"]
+
+
+def launch_time(
+    totals: Mapping[str, float],
+    dram_bytes: float,
+    gpu_threads: float,
+    gpu: GpuProfile,
+    *,
+    dependent_cycles: float,
+    threads_per_sm: int,
+) -> LaunchTime:
+    """The time of a launch of ``gpu_threads`` threads doing ``totals`` (FLOP by precision,
+    ``"int"`` ops; over the launch) and moving ``dram_bytes``."""
+    throughput = dram_bytes / gpu.dram_bandwidth
+    for p, ops in totals.items():
+        if ops > 0:
+            throughput = max(throughput, ops / gpu.peak(p))
+    threads = max(gpu_threads, 1.0)
+    instructions = (
+        totals.get("int", 0.0) + sum(totals.get(p, 0.0) for p in FLOP_PRECISIONS) / 2
+    ) / threads
+    waves = math.ceil(threads / (gpu.sm_count * threads_per_sm))
+    latency = instructions * dependent_cycles * waves / (gpu.clock_ghz * 1e9)
+    if latency > throughput:
+        return LaunchTime(latency, "latency")
+    return LaunchTime(throughput, "throughput")
+
+
+def display_bytes(gpu: GpuProfile, seconds: float) -> float:
+    """DRAM bytes ``gpu``'s display engine reads during ``seconds``: a frame per refresh, to
+    the nearest whole number of refreshes (0 for a GPU without a display)."""
+    if not gpu.display_frame_bytes or not gpu.display_hz:
+        return 0.0
+    return gpu.display_frame_bytes * math.floor(seconds * gpu.display_hz + 0.5)

@@ -1,0 +1,68 @@
+"""The time of a launch (throughput or latency) and the display engine's DRAM traffic during it.
+
+RTX 3080 profile: 68 SMs at 1.44 GHz, FP32 25.06752 TFLOP/s, INT 12.53376 TOP/s, 760.3 GB/s,
+a 20 MB frame read every refresh at 60 Hz; 1536 resident threads per SM, so a wave is 104448
+threads. The H100 profile has no display.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline_lsp.estimate.launch_time import display_bytes, launch_time
+from roofline_lsp.model.gpus import load_registry
+
+CYCLES = 32.0
+PER_SM = 1536
+
+
+@pytest.fixture(scope="module")
+def rtx():  # type: ignore[no-untyped-def]
+    return load_registry().get("rtx3080")
+
+
+def _time(gpu, totals, dram, threads):  # type: ignore[no-untyped-def]
+    return launch_time(totals, dram, threads, gpu, dependent_cycles=CYCLES, threads_per_sm=PER_SM)
+
+
+def test_a_few_threads_run_at_their_latency(rtx) -> None:  # type: ignore[no-untyped-def]
+    # 256 threads of 10^6 integer ops each: one wave, 10^6 x 32 cycles / 1.44 GHz = 22.2 ms;
+    # the INT roof would take 2.56e8 / 12.53376e12 = 20.4 us.
+    t = _time(rtx, {"int": 256e6}, 1024.0, 256.0)
+    assert t.limit == "latency"
+    assert t.seconds == pytest.approx(1e6 * 32 / 1.44e9)
+
+
+def test_flops_count_as_half_an_instruction(rtx) -> None:  # type: ignore[no-untyped-def]
+    # 32 threads of 2 x 10^6 FP32 FLOP (10^6 FMAs): 10^6 instructions, 22.2 ms
+    t = _time(rtx, {"fp32": 32 * 2e6, "int": 0.0}, 0.0, 32.0)
+    assert t.seconds == pytest.approx(1e6 * 32 / 1.44e9)
+
+
+def test_a_full_gpu_runs_at_its_slowest_roof(rtx) -> None:  # type: ignore[no-untyped-def]
+    # 2^24 threads of 10 integer ops moving 7.603 GB: DRAM 7.603e9 / 760.3e9 = 10 ms; the
+    # latency, 161 waves x 10 x 32 cycles / 1.44 GHz = 35.8 us, is far shorter
+    t = _time(rtx, {"int": 10.0 * 2**24}, 7.603e9, float(2**24))
+    assert t.limit == "throughput"
+    assert t.seconds == pytest.approx(0.01)
+
+
+def test_waves_of_resident_threads_add_up(rtx) -> None:  # type: ignore[no-untyped-def]
+    # 104449 threads are two waves of 104448: twice one wave's latency
+    one = _time(rtx, {"int": 1e4 * 104448}, 0.0, 104448.0).seconds
+    two = _time(rtx, {"int": 1e4 * 104449}, 0.0, 104449.0).seconds
+    assert one == pytest.approx(1e4 * 32 / 1.44e9)
+    assert two == pytest.approx(2 * one)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "frames"),
+    [(0.005, 0), (0.0083, 0), (0.0084, 1), (0.0167, 1), (0.026, 2), (1.0, 60)],
+)
+def test_the_display_reads_a_frame_per_refresh(rtx, seconds: float, frames: int) -> None:  # type: ignore[no-untyped-def]
+    # 60 Hz: a frame every 16.7 ms, to the nearest whole refresh (8.33 ms is half of one)
+    assert display_bytes(rtx, seconds) == pytest.approx(20e6 * frames)
+
+
+def test_no_display_no_traffic() -> None:
+    assert display_bytes(load_registry().get("h100"), 1.0) == 0.0
