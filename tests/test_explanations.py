@@ -52,6 +52,25 @@ def test_memory_term_never_reads_as_more_dram_than_referenced() -> None:
     )
 
 
+def test_memory_term_names_the_code_and_the_display_when_they_weigh() -> None:
+    # a small kernel whose 110 kB of code is most of what it reads from DRAM, running 140 ms
+    # on a GPU whose display reads 20 MB a refresh: 8 frames
+    spin = MemoryTerm(1e3, True, 5.24e6, 115e3, 1e3, code_bytes=110e3)
+    shown = MemoryTerm(
+        1e3, True, 5.24e6, 115e3, 1e3, code_bytes=110e3, display_bytes=160e6, seconds=0.14
+    )
+    assert term_text(spin).endswith(
+        "every byte referenced comes from DRAM (115 kB, 110 kB of them its code)"
+    )
+    assert term_text(shown) == (
+        term_text(spin) + "; + 160 MB the display reads during the launch's ~140 ms"
+        " (counted by the profiler)"
+    )
+    # code that is a sliver of the traffic is not named
+    saxpy = MemoryTerm(131e3, True, 5.24e6, 168e3, 197e3, code_bytes=320)
+    assert "code" not in term_text(saxpy)
+
+
 def test_each_term_in_words() -> None:
     assert [term_text(t) for t in TERMS] == [
         "per thread: 2 FP32 FLOP, 6 integer ops",

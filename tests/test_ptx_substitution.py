@@ -59,8 +59,8 @@ def test_saxpy_substitution():
     assert comp.counts.flops == {"fp64": 0.0, "fp32": 2.0, "fp16": 0.0}
     assert comp.counts.int_ops == pytest.approx(4.0)
     assert comp.counts.lines[8] == (0.0, 2.0, 0.0, 2.0)
-    # the memory model is the source one
-    assert comp.memory.dram_bytes == src.memory.dram_bytes
+    # the memory model is the source one, plus the kernel's code
+    assert comp.memory.dram_bytes == src.memory.dram_bytes + comp.memory.code_bytes
     assert comp.counts.accesses == src.counts.accesses
 
 
@@ -625,3 +625,18 @@ def counts_with(fp32: float) -> ThreadCounts:
         dims={},
         followed=(),
     )
+
+
+# saxpy.ptx holds 20 instructions on the kernel's lines: line 4 four ld.param; line 6 three
+# mov, the mad and two cvta; line 7 setp and bra; line 8 mul.wide, two add, two ld, fma and
+# st; line 10 ret. At 16 bytes per SASS instruction that is 320 bytes of code, which a launch
+# after ncu's cache flush reads from DRAM once: loaded on top of the source model's bytes.
+def test_the_kernel_code_is_read_from_dram_once():
+    src, comp = both("saxpy", LAUNCH)
+    k, _, module = kernel_of("saxpy")
+    kp = kernel_ptx(module, k)
+    assert kp is not None and kp.code_bytes == 20 * 16
+    assert comp.memory.code_bytes == 320
+    assert comp.memory.bytes_loaded == pytest.approx(src.memory.bytes_loaded + 320)
+    assert comp.memory.bytes_stored == src.memory.bytes_stored
+    assert src.memory.code_bytes == 0

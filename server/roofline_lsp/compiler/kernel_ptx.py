@@ -102,6 +102,9 @@ class Placement:
     counts: tuple[int, int, int, int]
 
 
+SASS_INSTRUCTION_BYTES = 16
+
+
 @dataclass(frozen=True)
 class KernelPtx:
     """PTX counts of one kernel keyed by the lines of the kernel's file (one execution each)."""
@@ -132,6 +135,12 @@ class KernelPtx:
     # lines whose code conditional branches skip: the lines of those branches' conditions
     # (``PtxFunction.skipped_by``); a line the compiler if-converted (``selp``) is not here
     skipped_by: Mapping[int, frozenset[int]] = field(default_factory=dict, compare=False)
+
+    @property
+    def code_bytes(self) -> int:
+        """The kernel's code in bytes: its lines' instructions (each call site with its
+        callee's) at the 16 bytes a SASS instruction takes from Volta on."""
+        return SASS_INSTRUCTION_BYTES * sum(m.instructions for m in self.lines.values())
 
     def flop_mix(self) -> tuple[int, int, int]:
         """(fp64, fp32, fp16) FLOPs summed over the lines, one execution each."""

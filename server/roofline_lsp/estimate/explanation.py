@@ -46,6 +46,7 @@ def verdict_terms(a: KernelEstimate) -> tuple[Term, ...]:
             m.references,
             m.local_bytes,
             m.search_bytes,
+            m.code_bytes,
             m.display_bytes,
             a.time.seconds if a.time is not None else 0.0,
         )

@@ -55,7 +55,7 @@ class CacheModel:
 
     resident_fraction: float = 1.0  # DRAM share of the reads of a working set fitting L2
     resident_write_fraction: float = 0.5  # ... and of its writes (write-back L2)
-    launch_floor: float = 4096.0  # bytes every launch moves (code, parameters, runtime state)
+    launch_floor: float = 4096.0  # bytes every launch moves (parameters, runtime state)
     fit_threshold: float = 1.0  # working set / L2 below which it counts as resident
     capacity_miss: float = 0.02  # share of re-references missing L2 once it overflows
     sector: float = 32.0  # bytes DRAM and L2 move per access of a thread (a sector)
@@ -92,6 +92,7 @@ class MemoryEstimate:
     # per buffer with accesses a known stride of more than an element apart across lanes:
     # the DRAM bytes its partly used sectors add (0: neighbouring accesses use them whole)
     uncoalesced: Mapping[str, float] = field(default_factory=dict, compare=False)
+    code_bytes: float = 0.0  # of the bytes loaded, the kernel's code (fetched cold)
     # DRAM bytes a display engine reads while the launch runs (``launch_time``): not the
     # kernel's, but in the DRAM traffic a profiler counts for it
     display_bytes: float = 0.0
@@ -114,10 +115,12 @@ def estimate_traffic(
     model: CacheModel | None = None,
     resident_threads: float | None = None,
     l1_bytes: float = 0.0,
+    code_bytes: float = 0.0,
 ) -> MemoryEstimate:
     """DRAM bytes moved by one launch of ``counts.threads`` threads (``resident_threads``:
     how many run at once on the GPU, for per-thread local-memory arrays and streams;
-    ``l1_bytes``: the L1 caches of all SMs together)."""
+    ``l1_bytes``: the L1 caches of all SMs together; ``code_bytes``: the kernel's compiled
+    code, which a launch after a cache flush reads from DRAM once)."""
     model = model or CacheModel()
     threads = max(counts.threads, 1.0)
     # a thread walking its own row (``a[i * n + j]`` over j) comes back to a sector on its
@@ -238,7 +241,7 @@ def estimate_traffic(
             if b.loaded > 0 and b.footprint > l2_bytes:
                 reread = max(b.load_references - b.loaded, 0.0)
                 loaded += reread * model.capacity_miss * (1.0 - l2_bytes / b.footprint)
-    loaded += model.launch_floor + local_l
+    loaded += model.launch_floor + local_l + code_bytes
     stored += local_s
     return MemoryEstimate(
         bytes_loaded=loaded,
@@ -251,6 +254,7 @@ def estimate_traffic(
         local_bytes=local_l + local_s,
         uncoalesced=uncoalesced,
         search_bytes=sum(b.searched for b in buffers),
+        code_bytes=code_bytes,
     )
 
 

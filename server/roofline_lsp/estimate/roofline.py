@@ -101,8 +101,11 @@ class Calibration:
       working set that fits in L2 which reaches DRAM during the kernel (L2 is write-back:
       written lines stay dirty in L2 after the kernel ends).
     * ``capacity_miss``: share of a buffer's re-references that miss once it outgrows L2.
-    * ``launch_floor``: DRAM bytes every launch moves (code, parameters, runtime state); the
-      smallest launches of the dev set move 3-5 kB.
+    * ``launch_floor``: DRAM bytes every launch moves (parameters, runtime state, a small
+      kernel's code); the smallest launches of the dev set move 3-5 kB. With compiled counts
+      the kernel's code is added as well (``KernelPtx.code_bytes``): after ncu's cache flush
+      every instruction a launch runs comes from DRAM once (a 7,000-instruction kernel,
+      ~110 kB).
     * ``omp_thread_ints``: integer instructions the OpenMP device runtime executes per GPU
       thread (team/thread state initialisation, static loop-chunk computation).
     * ``omp_iteration_ints``: integer instructions per iteration of a work-shared loop
@@ -380,6 +383,7 @@ def analyze(
         ),
         resident_threads=float(gpu.sm_count * cal.threads_per_sm),
         l1_bytes=float(gpu.sm_count * cal.l1_bytes_per_sm),
+        code_bytes=float(compiled.ptx.code_bytes) if compiled and compiled.ptx else 0.0,
     )
     totals = {p: counts.flops.get(p, 0.0) * threads for p in ("fp64", "fp32", "fp16")}
     totals["int"] = counts.int_ops * threads

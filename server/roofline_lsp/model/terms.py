@@ -45,6 +45,7 @@ class MemoryTerm:
     references: float
     local_bytes: float = 0.0  # of the DRAM bytes, those of per-thread arrays in local memory
     search_bytes: float = 0.0  # ... those of binary searches' probes that miss L2
+    code_bytes: float = 0.0  # ... the kernel's compiled code, read once
     display_bytes: float = 0.0
     seconds: float = 0.0
 

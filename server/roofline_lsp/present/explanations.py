@@ -133,6 +133,8 @@ def _memory_text(t: MemoryTerm) -> str:
             f", {fmt_bytes(t.search_bytes)} of them binary-search probes that miss L2"
             " (a sector each)"
         )
+    if t.code_bytes >= 0.1 * t.dram_bytes:
+        local += f", {fmt_bytes(t.code_bytes)} of them its code"
     if t.dram_bytes >= t.references and not t.search_bytes:
         # each byte referenced once, plus the launch's fixed and local-memory traffic
         return head + f"every byte referenced comes from DRAM ({fmt_bytes(t.dram_bytes)}{local})"
