@@ -398,6 +398,25 @@ def test_openmp_region_host_values_and_map_extents(tmp_path: Path) -> None:
     assert ctx.types["a"].startswith("float")
 
 
+def test_an_element_passed_from_a_caller_is_not_its_array(tmp_path: Path) -> None:
+    # main passes elements of an int array (``optr[6]``) as f's scalar bounds: in the region
+    # they are ints, not the caller's ``int *`` (else ``ilast - ifirst`` is pointer arithmetic)
+    src = (
+        "void f(float *a, int ifirst, int ilast) {\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: a[0:ilast])\n"
+        "  for (int i = ifirst; i < ilast; i++) a[i] *= 2.0f;\n"
+        "}\n"
+        "int main() {\n"
+        "  int *optr = (int *)malloc(8 * sizeof(int));\n"
+        "  float *a = (float *)malloc(1024 * sizeof(float));\n"
+        "  f(&a[0], optr[6], optr[7]);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"o.cpp": src}, "o.cpp")
+    assert ctx.types["ifirst"] == ctx.types["ilast"] == "int"
+    assert ctx.types["a"].startswith("float") and "*" in ctx.types["a"]
+
+
 def test_local_arrays_hold_every_dimension(tmp_path: Path) -> None:
     """``float a[N][M]`` holds N * M elements (2048 * 64 = 131072), not its last dimension's
     64: the extent caps the array's footprint, so a region reading all of it would have moved

@@ -62,3 +62,27 @@ def test_a_math_function_of_constants_is_folded(gpu, tmp_path: Path) -> None:  #
     assert folded.counts.flops["fp64"] == pytest.approx(literal.counts.flops["fp64"])
     kept = count(gpu, tmp_path, "#define PI acos(u[0])\n" + body, name="c.cu")
     assert kept.counts.flops["fp64"] > literal.counts.flops["fp64"] + 10
+
+
+def test_integer_arithmetic_on_kernel_parameters_is_computed_once(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # ``ni`` expands to ``(ilast - ifirst + 1)`` at each of its three uses on line 6; the
+    # same for every thread and loop trip, it is computed once (IADD3: 1). Line 6 then
+    # costs ni 1 + ``i * ni`` 1 + ``i * ni + ni`` 1 (an IMAD: the product is not reused,
+    # it has a thread-dependent operand) + 3 address computations (a twice, b) = 6
+    # integer ops; counted at every use it was 8
+    a = count(
+        gpu,
+        tmp_path,
+        "#define ni (ilast - ifirst + 1)\n"
+        "__global__ void k(const float *a, float *b, int ifirst, int ilast, int n)\n"
+        "{\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n)\n"
+        "    b[i] = a[i * ni] + a[i * ni + ni];\n"
+        "}\n"
+        "int main(int argc, char **argv)\n"
+        "{\n"
+        "  k<<<4, 256>>>(0, 0, atoi(argv[1]), atoi(argv[2]), 1024);\n"
+        "}\n",
+    )
+    assert a.counts.lines[6][3] == pytest.approx(6.0)

@@ -2317,7 +2317,7 @@ def _bind_callers(
             if ext is not None and not math.isnan(ext):
                 ctx.extents[pname] = ext
             if base in sub.types and pname not in ctx.types:
-                given = sub.types[base]
+                given = _element_type(sub.types[base], a)
                 word = type_name(given)[0]
                 if word in instantiation:
                     given = re.sub(rf"\b{re.escape(word)}\b", instantiation[word], given)
@@ -2630,6 +2630,22 @@ def _point_at(ctx: HostContext, src: HostContext, pointer: str, arg: str) -> Non
 
 
 _ADDRESS_OF = re.compile(r"\s*&\s*([A-Za-z_]\w*)\s*")
+
+
+def _element_type(base_type: str, arg: str) -> str:
+    """The type of argument ``arg`` whose variable (:func:`pointer_base`) has type
+    ``base_type``: a subscripted element is a pointer level less (``optr[6]`` of ``int *optr``
+    is an ``int``); an address taken (``&d_a[i]``) or an offset pointer keeps the type."""
+    s = re.sub(r"^\(.*?\)|[()\s]", "", arg)
+    if s.startswith("&") or "." in s or "->" in s:
+        return base_type
+    levels = len(re.findall(r"\[[^\[\]]*\]", s.split("+")[0]))
+    for _ in range(levels):
+        if "*" not in base_type:
+            break
+        star = base_type.rindex("*")
+        base_type = (base_type[:star] + base_type[star + 1 :]).strip()
+    return base_type
 
 
 def pointer_base(arg: str) -> str:

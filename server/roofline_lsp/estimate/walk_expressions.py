@@ -401,9 +401,12 @@ class ExpressionWalker(ReferenceWalker):
                 self.add_math(ty, "fmod", w)
             return Val(ty, deps, val, slope=float_slope(op, a, b, self.par.lane))
         if ty.kind in ("int", "bool", "unknown"):
-            # a value of a type the model cannot resolve (a typedef from a missing header, an
-            # unbound template parameter) is as likely floating-point: not integer work
-            if (val is None or deps) and ty.kind != "unknown":
+            # no integer work: a constant (folded), a value of a type the model cannot
+            # resolve (a typedef from a missing header, an unbound template parameter: as
+            # likely floating-point); a value the same for every thread and trip (no
+            # ``deps``) costs at its first use only
+            free = (val is not None and not deps) or ty.kind == "unknown"
+            if not free and (deps or not self.uniform_before(node)):
                 self.add_int(self.int_cost(op, a, b, ty, left, right), w)
             return Val(
                 ty if ty.kind != "bool" else INT,

@@ -466,6 +466,21 @@ class WalkerBase:
         done.add(blocks[0])
         return False
 
+    def uniform_before(self, node: Node) -> bool:
+        """Whether the value of ``node``, the same for every thread and loop trip (integer
+        arithmetic on kernel parameters: ``ni * nj`` of a macro expanded at every access),
+        was computed before in this call with the same variables: the compiler computes
+        it once, wherever it appears (loop-invariant code motion and common-subexpression
+        elimination). Records it when not."""
+        body = " ".join(text(node).split())
+        names = dict.fromkeys(NAME.findall(body))
+        key = ("uniform", body, tuple(self.cursor.versions.get(n, 0) for n in names))
+        computed = self.cursor.frames[-1].computed
+        if key in computed:
+            return True
+        computed[key] = set()
+        return False
+
     def value_of(self, name: str) -> float | None:
         v = self.var(name)
         if v is not None:
