@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from cli_helpers import DETECT, EXAMPLES, run
@@ -44,6 +45,19 @@ def test_check_json_fields(tmp_path):
         for v in d["verdicts"]:
             assert v["bound"] in ("compute", "bandwidth", "unknown")
             assert v["source"] in ("static", "llm", "profile")
+
+
+def test_check_json_gives_the_display_s_bytes_apart():
+    # few_threads_spin.cu on the RTX 3080: 8 frames of 20 MB over 256 threads = 625 kB per
+    # thread read by the display (tests/test_roofline.py derives them); the H100 has none
+    spin = Path(__file__).parent / "fixtures" / "estimator" / "few_threads_spin.cu"
+    code, out, _ = run(
+        "check", str(spin), "--gpu", "rtx3080,h100", "--format", "json", "--counts", "source"
+    )
+    assert code == EXIT_OK
+    rtx, h100 = json.loads(out)[0]["verdicts"]
+    assert rtx["counts"]["display_bytes"] == 625000.0 and rtx["bound"] == "bandwidth"
+    assert h100["counts"]["display_bytes"] == 0.0 and h100["bound"] == "compute"
 
 
 def test_check_json_lists_what_was_assumed(tmp_path):

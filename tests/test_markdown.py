@@ -92,6 +92,15 @@ def test_hover_card_has_verdict_ridges_counts_source_and_other_gpus() -> None:
     assert "A100" not in card
 
 
+def test_the_display_s_bytes_are_named_among_the_dram_bytes() -> None:
+    # 8 loaded + 8 stored + 1 read by the display per thread: 17 DRAM bytes, as ncu counts
+    v = verdict("rtx-3080", "compute", 3.0)
+    assert v.counts is not None
+    v = dataclasses.replace(v, counts=dataclasses.replace(v.counts, display_bytes=1.0))
+    card = hover_markdown(kernel_report(v))
+    assert "17 DRAM bytes (8 loaded, 8 stored, 1 read by the display)" in card
+
+
 def test_llm_source_and_explanation() -> None:
     kr = kernel_report(verdict("h100", "compute", 12.0, source="llm"))
     card = hover_markdown(kr)

@@ -36,6 +36,7 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
             "int_ops": round(c.int_ops, 3),
             "bytes_loaded": round(c.bytes_loaded, 3),
             "bytes_stored": round(c.bytes_stored, 3),
+            "display_bytes": round(c.display_bytes, 3),
             "threads": c.threads,
             "counts_from": c.counts_from,
             "int_ops_from": "source" if c.ptx_flops_only else c.counts_from,

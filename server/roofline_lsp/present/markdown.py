@@ -113,7 +113,10 @@ def counts_line(v: Verdict, detail: bool = True) -> str | None:
         parts.append(f"{fmt_num(c.int_ops)} {'integer' if detail else 'int'} ops")
     dram = f"{fmt_num(c.dram_bytes)} DRAM bytes"
     if detail:
-        dram += f" ({fmt_num(c.bytes_loaded)} loaded, {fmt_num(c.bytes_stored)} stored)"
+        shown = f"{fmt_num(c.bytes_loaded)} loaded, {fmt_num(c.bytes_stored)} stored"
+        if c.display_bytes:
+            shown += f", {fmt_num(c.display_bytes)} read by the display"
+        dram += f" ({shown})"
     text = f"Per {per}: " + ", ".join([*parts, dram])
     if detail and c.threads:
         text += f"; {fmt_num(c.threads)} {per}s per launch"
