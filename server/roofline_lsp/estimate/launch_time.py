@@ -38,6 +38,8 @@ FLOP_PRECISIONS = ("fp64", "fp32", "fp16")
 
 @dataclass(frozen=True)
 class LaunchTime:
+    """A launch's estimated duration and the limit that sets it."""
+
     seconds: float
     limit: Literal["throughput", "latency"]
 
