@@ -72,7 +72,8 @@ def launch_time(
 
 def display_bytes(gpu: GpuProfile, seconds: float) -> float:
     """DRAM bytes ``gpu``'s display engine reads during ``seconds``: a frame per refresh, to
-    the nearest whole number of refreshes (0 for a GPU without a display)."""
-    if not gpu.display_frame_bytes or not gpu.display_hz:
+    the nearest whole number of refreshes (0 for a GPU without a display, or a launch of
+    no finite time)."""
+    if not gpu.display_frame_bytes or not gpu.display_hz or not math.isfinite(seconds):
         return 0.0
     return gpu.display_frame_bytes * math.floor(seconds * gpu.display_hz + 0.5)
