@@ -640,3 +640,18 @@ def test_the_kernel_code_is_read_from_dram_once():
     assert comp.memory.bytes_loaded == pytest.approx(src.memory.bytes_loaded + 320)
     assert comp.memory.bytes_stored == src.memory.bytes_stored
     assert src.memory.code_bytes == 0
+
+
+def test_a_call_with_a_loop_whose_arguments_continue_keeps_its_statement_s_count() -> None:
+    # call_with_continued_args.cu, m = 100: series() (a .func with a loop) is called on line
+    # 9, the statement's first line, and its result is used on line 10 (`* 3.0f + a[i] *
+    # a[i]`: an FMUL and an FFMA, 3 FLOP in the PTX of line 10). Line 9 falls back to the
+    # counter, which booked the whole statement there: 100 trips of one fma (200 FLOP) and
+    # the 3 FLOP of line 10: 203 FP32 FLOP a thread. Line 10's PTX is part of that
+    # statement and is not added again (206 before)
+    k, det, module = kernel_of("call_with_continued_args")
+    kp = kernel_ptx(module, k)
+    assert kp is not None and kp.fallback == {9} and kp.lines[10].flops_fp32 == 3
+    inputs = Inputs(block=(128, 1, 1), grid=(64, 1, 1), values=(("n", 8192.0), ("m", 100.0)))
+    comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
+    assert comp.counts.flops["fp32"] == pytest.approx(203.0)

@@ -224,10 +224,10 @@ def substitute(
     loops = {lp.line: lp for lp in own_loops}
     keep = set(ptx.fallback) | set(ptx.keep_source)
     keep |= {lp.line for lp in own_loops if lp.parallel}
-    # a fallback on a continued line of a statement (``x =`` then ``expf(...)`` on the next
-    # line): the counter booked the statement on its first line, which keeps its count for
-    # all its lines
-    whole = {_statement_of(f, ordered) for f in ptx.fallback if f not in weights}
+    # a fallback on a line of a statement that spans several (``x =`` then ``expf(...)`` on
+    # the next line, or a call whose arguments continue below it): the counter booked the
+    # statement on its first line, which keeps its count for all its lines
+    whole = {_statement_of(f, ordered) for f in ptx.fallback}
     keep |= {ln for ln in ptx.lines if _statement_of(ln, ordered) in whole}
     keep |= {ln for ln in whole if ln is not None}
     compiled = _ptx_loops_of(own_loops, ptx, kernel.line)
