@@ -424,3 +424,6 @@ def test_to_json_describes_a_profile() -> None:
     assert data["bandwidth"] == pytest.approx(3.35e12)
     assert data["l2"] == 50 * MIB
     assert gpu_json(load_registry().get("v100"))["peaks"]["bf16"] is None
+    # only the eval labels' RTX 3080 drives a display: 20 MB a refresh at 60 Hz
+    assert data["display"] is None
+    assert gpu_json(load_registry().get("rtx3080"))["display"] == {"frameBytes": 20e6, "hz": 60.0}

@@ -561,6 +561,10 @@ def gpu_json(profile: GpuProfile) -> dict[str, Any]:
         "bandwidth": profile.dram_bandwidth,  # bytes/s
         "l2": profile.l2_bytes,  # bytes
         "cacheKind": profile.cache_kind,
+        # DRAM bytes a display engine reads per refresh, and refreshes a second (None: none)
+        "display": None
+        if profile.display_frame_bytes is None or profile.display_hz is None
+        else {"frameBytes": profile.display_frame_bytes, "hz": profile.display_hz},
         "ridges": profile.ridges(),  # ops per DRAM byte
         "sources": dict(profile.sources),
     }
