@@ -12,10 +12,10 @@ from roofline_lsp.advice.catalogue import Advice
 from roofline_lsp.advice.impact import (
     fewer_dram_bytes,
     fp64_to_fp32,
-    kernel_time,
     without_dram_bytes,
 )
 from roofline_lsp.engine.analysis import analyze_file
+from roofline_lsp.estimate.launch_time import roof_time
 from roofline_lsp.model.gpus import load_registry
 from roofline_lsp.model.verdict import Counts
 
@@ -24,7 +24,7 @@ ADVICE = Path(__file__).parent / "fixtures" / "advice"
 
 
 def test_time_is_the_slowest_roof() -> None:
-    t = kernel_time(RTX, {"fp32": 1.0}, 0.0, 1000.0)
+    t = roof_time(RTX, {"fp32": 1.0}, 0.0, 1000.0)
     assert t == pytest.approx(1000.0 / RTX.dram_bandwidth)
 
 

@@ -12,9 +12,9 @@ A fix worth less than :data:`HINT_BELOW` is given as a hint at most.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from roofline_lsp.estimate.launch_time import roof_time
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.verdict import Counts
 
@@ -50,24 +50,8 @@ class Gain:
         return self.speedup is not None and self.speedup < HINT_BELOW
 
 
-def kernel_time(
-    gpu: GpuProfile,
-    flops: Mapping[str, float],
-    int_ops: float,
-    dram_bytes: float,
-) -> float:
-    """Seconds per thread (or iteration) on the slowest roof of ``gpu``."""
-    times = [dram_bytes / gpu.dram_bandwidth]
-    for p, n in flops.items():
-        if n > 0:
-            times.append(n / gpu.peak(p))
-    if int_ops > 0:
-        times.append(int_ops / gpu.peak("int"))
-    return max(times)
-
-
 def _time(gpu: GpuProfile, c: Counts, bytes_scale: float = 1.0) -> float:
-    return kernel_time(gpu, c.flops, c.int_ops, c.dram_bytes * bytes_scale)
+    return roof_time(gpu, c.flops, c.int_ops, c.dram_bytes * bytes_scale)
 
 
 def fp64_to_fp32(gpu: GpuProfile, c: Counts | None, share: float = 1.0) -> Gain | None:
@@ -78,7 +62,7 @@ def fp64_to_fp32(gpu: GpuProfile, c: Counts | None, share: float = 1.0) -> Gain 
     after = dict(c.flops)
     after["fp64"] -= moved
     after["fp32"] = after.get("fp32", 0.0) + moved
-    return _ratio(gpu, _time(gpu, c), kernel_time(gpu, after, c.int_ops, c.dram_bytes))
+    return _ratio(gpu, _time(gpu, c), roof_time(gpu, after, c.int_ops, c.dram_bytes))
 
 
 def fewer_dram_bytes(gpu: GpuProfile, c: Counts | None, extra: float) -> Gain | None:
@@ -121,7 +105,7 @@ def fewer_ops(gpu: GpuProfile, c: Counts | None, saved: Ops, basis: str = "") ->
     for p, n in zip(("fp64", "fp32", "fp16"), saved[:3], strict=True):
         if n:
             flops[p] = max(flops.get(p, 0.0) - n, 0.0)
-    after = kernel_time(gpu, flops, max(c.int_ops - saved[3], 0.0), c.dram_bytes)
+    after = roof_time(gpu, flops, max(c.int_ops - saved[3], 0.0), c.dram_bytes)
     g = _ratio(gpu, _time(gpu, c), after)
     return None if g is None else replace(g, basis=basis)
 

@@ -31,9 +31,7 @@ from typing import Literal
 
 from roofline_lsp.model.gpus import GpuProfile
 
-__all__ = ["LaunchTime", "display_bytes", "launch_time"]
-
-FLOP_PRECISIONS = ("fp64", "fp32", "fp16")
+__all__ = ["LaunchTime", "display_bytes", "launch_time", "roof_time"]
 
 
 @dataclass(frozen=True)
@@ -55,19 +53,33 @@ def launch_time(
 ) -> LaunchTime:
     """The time of a launch of ``gpu_threads`` threads doing ``totals`` (FLOP by precision,
     ``"int"`` ops; over the launch) and moving ``dram_bytes``."""
-    throughput = dram_bytes / gpu.dram_bandwidth
-    for p, ops in totals.items():
-        if ops > 0:
-            throughput = max(throughput, ops / gpu.peak(p))
+    flops = {p: n for p, n in totals.items() if p != "int"}
+    int_ops = totals.get("int", 0.0)
+    throughput = roof_time(gpu, flops, int_ops, dram_bytes)
     threads = max(gpu_threads, 1.0)
-    instructions = (
-        totals.get("int", 0.0) + sum(totals.get(p, 0.0) for p in FLOP_PRECISIONS) / 2
-    ) / threads
+    instructions = (int_ops + sum(flops.values()) / 2) / threads
     waves = math.ceil(threads / (gpu.sm_count * threads_per_sm))
     latency = instructions * dependent_cycles * waves / (gpu.clock_ghz * 1e9)
     if latency > throughput:
         return LaunchTime(latency, "latency")
     return LaunchTime(throughput, "throughput")
+
+
+def roof_time(
+    gpu: GpuProfile,
+    flops: Mapping[str, float],
+    int_ops: float,
+    dram_bytes: float,
+) -> float:
+    """Seconds on the slowest roof of ``gpu`` for ``flops`` (by precision), ``int_ops`` and
+    ``dram_bytes``: a launch's, or a thread's (advice weighs fixes with it)."""
+    times = [dram_bytes / gpu.dram_bandwidth]
+    for p, n in flops.items():
+        if n > 0:
+            times.append(n / gpu.peak(p))
+    if int_ops > 0:
+        times.append(int_ops / gpu.peak("int"))
+    return max(times)
 
 
 def display_bytes(gpu: GpuProfile, seconds: float) -> float:
