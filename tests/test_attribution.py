@@ -14,6 +14,8 @@ from roofline_lsp.engine.workspace import Workspace
 from roofline_lsp.evaluation.attribution import (
     COMPONENTS,
     Pair,
+    assumed,
+    assumption_split,
     attribution_summary,
     component_summary,
     estimated_totals,
@@ -137,3 +139,55 @@ def test_saxpy_row_against_hand_derived_totals(tmp_path: Path) -> None:
     assert s["fp32"]["within_2x"] == 1.0 and s["fp64"]["measured_zero"] == 1
     assert s["dram_bytes"]["within_2x"] == 0.0 and s["dram_bytes"]["within_10x"] == 1.0
     assert s["int"]["unmeasured"] == 1 and s["int"]["scored"] == 0
+
+
+ROWS_KERNEL = """\
+#include <cstdlib>
+__global__ void scale_rows(float *x, int m)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int j = 0; j < m; j++) x[i * m + j] = 2.0f * x[i * m + j];
+}
+
+int main(int argc, char **argv)
+{
+    int m = atoi(argv[1]);
+    float *x;
+    cudaMalloc(&x, 65536 * m * sizeof(float));
+    scale_rows<<<256, 256>>>(x, m);
+    return 0;
+}
+"""
+
+
+def test_split_by_what_the_verdict_assumed(tmp_path: Path) -> None:
+    # saxpy's launch and work all come from its source: nothing assumed, 2 FLOP a thread as
+    # measured. scale_rows' row length m is a program argument the row does not give: the
+    # estimator assumes 16 trips of 1 FLOP, where the program ran m = 64 (64 FLOP a thread,
+    # 4x the estimate: outside 2x).
+    (tmp_path / "sources" / "p").mkdir(parents=True)
+    (tmp_path / "sources" / "p" / "a.cu").write_bytes((EXAMPLES / "saxpy.cu").read_bytes())
+    (tmp_path / "sources" / "p" / "b.cu").write_text(ROWS_KERNEL)
+    saxpy_threads, rows_threads = 256 * 65536, 256 * 256
+    rows = [
+        {"id": "p/saxpy", "file": "p/a.cu", "line": 4, "label": "bandwidth", "language": "cuda",
+         "block": [256, 1, 1], "grid": [65536, 1, 1],
+         "measured": {"sp_flop": 2.0 * saxpy_threads}},
+        {"id": "p/scale_rows", "file": "p/b.cu", "line": 2, "label": "bandwidth",
+         "language": "cuda", "block": [256, 1, 1], "grid": [256, 1, 1],
+         "measured": {"sp_flop": 64.0 * rows_threads}},
+    ]  # fmt: skip
+    (tmp_path / "kernels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result, _ = run_dataset(Workspace(Config(gpu="rtx3080", counts="source")), str(tmp_path))
+    saxpy, scale = result.rows
+    assert saxpy.verdict is not None and not assumed(saxpy.verdict)
+    assert scale.verdict is not None and assumed(scale.verdict)
+    assert row_pairs(scale)["fp32"].estimated == pytest.approx(16.0 * rows_threads)
+    split = assumption_split(result.rows)
+    assert split["nothing_assumed"]["fp32"]["scored"] == 1
+    assert split["nothing_assumed"]["fp32"]["within_2x"] == 1.0
+    assert split["assumed"]["fp32"]["scored"] == 1
+    assert split["assumed"]["fp32"]["within_2x"] == 0.0
+    assert split["assumed"]["fp32"]["median_abs_log10"] == round(math.log10(4), 4)
+    # the whole set holds both
+    assert attribution_summary(result.rows)["fp32"]["within_2x"] == 0.5

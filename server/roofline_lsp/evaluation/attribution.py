@@ -26,6 +26,11 @@ How a row counts for a component, in :func:`component_summary`:
   without counts) is an infinite error: outside 2x and 10x, and it sorts last for the median
   (a median that falls on it is reported as null). ``no_estimate`` and ``estimated_zero`` say how
   many of the scored rows these are.
+
+:func:`assumption_split` gives the summary twice: over the rows whose verdict assumed nothing
+(every launch size, trip count and type came from the source, the arguments or a hint) and over
+those whose verdict names an assumption (``AssumptionTerm``, ``TypeTerm``): it separates the
+counting model's error from the guesses the explanation already owns up to.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_lsp.evaluation.dataset import Row
+from roofline_lsp.model.terms import AssumptionTerm, TypeTerm
 from roofline_lsp.model.verdict import Verdict
 
 COMPONENTS: tuple[str, ...] = ("fp32", "fp64", "int", "dram_bytes", "threads")
@@ -168,6 +174,23 @@ def attribution_summary(rows: Iterable[Row]) -> dict[str, dict[str, Any]]:
     """:func:`component_summary` for each component over ``rows``."""
     per_row = [row_pairs(r) for r in rows]
     return {comp: component_summary(p[comp] for p in per_row) for comp in COMPONENTS}
+
+
+def assumed(verdict: Verdict) -> bool:
+    """Whether the verdict rests on a value the source did not give: a launch size, a trip
+    count or a type the estimator assumed (what its explanation names with a hint)."""
+    return any(isinstance(t, AssumptionTerm | TypeTerm) for t in verdict.terms)
+
+
+def assumption_split(rows: Iterable[Row]) -> dict[str, dict[str, dict[str, Any]]]:
+    """:func:`attribution_summary` over the rows with counts whose verdict assumed nothing
+    (``nothing_assumed``) and over those whose verdict assumed something (``assumed``); rows
+    without counts (kernel not found, LLM or measured verdicts) are in neither."""
+    groups: dict[str, list[Row]] = {"nothing_assumed": [], "assumed": []}
+    for r in rows:
+        if r.verdict is not None and r.verdict.counts is not None:
+            groups["assumed" if assumed(r.verdict) else "nothing_assumed"].append(r)
+    return {name: attribution_summary(group) for name, group in groups.items()}
 
 
 def _share(k: int, n: int) -> float | None:

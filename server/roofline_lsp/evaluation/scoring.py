@@ -7,8 +7,9 @@ its ``signature`` reach the estimator;
 
 Each score block (all rows, per language, the balanced subset) has the confusion matrix,
 accuracy, balanced accuracy, the share of bandwidth-bound kernels called compute-bound, the
-error attribution of the launch totals (``attribution.py``) and the accuracy per confidence
-band (``confidence_bands.py``).
+error attribution of the launch totals (``attribution.py``; again split by whether the verdict
+assumed a launch size, trip count or type) and the accuracy per confidence band
+(``confidence_bands.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline_lsp.evaluation.attribution import attribution_summary, row_attribution
+from roofline_lsp.evaluation.attribution import (
+    assumption_split,
+    attribution_summary,
+    row_attribution,
+)
 from roofline_lsp.evaluation.confidence_bands import confidence_bands
 from roofline_lsp.evaluation.dataset import Row
 from roofline_lsp.present.explanations import explanation
@@ -103,6 +108,7 @@ def _scores(rows: list[Row], detection_only: bool) -> dict[str, Any]:
     )
     out["confidence_bands"] = confidence_bands(rows)
     out["attribution"] = attribution_summary(rows)
+    out["attribution_by_assumption"] = assumption_split(rows)
     return out
 
 
