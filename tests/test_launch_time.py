@@ -1,8 +1,10 @@
 """The time of a launch (throughput or latency) and the display engine's DRAM traffic during it.
 
 RTX 3080 profile: 68 SMs at 1.44 GHz, FP32 25.06752 TFLOP/s, INT 12.53376 TOP/s, 760.3 GB/s,
-a 20 MB frame read every refresh at 60 Hz; 1536 resident threads per SM, so a wave is 104448
-threads. The H100 profile has no display.
+FP64 391.68 GFLOP/s, a 20 MB frame read every refresh at 60 Hz; 1536 resident threads per SM,
+so a wave is 104448 threads. Its lanes per SM (peak / (2 x 1.44 GHz x 68)): 128 FP32, 64 INT,
+2 FP64, so a warp's instruction holds its pipe 32 / lanes = 0.25, 0.5 and 16 cycles on top of
+the 32 cycles of a dependent instruction. The H100 profile has no display.
 """
 
 from __future__ import annotations
@@ -26,22 +28,30 @@ def _time(gpu, totals, dram, threads):  # type: ignore[no-untyped-def]
 
 
 def test_a_few_threads_run_at_their_latency(rtx) -> None:  # type: ignore[no-untyped-def]
-    # 256 threads of 10^6 integer ops each: one wave, 10^6 x 32 cycles / 1.44 GHz = 22.2 ms;
+    # 256 threads of 10^6 integer ops each: one wave, 10^6 x 32.5 cycles / 1.44 GHz = 22.6 ms;
     # the INT roof would take 2.56e8 / 12.53376e12 = 20.4 us.
     t = _time(rtx, {"int": 256e6}, 1024.0, 256.0)
     assert t.limit == "latency"
-    assert t.seconds == pytest.approx(1e6 * 32 / 1.44e9)
+    assert t.seconds == pytest.approx(1e6 * 32.5 / 1.44e9)
 
 
 def test_flops_count_as_half_an_instruction(rtx) -> None:  # type: ignore[no-untyped-def]
-    # 32 threads of 2 x 10^6 FP32 FLOP (10^6 FMAs): 10^6 instructions, 22.2 ms
+    # 32 threads of 2 x 10^6 FP32 FLOP (10^6 FMAs): 10^6 instructions of 32.25 cycles, 22.4 ms
     t = _time(rtx, {"fp32": 32 * 2e6, "int": 0.0}, 0.0, 32.0)
-    assert t.seconds == pytest.approx(1e6 * 32 / 1.44e9)
+    assert t.seconds == pytest.approx(1e6 * 32.25 / 1.44e9)
+
+
+def test_fp64_holds_a_warp_on_two_lanes(rtx) -> None:  # type: ignore[no-untyped-def]
+    # the same 10^6 FMAs a thread in FP64: 2 lanes an SM take a warp's 32 threads in 16
+    # cycles, 48 a dependent instruction: 33.3 ms, 1.5x the FP32 time
+    t = _time(rtx, {"fp64": 32 * 2e6}, 0.0, 32.0)
+    assert t.limit == "latency"
+    assert t.seconds == pytest.approx(1e6 * 48 / 1.44e9)
 
 
 def test_a_full_gpu_runs_at_its_slowest_roof(rtx) -> None:  # type: ignore[no-untyped-def]
     # 2^24 threads of 10 integer ops moving 7.603 GB: DRAM 7.603e9 / 760.3e9 = 10 ms; the
-    # latency, 161 waves x 10 x 32 cycles / 1.44 GHz = 35.8 us, is far shorter
+    # latency, 161 waves x 10 x 32.5 cycles / 1.44 GHz = 36.3 us, is far shorter
     t = _time(rtx, {"int": 10.0 * 2**24}, 7.603e9, float(2**24))
     assert t.limit == "throughput"
     assert t.seconds == pytest.approx(0.01)
@@ -51,7 +61,7 @@ def test_waves_of_resident_threads_add_up(rtx) -> None:  # type: ignore[no-untyp
     # 104449 threads are two waves of 104448: twice one wave's latency
     one = _time(rtx, {"int": 1e4 * 104448}, 0.0, 104448.0).seconds
     two = _time(rtx, {"int": 1e4 * 104449}, 0.0, 104449.0).seconds
-    assert one == pytest.approx(1e4 * 32 / 1.44e9)
+    assert one == pytest.approx(1e4 * 32.5 / 1.44e9)
     assert two == pytest.approx(2 * one)
 
 

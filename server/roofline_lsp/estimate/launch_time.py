@@ -9,7 +9,10 @@ A launch takes the longer of two times:
   4-6 cycles, L1 hits ~30, L2 hits ~200), so a launch too small to fill the GPU (a few
   hundred threads walking a long loop) runs for ``instructions per thread x dependent_cycles
   / clock`` per wave of resident threads, however few operations it does in all. A thread's
-  instructions are its integer ops and half its FLOPs (an FMA is 2 FLOP in one instruction).
+  instructions are its integer ops and half its FLOPs (an FMA is 2 FLOP in one instruction);
+  each also holds its warp while its pipe takes the warp's 32 threads, ``32 / lanes`` cycles
+  for the SM's lanes of its precision (``peak / (2 x clock x SMs)``): a quarter of a cycle for
+  FP32 on an RTX 3080, 16 cycles for FP64 on its 2 lanes an SM.
 
 The time matters to the verdict through the display: a card driving a display (the RTX 3080
 of the eval labels, ``GpuProfile.display_frame_bytes``) has its display engine read a frame
@@ -32,6 +35,8 @@ from typing import Literal
 from roofline_lsp.model.gpus import GpuProfile
 
 __all__ = ["LaunchTime", "display_bytes", "launch_time", "roof_time"]
+
+WARP = 32  # threads a warp instruction issues
 
 
 @dataclass(frozen=True)
@@ -57,12 +62,22 @@ def launch_time(
     int_ops = totals.get("int", 0.0)
     throughput = roof_time(gpu, flops, int_ops, dram_bytes)
     threads = max(gpu_threads, 1.0)
-    instructions = (int_ops + sum(flops.values()) / 2) / threads
+    cycles = int_ops * (dependent_cycles + _issue_cycles(gpu, "int")) if int_ops > 0 else 0.0
+    for p, n in flops.items():
+        if n > 0:
+            cycles += n / 2 * (dependent_cycles + _issue_cycles(gpu, p))
     waves = math.ceil(threads / (gpu.sm_count * threads_per_sm))
-    latency = instructions * dependent_cycles * waves / (gpu.clock_ghz * 1e9)
+    latency = cycles / threads * waves / (gpu.clock_ghz * 1e9)
     if latency > throughput:
         return LaunchTime(latency, "latency")
     return LaunchTime(throughput, "throughput")
+
+
+def _issue_cycles(gpu: GpuProfile, precision: str) -> float:
+    """Cycles a warp's instruction of ``precision`` holds its pipe: 32 threads over the SM's
+    lanes of it (a peak counts 2 ops a lane and clock)."""
+    lanes = gpu.peak(precision) / (2 * gpu.clock_ghz * 1e9 * gpu.sm_count)
+    return WARP / lanes
 
 
 def roof_time(
