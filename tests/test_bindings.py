@@ -1037,6 +1037,40 @@ def test_a_global_the_caller_sets_before_the_call_is_known_in_the_callee(tmp_pat
     assert ctx.get("late") is None
 
 
+def test_globals_reach_a_function_without_parameters(tmp_path: Path) -> None:
+    # run() takes nothing: the launch's n is the global main set from argv[1] = 3000000
+    # before the call, and setup(n) sets g_m = n / 1000 = 3000 through its parameter:
+    # (3000000 + 255) / 256 = 11719 blocks of 256, and m = 3000 in the launch's scope
+    src = (
+        "#include <cstdlib>\n"
+        "__global__ void k(float *x, int n, int m) { x[threadIdx.x] = n + m; }\n"
+        "int g_n, g_m;\n"
+        "float *g_x;\n"
+        "void setup(int n) { g_m = n / 1000; }\n"
+        "void run() { k<<<(g_n + 255) / 256, 256>>>(g_x, g_n, g_m); }\n"
+        "int main(int argc, char **argv) {\n"
+        "  g_n = atoi(argv[1]);\n"
+        "  setup(g_n);\n"
+        "  run();\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", args="3000000")
+    assert ctx.grid == (11719, 1, 1)
+    assert ctx.get("g_m") == 3000
+    # the same for an offloaded loop in a function without parameters: its bound g_n
+    omp = (
+        "#include <cstdlib>\n"
+        "int g_n;\n"
+        "float *g_x;\n"
+        "void scale() {\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < g_n; i++) g_x[i] *= 2.0f;\n"
+        "}\n"
+        "int main(int argc, char **argv) { g_n = atoi(argv[1]); scale(); }\n"
+    )
+    assert ctx_for(tmp_path, {"s.cpp": omp}, "s.cpp", args="3000000").get("g_n") == 3000000
+
+
 def test_a_data_region_sizes_only_the_regions_inside_it(tmp_path: Path) -> None:
     # main maps b[0:n] with its n = 4096 * 4096 around the call; inside scale(), n is the
     # row length 4096. The region around the call must not size scale()'s b as 4096

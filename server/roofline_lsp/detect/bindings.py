@@ -2261,13 +2261,13 @@ def _bind_callers(
 ) -> None:
     """Give the parameters of host function ``fn`` the values of a call site's arguments
     (in this file, else in the other files of its folder, read through ``view``; the files
-    whose folder was searched are added to ``looked``)."""
+    whose folder was searched are added to ``looked``), and the globals its caller set before
+    the call (a function without parameters too: ``void run()`` launching with ``g_n``
+    that main set)."""
     name = function_name(fn)
     if not name or name == "main" or depth > _CALLER_DEPTH:
         return
     params = function_params(fn)
-    if not params:
-        return
     units = [Unit(detection.file, detection, _root(fn))]
     calls = _call_sites(detection, units[0].root, name)
     calls = [c for c in calls if enclosing_function(c) not in (None, fn)]
