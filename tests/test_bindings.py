@@ -1071,6 +1071,25 @@ def test_globals_reach_a_function_without_parameters(tmp_path: Path) -> None:
     assert ctx_for(tmp_path, {"s.cpp": omp}, "s.cpp", args="3000000").get("g_n") == 3000000
 
 
+def test_the_first_launch_in_the_file_is_the_one_taken_whatever_its_form(tmp_path: Path) -> None:
+    # reset<int> runs first, through hipLaunchKernelGGL (its template argument in
+    # HIP_KERNEL_NAME), with 64 blocks of 128; a chevron launch of reset<float> follows with
+    # 256-thread blocks. The first launch gives the launch (as the first one profiled), not
+    # the chevron found before the launch-API calls
+    src = (
+        "template <typename T> __global__ void reset(T *x, T v) { x[threadIdx.x] = v; }\n"
+        "int main() {\n"
+        "  int *a; float *b;\n"
+        "  hipLaunchKernelGGL(HIP_KERNEL_NAME(reset<int>), dim3(64), dim3(128), 0, 0, a, 1);\n"
+        "  reset<float><<<32, 256>>>(b, 0.0f);\n"
+        "}\n"
+    )
+    det = detect(src.encode(), str(tmp_path / "r.cu"))
+    assert [s.form for s in det.launches] == ["hipLaunchKernelGGL", "chevron"]
+    ctx = host_context(det.kernels[0], det)
+    assert ctx.block == (128, 1, 1) and ctx.grid == (64, 1, 1)
+
+
 def test_a_data_region_sizes_only_the_regions_inside_it(tmp_path: Path) -> None:
     # main maps b[0:n] with its n = 4096 * 4096 around the call; inside scale(), n is the
     # row length 4096. The region around the call must not size scale()'s b as 4096

@@ -208,7 +208,9 @@ def _detect(
         macros=d.macros,
         constants=d.constants,
         constant_types=d.constant_types,
-        launches=tuple(d.launches),
+        # in the order they appear (chevrons, launching macros and the launch APIs are found
+        # apart): the first launch of a kernel is the one a profiler sees first
+        launches=tuple(sorted(d.launches, key=lambda s: (s.file != path, s.span.start_byte))),
         data_regions=tuple(d.data_regions),
         source=source,
         callers={k: tuple(v) for k, v in callers.items()},
