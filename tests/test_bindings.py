@@ -1090,6 +1090,23 @@ def test_the_first_launch_in_the_file_is_the_one_taken_whatever_its_form(tmp_pat
     assert ctx.block == (128, 1, 1) and ctx.grid == (64, 1, 1)
 
 
+def test_hip_host_code_sizes_a_launch_with_warp_size(tmp_path: Path) -> None:
+    # softmax's HIP version: a warp per slice, (100000 + 256 / 32 - 1) / (256 / 32) = 12500
+    # blocks of 256 threads with warpSize 32 on the NVIDIA GPUs
+    src = (
+        "#define BLOCK_SIZE 256\n"
+        "__global__ void soft(float *x, int n) { x[threadIdx.x] = n; }\n"
+        "int main() {\n"
+        "  const int numSlice = 100000;\n"
+        "  float *x;\n"
+        "  dim3 grids ((numSlice + BLOCK_SIZE / warpSize - 1) / (BLOCK_SIZE / warpSize));\n"
+        "  hipLaunchKernelGGL(soft, grids, dim3(BLOCK_SIZE), 0, 0, x, numSlice);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"s.cu": src}, "s.cu")
+    assert ctx.grid == (12500, 1, 1) and ctx.block == (256, 1, 1)
+
+
 def test_a_data_region_sizes_only_the_regions_inside_it(tmp_path: Path) -> None:
     # main maps b[0:n] with its n = 4096 * 4096 around the call; inside scale(), n is the
     # row length 4096. The region around the call must not size scale()'s b as 4096

@@ -93,6 +93,25 @@ def test_launch_sites_all_forms_evaluated():
     assert len(det.launches_of(by_name(det)["templated"])) == 1
 
 
+def test_a_macro_that_launches_through_the_hip_api():
+    # hungarian's HIP version: call_kernel_s(k, blocks, threads, shmem) expands to
+    # hipLaunchKernelGGL(k, blocks, threads, shmem, 0); the invocation is the launch, with
+    # its own arguments: 1 block of 128 / 2 = 64 threads, its shared memory as written
+    src = (
+        b"#define call_kernel_s(k, n_blocks, n_threads, shared) \\\n"
+        b"{ hipLaunchKernelGGL(k, n_blocks, n_threads, shared, 0); }\n"
+        b"__global__ void reduce2() { }\n"
+        b"void run() {\n"
+        b"  const int n = 128;\n"
+        b"  call_kernel_s(reduce2, 1, n / 2, (n / 2) * sizeof(int));\n"
+        b"}\n"
+    )
+    (site,) = detect(src, "h.cu").launches
+    assert (site.kernel, site.form, site.line) == ("reduce2", "hipLaunchKernelGGL", 6)
+    assert site.grid_value == (1, 1, 1) and site.block_value == (64, 1, 1)
+    assert site.shmem == "(n / 2) * sizeof(int)"
+
+
 def test_broken_file_recovers_every_kernel():
     det = run("broken.cu")
     ks = by_name(det)

@@ -2359,14 +2359,17 @@ def _program_context(
     fixed: dict[str, float] | None = None,
     device: Mapping[str, float] | None = None,
 ) -> HostContext:
-    """A host scope's starting values: the file's constants and ``argc`` (no arguments
-    given: the program's own defaults, ``argc > 1 ? atoi(argv[1]) : 1024``)."""
+    """A host scope's starting values: the file's constants, ``argc`` (no arguments
+    given: the program's own defaults, ``argc > 1 ? atoi(argv[1]) : 1024``) and CUDA's and
+    HIP's ``warpSize`` (32 on the NVIDIA GPUs, as in device code; HIP host code sizes
+    launches with it: ``dim3 grids(n / (BLOCK_SIZE / warpSize))``)."""
     ctx = HostContext(
         fixed=fixed if fixed is not None else {},
         functions=text_functions(detection.functions, detection.macros),
         device=device or {},
         definitions=detection.functions,
     )
+    ctx.texts["warpSize"] = "32"
     ctx.texts.update(detection.constants)
     ctx.texts["argc"] = str(len(argv) + 1)
     return ctx

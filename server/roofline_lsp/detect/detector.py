@@ -107,6 +107,23 @@ MAX_INCLUDE_DEPTH = 4
 IncludeReader = Callable[[str, int], Detection | None]
 
 
+# the runtime and driver APIs that launch a kernel named in their arguments
+LAUNCH_API = re.compile(
+    rb"\b(hipLaunchKernelGGL|cudaLaunchKernel|hipLaunchKernel|cudaLaunchCooperativeKernel|"
+    rb"hipLaunchCooperativeKernel|cuLaunchKernel|hipModuleLaunchKernel)\s*\("
+)
+
+
+def api_launch_form(function: str) -> str | None:
+    """How :meth:`Detector.launch` reads a call of ``function`` (one of ``LAUNCH_API``'s);
+    None for any other function."""
+    if LAUNCH_API.fullmatch(function.encode() + b"(") is None:
+        return None
+    if function in ("cuLaunchKernel", "hipModuleLaunchKernel"):
+        return "cuLaunchKernel"  # the driver API's, through a module function
+    return "hipLaunchKernelGGL" if function == "hipLaunchKernelGGL" else "cudaLaunchKernel"
+
+
 class Detector:
     """Walks one parsed file; ``include`` reads the local headers it includes."""
 
@@ -636,10 +653,12 @@ class Detector:
 
     def macro_launches(self, root: Node) -> None:
         """Launches written in a function-like macro's body (``#define bench(k, g) ...
-        k<<<g, 256>>>(in, out, n);``): each invocation of the macro launches its expansion's
-        kernels there."""
+        k<<<g, 256>>>(in, out, n);``, or ``hipLaunchKernelGGL(k, g, 256, 0, 0)``): each
+        invocation of the macro launches its expansion's kernels there."""
         launching = {
-            m.name: m for m in self.macros.values() if m.params is not None and "<<<" in m.body
+            m.name: m
+            for m in self.macros.values()
+            if m.params is not None and ("<<<" in m.body or LAUNCH_API.search(m.body.encode()))
         }
         if not launching:
             return
@@ -658,10 +677,13 @@ class Detector:
             stack = [parse(f"void __expansion() {{ {expanded}; }}".encode()).root_node]
             while stack:
                 n = stack.pop()
-                if n.type == "call_expression" and any(
-                    c.type == "kernel_call_syntax" for c in n.children
-                ):
-                    self.launch(n, "chevron", at=invocation)
+                if n.type == "call_expression":
+                    if any(c.type == "kernel_call_syntax" for c in n.children):
+                        self.launch(n, "chevron", at=invocation)
+                    else:
+                        form = api_launch_form(text(n.child_by_field_name("function")))
+                        if form is not None:
+                            self.launch(n, form, at=invocation)
                 stack.extend(reversed(n.named_children))
 
     def module_function(self, call: Node, handle: str) -> str:

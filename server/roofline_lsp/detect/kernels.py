@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from tree_sitter import Node, Tree
 
-from roofline_lsp.detect.detector import MAX_INCLUDE_DEPTH, Detector
+from roofline_lsp.detect.detector import LAUNCH_API, MAX_INCLUDE_DEPTH, Detector, api_launch_form
 from roofline_lsp.detect.pragmas import is_pragma
 from roofline_lsp.model.kernel import Detection, DetectMemo
 from roofline_lsp.model.stamps import FileStamp, Version
@@ -189,11 +189,9 @@ def _detect(
         d.launch(call, "chevron")
     d.macro_launches(root)
     for call in _api_calls(source, root):
-        fname = text(call.child_by_field_name("function"))
-        if fname in ("cuLaunchKernel", "hipModuleLaunchKernel"):
-            d.launch(call, "cuLaunchKernel")  # the driver API's, through a module function
-        else:
-            d.launch(call, "cudaLaunchKernel" if fname != "hipLaunchKernelGGL" else fname)
+        form = api_launch_form(text(call.child_by_field_name("function")))
+        if form is not None:
+            d.launch(call, form)
     kernels = sorted(d.kernels, key=lambda k: k.span.start_byte)
     kernels = [replace(k, callees=d.callees(k.body)) for k in kernels]
     callers: dict[str, list[str]] = {}
@@ -218,19 +216,13 @@ def _detect(
     )
 
 
-_LAUNCH_API = re.compile(
-    rb"\b(hipLaunchKernelGGL|cudaLaunchKernel|hipLaunchKernel|cudaLaunchCooperativeKernel|"
-    rb"hipLaunchCooperativeKernel|cuLaunchKernel|hipModuleLaunchKernel)\s*\("
-)
-
-
 def _api_calls(source: bytes, root: Node) -> list[Node]:
     """``hipLaunchKernelGGL(...)``/``cudaLaunchKernel(...)`` calls, found by their name's
     text first (a query predicate over every call is far slower)."""
     calls: list[Node] = []
     if b"LaunchKernel" not in source:
         return calls
-    for m in _LAUNCH_API.finditer(source):
+    for m in LAUNCH_API.finditer(source):
         node = root.descendant_for_byte_range(m.start(1), m.end(1))
         if node is not None and node.type == "identifier":
             call = node.parent
