@@ -1593,6 +1593,31 @@ def test_a_launch_in_a_method_sees_the_object_s_data_members(tmp_path: Path) -> 
     assert (ctx.get("nIter"), ctx.get("chunk")) == (12, 64)
 
 
+def test_default_member_initializers_hold_until_the_constructor_sets_them(
+    tmp_path: Path,
+) -> None:
+    # Runner r(1 << 20): n_ from the constructor (grid 4096 of 256), reps_ = 12 and
+    # scale{2} from the class's default member initializers, block_ = 128 given by both,
+    # the constructor's winning
+    src = (
+        "__global__ void run(float *a, int reps, int scale) {}\n"
+        "class Runner {\n"
+        " public:\n"
+        "  Runner(int n) : n_(n), block_(256) {}\n"
+        "  void go() { float *d; run<<<n_ / block_, block_>>>(d, reps_, scale); }\n"
+        " private:\n"
+        "  int n_;\n"
+        "  int block_ = 128;\n"
+        "  int reps_ = 12;\n"
+        "  int scale{2};\n"
+        "};\n"
+        "int main() { Runner r(1 << 20); r.go(); }\n"
+    )
+    ctx = ctx_for(tmp_path, {"r.cu": src}, "r.cu")
+    assert ctx.grid == (4096, 1, 1) and ctx.block == (256, 1, 1)
+    assert (ctx.get("reps"), ctx.get("scale")) == (12, 2)
+
+
 def test_a_class_split_over_a_header_its_file_and_main_gives_its_members(
     tmp_path: Path,
 ) -> None:

@@ -598,6 +598,29 @@ class _ClassParts:
                 return dict(found)
         return {}
 
+    def initializers(self) -> dict[str, str]:
+        """The class's default member initializers (``int reps_ = 12;``, ``float s{2.5f};``):
+        field name -> its expression, from the first definition of the class."""
+        for root, _source, _d in self.trees:
+            for kind in ("class_specifier", "struct_specifier"):
+                for node in descendants_of_type(root, kind, root.end_byte):
+                    name, body = node.child_by_field_name("name"), node.child_by_field_name("body")
+                    if name is None or body is None or text(name) != self.cls:
+                        continue
+                    out: dict[str, str] = {}
+                    for field_ in body.named_children:
+                        decl = field_.child_by_field_name("declarator")
+                        value = field_.child_by_field_name("default_value")
+                        if field_.type != "field_declaration" or decl is None or value is None:
+                            continue
+                        if value.type == "initializer_list":  # ``{2.5f}``: one value
+                            if value.named_child_count != 1:
+                                continue
+                            value = value.named_children[0]
+                        out[text(decl)] = text(value)
+                    return out
+        return {}
+
     def method(self, name: str) -> Node | None:
         return next(
             (m for root, _s, _d in self.trees if (m := _method_definition(root, self.cls, name))),
@@ -655,9 +678,10 @@ def _member_values(
     """The values a method's data members hold: from the object it is called on
     (``s.step()``, ``p->step()``; in this file or a sibling, ``main.cpp``), constructed
     where the caller declares it (``Solver s(n, iters)``, ``new Solver(n, iters)``), through
-    the constructor's member initializers (``n_(n)``) and the members its body assigns (``m_
-    = n * 2;``), then the setters the caller runs on it. The first call whose object the
-    caller constructs gives them."""
+    the class's default member initializers (``int reps_ = 12;``), the constructor's member
+    initializers (``n_(n)``) and the members its body assigns (``m_ = n * 2;``), then the
+    setters the caller runs on it. The first call whose object the caller constructs gives
+    them."""
     method = function_name(fn)
     if not members or not method:
         return {}
@@ -679,6 +703,8 @@ def _member_values(
                     continue
                 sub, _start = _caller_scope(caller, m.start(), found, ctx, argv, 1, view, [])
                 inner = _program_context(detection, argv, ctx.fixed, ctx.device)
+                for member, value in parts.initializers().items():
+                    _assign(inner, member, value, argv)  # before the constructor's
                 ctor = parts.constructor(len(args))
                 if ctor is not None:
                     _run_method(
