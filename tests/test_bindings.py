@@ -1107,6 +1107,26 @@ def test_hip_host_code_sizes_a_launch_with_warp_size(tmp_path: Path) -> None:
     assert ctx.grid == (12500, 1, 1) and ctx.block == (256, 1, 1)
 
 
+def test_a_symbol_the_host_copies_a_variable_to_holds_its_value(tmp_path: Path) -> None:
+    # cudaMemcpyToSymbol(c_n, &n, sizeof(int)) with n = argv[1] = 5000: c_n is 5000; the
+    # HIP spelling names the symbol through HIP_SYMBOL; a copy at an offset into a symbol
+    # (c_part) leaves it unknown
+    src = (
+        "#include <cstdlib>\n"
+        "__constant__ int c_n, c_m, c_part;\n"
+        "__global__ void k(float *x) { x[threadIdx.x] = c_n + c_m + c_part; }\n"
+        "int main(int argc, char **argv) {\n"
+        "  int n = atoi(argv[1]), m = 7, p = 9;\n"
+        "  cudaMemcpyToSymbol(c_n, &n, sizeof(int));\n"
+        "  hipMemcpyToSymbol(HIP_SYMBOL(c_m), &m, sizeof(int), 0, hipMemcpyHostToDevice);\n"
+        "  cudaMemcpyToSymbol(c_part, &p, sizeof(int), 4);\n"
+        "  float *x; k<<<1, 256>>>(x);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"s.cu": src}, "s.cu", args="5000")
+    assert (ctx.get("c_n"), ctx.get("c_m"), ctx.get("c_part")) == (5000, 7, None)
+
+
 def test_a_data_region_sizes_only_the_regions_inside_it(tmp_path: Path) -> None:
     # main maps b[0:n] with its n = 4096 * 4096 around the call; inside scale(), n is the
     # row length 4096. The region around the call must not size scale()'s b as 4096

@@ -637,3 +637,27 @@ def test_a_grid_stride_loop_is_unrolled_by_nvcc_and_not_by_clang(gpu, tmp_path: 
     assert loop.source == "grid-stride" and loop.trips == pytest.approx(1024, rel=1e-3)
     assert by["clang"].counts.lines[3][3] == pytest.approx(1 + 2 * loop.trips)
     assert by["nvcc"].counts.lines[3][3] == pytest.approx(1 + 2 * loop.trips / 4)
+
+
+def test_a_constant_the_host_sets_bounds_a_loop(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # c_iters = 40 through cudaMemcpyToSymbol before the launch: 40 trips of one FMA (80
+    # FLOP a thread), not the 16 assumed for an unknown bound
+    a = count(
+        gpu,
+        tmp_path,
+        "__constant__ int c_iters;\n"
+        "__global__ void k(float *x) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float r = x[i];\n"
+        "  for (int t = 0; t < c_iters; t++) r = r * 0.5f + 1.0f;\n"
+        "  x[i] = r;\n"
+        "}\n"
+        "int main() {\n"
+        "  int iters = 40;\n"
+        "  cudaMemcpyToSymbol(c_iters, &iters, sizeof(int));\n"
+        "  float *x; k<<<1024, 256>>>(x);\n"
+        "}\n",
+    )
+    (loop,) = a.counts.loops
+    assert (loop.trips, loop.source) == (40, "argument")
+    assert a.counts.flops["fp32"] == pytest.approx(80)

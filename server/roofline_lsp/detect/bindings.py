@@ -115,6 +115,9 @@ _COPY_CALL = re.compile(
 )
 # a copy from the host to a device buffer: ``cudaMemcpy(d_p, &p, sizeof(p), ...)``
 _HOST_TO_DEVICE = re.compile(r"(?:cuda|hip)Memcpy(?:Async)?")
+# a copy to a ``__constant__``/``__device__`` variable, and the variable it names
+_TO_SYMBOL = re.compile(r"(?:cuda|hip)MemcpyToSymbol(?:Async)?")
+_SYMBOL_NAME = re.compile(r"(?:HIP_SYMBOL\s*\(\s*)?([A-Za-z_]\w*)\s*\)?")
 _ARRAY_VALUES = 64  # a local array's initializer elements kept as values, at most
 _VECTOR_DECL = re.compile(r"\bstd::vector\s*<\s*([\w:]+)\s*>\s+([A-Za-z_]\w*)\s*\(")
 
@@ -1488,12 +1491,17 @@ def _scanned(call: Node, ctx: HostContext, argv: list[str]) -> None:
 def _copied_to_device(call: Node, ctx: HostContext, argv: list[str]) -> None:
     """``cudaMemcpy(d_p, &p, sizeof(p), cudaMemcpyHostToDevice)`` (also inside an error
     check, ``CHECK(cudaMemcpy(...))``): the device buffer holds what the host knows of
-    ``p`` at the copy, as ``d_p->n`` for its fields and ``d_p[0]`` for a number."""
+    ``p`` at the copy, as ``d_p->n`` for its fields and ``d_p[0]`` for a number; and
+    ``cudaMemcpyToSymbol(c_n, &n, sizeof(int))`` (``hipMemcpyToSymbol(HIP_SYMBOL(c_n),
+    ...)``): the ``__constant__``/``__device__`` variable holds ``n``'s value (or fields)."""
     while call.type == "call_expression":
         name = call.child_by_field_name("function")
         args_node = call.child_by_field_name("arguments")
         args = args_node.named_children if args_node is not None else []
         if name is None or not args:
+            return
+        if _TO_SYMBOL.fullmatch(text(name)) is not None:
+            _copied_to_symbol([text(a) for a in args], ctx, argv)
             return
         if _HOST_TO_DEVICE.fullmatch(text(name)) is None:
             call = args[0]  # the copy an error check wraps
@@ -1507,6 +1515,23 @@ def _copied_to_device(call: Node, ctx: HostContext, argv: list[str]) -> None:
             _point_at(ctx, ctx, dst, text(args[1]))
             ctx._cache.clear()
         return
+
+
+def _copied_to_symbol(args: list[str], ctx: HostContext, argv: list[str]) -> None:
+    """``cudaMemcpyToSymbol(symbol, &src, count[, offset, kind])``: a whole variable copied
+    from the start of the symbol gives the symbol its value; any other copy leaves it
+    unknown."""
+    m = _SYMBOL_NAME.fullmatch(args[0].strip())
+    if m is None:
+        return
+    symbol = m.group(1)
+    src = _ADDRESS_OF.fullmatch(args[1].strip()) if len(args) > 1 else None
+    whole = len(args) < 4 or args[3].strip() == "0"
+    if src is None or not whole:
+        _assign(ctx, symbol, "", argv)
+        return
+    _assign(ctx, symbol, src.group(1), argv)
+    _copy_fields(ctx, symbol, src.group(1), argv)
 
 
 def _returned_name(fn: Node) -> str | None:

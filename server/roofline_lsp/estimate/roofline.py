@@ -260,6 +260,9 @@ def analyze(
             instantiate(globals_[g.name], g.type_text, structs, templates)
             continue
         globals_[g.name] = Var(t, buffer=g.name, space=space, arrdims=g.type_text.count("[]"))
+        if not t.pointer and "[]" not in g.type_text:
+            # a scalar the host sets before the launch (``cudaMemcpyToSymbol(c_n, &n, ...)``)
+            globals_[g.name].val = ctx.get(g.name)
         if g.elements:
             ctx.extents.setdefault(g.name, g.elements)
     # the file's functions, then separately compiled device code in sibling files (-rdc)
