@@ -639,6 +639,26 @@ def test_a_grid_stride_loop_is_unrolled_by_nvcc_and_not_by_clang(gpu, tmp_path: 
     assert by["nvcc"].counts.lines[3][3] == pytest.approx(1 + 2 * loop.trips / 4)
 
 
+def test_a_value_the_loop_stores_is_not_hoisted_out_of_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # 50 trips of x[i] = x[i] * 0.9f + 0.1f: x[i] changes every trip, one FMA each (100
+    # FLOP; hoisted as if x[i] did not change it was 2). y is never stored in the loop:
+    # y[i] * 2.0f is loop-invariant, computed once (1 FLOP). 101 in all.
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(float *x, const float *y, float *z) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  for (int t = 0; t < 50; t++) x[i] = x[i] * 0.9f + 0.1f;\n"
+        "  for (int t = 0; t < 50; t++) z[i] = y[i] * 2.0f;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(101)
+    # the loads' addresses do not move: x and y are one element a thread
+    loads = {r.buffer: r.distinct for r in a.counts.accesses if r.kind == "load"}
+    assert loads["x"] == loads["y"] == a.threads
+
+
 def test_a_constant_the_host_sets_bounds_a_loop(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # c_iters = 40 through cudaMemcpyToSymbol before the launch: 40 trips of one FMA (80
     # FLOP a thread), not the 16 assumed for an unknown bound

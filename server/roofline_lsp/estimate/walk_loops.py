@@ -37,6 +37,7 @@ from roofline_lsp.syntax.expr import (
     identifiers,
     loop_header,
     reads_memory,
+    root_identifier,
     text,
     trips,
     unparenthesized,
@@ -128,6 +129,7 @@ class LoopWalker(CallWalker):
                     v.val = None if v.val is None else v.val + span / 2
         saved = self.cursor.w
         self.cursor.loops.append((dim, n, False))
+        self.cursor.loop_stores.append((dim, stored_buffers(body)))
         self.cursor.seen.append(set())
         self.cursor.w = saved * n
         self.cursor.scopes.append({})
@@ -148,6 +150,7 @@ class LoopWalker(CallWalker):
         self.cursor.scopes.pop()
         self.cursor.seen.pop()
         self.cursor.loops.pop()
+        self.cursor.loop_stores.pop()
         self.cursor.w = saved
         if final is not None:  # the counter's value after the loop is known too
             v = self.var(final[0])
@@ -382,6 +385,7 @@ class LoopWalker(CallWalker):
         saved = self.cursor.w
         saved_product, saved_tm = self.par.parallel_product, self.par.team_mult
         self.cursor.loops.append((dim, n, parallel))
+        self.cursor.loop_stores.append((dim, stored_buffers(node.child_by_field_name("body"))))
         self.cursor.w = saved * n
         saved_level = self.par.team_level
         if parallel:
@@ -446,6 +450,7 @@ class LoopWalker(CallWalker):
             self.cursor.unknown_depth -= unknown
         self.cursor.seen.pop()
         self.cursor.loops.pop()
+        self.cursor.loop_stores.pop()
         self.cursor.w = saved
         self.par.parallel_product, self.par.team_mult = saved_product, saved_tm
         self.par.team_level = saved_level
@@ -715,6 +720,12 @@ def assigned_names(body: Node) -> frozenset[str]:
     return _scan_body(body).assigned
 
 
+def stored_buffers(body: Node | None) -> frozenset[str]:
+    """The buffers ``body`` stores elements of (``x[i] = x[i] * a``: what it loads from them
+    changes from one trip to the next)."""
+    return _scan_body(body).stored if body is not None else frozenset()
+
+
 def named_calls(body: Node) -> tuple[Call, ...]:
     """The calls of a named function or macro anywhere in ``body``, each argument given
     when it is a name."""
@@ -728,9 +739,11 @@ Call = tuple[str, tuple[str | None, ...]]  # callee name, each argument if it is
 class _BodyScan:
     assigned: frozenset[str]
     calls: tuple[Call, ...]
+    stored: frozenset[str]  # buffers stored to through an element or a pointer (``x[i] = ...``)
 
 
 _SCAN_CACHE: dict[tuple[int, int, bytes], _BodyScan] = {}
+_ELEMENT_TARGETS = ("subscript_expression", "pointer_expression")
 
 
 def _scan_body(body: Node) -> _BodyScan:
@@ -744,19 +757,20 @@ def _scan_body(body: Node) -> _BodyScan:
     if hit is not None:
         return hit
     assigned: set[str] = set()
+    stored: set[str] = set()
     calls: list[Call] = []
     stack = [body]
     while stack:
         n = stack.pop()
         t = n.type
-        if t == "assignment_expression":
-            left = n.child_by_field_name("left")
-            if left is not None and left.type == "identifier":
-                assigned.add(text(left))
-        elif t == "update_expression":
-            arg = n.child_by_field_name("argument")
-            if arg is not None and arg.type == "identifier":
-                assigned.add(text(arg))
+        if t in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left" if t == "assignment_expression" else "argument")
+            if target is not None and target.type == "identifier":
+                assigned.add(text(target))
+            elif target is not None and target.type in _ELEMENT_TARGETS:
+                root = root_identifier(target)
+                if root:
+                    stored.add(root)
         elif t == "call_expression":
             fn = n.child_by_field_name("function")
             arglist = n.child_by_field_name("arguments")
@@ -772,12 +786,13 @@ def _scan_body(body: Node) -> _BodyScan:
             if inner is not None:
                 nested = _scan_body(inner)
                 assigned |= nested.assigned
+                stored |= nested.stored
                 calls.extend(nested.calls)
                 stack.extend(c for c in n.named_children if c != inner)
                 continue
         if t not in ("number_literal", "string_literal", "comment", "identifier"):
             stack.extend(n.named_children)
-    result = _BodyScan(frozenset(assigned), tuple(calls))
+    result = _BodyScan(frozenset(assigned), tuple(calls), frozenset(stored))
     if len(_SCAN_CACHE) > 20000:
         _SCAN_CACHE.clear()
     _SCAN_CACHE[key] = result

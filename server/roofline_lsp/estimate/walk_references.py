@@ -8,7 +8,15 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from roofline_lsp.estimate.memory import APART
-from roofline_lsp.estimate.value_domain import AXES, DATA, NOTHING, Val, host_constant, lane_slope
+from roofline_lsp.estimate.value_domain import (
+    AXES,
+    DATA,
+    NOTHING,
+    Val,
+    carried,
+    host_constant,
+    lane_slope,
+)
 from roofline_lsp.estimate.walk_branches import BranchWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
 from roofline_lsp.syntax.carith import TREE_DIALECT, parse_literal
@@ -146,7 +154,7 @@ class ReferenceWalker(BranchWalker):
             offset=offset,
             run=run,
         )
-        loaded_deps = deps | {DATA}
+        loaded_deps = deps | {DATA} | self.stored_in_loops(bname)
         if base.type == "identifier" and space in ("local", "shared"):
             held = self.var(text(base))
             if held is not None:
@@ -158,6 +166,14 @@ class ReferenceWalker(BranchWalker):
                 if host is not None:
                     return Val(elem_t, NOTHING, host)
         return Val(elem_t, loaded_deps, None, buffer if elem_t.pointer else None, space)
+
+    def stored_in_loops(self, name: str | None) -> frozenset[str]:
+        """The enclosing loops that store to buffer ``name``, as :func:`carried` marks: a
+        value loaded from it changes with them (``x[i] = x[i] * a + b`` computes anew each
+        trip), while its address, and so the elements it can reach, does not."""
+        if name is None:
+            return NOTHING
+        return frozenset(carried(d) for d, stored in self.cursor.loop_stores if name in stored)
 
     def host_value(self, name: str, key: str) -> float | None:
         """An offload region's read of host memory as the host code set it before the
@@ -354,7 +370,8 @@ class ReferenceWalker(BranchWalker):
             host = self.host_value(text(arg), f"{text(arg)}[0]")
             if host is not None:
                 return Val(t, NOTHING, host)
-        return Val(t, v.deps | {DATA}, None, buffer if t.pointer else None, space)
+        carried = self.stored_in_loops(text(arg)) if arg.type == "identifier" else NOTHING
+        return Val(t, v.deps | {DATA} | carried, None, buffer if t.pointer else None, space)
 
     def field(self, node: Node, kind: str) -> Val:
         arg = node.child_by_field_name("argument")

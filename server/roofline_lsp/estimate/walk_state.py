@@ -22,7 +22,7 @@ from tree_sitter import Node
 
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.thread_counts import Loop, Settings
-from roofline_lsp.estimate.value_domain import DATA, Val, Var
+from roofline_lsp.estimate.value_domain import DATA, Val, Var, carried
 from roofline_lsp.syntax.datatypes import PRECISION_OF_KIND, DataType, parse_type
 from roofline_lsp.syntax.declarations import StructTemplate, instance_fields
 from roofline_lsp.syntax.expr import NAME, text
@@ -170,6 +170,8 @@ class Cursor:
     scopes: list[dict[str, Var]] = field(default_factory=lambda: [{}])
     # loop stack: (dim id, trips, parallel)
     loops: list[tuple[str, float, bool]] = field(default_factory=list)
+    # ... and the buffers each stores elements of (their loads vary with the loop)
+    loop_stores: list[tuple[str, frozenset[str]]] = field(default_factory=list)
     seen: list[set[tuple[str, str, str]]] = field(default_factory=lambda: [set()])
     frames: list[Frame] = field(default_factory=lambda: [Frame()])
     call_stack: list[str] = field(default_factory=list)
@@ -376,7 +378,7 @@ class WalkerBase:
         for dim, t, parallel in reversed(self.cursor.loops):
             if parallel:
                 break
-            if dim in deps:
+            if dim in deps or carried(dim) in deps:
                 if dim in self.dimensions.unrolled_dims:
                     continue
                 break
