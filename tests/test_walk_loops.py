@@ -681,3 +681,30 @@ def test_a_constant_the_host_sets_bounds_a_loop(gpu, tmp_path: Path) -> None:  #
     (loop,) = a.counts.loops
     assert (loop.trips, loop.source) == (40, "argument")
     assert a.counts.flops["fp32"] == pytest.approx(80)
+
+
+def test_a_symbol_the_kernel_changes_is_not_the_host_s_value(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # d_count starts at 40 (copied from the host) but every thread adds to it with
+    # atomicAdd while others loop on it: the host's 40 is not its value in the kernel, so
+    # the loop keeps the unknown-bound default; c_len, never changed, gives its 8 trips
+    a = count(
+        gpu,
+        tmp_path,
+        "__device__ int d_count;\n"
+        "__constant__ int c_len;\n"
+        "__global__ void k(float *x) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  for (int j = 0; j < d_count; j++) x[i] += 1.0f;\n"
+        "  for (int j = 0; j < c_len; j++) x[i] *= 2.0f;\n"
+        "  atomicAdd(&d_count, 1);\n"
+        "}\n"
+        "int main() {\n"
+        "  int start = 40, len = 8;\n"
+        "  cudaMemcpyToSymbol(d_count, &start, sizeof(int));\n"
+        "  cudaMemcpyToSymbol(c_len, &len, sizeof(int));\n"
+        "  float *x; k<<<1024, 256>>>(x);\n"
+        "}\n",
+    )
+    sources = {lp.line: (lp.trips, lp.source) for lp in a.counts.loops}
+    assert sources[5][1] == "default"
+    assert sources[6] == (8, "argument")

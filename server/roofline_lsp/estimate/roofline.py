@@ -248,6 +248,12 @@ def analyze(
         "bz": float(grid[2]),
     }
     globals_: dict[str, Var] = {}
+    # the globals the kernel stores to or hands on by address (``atomicAdd(&count, 1)``)
+    changed = (
+        stored_names(kernel.body) | frozenset(_ADDRESS_TAKEN.findall(text(kernel.body)))
+        if kernel.body is not None
+        else frozenset()
+    )
     for g in decls.globals.values():
         t = parse_type(g.type_text.replace("[]", "*"), aliases)
         space = {"constant": "constant", "shared": "shared"}.get(g.space, "global")
@@ -260,8 +266,9 @@ def analyze(
             instantiate(globals_[g.name], g.type_text, structs, templates)
             continue
         globals_[g.name] = Var(t, buffer=g.name, space=space, arrdims=g.type_text.count("[]"))
-        if not t.pointer and "[]" not in g.type_text:
+        if not t.pointer and "[]" not in g.type_text and g.name not in changed:
             # a scalar the host sets before the launch (``cudaMemcpyToSymbol(c_n, &n, ...)``)
+            # and the kernel leaves alone
             globals_[g.name].val = ctx.get(g.name)
         if g.elements:
             ctx.extents.setdefault(g.name, g.elements)
@@ -515,6 +522,7 @@ def _line_instructions(
     return out
 
 
+_ADDRESS_TAKEN = re.compile(r"&\s*([A-Za-z_]\w*)")
 _TENSOR_OPS = re.compile(r"\b(?:mma_sync|load_matrix_sync|store_matrix_sync|wgmma)\b|\bmma\.sync\b")
 TENSOR_NOTE = "tensor-core (wmma/mma) loads, stores and multiply-adds are not counted"
 
