@@ -19,18 +19,16 @@ THREAD_DIMS = ("tx", "ty", "tz", "bx", "by", "bz")
 DATA = "?"  # dependence on loaded data (indirect indices)
 AXES = "xyz"
 NOTHING = frozenset[str]()
+COMPARISONS = frozenset({"<", ">", "<=", ">=", "==", "!="})
+THREAD_SET = frozenset(THREAD_DIMS)
+BLOCK_SET = frozenset(THREAD_DIMS[3:])  # the block (team) indices
+WARP_LANES = 32
 
 
 def carried(dim: str) -> str:
     """The mark of a value loaded from memory that loop ``dim`` stores to: it changes every
     trip (no hoisting out of the loop) at an address that does not (no new elements)."""
     return dim + "~"
-
-
-COMPARISONS = frozenset({"<", ">", "<=", ">=", "==", "!="})
-THREAD_SET = frozenset(THREAD_DIMS)
-BLOCK_SET = frozenset(THREAD_DIMS[3:])  # the block (team) indices
-WARP_LANES = 32
 
 
 class Var:
