@@ -1127,6 +1127,25 @@ def test_a_symbol_the_host_copies_a_variable_to_holds_its_value(tmp_path: Path) 
     assert (ctx.get("c_n"), ctx.get("c_m"), ctx.get("c_part")) == (5000, 7, None)
 
 
+def test_the_size_of_a_whole_array_is_its_elements(tmp_path: Path) -> None:
+    # sizeof(data) / sizeof(data[0]) of float data[] = {8 values}: 32 / 4 = 8 (a pointer's 8
+    # bytes gave 2); int lens[5]: 20 / 4 = 5; a pointer stays 8 bytes: 8 / 4 = 2
+    src = (
+        "__global__ void k(float *x, int nd, int nl, int np) { x[threadIdx.x] = nd; }\n"
+        "int main() {\n"
+        "  float data[] = {1, 2, 3, 4, 5, 6, 7, 8};\n"
+        "  int lens[5];\n"
+        "  float *p = data;\n"
+        "  const int nd = sizeof(data) / sizeof(data[0]);\n"
+        "  const int nl = sizeof(lens) / sizeof(int);\n"
+        "  const int np = sizeof(p) / sizeof(float);\n"
+        "  float *x; k<<<1, 32>>>(x, nd, nl, np);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"a.cu": src}, "a.cu")
+    assert (ctx.get("nd"), ctx.get("nl"), ctx.get("np")) == (8, 5, 2)
+
+
 def test_a_data_region_sizes_only_the_regions_inside_it(tmp_path: Path) -> None:
     # main maps b[0:n] with its n = 4096 * 4096 around the call; inside scale(), n is the
     # row length 4096. The region around the call must not size scale()'s b as 4096

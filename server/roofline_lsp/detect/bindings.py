@@ -224,11 +224,15 @@ def argv_of(args: str | None) -> list[str]:
 
 
 def substitute_host(
-    expr: str, argv: list[str], types: Mapping[str, str], sizes: Mapping[str, int] | None = None
+    expr: str,
+    argv: list[str],
+    types: Mapping[str, str],
+    sizes: Mapping[str, int] | None = None,
+    elements: Mapping[str, float] | None = None,
 ) -> str:
     """Replace ``atoi(argv[k])`` by the program argument, ``strcmp(argv[k], "r")`` by the sign
     of comparing it with the text, and ``sizeof(T)`` by its size (``sizes``: the program's
-    record types')."""
+    record types'; ``elements``: the element counts of its arrays, for ``sizeof(a)``)."""
     if "argv" in expr:
 
         def compared(m: re.Match[str]) -> str:
@@ -255,7 +259,7 @@ def substitute_host(
 
         expr = _ARGV_BARE.sub(bare, expr)
     if "sizeof" in expr:
-        expr = _SIZEOF.sub(lambda m: str(sizeof(m.group(1), types, sizes)), expr)
+        expr = _SIZEOF.sub(lambda m: str(sizeof(m.group(1), types, sizes, elements)), expr)
     if '"-' in expr:
         # a getter of an option with a default (``get_int_arg(&args, "--ne", 30)``): the
         # command line's ``--ne 40``, else the default
@@ -293,12 +297,22 @@ _ARGV_STRCMP = re.compile(
 )
 
 
-def sizeof(inner: str, types: Mapping[str, str], sizes: Mapping[str, int] | None = None) -> int:
+def sizeof(
+    inner: str,
+    types: Mapping[str, str],
+    sizes: Mapping[str, int] | None = None,
+    elements: Mapping[str, float] | None = None,
+) -> int:
+    """The bytes of ``sizeof(inner)``: a variable's type (a whole one-dimensional array of
+    known length, ``float data[] = {...}``, is its elements), else a type's size."""
     inner = inner.strip()
     name = re.sub(r"[\s*()]|\[.*?\]", "", inner)
     if name in types and not re.fullmatch(r"[\w:\s<>]*\*+\s*", inner):
         t = parse_type(types[name])
         deref = inner.count("*") + inner.count("[")
+        n = elements.get(name) if elements else None
+        if deref == 0 and types[name].count("[]") == 1 and n and math.isfinite(n):
+            return int(n) * t.size
         if t.pointer > deref:
             return 8
         return t.size
@@ -956,6 +970,8 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                 if v.type in ("argument_list", "initializer_list"):
                     inner = v.named_children
                     listed = array is not None and array.type == "array_declarator"
+                    if listed and size is None and v.type == "initializer_list":
+                        ctx.extents[name] = float(len(inner))  # ``float c[] = {1, 2, 3}``
                     if v.type == "initializer_list" and _aggregate(
                         ctx, fn, name, ty, v, argv, listed
                     ):
@@ -2051,7 +2067,7 @@ def _array_elements(decl: Node) -> str | None:
 
 
 def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:
-    v = ctx.eval_text(substitute_host(expr, argv, ctx.types, ctx.struct_sizes))
+    v = ctx.eval_text(substitute_host(expr, argv, ctx.types, ctx.struct_sizes, ctx.extents))
     return v if v is not None else math.nan
 
 
@@ -2073,7 +2089,7 @@ def _assign(ctx: HostContext, name: str, expr: str, argv: list[str]) -> None:
             expr = re.sub(
                 rf"(\(\s*|static_cast\s*<\s*){re.escape(param)}(\s*[)>])", rf"\g<1>{given}\2", expr
             )
-    expr = substitute_host(expr, argv, ctx.types, ctx.struct_sizes)
+    expr = substitute_host(expr, argv, ctx.types, ctx.struct_sizes, ctx.extents)
     prev = ctx.texts.get(name)
     qualified = _QUALIFIED.fullmatch(expr)
     if prev is not None and qualified is not None and qualified.group(1) == name:
@@ -2182,7 +2198,7 @@ def _allocation_sites(src: str) -> list[_Allocation]:
 def _record_alloc(ctx: HostContext, name: str, size: str, argv: list[str], bytes_: bool) -> None:
     if not NAME.fullmatch(name):
         return
-    v = ctx.eval_text(substitute_host(size, argv, ctx.types, ctx.struct_sizes))
+    v = ctx.eval_text(substitute_host(size, argv, ctx.types, ctx.struct_sizes, ctx.extents))
     if v is None or v <= 0:
         if name not in ctx.extents:
             ctx.extents[name] = math.nan
