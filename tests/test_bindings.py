@@ -1146,6 +1146,38 @@ def test_the_size_of_a_whole_array_is_its_elements(tmp_path: Path) -> None:
     assert (ctx.get("nd"), ctx.get("nl"), ctx.get("np")) == (8, 5, 2)
 
 
+def test_an_ifdef_in_a_host_loop_takes_the_default_build(tmp_path: Path) -> None:
+    # flip's shape: #ifdef EXAMPLE push_back(2) #else push_back(dim_size) #endif, 3 trips.
+    # Built without -DEXAMPLE the #else appends 64 each trip: n = 64^3 = 262144 (it was
+    # unknown: either branch might be built). A branch on a name the compiler defines
+    # (__CUDA_ARCH__) stays undecided: v's size is unknown
+    src = (
+        "#include <vector>\n"
+        "__global__ void k(float *x, long n, long m) { x[threadIdx.x] = n + m; }\n"
+        "int main() {\n"
+        "  const int dim_size = 64;\n"
+        "  std::vector<long> shape, v;\n"
+        "  for (int i = 0; i < 3; i++) {\n"
+        "#ifdef EXAMPLE\n"
+        "    shape.push_back(2);\n"
+        "#else\n"
+        "    shape.push_back(dim_size);\n"
+        "#endif\n"
+        "#ifdef __CUDA_ARCH__\n"
+        "    v.push_back(1);\n"
+        "#endif\n"
+        "  }\n"
+        "  long n = 1;\n"
+        "  for (int i = 0; i < 3; i++) n = n * shape[i];\n"
+        "  long m = v.size();\n"
+        "  float *x; k<<<1, 32>>>(x, n, m);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"f.cu": src}, "f.cu")
+    assert ctx.get("n") == 64**3
+    assert ctx.get("m") is None
+
+
 def test_a_data_region_sizes_only_the_regions_inside_it(tmp_path: Path) -> None:
     # main maps b[0:n] with its n = 4096 * 4096 around the call; inside scale(), n is the
     # row length 4096. The region around the call must not size scale()'s b as 4096

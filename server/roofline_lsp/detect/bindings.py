@@ -1141,6 +1141,8 @@ def _appended(
     node: Node, depth: int, fn: Node, ctx: HostContext, name: str, arg: Node, argv: list[str]
 ) -> None:
     size = ctx.value(f"{name}.size()")
+    if branch_taken(node, _default_build(fn), {}) is False:
+        return  # (``#ifdef EXAMPLE`` around it: not in the default build)
     if depth == 0:
         taken = _branch_taken(node, fn, ctx, argv)
         if taken is False:
@@ -1703,10 +1705,23 @@ def _counted_times(node: Node, fn: Node, ctx: HostContext) -> float | None:
 
 def _kept_branch(conditional: Node, part: Node, fn: Node) -> bool:
     """Whether ``part`` is on a branch of ``conditional``, an ``#if``, that the preprocessor
-    is known to keep."""
+    keeps in the default build (a name the file never defines is not defined: no ``-D``)."""
     if not conditional.type.startswith("preproc_"):
         return False
-    return branch_taken(part, file_defined(fn), {}) is True
+    return branch_taken(part, _default_build(fn), {}) is True
+
+
+def _default_build(fn: Node) -> Defined:
+    """``defined`` for the file holding ``fn`` built without ``-D`` flags: its own
+    ``#define``s, and no other name of the program's (``#ifdef EXAMPLE`` takes its
+    ``#else``); the compiler's own names (``__CUDACC__``, ``_OPENMP``) stay unknown."""
+    own = file_defined(fn)
+
+    def defined(name: str, at: int) -> bool | None:
+        d = own(name, at)
+        return d if d is not None or name.startswith("_") else False
+
+    return defined
 
 
 def _leaves_early(node: Node) -> bool:
