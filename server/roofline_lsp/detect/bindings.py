@@ -57,6 +57,7 @@ from roofline_lsp.syntax.conditionals import (
     Defined,
     active_text,
     branch_taken,
+    default_build,
     dropped,
     file_defined,
 )
@@ -1141,7 +1142,7 @@ def _appended(
     node: Node, depth: int, fn: Node, ctx: HostContext, name: str, arg: Node, argv: list[str]
 ) -> None:
     size = ctx.value(f"{name}.size()")
-    if branch_taken(node, _default_build(fn), {}) is False:
+    if branch_taken(node, default_build(fn), {}) is False:
         return  # (``#ifdef EXAMPLE`` around it: not in the default build)
     if depth == 0:
         taken = _branch_taken(node, fn, ctx, argv)
@@ -1708,20 +1709,7 @@ def _kept_branch(conditional: Node, part: Node, fn: Node) -> bool:
     keeps in the default build (a name the file never defines is not defined: no ``-D``)."""
     if not conditional.type.startswith("preproc_"):
         return False
-    return branch_taken(part, _default_build(fn), {}) is True
-
-
-def _default_build(fn: Node) -> Defined:
-    """``defined`` for the file holding ``fn`` built without ``-D`` flags: its own
-    ``#define``s, and no other name of the program's (``#ifdef EXAMPLE`` takes its
-    ``#else``); the compiler's own names (``__CUDACC__``, ``_OPENMP``) stay unknown."""
-    own = file_defined(fn)
-
-    def defined(name: str, at: int) -> bool | None:
-        d = own(name, at)
-        return d if d is not None or name.startswith("_") else False
-
-    return defined
+    return branch_taken(part, default_build(fn), {}) is True
 
 
 def _leaves_early(node: Node) -> bool:

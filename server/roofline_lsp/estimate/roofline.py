@@ -248,12 +248,7 @@ def analyze(
         "bz": float(grid[2]),
     }
     globals_: dict[str, Var] = {}
-    # the globals the kernel stores to or hands on by address (``atomicAdd(&count, 1)``)
-    changed = (
-        stored_names(kernel.body) | frozenset(_ADDRESS_TAKEN.findall(text(kernel.body)))
-        if kernel.body is not None
-        else frozenset()
-    )
+    host_set: dict[str, float] = {}  # scalars the host gave a value (``cudaMemcpyToSymbol``)
     for g in decls.globals.values():
         t = parse_type(g.type_text.replace("[]", "*"), aliases)
         space = {"constant": "constant", "shared": "shared"}.get(g.space, "global")
@@ -266,12 +261,22 @@ def analyze(
             instantiate(globals_[g.name], g.type_text, structs, templates)
             continue
         globals_[g.name] = Var(t, buffer=g.name, space=space, arrdims=g.type_text.count("[]"))
-        if not t.pointer and "[]" not in g.type_text and g.name not in changed:
-            # a scalar the host sets before the launch (``cudaMemcpyToSymbol(c_n, &n, ...)``)
-            # and the kernel leaves alone
-            globals_[g.name].val = ctx.get(g.name)
+        if not t.pointer and "[]" not in g.type_text and (v := ctx.get(g.name)) is not None:
+            host_set[g.name] = v
         if g.elements:
             ctx.extents.setdefault(g.name, g.elements)
+    if host_set:
+        # they hold it unless the kernel stores to them or hands them on by address
+        # (``atomicAdd(&count, 1)``)
+        body = kernel.body
+        changed = (
+            stored_names(body) | set(_ADDRESS_TAKEN.findall(text(body)))
+            if body is not None
+            else set()
+        )
+        for name, v in host_set.items():
+            if name not in changed:
+                globals_[name].val = v
     # the file's functions, then separately compiled device code in sibling files (-rdc)
     functions = FunctionTable(detection, exclude=kernel.name, read=view, macros=macros)
     counter = ThreadCounter(

@@ -145,6 +145,20 @@ def file_defined(node: Node) -> Defined:
     return defined
 
 
+def default_build(node: Node) -> Defined:
+    """``defined`` for the file holding ``node`` built without ``-D`` flags: its own
+    ``#define``s (:func:`file_defined`), and no other name of the program's (``#ifdef
+    EXAMPLE`` takes its ``#else``); the compiler's own names (``__CUDACC__``, ``_OPENMP``)
+    stay unknown."""
+    own = file_defined(node)
+
+    def defined(name: str, at: int) -> bool | None:
+        d = own(name, at)
+        return d if d is not None or name.startswith("_") else False
+
+    return defined
+
+
 def branch_parts(node: Node) -> list[Node]:
     """What a conditional's branch holds: its children other than the condition, the
     name and the alternative."""
