@@ -238,6 +238,17 @@ def test_a_thread_walking_its_own_row_moves_sectors_again(
     assert _buffer(a, "s") == pytest.approx((ROWS * 4, 0.0, ROWS * 4))
 
 
+def test_rows_a_block_walks_together_stay_in_l1(gpu: GpuProfile) -> None:
+    # the same rows, each read by the 8 warps of a 32 x 8 block (threadIdx.y): of the
+    # 104,448 threads running at once, 8 share each row, so their lines take 13,369,344 B
+    # / 8 = 1,671,168 B, which the SMs' L1 holds: each sector is used whole, the matrix
+    # moves once (512 MiB, not 2,690.5 MiB)
+    a = _run(gpu, "uncoalesced.cu", "row_sums_shared")
+    (m,) = [x for x in a.counts.accesses if x.buffer == "m"]
+    assert (m.lane_stride, m.sharers) == (COLS, 8.0)
+    assert _buffer(a, "m") == pytest.approx((MATRIX, MATRIX, 0.0))
+
+
 def test_the_same_walk_over_a_column_major_matrix_moves_it_once(gpu: GpuProfile) -> None:
     # m[j * ROWS + i]: consecutive threads read consecutive floats; 512 MiB, 5.3x less
     a = _run(gpu, "uncoalesced.cu", "row_sums_coalesced")

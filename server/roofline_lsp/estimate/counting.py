@@ -55,6 +55,7 @@ class ThreadCounter(StatementWalker):
                 r.offset,
                 r.run,
                 r.searched,
+                r.sharers,
             )
             for r in self.tally.accesses.values()
             if r.space != "localmem" or r.buffer.removeprefix("local:") in self.tally.local_dynamic

@@ -34,6 +34,9 @@ class Access:
     # the index is the probe of a binary search (``a[mid]``) over this many elements, in
     # this many levels (trips): each thread's search takes its own path down the levels
     searched: tuple[float, float] | None = None
+    # threads of a block whose index is the same (it does not depend on their ``threadIdx.y``
+    # with 32 of them: 32): a per-thread stream they walk together needs one cached line
+    sharers: float = 1.0
 
 
 # trip-count sources of a loop whose step is a run-time value (``i += blockDim.x *

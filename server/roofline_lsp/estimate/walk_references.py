@@ -353,9 +353,22 @@ class ReferenceWalker(BranchWalker):
                     (self.dimensions.searches[d] for d in deps if d in self.dimensions.searches),
                     default=None,
                 ),
+                self.sharers(deps),
             )
         else:
             rec.weight += w
+
+    def sharers(self, deps: frozenset[str]) -> float:
+        """Threads of a CUDA block an index does not tell apart: the product of the block's
+        dimensions it does not depend on (``inp[bt * C + i]`` with ``bt`` from threadIdx.x
+        in a 32 x 32 block: 32). Offload regions: 1 (their teams' threads are iterations)."""
+        if self.inputs.offload:
+            return 1.0
+        n = 1.0
+        for d in ("tx", "ty", "tz"):
+            if d not in deps:
+                n *= self.dimensions.dims.get(d, 1.0)
+        return n
 
     def deref(self, arg: Node, kind: str) -> Val:
         v = self.expr(arg)

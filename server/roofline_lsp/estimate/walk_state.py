@@ -67,6 +67,7 @@ class AccessRecord:
     run: float | None = None  # consecutive elements the index covers (``dense_run``)
     # (elements, levels) of the binary search whose probe the index is
     searched: tuple[float, float] | None = None
+    sharers: float = 1.0  # threads of a block with the same index (``Access.sharers``)
 
 
 # per-call costs of an inlined function: ops, accesses (key, record, weight), its value
