@@ -124,13 +124,13 @@ def estimate_traffic(
     code, which a launch after a cache flush reads from DRAM once)."""
     model = model or CacheModel()
     threads = max(counts.threads, 1.0)
-    # a thread walking its own row (``a[i * n + j]`` over j) comes back to a sector on its
-    # next iterations: it is still cached if the lines of the running threads fit in their
-    # SMs' L1, else in the share of them L2 holds
     running = min(threads, resident_threads) if resident_threads else threads
 
     def thrash(sharers: float) -> float:
-        # threads with the same index (``sharers``) walk one stream: one line for them all
+        # a thread walking its own row (``a[i * n + j]`` over j) comes back to a sector on
+        # its next iterations: it is still cached if the lines of the running threads fit in
+        # their SMs' L1, else in the share of them L2 holds; threads with the same index
+        # (``sharers``) walk one stream, one line for them all
         lines = running / max(sharers, 1.0) * model.line
         return 0.0 if lines <= l1_bytes else min(max(1.0 - l2_bytes / lines, 0.0), 1.0)
 

@@ -12,6 +12,7 @@ from roofline_lsp.estimate.value_domain import (
     AXES,
     DATA,
     NOTHING,
+    THREAD_DIMS,
     Val,
     carried,
     host_constant,
@@ -365,7 +366,7 @@ class ReferenceWalker(BranchWalker):
         if self.inputs.offload:
             return 1.0
         n = 1.0
-        for d in ("tx", "ty", "tz"):
+        for d in THREAD_DIMS[:3]:  # threadIdx.x, .y, .z
             if d not in deps:
                 n *= self.dimensions.dims.get(d, 1.0)
         return n
