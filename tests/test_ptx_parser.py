@@ -309,6 +309,27 @@ def test_hoisted_code_lies_outside_the_natural_loop() -> None:
     assert all(loop.holds(r.first) == loop.holds(r.last) for r in f.runs)
 
 
+# unrolled_rows.cu in the counting build (``-Xcicc -O1`` keeps even ``#pragma unroll`` loops).
+# What a complete unroll folds, per line of each loop's body, as (control, address arithmetic):
+# - the load loop's line 14: `shl i, 4` and its sign extension (2) are the counter's (each
+#   copy's is a constant); the two address chains (`cvt`'s sum with the row's offset, `shl 2`,
+#   the add to `src`: 3; the tile column `+ i*16`, `shl 2`, the add to the row's base: 3)
+#   end in a load's and a store's address: each copy's is `[base + imm]`;
+# - the tap loop's line 20: both pointer bumps, the counter and its exit test, all control (4);
+# - the store `dst[i * 16]` (line 22): the sign extension of `i << 4` (1), then 3 of address;
+# - the loop of no pragma at line 25: its pointer bump, counter and test (3), nothing else.
+def test_a_complete_unroll_folds_the_counter_and_the_address_arithmetic() -> None:
+    f = load("unrolled_rows.ptx").functions["_Z4rowsPfPKfi"]
+    folded = [{ln: n for (_, ln), n in loop.folded.items()} for loop in f.cfg_loops]
+    assert folded == [
+        {13: (2, 0), 14: (2, 6)},
+        {0: (1, 0), 17: (2, 0), 20: (1, 0), 22: (1, 3)},  # line 0: `i << 4`, on no line
+        {20: (4, 0)},
+        {25: (3, 0)},
+    ]
+    assert line(f.lines, "unrolled_rows.cu", 14)["int_ops"] == 8  # all of it folds
+
+
 def test_a_header_with_many_back_edges_is_one_loop_of_all_their_blocks() -> None:
     # $H, then 50 blocks each ending `@%p bra $H` (a back edge: $H dominates them all), then
     # the ret block: one natural loop of the 51 blocks before the ret

@@ -15,7 +15,7 @@ from roofline_lsp.compiler.instruction_mix import LineMix
 from roofline_lsp.compiler.kernel_ptx import CompiledCounts, KernelPtx, kernel_ptx
 from roofline_lsp.compiler.ptx_parser import parse_ptx
 from roofline_lsp.detect.kernels import detect
-from roofline_lsp.estimate.ptx_substitution import pick_instantiation
+from roofline_lsp.estimate.ptx_substitution import pick_instantiation, substitute
 from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
 from roofline_lsp.estimate.thread_counts import ThreadCounts
 from roofline_lsp.model.config import Config
@@ -655,3 +655,32 @@ def test_a_call_with_a_loop_whose_arguments_continue_keeps_its_statement_s_count
     inputs = Inputs(block=(128, 1, 1), grid=(64, 1, 1), values=(("n", 8192.0), ("m", 100.0)))
     comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
     assert comp.counts.flops["fp32"] == pytest.approx(203.0)
+
+
+# unrolled_rows.cu (16 x 4 blocks, pitch 3072): integer instructions of one thread, PTX counts.
+# The counting build keeps the `#pragma unroll` loops that the release build unrolls
+# completely; a complete unroll leaves no counter and makes every address `[base + imm]`
+# (tests/test_ptx_parser.py: what it folds line by line).
+#   line 14, the load loop's body (8 trips):  8 a trip in the counting PTX -> 0
+#   line 22, the store `dst[i * 16]` (8 trips): 4 a trip -> 0
+#   lines 8, 9, 10 (x, y, the offset): 2 + 2 + 3; line 17 before its loop: 2; line 20, the tap
+#   loop's start address on its line, 2 per entry x 8 entries: 16; line 25, the loop of no
+#   pragma, its start address: 3 (its control folds: 3 trips, unrolled); line 27 the store: 1
+# -> 29 a thread, where the counting build's lines say 29 + 8 x 8 + 4 x 8 = 125.
+# Without the pragmas the loops are unrolled for their small counts alone, which the release
+# build need not do: their counters fold (2 of line 14's 8, 1 of line 22's 4), their address
+# arithmetic stays: 29 + 6 x 8 + 3 x 8 = 101.
+def test_a_forced_unroll_folds_the_address_arithmetic_a_small_count_keeps_it() -> None:
+    k, det, module = kernel_of("unrolled_rows")
+    kp = kernel_ptx(module, k)
+    assert kp is not None
+    inputs = Inputs(block=(16, 4, 1), grid=(24, 768, 1), values=(("pitch", 3072.0),))
+    comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
+    assert comp.counts.lines[14][3] == 0 and comp.counts.lines[22][3] == 0
+    assert comp.counts.int_ops == pytest.approx(29.0)
+    src = analyze(k, det, GPU, inputs).counts
+    unforced = replace(src, loops=tuple(replace(lp, forced=False) for lp in src.loops))
+    counts = substitute(unforced, k, kp)
+    assert counts.lines[14][3] == pytest.approx(6 * 8)
+    assert counts.lines[22][3] == pytest.approx(3 * 8)
+    assert counts.int_ops == pytest.approx(101.0)

@@ -131,6 +131,9 @@ class KernelPtx:
     loop_bodies: tuple[frozenset[int], ...] = ()
     placed: Mapping[int, tuple[Placement, ...]] = field(default_factory=dict, compare=False)
     loop_functions: tuple[int, ...] = ()  # the function (index) each natural loop sits in
+    # per natural loop, the integer instructions of each kernel line in its body that
+    # unrolling it completely folds (``CfgLoop.folded``)
+    loop_folded: tuple[Mapping[int, tuple[int, int]], ...] = field(default=(), compare=False)
     others: tuple[KernelPtx, ...] = ()  # other instantiations of a template kernel
     # lines whose code conditional branches skip: the lines of those branches' conditions
     # (``PtxFunction.skipped_by``); a line the compiler if-converted (``selp``) is not here
@@ -400,6 +403,7 @@ def _kernel_ptx(
     placed: dict[int, dict[tuple[frozenset[int], int], LineMix]] = {}
     loop_bodies: list[frozenset[int]] = []
     loop_functions: list[int] = []
+    loop_folded: list[Mapping[int, tuple[int, int]]] = []
     fallback: set[int] = set()
     skipped: dict[int, set[int]] = {}
     for index, name in enumerate(order):
@@ -407,6 +411,7 @@ def _kernel_ptx(
         ids = range(len(loop_bodies), len(loop_bodies) + len(f.cfg_loops))
         loop_bodies += [frozenset(k[1] for k in lp.lines if in_span(k)) for lp in f.cfg_loops]
         loop_functions += [index] * len(f.cfg_loops)
+        loop_folded += [{k[1]: n for k, n in lp.folded.items() if in_span(k)} for lp in f.cfg_loops]
         here = _own_lines(f, in_span, ids)
         if here is None:
             return None
@@ -471,6 +476,7 @@ def _kernel_ptx(
             for ln, at in placed.items()
         },
         tuple(loop_functions),
+        loop_folded=tuple(loop_folded),
         skipped_by={ln: frozenset(c) for ln, c in skipped.items() if c},
     )
 

@@ -65,6 +65,9 @@ class CfgLoop:
 
     blocks: tuple[tuple[int, int], ...]  # first and last instruction of each block
     lines: frozenset[Key]
+    # per line of the body, the integer instructions (``int_ops`` weights) a complete unroll
+    # of the loop folds away (:func:`_unroll_folded`): (its control, its address arithmetic)
+    folded: Mapping[Key, tuple[int, int]] = field(default_factory=dict, compare=False)
 
     def holds(self, index: int) -> bool:
         return any(a <= index <= b for a, b in self.blocks)
@@ -438,12 +441,188 @@ def _build_function(
                     for j in range(cfg.blocks[b][0], cfg.blocks[b][1] + 1)
                     if (k := key(instrs[j].direct))[1] > 0
                 ),
+                _folded_lines(instrs, sparse, cfg, body, key),
             )
             for body in cfg.natural_loops()
         ),
         {k: frozenset(v) for k, v in steered.items()},
         {k: frozenset(v) for k, v in skipped_by.items() if v and k[1] > 0},
     )
+
+
+_INT_OPS = NUM_FIELDS.index("int_ops")
+_INT_TYPE_RE = re.compile(r"\.[bsu](?:8|16|32|64)\b")
+_IMMEDIATE_RE = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|\d+)U?|[A-Za-z_$][\w$]*")
+_AFFINE_OPS = frozenset({"add", "sub", "mul", "shl", "mad", "cvt", "mov"})
+# arithmetic whose result is a constant when its operands are, or a loop leaves unchanged
+# when it leaves them unchanged (no loads)
+_INVARIANT_OPS = _AFFINE_OPS | frozenset(
+    ("shr", "and", "or", "xor", "not", "min", "max", "cvta", "div", "rem")
+)
+
+
+def _steps(ins: _Instr, values: list[str], reg: str) -> bool:
+    """Whether ``ins`` (its source operands: ``values``) adds a constant to ``reg`` in place."""
+    return (
+        ins.opcode.split(".", 1)[0] in ("add", "sub")
+        and bool(_INT_TYPE_RE.search(ins.opcode))
+        and len(values) == 2
+        and values[0] == reg
+        and bool(_IMMEDIATE_RE.fullmatch(values[1]))
+    )
+
+
+def _resets(ins: _Instr, values: list[str]) -> bool:
+    """Whether ``ins`` (its source operands: ``values``) sets its register to a constant."""
+    return (
+        ins.opcode.startswith("mov")
+        and len(values) == 1
+        and bool(_IMMEDIATE_RE.fullmatch(values[0]))
+    )
+
+
+def _operands(text: str) -> list[str]:
+    """The comma-separated operands of an instruction (braces and brackets kept whole)."""
+    out: list[str] = []
+    depth = 0
+    cur = ""
+    for ch in text:
+        if ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def _unroll_folded(instrs: list[_Instr], body: list[int]) -> tuple[set[int], set[int]]:
+    """The instructions of a loop body (indices, in program order) that unrolling the loop
+    completely leaves no trace of, as NVVM's and LLVM's full unroll of a constant-count loop
+    does, in two groups. Its control: the induction variables' updates (a register whose one
+    update in the loop adds a constant to itself; an inner loop's counter, reset to a
+    constant on each entry, too), values computed from them and constants alone (each
+    copy's is a constant) and the tests on those. Its address arithmetic: code the loop does
+    not change (computed from values set before it), and affine arithmetic ``base + c * i``
+    whose every use is a memory operand's address or more such arithmetic (each copy's
+    address is ``[base + imm]``). A value used otherwise (a bound check, a stored index)
+    keeps its instruction."""
+    defs: dict[str, list[int]] = {}
+    parsed: dict[int, tuple[str, list[str], list[str]]] = {}  # dest, value operands, addresses
+    for j in body:
+        ins = instrs[j]
+        ops = _operands(ins.operands)
+        base = ins.opcode.split(".", 1)[0]
+        dest = ""
+        if ops and base not in _NO_DEST and _REG_RE.fullmatch(ops[0]):
+            dest, ops = ops[0], ops[1:]
+            defs.setdefault(dest, []).append(j)
+        values = [o for o in ops if not o.startswith("[")]
+        addresses = [r for o in ops if o.startswith("[") for r in _REG_RE.findall(o)]
+        parsed[j] = (dest, values, addresses)
+    pure: dict[str, bool] = {}  # affine registers: True when built from constants and IVs only
+    control: set[int] = set()  # the induction variables' updates
+    for reg, where in defs.items():
+        steps = [j for j in where if _steps(instrs[j], parsed[j][1], reg)]
+        resets = [j for j in where if _resets(instrs[j], parsed[j][1])]
+        if len(steps) == 1 and len(steps) + len(resets) == len(where):
+            pure[reg] = True
+            control.update(where)
+    hoisted: set[str] = set()  # computed in the loop from values that do not change in it
+
+    def kind(op: str) -> str:
+        if op in pure:
+            return "pure" if pure[op] else "affine"
+        if op.startswith("%"):  # a register, or a special one (``%tid.x``)
+            return "invariant" if op not in defs or op in hoisted else "other"
+        return "constant" if _IMMEDIATE_RE.fullmatch(op) else "other"
+
+    affine: set[int] = set()
+    for j in body:
+        dest, values, _ = parsed[j]
+        ins = instrs[j]
+        base = ins.opcode.split(".", 1)[0]
+        if not dest or j in control or len(defs[dest]) != 1:
+            continue
+        kinds = [kind(v) for v in values]
+        if base in _INVARIANT_OPS and kinds and set(kinds) <= {"invariant", "constant"}:
+            hoisted.add(dest)
+            affine.add(j)
+            continue
+        if base in _INVARIANT_OPS and kinds and set(kinds) <= {"pure", "constant"}:
+            pure[dest] = True  # a constant in each copy (``(i << 4) | 1``)
+            affine.add(j)
+            continue
+        if (
+            base not in _AFFINE_OPS
+            or not _INT_TYPE_RE.search(ins.opcode)
+            or "other" in kinds
+            or not ({"pure", "affine"} & set(kinds))
+        ):
+            continue
+        if base in ("mul", "shl"):
+            ok = sorted(kinds) in (["constant", "pure"], ["affine", "constant"])
+            if base == "shl":
+                ok = kinds[1] == "constant"
+        elif base == "mad":
+            scaled = kinds[:2]
+            ok = len(kinds) == 3 and (
+                "constant" in scaled or not ({"pure", "affine"} & set(scaled))
+            )
+        else:
+            ok = base in ("add", "sub") or len(kinds) == 1
+        if ok:
+            pure[dest] = all(k in ("pure", "constant") for k in kinds)
+            affine.add(j)
+    addressing: set[int] = set()
+    uses: dict[str, list[int]] = {}
+    for j in body:
+        _, values, addresses = parsed[j]
+        for r in {*values, *addresses}:
+            uses.setdefault(r, []).append(j)
+    for j in body:
+        dest, values, _ = parsed[j]
+        if j in affine:
+            if pure.get(dest):
+                control.add(j)
+            elif dest in hoisted or all(
+                k in affine or dest in parsed[k][2] and dest not in parsed[k][1]
+                for k in uses.get(dest, ())
+            ):
+                addressing.add(j)
+        elif (
+            instrs[j].opcode.startswith("setp")
+            and values
+            and all(kind(v) in ("pure", "constant") for v in values[-2:])
+        ):
+            control.add(j)  # the exit test
+    return control, addressing
+
+
+def _folded_lines(
+    instrs: list[_Instr],
+    sparse: list[tuple[tuple[int, int], ...]],
+    cfg: _Cfg,
+    body: set[int],
+    key: Callable[[tuple[int, int]], Key],
+) -> dict[Key, tuple[int, int]]:
+    """The integer instructions (``int_ops`` weights) per line of a natural loop (``body``:
+    its blocks) that unrolling it completely folds (:func:`_unroll_folded`)."""
+    order = [j for b in sorted(body) for j in range(cfg.blocks[b][0], cfg.blocks[b][1] + 1)]
+    out: dict[Key, tuple[int, int]] = {}
+    for part, group in enumerate(_unroll_folded(instrs, order)):
+        for j in group:
+            n = sum(v for i, v in sparse[j] if i == _INT_OPS)
+            if n:
+                k = key(instrs[j].direct)
+                old = out.get(k, (0, 0))
+                out[k] = (old[0] + n, old[1]) if part == 0 else (old[0], old[1] + n)
+    return out
 
 
 _ARM_BUDGET = 200_000  # block memberships ``_Cfg.arms`` records in one function, at most

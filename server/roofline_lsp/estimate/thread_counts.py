@@ -61,6 +61,7 @@ class Loop:
     # in a device function or macro inlined into the kernel: its lines are the callee's
     # (of another file, or a macro's text), its work is booked on the call's line
     inlined: bool = False
+    forced: bool = False  # ``#pragma unroll`` asks for all of it
 
 
 @dataclass(frozen=True)

@@ -330,6 +330,7 @@ class LoopWalker(CallWalker):
                 names,
                 data,
                 self.cursor.line_base is not None,
+                unrolled and unroll is not None,
             )
         )
         if unrolled:
