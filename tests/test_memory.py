@@ -216,3 +216,20 @@ def test_differently_indexed_accesses_add_up_to_the_allocation_when_it_is_known(
     # the same four in a larger allocation: 16 MiB, not the allocation
     larger = estimate_traffic(counts(2**20, *quarters), {"d": 64.0 * 2**20}, L2, MODEL)
     assert larger.bytes_loaded == pytest.approx(16 * 2**20)
+
+
+def test_same_index_accesses_add_up_to_what_the_widest_of_them_reaches() -> None:
+    # convolutionSeparable's rows kernel: every thread reads src[i * 16] in its main loop
+    # (2^20 threads x 8 trips: the whole 8M-float image, 32 MiB) and twice more behind the
+    # halo guards (a thread in eight: 1M distinct each). One index, one footprint: the
+    # image's 32 MiB. The halo loads reach less, which must not cap the sum below what the
+    # main loop reads alone (it did: 4 MiB, the last one's reach)
+    n = 2**20
+    src = [
+        Access("src", "global", 4, "load", w, d, 1, offset=("+i * 16", 0.0))
+        for w, d in ((8.0, 8.0 * n), (1.0, n / 8), (1.0, n / 8))
+    ]
+    m = estimate_traffic(counts(n, *src), {}, L2, MODEL)
+    assert m.footprint == pytest.approx(32 * 2**20)
+    (buf,) = m.buffers
+    assert buf.loaded == pytest.approx(32 * 2**20)

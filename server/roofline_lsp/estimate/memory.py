@@ -399,8 +399,9 @@ def _tiles(parts: list[tuple[float, tuple[str, float] | None, float, float | Non
         if off is None:
             out.append(f)
         else:
-            had, _ = same.get(off, (0.0, reach))
-            same[off] = (min(had + f, reach), reach)
+            had, most = same.get(off, (0.0, reach))
+            most = max(most, reach)  # what the widest of them reaches
+            same[off] = (min(had + f, most), most)
             if run is not None:
                 runs[off[0]] = min(runs.get(off[0], run), run)
     groups: dict[str, list[tuple[float, float]]] = {}
