@@ -205,6 +205,15 @@ def test_a_dynamically_indexed_array_is_in_local_memory(gpu: GpuProfile) -> None
     assert "of them per-thread arrays in local memory" in term_text(memory)
     b = _run(gpu, "local_arrays.cu", "registers")
     assert b.memory.local_bytes == 0
+    # tile<8, 8>: acc[m * TN + n] over m < TM, n < TN, both template parameters, is indexed
+    # by the counters of two 8-trip loops the compiler unrolls: registers, no traffic (it
+    # was taken for local memory: 64 trips x 64 elements loaded and stored, a thread)
+    c = _run(gpu, "local_arrays.cu", "tile")
+    assert [(lp.trips, lp.source, lp.unrolled) for lp in c.counts.loops[1:3]] == [
+        (8, "constant", True),
+        (8, "constant", True),
+    ]
+    assert c.memory.local_bytes == 0
 
 
 # RTX 3080: 68 SMs x 1536 resident threads = 104,448 threads run at once; their lines

@@ -592,6 +592,8 @@ class LoopWalker(CallWalker):
         for nm in names:
             if nm in self.inputs.constants or nm in self.inputs.aliases:
                 continue
+            if nm in self.inputs.template_names:
+                continue  # ``template <int TM>``: a compile-time constant (unrolled, registers)
             v = self.var(nm)
             if v is not None and v.group is not None:
                 # a cooperative group's size: a tile's (at most a warp) is a template
