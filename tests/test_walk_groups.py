@@ -97,3 +97,30 @@ def test_rows_indexed_by_the_tile_index(gpu, tmp_path: Path) -> None:  # type: i
     (load,) = [x for x in a.counts.accesses if x.buffer == "in"]
     assert load.weight == pytest.approx(32.0, abs=0.6)
     assert load.distinct == pytest.approx(256 * 1024, rel=0.01)
+
+
+def test_a_group_s_coordinates_are_the_built_ins(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    src = (
+        "#include <cooperative_groups.h>\n"
+        "namespace cg = cooperative_groups;\n"
+        "__global__ void sum(const int *in, int *out, int n) {\n"
+        "  cg::thread_block block = cg::this_thread_block();\n"
+        "  int v = 0;\n"
+        "  for (int i = block.group_index().x * block.size() + block.thread_rank(); i < n;\n"
+        "       i += block.size() * gridDim.x)\n"
+        "    v += in[i];\n"
+        "  out[block.group_index().x * block.dim_threads().x + block.thread_index().x] = v;\n"
+        "}\n"
+        "int main() { int *in, *out; sum<<<1024, 256>>>(in, out, 1 << 26); }\n"
+    )
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(1024, 1, 1))
+    # block.group_index().x is blockIdx.x: a grid-stride loop over 2^26 elements by the
+    # 262,144 threads, 256 trips a thread; read once, 256 MiB (it was a value read from
+    # memory: 16 trips by default, and a 16 kB working set)
+    (lp,) = a.counts.loops
+    assert (lp.trips, lp.source) == (pytest.approx(256.0), "grid-stride")
+    reads = next(b for b in a.memory.buffers if b.buffer == "in")
+    assert reads.footprint == pytest.approx(4 * 2**26)
+    # the store's index is the thread's global index: one element each, 1 MiB
+    writes = next(b for b in a.memory.buffers if b.buffer == "out")
+    assert writes.footprint == pytest.approx(4 * 1024 * 256)

@@ -269,6 +269,11 @@ class LaneAnalysis:
             name = call_name(node)
             if name.startswith("__shfl") or name.startswith("atomic") or name == "clock":
                 return VARYING
+            method = name.rsplit(".", 1)[-1] if "." in name else ""
+            if method == "thread_rank":  # a cooperative group's rank: the lane's index
+                return LANE1
+            if method.startswith("shfl") or method == "thread_index":
+                return VARYING
             args = node.child_by_field_name("arguments")
             kinds = [self.of(a) for a in (args.named_children if args else [])]
             if all(k.uniform for k in kinds):

@@ -24,6 +24,13 @@ WARP = 32.0
 _TILE_TYPE = re.compile(r"\bthread_block_tile\s*<\s*([^,>]+)")
 _SIZE_METHODS = frozenset({"size", "num_threads"})
 _RANK_METHODS = frozenset({"thread_rank"})
+_BLOCK_BUILTINS = {
+    "group_index": "blockIdx",
+    "thread_index": "threadIdx",
+    "dim_threads": "blockDim",
+    "group_dim": "blockDim",
+}
+_GRID_BUILTINS = {"block_index": "blockIdx", "dim_blocks": "gridDim"}
 
 
 class GroupWalker(ExpressionWalker):
@@ -134,6 +141,34 @@ class GroupWalker(ExpressionWalker):
             for v in vals:
                 deps = deps | v.deps
             return Val(vals[0].type if vals else UNKNOWN, deps)
+        return None
+
+    def field(self, node: Node, kind: str) -> Val:
+        """``block.group_index().x`` is ``blockIdx.x`` (:meth:`group_builtin`)."""
+        arg = node.child_by_field_name("argument")
+        if arg is not None and arg.type == "call_expression":
+            an = self.group_builtin(arg)
+            if an is not None:
+                return self.builtin(an, text(node.child_by_field_name("field")))
+        return super().field(node, kind)
+
+    def group_builtin(self, call: Node) -> str | None:
+        """The built-in a group's coordinate call stands for (``block.group_index()``:
+        ``blockIdx``, ``thread_index()``: ``threadIdx``, ``dim_threads()``/``group_dim()``:
+        ``blockDim``; a grid's ``block_index()``: ``blockIdx``, ``dim_blocks()``:
+        ``gridDim``), or None."""
+        fn = call.child_by_field_name("function")
+        if fn is None or fn.type != "field_expression":
+            return None
+        obj = fn.child_by_field_name("argument")
+        g = self.group_of(obj) if obj is not None else None
+        if g is None:
+            return None
+        name = text(fn.child_by_field_name("field"))
+        if g == self.group_threads("block"):
+            return _BLOCK_BUILTINS.get(name)
+        if g == self.group_threads("grid"):
+            return _GRID_BUILTINS.get(name)
         return None
 
     def rank_in(self, g: float) -> Val:
