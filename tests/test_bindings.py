@@ -1016,6 +1016,28 @@ def test_a_launch_through_a_function_pointer_launches_what_it_points_to(tmp_path
         assert ctx.launch is not None and ctx.grid == (32, 1, 1), kern.name
 
 
+def test_a_kernel_passed_to_a_launch_helper_gets_the_helper_s_launch(tmp_path: Path) -> None:
+    # `template <typename K, typename... Args> void launch1d(K kernel, int n, Args... args)`
+    # launching `kernel<<<(n + 255) / 256, 256>>>(args...)`, called as launch1d(scale, n, x,
+    # n) with n = 1 << 26 in main: scale's launch is the helper's, 262,144 blocks of 256,
+    # n bound through the call although the pack takes more arguments than the helper names
+    # (no launch was found: 1M threads assumed)
+    src = (
+        "__global__ void scale(float *x, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) x[i] *= 2.0f;\n"
+        "}\n"
+        "template <typename K, typename... Args>\n"
+        "void launch1d(K kernel, int n, Args... args) {\n"
+        "  kernel<<<(n + 255) / 256, 256>>>(args...);\n"
+        "}\n"
+        "int main() { int n = 1 << 26; float *x; launch1d(scale, n, x, n); }\n"
+    )
+    ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu")
+    assert ctx.launch is not None and ctx.launch.kernel == "scale"
+    assert (ctx.grid, ctx.block) == ((262144, 1, 1), (256, 1, 1))
+
+
 def test_a_global_the_caller_sets_before_the_call_is_known_in_the_callee(tmp_path: Path) -> None:
     # `num_sms` is 0 at file scope and set in main from the device before run() launches
     # with it: on a 108-SM GPU, 2 * 108 blocks. A global main sets only after the call

@@ -354,6 +354,15 @@ def _parameters(fn: Node) -> list[Node]:
     ]
 
 
+def _variadic(fn: Node) -> bool:
+    """Whether a function definition ends in a parameter pack or C's ``...``."""
+    d = function_declarator(fn)
+    plist = d.child_by_field_name("parameters") if d is not None else None
+    return plist is not None and any(
+        p.type in ("variadic_parameter_declaration", "variadic_parameter") for p in plist.children
+    )
+
+
 def function_params(fn: Node) -> list[tuple[str, str]]:
     """(type text, name) of each parameter of a function definition."""
     out = []
@@ -2357,7 +2366,7 @@ def _bind_callers(
             continue
         args_node = call.child_by_field_name("arguments")
         args = [text(a) for a in (args_node.named_children if args_node else [])]
-        if len(args) > len(params):
+        if len(args) > len(params) and not _variadic(fn):
             continue
         sub, start = _caller_scope(
             caller, call.start_byte, detection, ctx, argv, depth + 1, view, looked

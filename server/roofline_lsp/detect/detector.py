@@ -705,13 +705,15 @@ class Detector:
 
     def pointed_kernels(self, call: Node, name: str) -> list[str]:
         """The kernels a launch through a function pointer may run: ``kernel = &copy;``
-        (or ``= copy``, or its initializer) in the function around ``kernel<<<...>>>``."""
+        (or ``= copy``, or its initializer) in the function around ``kernel<<<...>>>``, or
+        the kernels the function's callers pass as that parameter (``template <typename K>
+        void launch(K kernel, int n, ...)`` called as ``launch(poly, n, x)``)."""
         if name in self.functions or any(k.name == name for k in self.kernels):
             return []
         fn = enclosing_function(call)
         if fn is None:
             return []
-        out: list[str] = []
+        out: list[str] = self.passed_kernels(fn, name)
         for kind, left_field, right_field in (
             ("assignment_expression", "left", "right"),
             ("init_declarator", "declarator", "value"),
@@ -725,6 +727,38 @@ class Detector:
                     right = right.child_by_field_name("argument")
                 target = kernel_ref(text(right)) if right is not None else ""
                 if target and target != name and target not in out:
+                    out.append(target)
+        return out
+
+    def passed_kernels(self, fn: Node, name: str) -> list[str]:
+        """The kernels the calls of ``fn`` in this file pass as its parameter ``name``."""
+        d = function_declarator(fn)
+        plist = d.child_by_field_name("parameters") if d is not None else None
+        params = [
+            declared_name(p.child_by_field_name("declarator"))
+            for p in (plist.named_children if plist is not None else [])
+            if p.type in ("parameter_declaration", "optional_parameter_declaration")
+        ]
+        callee = d.child_by_field_name("declarator") if d is not None else None
+        if name not in params or callee is None:
+            return []
+        at = params.index(name)
+        fname = unqualified_name(text(callee))
+        kernels = {k.name for k in self.kernels}
+        out: list[str] = []
+        for c in descendants_of_type(self.tree.root_node, "call_expression", stop=1 << 62):
+            f = c.child_by_field_name("function")
+            if f is None or f.type == "field_expression":
+                continue
+            if f.type == "template_function":
+                f = f.child_by_field_name("name") or f
+            if unqualified_name(text(f)) != fname:
+                continue
+            a = c.child_by_field_name("arguments")
+            args = [x for x in (a.named_children if a is not None else []) if x.type != "comment"]
+            if at < len(args):
+                target = kernel_ref(text(args[at]))
+                if target in kernels and target not in out:
                     out.append(target)
         return out
 
