@@ -69,7 +69,10 @@ def test_a_device_memcpy_moves_its_element(gpu: GpuProfile) -> None:
         ("map_variable", 1.0, "Halve::operator()"),  # Op deduced from the host's `Halve h`
         ("map_named", 1.0, "Square::operator()"),  # Op()(in[i]) with Op = Square (first launch)
         ("map_function", 2.0, "cube"),  # F(in[i]) with F = cube: x * x * x
-        ("map_lambda", 2.0, "lambda f (line 40)"),  # in[j] * in[j] + 1.0f: one FMA
+        ("map_lambda", 2.0, "lambda f (line 41)"),  # in[j] * in[j] + 1.0f: one FMA
+        # f(i) with the launch's `[=] __device__(int i) { b[i] = a[i] * a[i] + 1.0f; }`: the
+        # FMA, and main's a and b as what it captures (it was not followed: no bytes at all)
+        ("map_passed", 2.0, "lambda f (the launch's)"),
     ],
 )
 def test_callables_are_followed(gpu: GpuProfile, kernel: str, fp32: float, callee: str) -> None:

@@ -48,7 +48,7 @@ from roofline_lsp.detect.pragmas import (
 )
 from roofline_lsp.detect.program import FunctionTable, included_body, units_including
 from roofline_lsp.detect.textscan import HIP_INDEX_MACROS
-from roofline_lsp.detect.treewalk import kernel_function
+from roofline_lsp.detect.treewalk import descendants_of_type, kernel_function
 from roofline_lsp.estimate.counting import ThreadCounter
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
@@ -66,8 +66,9 @@ from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
 from roofline_lsp.syntax.datatypes import DataType, named_like, parse_type, scalar_name, type_name
 from roofline_lsp.syntax.declarations import Declarations, declarations, member_aliases
-from roofline_lsp.syntax.expr import declared_name, stored_names, text
+from roofline_lsp.syntax.expr import declared_name, identifiers, stored_names, text
 from roofline_lsp.syntax.hints import parse_assignments, parse_hints
+from roofline_lsp.syntax.parsing import parse
 from roofline_lsp.syntax.sources import LOCAL_INCLUDE, SourceReader, SourceView, source_view
 
 
@@ -296,6 +297,7 @@ def analyze(
         include=lambda rel, including: included_body(rel, including, view),
         file=detection.file,
     )
+    passed = _passed_lambdas(kernel, ctx.launch.args if ctx.launch else ())
     counter.inputs = replace(
         counter.inputs,
         template_names=_template_names(kernel),
@@ -314,6 +316,13 @@ def analyze(
             if (t := parse_type(type_text, aliases)).is_float and not t.pointer
         },
         extents=ctx.extents,
+        passed_lambdas=passed,
+        captured_types={
+            nm: ctx.types[nm]
+            for lam in passed.values()
+            for nm in identifiers(lam)
+            if nm in ctx.types
+        },
     )
     body = kernel.body
     if offload:
@@ -716,7 +725,9 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
         if not re.fullmatch(r"[A-Za-z_]\w*", t):
             continue
         m = re.match(r"\s*([A-Za-z_][\w:]*)\s*(?:<[^(){}]*>)?\s*[({]", arg)
-        if m is not None and not stars:
+        if arg.lstrip().startswith("[") and not stars:
+            out.setdefault(t, "lambda")  # a closure type (``_passed_lambdas`` runs it)
+        elif m is not None and not stars:
             out.setdefault(t, m.group(1))
         elif arg.strip() in ctx.types:
             # `const T *x` given `d_a` declared `double *d_a` (or `T *d_a` in a function
@@ -803,6 +814,21 @@ def _literal_constants(fn: Node | None) -> frozenset[str]:
 # by function node: the offload regions of one long ``main`` share it
 _LITERAL_CONSTANTS: OrderedDict[int, tuple[Node, frozenset[str]]] = OrderedDict()
 _NUMBER = re.compile(r"[-+]?\s*(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fFlL]?")
+
+
+def _passed_lambdas(kernel: Kernel, args: tuple[str, ...]) -> dict[str, Node]:
+    """The kernel's parameters the launch passes a lambda for, each with the lambda parsed
+    from the launch's argument text."""
+    out: dict[str, Node] = {}
+    params = function_params(kernel.node) if kernel.node is not None else []
+    for (_, pname), arg in zip(params, args, strict=False):
+        if pname and arg.lstrip().startswith("["):
+            plain = re.sub(r"\b__(?:device|host)__\b", "", arg)  # (not in the grammar's lambdas)
+            tree = parse(f"auto __passed = {plain};".encode())
+            found = descendants_of_type(tree.root_node, "lambda_expression", 1 << 62)
+            if found:
+                out[pname] = found[0]
+    return out
 
 
 def _template_names(kernel: Kernel) -> frozenset[str]:

@@ -403,6 +403,9 @@ class CallWalker(GroupWalker):
         or, for a callable parameter of a template type the launch does not name, the only
         ``operator()`` the file defines."""
         if fn.type == "identifier":
+            passed = self.inputs.passed_lambdas.get(short)
+            if passed is not None and self.var(short) is not None:
+                return f"lambda {short} (the launch's)", passed
             lam = _lambda_named(short, node, self.inlining.lambdas)
             if lam is not None:
                 # named by its line too: two lambdas may share a name in one kernel
@@ -550,6 +553,13 @@ class CallWalker(GroupWalker):
             if not pt.pointer:  # ``Param<float> p``: the instance's field types
                 instantiate(scope[pname], ptype, self.inputs.structs, self.inputs.struct_templates)
         self.bind_groups(params, args, vals, scope)
+        if closure and any(fnode is lam for lam in self.inputs.passed_lambdas.values()):
+            # what a lambda the launch passes captures: the host's names, its buffers
+            for nm, ty in self.inputs.captured_types.items():
+                t = self.type_of(ty)
+                buffer = nm if t.pointer else None
+                space = "global" if t.pointer else None
+                scope.setdefault(nm, Var(t, NOTHING, self.inputs.lookup_host(nm), space, buffer))
         if receiver is not None:
             for member, var in self.members_of(fnode, *receiver).items():
                 scope.setdefault(member, var)

@@ -110,6 +110,12 @@ class WalkInputs:
     constant_types: Mapping[str, DataType] = field(default_factory=dict)
     # elements the host allocated or mapped per buffer (``cudaMalloc(&d_a, n * 4)``: n)
     extents: Mapping[str, float] = field(default_factory=dict)
+    # a kernel's callable parameters the launch passes a lambda for (``for_each<<<g,
+    # b>>>(n, [=] __device__(int i) { y[i] = a * x[i]; })``): the lambda, parsed from the
+    # launch's text; what it captures reads as the host's names
+    passed_lambdas: Mapping[str, Node] = field(default_factory=dict)
+    # the host's declared types of the names those lambdas use (``float *a``)
+    captured_types: Mapping[str, str] = field(default_factory=dict)
 
 
 def instantiate(
