@@ -394,3 +394,8 @@ def test_texture_fetches_and_surface_writes_move_their_elements(gpu: GpuProfile)
     assert _buffer(a, "dst")[2] == pytest.approx(4 * MIB)
     b = _run(gpu, "textures.cu", "legacy")
     assert _buffer(b, "refTex")[:2] == pytest.approx((8 * MIB, 8 * MIB))
+    # box: tex2D<float>(src, x + dx, y + dy) over dx, dy in [-2, 2] reaches the texels of
+    # x in [-2, 1025] by y in [-2, 1025]: 1028^2 x 4 B = 4.03 MiB, read once; each of the
+    # 25 fetches was taken for texels of its own (100 MiB)
+    c = _run(gpu, "textures.cu", "box")
+    assert _buffer(c, "src")[:2] == pytest.approx((1028**2 * 4, 1028**2 * 4))

@@ -6,6 +6,7 @@ after a few full walks) and expanded macros.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -105,7 +106,12 @@ class CallWalker(GroupWalker):
             elem = self.type_of(m.group(1)) if m else FLOAT
         size = elem.size if elem.kind != "unknown" else 4
         kind = "store" if write else "load"
-        self.record(text(obj), "global", size, kind, deps, short[:4])
+        # the texels the coordinates reach: the product of their ranges (a 5 x 5 blur's
+        # x + dx, y + dy read the image once, not 25 times)
+        spans = [v.rng[1] - v.rng[0] + 1 for v in vals[2 if write else 1 :] if v.rng is not None]
+        coords = len(vals) - (2 if write else 1)
+        interval = (0.0, math.prod(spans) - 1) if spans and len(spans) == coords else None
+        self.record(text(obj), "global", size, kind, deps, short[:4], interval)
         return Val(VOID, deps) if write else Val(elem, deps | {DATA})
 
     def call(self, node: Node, kind: str = "load") -> Val:
