@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from roofline_lsp.detect.kernels import detect
-from roofline_lsp.detect.treewalk import effect_function, kernel_function, text_function
+from roofline_lsp.detect.treewalk import (
+    effect_function,
+    is_variadic,
+    kernel_function,
+    parameter_declarations,
+    text_function,
+)
 from roofline_lsp.syntax.cexpr import evaluate, run_for_effects
 from roofline_lsp.syntax.parsing import parse
 
@@ -117,3 +123,31 @@ def test_functions_returning_references_are_functions_of_the_file() -> None:
     )
     det = detect(src.encode(), "refs.cu")
     assert {"at", "x", "first"} <= set(det.functions)
+
+
+@pytest.mark.parametrize(
+    ("signature", "names", "variadic"),
+    [
+        ("void f(int n, float *x)", ["n", "x"], False),
+        (
+            "template <typename K, typename... Args> void f(K k, int n, Args... args)",
+            ["k", "n"],
+            True,
+        ),
+        ("int f(const char *fmt, ...)", ["fmt"], True),
+    ],
+)
+def test_parameters_and_a_pack(signature: str, names: list[str], variadic: bool) -> None:
+    # the named parameters, a trailing pack or C's `...` apart
+    root = parse(f"{signature} {{}}".encode()).root_node
+    fn = next(
+        n for n in root.named_children if n.type in ("function_definition", "template_declaration")
+    )
+    if fn.type == "template_declaration":
+        fn = next(c for c in fn.named_children if c.type == "function_definition")
+    got = [
+        p.child_by_field_name("declarator").text.decode().lstrip("*")
+        for p in parameter_declarations(fn)
+    ]
+    assert got == names
+    assert is_variadic(fn) is variadic

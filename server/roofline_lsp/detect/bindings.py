@@ -39,6 +39,8 @@ from roofline_lsp.detect.treewalk import (
     effect_function,
     enclosing_function,
     function_declarator,
+    is_variadic,
+    parameter_declarations,
     pointee_name,
     qualified_declarator_name,
     text_functions,
@@ -343,30 +345,10 @@ def function_name(fn: Node) -> str:
     return text(name).rsplit("::", 1)[-1]
 
 
-def _parameters(fn: Node) -> list[Node]:
-    """The parameter declarations of a function definition."""
-    d = function_declarator(fn)
-    plist = d.child_by_field_name("parameters") if d is not None else None
-    return [
-        p
-        for p in (plist.named_children if plist is not None else [])
-        if p.type in ("parameter_declaration", "optional_parameter_declaration")
-    ]
-
-
-def _variadic(fn: Node) -> bool:
-    """Whether a function definition ends in a parameter pack or C's ``...``."""
-    d = function_declarator(fn)
-    plist = d.child_by_field_name("parameters") if d is not None else None
-    return plist is not None and any(
-        p.type in ("variadic_parameter_declaration", "variadic_parameter") for p in plist.children
-    )
-
-
 def function_params(fn: Node) -> list[tuple[str, str]]:
     """(type text, name) of each parameter of a function definition."""
     out = []
-    for p in _parameters(fn):
+    for p in parameter_declarations(fn):
         decl = p.child_by_field_name("declarator")
         name = declared_name(decl)
         full = text(p)
@@ -382,7 +364,7 @@ def array_reference_sizes(fn: Node) -> dict[int, str]:
     (&items)[N]``), by parameter position: a call deduces a template parameter ``N`` from
     its argument's length."""
     out: dict[int, str] = {}
-    for i, p in enumerate(_parameters(fn)):
+    for i, p in enumerate(parameter_declarations(fn)):
         decl = p.child_by_field_name("declarator")
         size = decl.child_by_field_name("size") if decl is not None else None
         inner = decl.child_by_field_name("declarator") if decl is not None else None
@@ -1639,7 +1621,7 @@ _DEFINITION_SCOPES = frozenset(
 def _reference_params(fn: Node) -> set[str]:
     """The parameters of ``fn`` passed by non-const reference (``int &n``)."""
     out: set[str] = set()
-    for p in _parameters(fn):
+    for p in parameter_declarations(fn):
         decl = p.child_by_field_name("declarator")
         if decl is not None and decl.type == "reference_declarator" and "const" not in text(p):
             out.add(declared_name(decl))
@@ -2366,7 +2348,7 @@ def _bind_callers(
             continue
         args_node = call.child_by_field_name("arguments")
         args = [text(a) for a in (args_node.named_children if args_node else [])]
-        if len(args) > len(params) and not _variadic(fn):
+        if len(args) > len(params) and not is_variadic(fn):
             continue
         sub, start = _caller_scope(
             caller, call.start_byte, detection, ctx, argv, depth + 1, view, looked
@@ -2898,7 +2880,7 @@ def _deduced_from_call(
     args_node = call.child_by_field_name("arguments")
     args = args_node.named_children if args_node is not None else []
     out: dict[str, str] = {}
-    for pnode, arg in zip(_parameters(fn), args, strict=False):
+    for pnode, arg in zip(parameter_declarations(fn), args, strict=False):
         found = (
             _declaration_of(caller, text(arg), call.start_byte)
             if arg.type == "identifier"
@@ -2946,7 +2928,7 @@ def _declaration_of(fn: Node, name: str, stop: int) -> tuple[str, Node] | None:
     """The type text and declarator a parameter or a declaration before byte ``stop`` of
     function ``fn`` gives ``name`` (``double v[NP][NP][2]``: ``double``, ``v[NP][NP][2]``)."""
     found: tuple[str, Node] | None = None
-    for p in _parameters(fn):
+    for p in parameter_declarations(fn):
         d = p.child_by_field_name("declarator")
         if d is not None and declared_name(d) == name:
             found = text(p.child_by_field_name("type")), d

@@ -33,6 +33,7 @@ from roofline_lsp.detect.treewalk import (
     function_qualifiers,
     inside_error,
     local_values,
+    parameter_declarations,
     qualified_declarator_name,
     start_line,
     text_functions,
@@ -732,13 +733,10 @@ class Detector:
 
     def passed_kernels(self, fn: Node, name: str) -> list[str]:
         """The kernels the calls of ``fn`` in this file pass as its parameter ``name``."""
-        d = function_declarator(fn)
-        plist = d.child_by_field_name("parameters") if d is not None else None
         params = [
-            declared_name(p.child_by_field_name("declarator"))
-            for p in (plist.named_children if plist is not None else [])
-            if p.type in ("parameter_declaration", "optional_parameter_declaration")
+            declared_name(p.child_by_field_name("declarator")) for p in parameter_declarations(fn)
         ]
+        d = function_declarator(fn)
         callee = d.child_by_field_name("declarator") if d is not None else None
         if name not in params or callee is None:
             return []

@@ -47,6 +47,27 @@ def function_declarator(fn: Node) -> Node | None:
     return d
 
 
+def parameter_declarations(fn: Node) -> list[Node]:
+    """The parameter declarations of a function definition (a pack or ``...`` left out)."""
+    d = function_declarator(fn)
+    plist = d.child_by_field_name("parameters") if d is not None else None
+    return [
+        p
+        for p in (plist.named_children if plist is not None else [])
+        if p.type in ("parameter_declaration", "optional_parameter_declaration")
+    ]
+
+
+def is_variadic(fn: Node) -> bool:
+    """Whether a function definition ends in a parameter pack or C's ``...``."""
+    d = function_declarator(fn)
+    plist = d.child_by_field_name("parameters") if d is not None else None
+    return plist is not None and any(
+        p.type in ("variadic_parameter_declaration", "variadic_parameter", "...")
+        for p in plist.children
+    )
+
+
 def unqualified_name(name: str) -> str:
     return name.rsplit("::", 1)[-1]
 
