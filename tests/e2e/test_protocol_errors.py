@@ -38,7 +38,8 @@ class Raw:
         self.answers: queue.Queue[dict[str, Any]] = queue.Queue()
         self.stderr: list[str] = []
         threading.Thread(target=self._out, daemon=True).start()
-        threading.Thread(target=self._err, daemon=True).start()
+        self._err_reader = threading.Thread(target=self._err, daemon=True)
+        self._err_reader.start()
 
     def _out(self) -> None:
         out = self.proc.stdout
@@ -100,11 +101,15 @@ class Raw:
         return self.answer(rid)
 
     def close(self) -> int:
+        """Shut the server down; its stderr is read to the end when this returns (the log
+        line of a request answered earlier may still be in the pipe until then)."""
         if self.proc.poll() is None:
             self.request("end", "shutdown")
             self.answer("end")
             self.send({"jsonrpc": "2.0", "method": "exit"})
-        return self.proc.wait(WAIT_S)
+        code = self.proc.wait(WAIT_S)
+        self._err_reader.join(WAIT_S)
+        return code
 
     def tracebacks(self) -> int:
         return sum("Traceback" in line for line in self.stderr)
@@ -203,8 +208,8 @@ def test_body_that_is_not_json_is_logged_and_skipped(server: Raw) -> None:
     server.initialize()
     server.raw(b"Content-Length: 9\r\n\r\n{not json")
     assert "result" in server.ping(1)
-    assert sum("not JSON" in line for line in server.stderr) == 1
     assert server.close() == 0
+    assert sum("not JSON" in line for line in server.stderr) == 1
     assert server.tracebacks() == 0
 
 
