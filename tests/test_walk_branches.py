@@ -25,6 +25,22 @@ def test_branch_probabilities(gpu, tmp_path: Path) -> None:  # type: ignore[no-u
     assert a.counts.flops["fp32"] == pytest.approx(64 / 256 + 1 / 256 + 0.5 + 1.0)
 
 
+def test_a_one_bit_test_is_true_for_half_the_threads(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a bitonic step's direction, `(i & k) == 0` with i the global index (1024 blocks of 256)
+    # and k = 2048: i & k is 0 or 2048, each for half the threads (it was read as spread
+    # over 0..2048: 1 / 2049 of them); a mask of two bits, `(i & 3) == 0`, 1 / 4 (its values
+    # do fill 0..3)
+    src = (
+        "__global__ void k(float *x, int k) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if ((i & k) == 0) x[i] += 1.0f;\n"
+        "  if ((i & 3) == 0) x[i] -= 1.0f;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH, values=(("k", 2048.0),))
+    assert a.counts.flops["fp32"] == pytest.approx(0.5 + 0.25)
+
+
 def test_a_branch_on_a_variable_holding_a_test_takes_the_test(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # knn's `int cond1 = (begin + t < w); ... if (cond2 && cond1)`: the flags hold t < 64
     # (64 / 256 of the threads) and t % 2 == 0 (1 / 2): one FP32 add on 64 / 256 x 1 / 2 of

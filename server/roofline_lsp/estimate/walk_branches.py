@@ -70,6 +70,10 @@ class BranchWalker(WalkerBase):
             if bop == "||":
                 pa, pb = self.probability(left), self.probability(right)
                 return 1 - (1 - pa) * (1 - pb)
+            if bop in ("==", "!=") and left is not None and right is not None:
+                bit = self.bit_test(left, right)
+                if bit is not None:
+                    return bit if bop == "==" else 1.0 - bit
             if bop in COMPARISONS and left is not None and right is not None:
                 if bop in ("<", "<=", ">", ">="):
                     self.infer_size(left, right)
@@ -83,6 +87,30 @@ class BranchWalker(WalkerBase):
         if cv.val is not None and not cv.deps:
             return 1.0 if cv.val else 0.0
         return self.inputs.settings.default_branch
+
+    def bit_test(self, left: Node, right: Node) -> float | None:
+        """``(i & k) == 0`` (or ``== k``) with ``k`` one bit and ``i`` varying from thread to
+        thread or trip to trip: a bitonic sort's direction, true for half of them (the
+        values ``i & k`` takes are 0 and k, not the range between). None: not this form."""
+        for masked, other in ((left, right), (right, left)):
+            node = masked
+            while node.type == "parenthesized_expression" and node.named_children:
+                node = node.named_children[-1]
+            op = node.child_by_field_name("operator") if node.type == "binary_expression" else None
+            a = node.child_by_field_name("left")
+            b = node.child_by_field_name("right")
+            if op is None or op.type != "&" or a is None or b is None:
+                continue
+            va, vb = self.expr_quiet(a), self.expr_quiet(b)
+            if vb.deps and not va.deps:
+                va, vb = vb, va
+            if not va.deps or vb.deps or vb.val is None:
+                continue
+            k = int(vb.val)
+            vo = self.expr_quiet(other)
+            if k > 0 and k & (k - 1) == 0 and not vo.deps and vo.val in (0, k):
+                return 0.5
+        return None
 
     def expanded_condition(self, call: Node) -> tuple[str, Node] | None:
         """The macro and the expression a function-like macro call in a condition expands
