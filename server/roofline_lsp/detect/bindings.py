@@ -35,6 +35,7 @@ from roofline_lsp.detect.program import (
     units_mentioning,
 )
 from roofline_lsp.detect.treewalk import (
+    call_sites,
     descendants_of_type,
     effect_function,
     enclosing_function,
@@ -2231,29 +2232,6 @@ def _bracket_end(src: str, start: int) -> int | None:
     return None
 
 
-def _call_sites(
-    detection: Detection, root: Node, name: str, within: Node | None = None
-) -> list[Node]:
-    """Calls of function ``name`` in the file (found textually, confirmed on the tree), or
-    in the node ``within``."""
-    src = detection.source
-    start, end = (within.start_byte, within.end_byte) if within is not None else (0, len(src))
-    calls: list[Node] = []
-    pat = rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\("
-    for m in re.compile(pat).finditer(src, start, end):
-        node = root.descendant_for_byte_range(m.start(), m.start() + len(name))
-        while node is not None and node.type not in ("call_expression", "function_declarator"):
-            if node.type in ("compound_statement", "translation_unit", "declaration"):
-                node = None
-                break
-            node = node.parent
-        if node is not None and node.type == "call_expression":
-            calls.append(node)
-        if len(calls) >= 8:
-            break
-    return calls
-
-
 def _passed_calls(detection: Detection, root: Node, name: str) -> list[Node]:
     """Calls of function ``name`` made through a parameter it is passed as: in
     ``run(x, n, step)``, where ``run`` calls its parameter ``op(x, n)``, that call."""
@@ -2274,7 +2252,7 @@ def _passed_calls(detection: Detection, root: Node, name: str) -> list[Node]:
         d = _definition(root, text(fn))
         params = function_params(d) if d is not None else []
         if d is not None and pos < len(params) and params[pos][1]:
-            out += _call_sites(detection, root, params[pos][1], d.child_by_field_name("body"))
+            out += call_sites(detection.source, root, params[pos][1], d.child_by_field_name("body"))
         if len(out) >= 8:
             break
     return out
@@ -2330,7 +2308,7 @@ def _bind_callers(
         return
     params = function_params(fn)
     units = [Unit(detection.file, detection, _root(fn))]
-    calls = _call_sites(detection, units[0].root, name)
+    calls = call_sites(detection.source, units[0].root, name)
     calls = [c for c in calls if enclosing_function(c) not in (None, fn)]
     if not calls:
         calls = _passed_calls(detection, units[0].root, name)
@@ -2338,7 +2316,9 @@ def _bind_callers(
         pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(")
         looked.append(detection.file)
         for u in units_mentioning(detection.file, pat, view):
-            calls = [c for c in _call_sites(u.detection, u.root, name) if enclosing_function(c)]
+            calls = [
+                c for c in call_sites(u.detection.source, u.root, name) if enclosing_function(c)
+            ]
             if calls:
                 detection = u.detection
                 break
@@ -2772,12 +2752,12 @@ def _instantiation(
     if not params:
         return {}
     name = function_name(fn)
-    calls = in_file = _call_sites(detection, _root(fn), name) if name else []
+    calls = in_file = call_sites(detection.source, _root(fn), name) if name else []
     site_detection = detection
     if name and not any(_explicit_args(c) for c in calls):
         pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*<[^;(){}]*>\s*\(")
         for u in units_mentioning(detection.file, pat, view):
-            calls = _call_sites(u.detection, u.root, name)
+            calls = call_sites(u.detection.source, u.root, name)
             if any(_explicit_args(c) for c in calls):
                 site_detection = u.detection
                 break
@@ -2820,7 +2800,7 @@ def _template_values(
     name = function_name(fn)
     if not values or not name:
         return
-    found = [(detection, _call_sites(detection, _root(fn), name))]
+    found = [(detection, call_sites(detection.source, _root(fn), name))]
     found += _sibling_calls(detection, name, view)
     calls = {
         text(c).replace(" ", "")
@@ -2843,7 +2823,7 @@ def _sibling_calls(
     ``detection``, by file."""
     pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(")
     return [
-        (u.detection, _call_sites(u.detection, u.root, name))
+        (u.detection, call_sites(u.detection.source, u.root, name))
         for u in units_mentioning(detection.file, pat, view)
     ]
 

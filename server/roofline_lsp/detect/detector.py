@@ -26,6 +26,7 @@ from roofline_lsp.detect.textscan import (
 )
 from roofline_lsp.detect.treewalk import (
     argument_array,
+    call_sites,
     called_names,
     descendants_of_type,
     enclosing_function,
@@ -744,14 +745,10 @@ class Detector:
         fname = unqualified_name(text(callee))
         kernels = {k.name for k in self.kernels}
         out: list[str] = []
-        for c in descendants_of_type(self.tree.root_node, "call_expression", stop=1 << 62):
+        for c in call_sites(self.source, self.tree.root_node, fname, limit=1 << 30):
             f = c.child_by_field_name("function")
-            if f is None or f.type == "field_expression":
-                continue
-            if f.type == "template_function":
-                f = f.child_by_field_name("name") or f
-            if unqualified_name(text(f)) != fname:
-                continue
+            if f is not None and f.type == "field_expression":
+                continue  # ``obj.launch(...)``: another function of the name
             a = c.child_by_field_name("arguments")
             args = [x for x in (a.named_children if a is not None else []) if x.type != "comment"]
             if at < len(args):

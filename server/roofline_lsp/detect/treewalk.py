@@ -68,6 +68,28 @@ def is_variadic(fn: Node) -> bool:
     )
 
 
+def call_sites(
+    source: bytes, root: Node, name: str, within: Node | None = None, limit: int = 8
+) -> list[Node]:
+    """Calls of function ``name`` in a file (``source``, parsed as ``root``; found textually,
+    confirmed on the tree), or in the node ``within``; the first ``limit``."""
+    start, end = (within.start_byte, within.end_byte) if within is not None else (0, len(source))
+    calls: list[Node] = []
+    pat = rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\("
+    for m in re.compile(pat).finditer(source, start, end):
+        node = root.descendant_for_byte_range(m.start(), m.start() + len(name))
+        while node is not None and node.type not in ("call_expression", "function_declarator"):
+            if node.type in ("compound_statement", "translation_unit", "declaration"):
+                node = None
+                break
+            node = node.parent
+        if node is not None and node.type == "call_expression":
+            calls.append(node)
+        if len(calls) >= limit:
+            break
+    return calls
+
+
 def unqualified_name(name: str) -> str:
     return name.rsplit("::", 1)[-1]
 

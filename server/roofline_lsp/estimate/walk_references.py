@@ -384,8 +384,8 @@ class ReferenceWalker(BranchWalker):
             host = self.host_value(text(arg), f"{text(arg)}[0]")
             if host is not None:
                 return Val(t, NOTHING, host)
-        carried = self.stored_in_loops(text(arg)) if arg.type == "identifier" else NOTHING
-        return Val(t, v.deps | {DATA} | carried, None, buffer if t.pointer else None, space)
+        moved = self.stored_in_loops(text(arg)) if arg.type == "identifier" else NOTHING
+        return Val(t, v.deps | {DATA} | moved, None, buffer if t.pointer else None, space)
 
     def field(self, node: Node, kind: str) -> Val:
         arg = node.child_by_field_name("argument")
