@@ -64,7 +64,13 @@ def test_measured_totals_from_a_dataset_row() -> None:
     row = {
         "grid": [4, 2, 1],
         "block": [128, 1, 1],
-        "measured": {"sp_flop": 10.0, "dp_flop": 0.0, "int_ops": 7, "traffic_bytes": 64.0},
+        "measured": {
+            "sp_flop": 10.0,
+            "dp_flop": 0.0,
+            "int_ops": 7,
+            "traffic_bytes": 64.0,
+            "time_ns": 2500,
+        },
     }
     assert measured_totals(row) == {
         "fp32": 10.0,
@@ -72,6 +78,7 @@ def test_measured_totals_from_a_dataset_row() -> None:
         "int": 7.0,
         "dram_bytes": 64.0,
         "threads": 4 * 2 * 128.0,
+        "seconds": pytest.approx(2.5e-6),
     }
     bad = {"grid": [4, 0, 1], "block": "x", "measured": {"sp_flop": "1", "int_ops": True}}
     assert set(measured_totals(bad).values()) == {None}
@@ -121,8 +128,10 @@ def test_saxpy_row_against_hand_derived_totals(tmp_path: Path) -> None:
         "id": "p/saxpy", "file": "p/a.cu", "line": 4, "label": "bandwidth", "language": "cuda",
         "block": [256, 1, 1], "grid": [65536, 1, 1],
         # as ncu would count it: one FFMA (2 FLOP) per thread; 12 B per thread (x and y read,
-        # y written); the measured bytes here are 3x that, the integer ops are not measured
-        "measured": {"sp_flop": 2.0 * threads, "dp_flop": 0.0, "traffic_bytes": 36.0 * threads},
+        # y written); the measured bytes here are 3x that, the integer ops are not measured;
+        # 300 us measured
+        "measured": {"sp_flop": 2.0 * threads, "dp_flop": 0.0, "traffic_bytes": 36.0 * threads,
+                     "time_ns": 300000},
     }  # fmt: skip
     (tmp_path / "kernels.jsonl").write_text(json.dumps(row) + "\n")
     result, _ = run_dataset(Workspace(Config(gpu="rtx3080", counts="source")), str(tmp_path))
@@ -134,6 +143,11 @@ def test_saxpy_row_against_hand_derived_totals(tmp_path: Path) -> None:
     assert est is not None and 12.0 * threads <= est <= 12.5 * threads
     assert pairs["threads"] == Pair(float(threads), float(threads))
     assert pairs["int"].measured is None
+    # the launch moves its DRAM bytes at the RTX 3080's 760.3 GB/s: 12 B x 16.8 M threads
+    # (201 MB) take 265 us, within 2x of the 300 us measured
+    assert pairs["seconds"].measured == pytest.approx(3e-4)
+    t = pairs["seconds"].estimated
+    assert t is not None and 12.0 * threads / 760.3e9 <= t <= 12.5 * threads / 760.3e9
     s = attribution_summary(result.rows)
     assert set(s) == set(COMPONENTS)
     assert s["fp32"]["within_2x"] == 1.0 and s["fp64"]["measured_zero"] == 1

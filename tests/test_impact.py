@@ -177,15 +177,15 @@ ATOMIC = b"""__global__ void k(const float *x, float *total)
 
 def test_same_address_atomics_serialize_beside_the_roofline() -> None:
     # 1e6 threads, 8 DRAM bytes each: 1e6 * 8 / 1e11 = 8e-5 s on the roofline; 1e6 updates
-    # of one address at one per 1 GHz clock: 1e-3 s. After a warp reduction 1e-3/32 =
-    # 3.1e-5 s < 8e-5 s: 1e-3 / 8e-5 = 12.5x
+    # of one address at one per 3.2 clocks of 1 GHz: 3.2e-3 s. After a warp reduction
+    # 3.2e-3/32 = 1e-4 s > 8e-5 s: 3.2e-3 / 1e-4 = 32x
     counts = Counts({"fp32": 1.0}, 2.0, 4.0, 4.0, threads=1e6, line_runs={3: 1.0})
     a = _one(_advise(ATOMIC, counts, "bandwidth"), "RL005")
-    assert a.gain is not None and a.gain.speedup == 12.5
-    assert "one update of an address per clock" in a.message
-    # 100 threads of 1000 fp32 each: roofline 100 * 1e-9 = 1e-7 s, serial 100 / 1e9 = 1e-7 s,
-    # after max(1e-7, 3.1e-9) = 1e-7 s: 1.0x, a hint
-    small = Counts({"fp32": 1000.0}, 2.0, 4.0, 4.0, threads=100.0, line_runs={3: 1.0})
+    assert a.gain is not None and a.gain.speedup == 32.0
+    assert "one update of an address every 3.2 clocks" in a.message
+    # 100 threads of 4000 fp32 each: roofline 100 * 4e-9 = 4e-7 s, serial 100 * 3.2 / 1e9 =
+    # 3.2e-7 s, after max(4e-7, 1e-8) = 4e-7 s: 1.0x, a hint
+    small = Counts({"fp32": 4000.0}, 2.0, 4.0, 4.0, threads=100.0, line_runs={3: 1.0})
     b = _one(_advise(ATOMIC, small, "bandwidth"), "RL005")
     assert b.gain is not None and b.gain.speedup == 1.0 and b.severity == "hint"
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from roofline_lsp.estimate.launch_time import display_bytes, launch_time
+from roofline_lsp.estimate.launch_time import contended_updates, display_bytes, launch_time
+from roofline_lsp.estimate.thread_counts import Access
 from roofline_lsp.model.gpus import load_registry
 
 CYCLES = 32.0
@@ -63,6 +64,49 @@ def test_waves_of_resident_threads_add_up(rtx) -> None:  # type: ignore[no-untyp
     two = _time(rtx, {"int": 1e4 * 104449}, 0.0, 104449.0).seconds
     assert one == pytest.approx(1e4 * 32.5 / 1.44e9)
     assert two == pytest.approx(2 * one)
+
+
+def test_few_blocks_have_the_peak_of_the_sms_they_occupy(rtx) -> None:  # type: ignore[no-untyped-def]
+    # 8 blocks of 256 threads, 3.9168e9 FP64 FLOP: the FP64 roof of all 68 SMs takes 10 ms,
+    # of the 8 SMs the blocks run on 10 ms x 68 / 8 = 85 ms (the latency, 956 k FMAs a thread
+    # of 48 cycles, 31.9 ms, is shorter); 68 blocks or more have the whole GPU
+    fp64 = {"fp64": 3.9168e9}
+    t = launch_time(fp64, 0.0, 2048.0, rtx, dependent_cycles=CYCLES, threads_per_sm=PER_SM,
+                    blocks=8)  # fmt: skip
+    assert t.limit == "throughput" and t.seconds == pytest.approx(0.01 * 68 / 8)
+    t = launch_time(fp64, 0.0, 68 * 256.0, rtx, dependent_cycles=CYCLES, threads_per_sm=PER_SM,
+                    blocks=68)  # fmt: skip
+    assert t.seconds == pytest.approx(0.01)
+
+
+def test_updates_of_one_address_take_their_turn(rtx) -> None:  # type: ignore[no-untyped-def]
+    # 2^20 threads adding to one float sum, 3.2 cycles an update at 1.44 GHz: 2.33 ms, where
+    # their 4 MB of DRAM take 5.5 us
+    t = launch_time({"int": 2.0**21}, 4.2e6, 2.0**20, rtx, dependent_cycles=CYCLES,
+                    threads_per_sm=PER_SM, contended=2.0**20, atomic_cycles=3.2)  # fmt: skip
+    assert t.limit == "contention"
+    assert t.seconds == pytest.approx(2**20 * 3.2 / 1.44e9)
+
+
+def _atomic(index: str, distinct: float, **kw) -> Access:  # type: ignore[no-untyped-def]
+    return Access("s", "global", 4, "atomic", 1.0, distinct, 3, index, **kw)
+
+
+def test_contended_updates_per_address() -> None:
+    threads = 1e6
+    # ``atomicAdd(&s[0], x)`` and ``atomicMax(&s[0], x)``: 2 M updates of one address
+    # (integers a warp combines: 2 M / 32); a histogram's 256 bins get 1 M / 256 each
+    assert contended_updates([_atomic("0", 1.0), _atomic("0", 1.0)], threads) == 2e6
+    combined = _atomic("0", 1.0, combined=True)
+    assert contended_updates([combined], threads) == pytest.approx(1e6 / 32)
+    assert contended_updates([_atomic("bin", 256.0)], threads) == pytest.approx(1e6 / 256)
+    # updates under a branch on loaded data (``if (v != expected) atomicAdd(&errors, 1)``)
+    # rest on a guessed share: not charged; an unknown index, a store, shared memory: none
+    assert contended_updates([_atomic("0", 1.0, guessed=1.0)], threads) == 0.0
+    assert contended_updates([_atomic("k", None)], threads) == 0.0  # type: ignore[arg-type]
+    store = Access("s", "global", 4, "store", 1.0, 1.0, 3, "0")
+    shared = Access("s", "shared", 4, "atomic", 1.0, 1.0, 3, "0")
+    assert contended_updates([store, shared], threads) == 0.0
 
 
 @pytest.mark.parametrize(

@@ -896,6 +896,27 @@ def test_sizeof_a_struct_in_host_code_is_its_declared_size(gpu, tmp_path: Path) 
     assert src.footprint == pytest.approx(2**20)
 
 
+def test_updates_of_one_counter_run_one_after_another(gpu) -> None:  # type: ignore[no-untyped-def]
+    # count_all<<<524288, 256>>>: 2^27 threads, each 2 (prologue) + 1 (the address) + 1 (the
+    # atomicInc) = 4 integer ops and one update of the same counter. An increment that wraps
+    # is not combined per warp: 2^27 updates of one address at 3.2 cycles, 1.44 GHz:
+    # 298.3 ms, 17.9 refreshes: 18 frames of 20 MB (360 MB) while it runs, beside its own
+    # 4102 B (the 4096-byte floor, the counter read and half its write). int AI =
+    # 2^27 x 4 / (360e6 + 4102) = 1.49 < 16.485: bandwidth-bound. The H100 drives no display:
+    # its int AI is 2^27 x 4 / 4102, compute-bound
+    a = _run(gpu, "one_counter.cu")
+    assert a.counts.int_ops == pytest.approx(4.0)
+    assert a.time is not None and a.time.limit == "contention"
+    assert a.time.seconds == pytest.approx(2**27 * 3.2 / 1.44e9)
+    assert a.memory.display_bytes == pytest.approx(18 * 20e6)
+    assert a.ai["int"] == pytest.approx(2**27 * 4 / (360e6 + 4102))
+    k, det = _kernel("one_counter.cu")
+    v = estimate(k, det, gpu)
+    assert v.bound == "bandwidth"
+    assert "~298 ms, its updates of one address in turn" in explanation(v)
+    assert estimate(k, det, load_registry().get("h100")).bound == "compute"
+
+
 def test_a_long_small_launch_is_charged_the_display_traffic_it_runs_through(gpu) -> None:  # type: ignore[no-untyped-def]
     # spin<<<1, 256>>>(out, 1 << 22): per thread 2 (prologue) + 2^22 x 1.5 (the IMAD, and the
     # loop's increment and test once per 4 unrolled iterations: 2 / 4) + 1 (the store's

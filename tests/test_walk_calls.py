@@ -449,3 +449,24 @@ def test_a_method_assigning_members_of_an_array_element_stores_it(gpu, tmp_path:
     assert pix.footprint == pytest.approx(1024 * 4)
     assert [x.kind for x in a.counts.accesses if x.buffer == "p" and x.kind == "store"]
     assert pix.stored == pytest.approx(1024 * 4)
+
+
+def test_atomics_at_every_scope_are_atomics(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # atomicSystemWide's loop: each of CUDA's atomic functions at system (and block) scope is
+    # one update of its address, as at device scope: 5 accesses of `a`, one per element
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(int *a) {\n"
+        "  int tid = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  atomicAdd_system(&a[0], 10);\n"
+        "  atomicExch_system(&a[1], tid);\n"
+        "  atomicMax_block(&a[2], tid);\n"
+        "  atomicCAS_system(&a[3], tid - 1, tid);\n"
+        "  atomicXor_block(&a[4], tid);\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert sorted((x.index, x.kind) for x in a.counts.accesses) == [
+        (str(k), "atomic") for k in range(5)
+    ]

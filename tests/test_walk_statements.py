@@ -139,6 +139,29 @@ def test_an_openmp_atomic_update_of_memory_is_no_flop(gpu, tmp_path: Path) -> No
     a = count(gpu, tmp_path, src, name="atomic.cpp")
     assert a.counts.flops["fp64"] == pytest.approx(1.0)
     assert a.counts.flops["fp32"] == pytest.approx(1.0)
+    # each atomic update is one read-modify-write of its address, the plain update a load
+    # and a store
+    kinds = sorted((x.line, x.kind) for x in a.counts.accesses if x.buffer in ("h", "y"))
+    assert kinds == [(5, "atomic"), (7, "atomic"), (9, "atomic"), (10, "load"), (10, "store")]
+
+
+def test_atomics_under_a_test_on_loaded_data_are_a_guess(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # memtest's error count: the share of threads that find a mismatch is a guess (the model
+    # takes half), so the updates it makes of `errors` are marked guessed
+    # (``Access.guessed``); the update every thread makes of `seen` is not
+    src = (
+        "__global__ void k(const unsigned *p, unsigned *errors, unsigned *seen, unsigned v) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (p[i] != v) atomicAdd(errors, 1u);\n"
+        "  atomicInc(seen, 1000u);\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH)
+    by = {x.buffer: x for x in a.counts.accesses if x.kind == "atomic"}
+    assert by["errors"].weight > 0 and by["errors"].guessed == pytest.approx(by["errors"].weight)
+    assert by["seen"].guessed == 0 and by["seen"].weight == pytest.approx(1.0)
+    # an integer add of one address is combined per warp; an increment (wrapping) is not
+    assert by["errors"].combined and not by["seen"].combined
 
 
 def test_a_face_pinning_the_lane_index_moves_sectors(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

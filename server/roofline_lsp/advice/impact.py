@@ -14,13 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from roofline_lsp.estimate.launch_time import roof_time
+from roofline_lsp.estimate.launch_time import ATOMIC_CYCLES, roof_time
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.verdict import Counts
 
 HINT_BELOW = 1.05  # a speedup under 5% is a hint at most
-# updates to one address the L2 serves per clock: same-address atomics serialize there
-SAME_ADDRESS_UPDATES_PER_CLOCK = 1.0
 
 # (fp64, fp32, fp16 FLOP, int ops) per thread: a kernel's or a line's operations
 Ops = tuple[float, float, float, float]
@@ -114,17 +112,17 @@ def serialized_updates(
     gpu: GpuProfile, c: Counts | None, runs: float | None, after_share: float
 ) -> Gain | None:
     """Atomics on one address: ``runs`` per thread, each launch's ``threads x runs`` updates
-    served one after the other at :data:`SAME_ADDRESS_UPDATES_PER_CLOCK` per clock, beside
+    served one after the other, ``launch_time.ATOMIC_CYCLES`` clocks each, beside
     the roofline time of the launch; the fix leaves ``after_share`` of the updates (1/32:
     one per warp after a warp reduction; 0: a reduction clause)."""
     if c is None or runs is None or not c.threads:
         return None
     roof = c.threads * _time(gpu, c)
-    serial = c.threads * runs / (SAME_ADDRESS_UPDATES_PER_CLOCK * gpu.clock_ghz * 1e9)
+    serial = c.threads * runs * ATOMIC_CYCLES / (gpu.clock_ghz * 1e9)
     after = max(roof, serial * after_share)
     if after <= 0:
         return None
-    basis = "if the L2 serves one update of an address per clock"
+    basis = f"if the L2 serves one update of an address every {ATOMIC_CYCLES:g} clocks"
     return Gain(_round(max(roof, serial) / after), None, gpu.name, basis)
 
 

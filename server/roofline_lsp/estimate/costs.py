@@ -390,25 +390,11 @@ COMPLEX_CALLS: dict[str, tuple[str, float, str]] = {
 COMPLEX_PRODUCT = 6.0
 COMPLEX_QUOTIENT = {"f32": 24.0, "f64": 36.0}
 
+# CUDA's atomic functions, each also at block and system scope (``atomicMax_system``)
+_ATOMIC_OPS = ("Add", "Sub", "Exch", "Min", "Max", "Inc", "Dec", "CAS", "And", "Or", "Xor")
 ATOMICS = frozenset(
     [
-        "atomicAdd",
-        "atomicSub",
-        "atomicExch",
-        "atomicMin",
-        "atomicMax",
-        "atomicInc",
-        "atomicDec",
-        "atomicCAS",
-        "atomicAnd",
-        "atomicOr",
-        "atomicXor",
-        "atomicAdd_block",
-        "atomicAdd_system",
-        "atomicMax_block",
-        "atomicMin_block",
-        "atomicCAS_block",
-        "atomicExch_block",
+        *(f"atomic{op}{scope}" for op in _ATOMIC_OPS for scope in ("", "_block", "_system")),
         "unsafeAtomicAdd",
         "safeAtomicAdd",
     ]

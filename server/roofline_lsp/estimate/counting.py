@@ -56,6 +56,8 @@ class ThreadCounter(StatementWalker):
                 r.run,
                 r.searched,
                 r.sharers,
+                r.guessed * inv,
+                r.combined,
             )
             for r in self.tally.accesses.values()
             if r.space != "localmem" or r.buffer.removeprefix("local:") in self.tally.local_dynamic

@@ -49,6 +49,7 @@ def verdict_terms(a: KernelEstimate) -> tuple[Term, ...]:
             m.code_bytes,
             m.display_bytes,
             a.time.seconds if a.time is not None else 0.0,
+            a.time is not None and a.time.limit == "contention",
         )
     )
     out.extend(assumptions(a))

@@ -52,7 +52,12 @@ from roofline_lsp.detect.treewalk import descendants_of_type, kernel_function
 from roofline_lsp.estimate.counting import ThreadCounter
 from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
-from roofline_lsp.estimate.launch_time import display_bytes, launch_time
+from roofline_lsp.estimate.launch_time import (
+    ATOMIC_CYCLES,
+    contended_updates,
+    display_bytes,
+    launch_time,
+)
 from roofline_lsp.estimate.macro_expansion import loop_macro
 from roofline_lsp.estimate.memory import CacheModel, estimate_traffic
 from roofline_lsp.estimate.ptx_substitution import substitute
@@ -118,6 +123,8 @@ class Calibration:
     * ``dependent_cycles``: cycles a warp waits on average between dependent instructions,
       the pace of a launch too small to fill the GPU (``launch_time``); the small launches
       of the dev set that run longest take 20-380 cycles per instruction of a thread.
+    * ``atomic_cycles``: cycles one atomic update of an address holds it (updates of one
+      address serialise in L2; ``launch_time.ATOMIC_CYCLES``, measured on the dev set).
     """
 
     default_trips: float = 16.0
@@ -135,6 +142,7 @@ class Calibration:
     threads_per_sm: int = 1536  # resident threads per SM (Ampere GA10x), for local memory
     l1_bytes_per_sm: int = 128 * 1024  # L1 data cache + shared memory per SM (Ampere GA10x)
     dependent_cycles: float = 32.0
+    atomic_cycles: float = ATOMIC_CYCLES
 
 
 CALIBRATION = Calibration()
@@ -420,6 +428,9 @@ def analyze(
         gpu,
         dependent_cycles=cal.dependent_cycles,
         threads_per_sm=cal.threads_per_sm,
+        contended=contended_updates(counts.accesses, threads),
+        atomic_cycles=cal.atomic_cycles,
+        blocks=float(math.prod(grid)),
     )
     mem = replace(mem, display_bytes=display_bytes(gpu, timing.seconds))
     dram = mem.dram_bytes

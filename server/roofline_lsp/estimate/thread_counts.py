@@ -37,6 +37,12 @@ class Access:
     # threads of a block whose index is the same (it does not depend on their ``threadIdx.y``
     # with 32 of them: 32): a per-thread stream they walk together needs one cached line
     sharers: float = 1.0
+    # of ``weight``, the executions under a loop with a default trip count or a branch on a
+    # value read from memory (``if (v != expected) atomicAdd(&errors, 1)``): a guess
+    guessed: float = 0.0
+    # an integer atomic add, min, max or bit operation, whose updates of one address by a
+    # warp the compiler combines into one
+    combined: bool = False
 
 
 # trip-count sources of a loop whose step is a run-time value (``i += blockDim.x *

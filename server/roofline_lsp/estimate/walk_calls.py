@@ -82,6 +82,13 @@ _TEXTURE_CALL = re.compile(
 _TEXTURE_TYPE = re.compile(r"texture\s*<\s*([^,>]+)")
 
 
+# atomics whose updates of one address by a warp the compiler combines (sm_80 ``redux.sync``
+# and a vote: one update for the warp)
+_COMBINED = frozenset(
+    {"atomicAdd", "atomicSub", "atomicMin", "atomicMax", "atomicAnd", "atomicOr", "atomicXor"}
+)
+
+
 class CallWalker(GroupWalker):
     """Function calls, device-function inlining and macro expansion."""
 
@@ -360,6 +367,19 @@ class CallWalker(GroupWalker):
             return Val(INT)
         target = args[0]
         vals = [self.expr(a) for a in args[1:]]
+        # an integer add, min, max or bit operation: a warp's updates of one address are
+        # combined into one (``Access.combined``)
+        pointee = self.expr_quiet(target).type
+        self.cursor.combining = (
+            short.split("_")[0] in _COMBINED
+            and not (pointee.deref() if pointee.pointer else pointee).is_float
+        )
+        try:
+            return self.atomic_update(short, target, vals)
+        finally:
+            self.cursor.combining = False
+
+    def atomic_update(self, short: str, target: Node, vals: list[Val]) -> Val:
         if target.type == "pointer_expression":
             inner = target.child_by_field_name("argument")
             op = target.child_by_field_name("operator")

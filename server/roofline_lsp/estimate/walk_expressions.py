@@ -583,9 +583,13 @@ class ExpressionWalker(ReferenceWalker):
                     self.arith_assign(op, lv.type, r, left, right)
                 return lv
             if compound:
-                cur = self.lvalue(left, "load")
+                # under ``#pragma omp atomic`` one read-modify-write (``Access.kind``)
+                cur = self.lvalue(left, "atomic" if self.cursor.atomic else "load")
                 if not self.atomic_in_l2(cur):
                     self.arith_assign(op, cur.type, r, left, right)
+                if self.cursor.atomic:
+                    self.hold(left, r.deps)
+                    return Val(cur.type, cur.deps | r.deps, None)
             elif r.type.is_float and not r.type.pointer and _sign_of_a_read(right):
                 # ``b.im = -a.im``: no arithmetic takes the sign as an operand modifier, so
                 # ptxas makes it an FADD/DADD (``DADD R6, -RZ, -R2``), one FLOP as Nsight
@@ -689,13 +693,14 @@ class ExpressionWalker(ReferenceWalker):
                     v.rng = None
                 return Val(v.type, v.deps, v.val, v.buffer, v.space)
             return Val(INT)
-        cur = self.lvalue(arg, "load")
+        cur = self.lvalue(arg, "atomic" if self.cursor.atomic else "load")
         if not self.atomic_in_l2(cur):
             if cur.type.is_float and not cur.type.pointer:
                 self.add_flop(cur.type, 1.0)
             else:
                 self.add_int(costs.INT_OP)
-        self.lvalue(arg, "store")
+        if not self.cursor.atomic:
+            self.lvalue(arg, "store")
         return cur
 
     def atomic_in_l2(self, target: Val) -> bool:

@@ -355,9 +355,13 @@ class ReferenceWalker(BranchWalker):
                     default=None,
                 ),
                 self.sharers(deps),
+                combined=kind == "atomic" and self.cursor.combining,
             )
+            rec = self.tally.accesses[akey]
         else:
             rec.weight += w
+        if self.cursor.unknown_depth or self.cursor.guessed_depth:
+            rec.guessed += w
 
     def sharers(self, deps: frozenset[str]) -> float:
         """Threads of a CUDA block an index does not tell apart: the product of the block's

@@ -68,6 +68,8 @@ class AccessRecord:
     # (elements, levels) of the binary search whose probe the index is
     searched: tuple[float, float] | None = None
     sharers: float = 1.0  # threads of a block with the same index (``Access.sharers``)
+    guessed: float = 0.0  # of the weight, what a default trip count or branch share gave
+    combined: bool = False  # ``Access.combined``
 
 
 # per-call costs of an inlined function: ops, accesses (key, record, weight), its value
@@ -183,6 +185,8 @@ class Cursor:
     frames: list[Frame] = field(default_factory=lambda: [Frame()])
     call_stack: list[str] = field(default_factory=list)
     unknown_depth: int = 0  # enclosing loops whose trip count is a default
+    guessed_depth: int = 0  # enclosing branches on a value read from memory
+    combining: bool = False  # walking a combinable atomic's target (``Access.combined``)
     nodes: int = 0
     pending_unroll: float | None = None
     # an ``omp``/``acc atomic`` pragma applies to the next statement; ``atomic``: walking it

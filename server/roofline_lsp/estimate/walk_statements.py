@@ -284,6 +284,9 @@ class StatementWalker(LoopWalker):
             if dead is not None:
                 self.never_runs(dead, cond)
         before = self.values() if 0 < p < 1 else None
+        # the share of a test on data read from memory is a guess (``Access.guessed``)
+        guessed = before is not None and cond is not None and DATA in self.expr_quiet(inner).deps
+        self.cursor.guessed_depth += guessed
         if cons is not None and p > 0:
             self.cursor.w = saved * p
             self.cursor.scopes.append({})
@@ -301,6 +304,7 @@ class StatementWalker(LoopWalker):
             self.cursor.scopes.append({})
             cont_b = self.stmt(alt)
             self.cursor.scopes.pop()
+        self.cursor.guessed_depth -= guessed
         if before is not None and taken is not None:
             self.join_values(before, taken, p)
         self.cursor.w = saved

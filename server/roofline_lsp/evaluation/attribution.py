@@ -12,6 +12,8 @@ Components (estimated / measured, both totals over the whole launch):
 * ``threads``: the threads of the launch (OpenMP: iterations of the offloaded loop nest, the
   unit the counts are per) / the product of the row's ``grid`` and ``block``. For OpenMP the two
   are different units: a team thread runs several iterations, so a ratio above 1 is expected.
+* ``seconds``: the launch's duration (``estimate.launch_time``, which sets the display
+  traffic counted in the DRAM bytes) / ``measured.time_ns``.
 
 The estimated operation totals are the ones the verdict's intensities were computed from:
 ``ai[p] * DRAM bytes`` (which includes the OpenMP runtime's integer instructions per GPU thread,
@@ -42,12 +44,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline_lsp.evaluation.dataset import Row
-from roofline_lsp.model.terms import AssumptionTerm, TypeTerm
+from roofline_lsp.model.terms import AssumptionTerm, MemoryTerm, TypeTerm
 from roofline_lsp.model.verdict import Verdict
 
-COMPONENTS: tuple[str, ...] = ("fp32", "fp64", "int", "dram_bytes", "threads")
+COMPONENTS: tuple[str, ...] = ("fp32", "fp64", "int", "dram_bytes", "threads", "seconds")
 MEASURED_KEY = {"fp32": "sp_flop", "fp64": "dp_flop", "int": "int_ops"}
 MEASURED_BYTES = "traffic_bytes"
+MEASURED_TIME = "time_ns"
 # ``Verdict.ai`` is capped here (``estimate.roofline``): above it the product is not the total
 _AI_CAP = 1e9
 
@@ -94,6 +97,7 @@ def estimated_totals(verdict: Verdict | None) -> dict[str, float] | None:
             out[p] = c.ops(p) * threads
     out["dram_bytes"] = dram
     out["threads"] = threads
+    out["seconds"] = next((t.seconds for t in verdict.terms if isinstance(t, MemoryTerm)), 0.0)
     return out
 
 
@@ -110,6 +114,8 @@ def measured_totals(data: Mapping[str, Any]) -> dict[str, float | None]:
     out = {p: num(m.get(key)) for p, key in MEASURED_KEY.items()}
     out["dram_bytes"] = num(m.get(MEASURED_BYTES))
     out["threads"] = _launch_threads(data.get("grid"), data.get("block"))
+    ns = num(m.get(MEASURED_TIME))
+    out["seconds"] = None if ns is None else ns * 1e-9
     return out
 
 

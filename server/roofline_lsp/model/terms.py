@@ -48,6 +48,7 @@ class MemoryTerm:
     code_bytes: float = 0.0  # ... the kernel's compiled code, read once
     display_bytes: float = 0.0
     seconds: float = 0.0
+    contended: bool = False  # the time is that of atomic updates of one address in turn
 
 
 @dataclass(frozen=True)

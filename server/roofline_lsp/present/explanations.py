@@ -147,12 +147,14 @@ def _memory_text(t: MemoryTerm) -> str:
 
 
 def _display_text(t: MemoryTerm) -> str:
-    """``; + 40 MB the display reads during the launch's ~38 ms``, when it reads any."""
+    """``; + 40 MB the display reads during the launch's ~38 ms``, when it reads any (and
+    why the launch runs that long when atomic updates of one address set it)."""
     if t.display_bytes <= 0:
         return ""
+    why = ", its updates of one address in turn" if t.contended else ""
     return (
         f"; + {fmt_bytes(t.display_bytes)} the display reads during the launch's"
-        f" ~{fmt_duration(t.seconds * 1e9)} (counted by the profiler)"
+        f" ~{fmt_duration(t.seconds * 1e9)}{why} (counted by the profiler)"
     )
 
 
