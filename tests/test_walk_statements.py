@@ -276,3 +276,23 @@ def test_a_conditional_in_a_kernel_takes_the_branch_its_macros_give(gpu, tmp_pat
         **LAUNCH,
     )
     assert a.counts.flops["fp32"] == pytest.approx(129)
+
+
+def test_a_callee_summary_keeps_what_was_guessed(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # bump() is walked in full at its first 8 calls (``Settings.inline_full_calls``), then
+    # replayed from its summary, whose access is booked with the last full walk's (line 11):
+    # the half a thread the update under the test on loaded data adds there is a guess, the
+    # unconditional updates are not
+    calls = "".join("  bump(errors);\n" for _ in range(8))
+    src = (
+        "__device__ void bump(unsigned *c) { atomicAdd(c, 1u); }\n"
+        "__global__ void k(const unsigned *p, unsigned *errors, unsigned v) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        f"{calls}"
+        "  if (p[i] != v) bump(errors);\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, **LAUNCH)
+    by_line = {x.line: x for x in a.counts.accesses if x.buffer == "errors"}
+    assert all(by_line[n].weight == 1 and by_line[n].guessed == 0 for n in range(4, 11))
+    assert (by_line[11].weight, by_line[11].guessed) == pytest.approx((1.5, 0.5))

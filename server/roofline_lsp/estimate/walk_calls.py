@@ -668,12 +668,16 @@ class CallWalker(GroupWalker):
         w = self.cursor.w
         for i, d in enumerate(ops_d):
             self.add(i, d, w)
+        guessing = bool(self.cursor.unknown_depth or self.cursor.guessed_depth)
         for k, template, dw in acc_d:
             rec = self.tally.accesses.get(k)
             if rec is None:
-                rec = replace(template, weight=0.0)
+                rec = replace(template, weight=0.0, guessed=0.0)
                 self.tally.accesses[k] = rec
             rec.weight += dw * w
+            # guessed here, or as much as in the call the summary was made from
+            share = template.guessed / template.weight if template.weight > 0 else 0.0
+            rec.guessed += dw * w * (1.0 if guessing else share)
         return result
 
     def expand_macro(
