@@ -3,13 +3,35 @@ bound) on hand-written fixtures, with the verdict's bound forced."""
 
 from __future__ import annotations
 
-from advice_fixtures import run, where
+from advice_fixtures import RTX, report, run, where
+
+from roofline_lsp.advice.advise import advise
 
 
 def test_atomics_on_one_address() -> None:
     src, adv = run("advice.cu")
     # the block-leader atomic (threadIdx.x == 0) is fine; the per-thread one is not
     assert where(src, adv, "RL005") == [("histogram_kernel", "atomicAdd(&total[0], keys[i])")]
+
+
+ORDERED_ATOMICS = b"""__global__ void k(const int *x, int *out, unsigned *ring, int *slot, int *lk)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    atomicMax(&out[0], x[i]);
+    atomicInc(&ring[0], 17u);
+    out[1 + atomicAdd(&slot[0], 1)] = x[i];
+    while (atomicCAS(&lk[0], 0, 1) != 0) {}
+}
+"""
+
+
+def test_atomics_only_a_reduction_can_replace() -> None:
+    # a max of every thread's value: one per block after a reduction gives the same result.
+    # An increment that wraps at 17, a slot handed out by the old value and a lock's
+    # compare-and-swap say which thread came when: a reduction would change the results
+    src = ORDERED_ATOMICS
+    adv = advise(report(src, "ordered.cu", "bandwidth"), RTX)
+    assert where(src, adv, "RL005") == [("k", "atomicMax(&out[0], x[i])")]
 
 
 def test_divergence_and_slow_math_only_matter_when_compute_bound() -> None:

@@ -15,7 +15,10 @@ from roofline_lsp.advice.lanes import WARP, int_literal
 from roofline_lsp.advice.nodes import LOOPS, call_args, call_name, operator_text, parents, walk
 from roofline_lsp.syntax.expr import text
 
-_ATOMIC = re.compile(r"^atomic(Add|Sub|Max|Min|Inc|Dec|Exch|CAS|And|Or|Xor)(_system|_block)?$")
+# atomics a reduction can stand in for: updates whose order and count do not matter (an
+# increment that wraps, an exchange or a compare-and-swap are not: they say which thread came
+# when)
+_ATOMIC = re.compile(r"^atomic(Add|Sub|Max|Min|And|Or|Xor)(_system|_block)?$")
 _PRAGMA_ATOMIC = re.compile(r"#\s*pragma\s+(omp|acc)\s+atomic\b(?!\s+(read|write|capture)\b)")
 _REDUCTION_OPS = {"+=": "+", "-=": "+", "*=": "*", "&=": "&", "|=": "|", "^=": "^"}
 
@@ -31,6 +34,9 @@ class SerializationChecks(KernelContext):
                 args = call_args(n)
                 if not args or not self._same_address(args[0]):
                     continue
+                if n.parent is None or n.parent.type != "expression_statement":
+                    continue  # the old value is used (a ticket, a slot): one atomic per
+                    # block would hand every thread the same one
                 if self._guarded_to_few_lanes(n):
                     continue
                 self.add(
