@@ -668,7 +668,7 @@ class CallWalker(GroupWalker):
         w = self.cursor.w
         for i, d in enumerate(ops_d):
             self.add(i, d, w)
-        guessing = bool(self.cursor.unknown_depth or self.cursor.guessed_depth)
+        guessing = self.cursor.guessing
         for k, template, dw in acc_d:
             rec = self.tally.accesses.get(k)
             if rec is None:

@@ -360,7 +360,7 @@ class ReferenceWalker(BranchWalker):
             rec = self.tally.accesses[akey]
         else:
             rec.weight += w
-        if self.cursor.unknown_depth or self.cursor.guessed_depth:
+        if self.cursor.guessing:
             rec.guessed += w
 
     def sharers(self, deps: frozenset[str]) -> float:

@@ -201,6 +201,12 @@ class Cursor:
     # assignments per variable name: a pure value computed before one is computed again
     versions: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def guessing(self) -> bool:
+        """Whether how often the statement runs is a guess: inside a loop of default trips
+        or a branch on data read from memory (``Access.guessed``)."""
+        return bool(self.unknown_depth or self.guessed_depth)
+
 
 @dataclass
 class Dimensions:
