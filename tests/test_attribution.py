@@ -143,11 +143,13 @@ def test_saxpy_row_against_hand_derived_totals(tmp_path: Path) -> None:
     assert est is not None and 12.0 * threads <= est <= 12.5 * threads
     assert pairs["threads"] == Pair(float(threads), float(threads))
     assert pairs["int"].measured is None
-    # the launch moves its DRAM bytes at the RTX 3080's 760.3 GB/s: 12 B x 16.8 M threads
-    # (201 MB) take 265 us, within 2x of the 300 us measured
+    # the launch moves its DRAM bytes at 72% of the RTX 3080's 760.3 GB/s (the bandwidth a
+    # launch sustains, ``Calibration.dram_efficiency``): 12 B x 16.8 M threads (201 MB) take
+    # 368 us, within 2x of the 300 us measured
     assert pairs["seconds"].measured == pytest.approx(3e-4)
     t = pairs["seconds"].estimated
-    assert t is not None and 12.0 * threads / 760.3e9 <= t <= 12.5 * threads / 760.3e9
+    rate = 760.3e9 * 0.72
+    assert t is not None and 12.0 * threads / rate <= t <= 12.5 * threads / rate
     s = attribution_summary(result.rows)
     assert set(s) == set(COMPONENTS)
     assert s["fp32"]["within_2x"] == 1.0 and s["fp64"]["measured_zero"] == 1

@@ -56,6 +56,10 @@ def test_a_full_gpu_runs_at_its_slowest_roof(rtx) -> None:  # type: ignore[no-un
     t = _time(rtx, {"int": 10.0 * 2**24}, 7.603e9, float(2**24))
     assert t.limit == "throughput"
     assert t.seconds == pytest.approx(0.01)
+    # at the 72% of the peak a launch sustains: 13.9 ms
+    t = launch_time({"int": 10.0 * 2**24}, 7.603e9, float(2**24), rtx, dependent_cycles=CYCLES,
+                    threads_per_sm=PER_SM, dram_efficiency=0.72)  # fmt: skip
+    assert t.seconds == pytest.approx(0.01 / 0.72)
 
 
 def test_waves_of_resident_threads_add_up(rtx) -> None:  # type: ignore[no-untyped-def]

@@ -3,8 +3,8 @@
 A launch takes the longer of two times:
 
 - **throughput**: its slowest roof, ``max(ops of each precision / peak, DRAM bytes /
-  bandwidth)`` over the launch totals; the compute roofs of the SMs its blocks occupy (a
-  launch of 8 blocks runs on 8 of the 68 SMs of an RTX 3080, at 8/68 of its peak);
+  sustained bandwidth)`` over the launch totals; the compute roofs of the SMs its blocks
+  occupy (a launch of 8 blocks runs on 8 of the 68 SMs of an RTX 3080, at 8/68 of its peak);
 - **latency**: its threads' instructions one after another. A warp waits
   ``dependent_cycles`` cycles on average between dependent instructions (ALU results take
   4-6 cycles, L1 hits ~30, L2 hits ~200), so a launch too small to fill the GPU (a few
@@ -76,14 +76,19 @@ def launch_time(
     contended: float = 0.0,
     atomic_cycles: float = 0.0,
     blocks: float = math.inf,
+    dram_efficiency: float = 1.0,
 ) -> LaunchTime:
     """The time of a launch of ``gpu_threads`` threads doing ``totals`` (FLOP by precision,
-    ``"int"`` ops; over the launch) and moving ``dram_bytes``, in ``blocks`` thread blocks
-    (teams), whose busiest address takes ``contended`` atomic updates."""
+    ``"int"`` ops; over the launch) and moving ``dram_bytes`` at ``dram_efficiency`` of the
+    peak bandwidth, in ``blocks`` thread blocks (teams), whose busiest address takes
+    ``contended`` atomic updates."""
     flops = {p: n for p, n in totals.items() if p != "int"}
     int_ops = totals.get("int", 0.0)
     busy = min(max(blocks, 1.0), gpu.sm_count) / gpu.sm_count
-    throughput = max(roof_time(gpu, flops, int_ops, 0.0) / busy, dram_bytes / gpu.dram_bandwidth)
+    throughput = max(
+        roof_time(gpu, flops, int_ops, 0.0) / busy,
+        dram_bytes / (gpu.dram_bandwidth * dram_efficiency),
+    )
     threads = max(gpu_threads, 1.0)
     cycles = int_ops * (dependent_cycles + _issue_cycles(gpu, "int")) if int_ops > 0 else 0.0
     for p, n in flops.items():
