@@ -92,6 +92,18 @@ def test_updates_of_one_address_take_their_turn(rtx) -> None:  # type: ignore[no
     assert t.seconds == pytest.approx(2**20 * 3.2 / 1.44e9)
 
 
+def test_no_launch_is_shorter_than_its_dispatch(rtx) -> None:  # type: ignore[no-untyped-def]
+    # 256 threads of 10 integer ops and 1 kB: 10 x 32.5 cycles / 1.44 GHz = 0.23 us of
+    # latency, under the 2 us a launch takes to dispatch and drain its blocks
+    t = launch_time({"int": 2560.0}, 1024.0, 256.0, rtx, dependent_cycles=CYCLES,
+                    threads_per_sm=PER_SM, launch_seconds=2e-6)  # fmt: skip
+    assert t.limit == "launch" and t.seconds == 2e-6
+    # ... and does not shorten a longer one (10 ms of DRAM traffic)
+    t = launch_time({"int": 2560.0}, 7.603e9, 256.0, rtx, dependent_cycles=CYCLES,
+                    threads_per_sm=PER_SM, launch_seconds=2e-6)  # fmt: skip
+    assert t.limit == "throughput" and t.seconds == pytest.approx(0.01)
+
+
 def _atomic(index: str, distinct: float, **kw) -> Access:  # type: ignore[no-untyped-def]
     return Access("s", "global", 4, "atomic", 1.0, distinct, 3, index, **kw)
 

@@ -1,6 +1,6 @@
 """How long a launch runs, and the DRAM traffic of the display engine during it.
 
-A launch takes the longer of two times:
+A launch takes the longest of these times:
 
 - **throughput**: its slowest roof, ``max(ops of each precision / peak, DRAM bytes /
   sustained bandwidth)`` over the launch totals; the compute roofs of the SMs its blocks
@@ -15,6 +15,8 @@ A launch takes the longer of two times:
   for the SM's lanes of its precision (``peak / (2 x clock x SMs)``): a quarter of a cycle for
   FP32 on an RTX 3080, 16 cycles for FP64 on its 2 lanes an SM.
 
+- **launch**: starting the blocks and draining them takes a few microseconds however little
+  a launch does (``launch_seconds``);
 - **contention**: atomic updates of one address run one after another in L2, each taking
   ``atomic_cycles`` (:data:`ATOMIC_CYCLES`): 134 M threads each updating one counter take
   ~300 ms however few operations they do (``contended_updates``: the most updates one
@@ -62,7 +64,7 @@ class LaunchTime:
     """A launch's estimated duration and the limit that sets it."""
 
     seconds: float
-    limit: Literal["throughput", "latency", "contention"]
+    limit: Literal["throughput", "latency", "contention", "launch"]
 
 
 def launch_time(
@@ -77,11 +79,12 @@ def launch_time(
     atomic_cycles: float = 0.0,
     blocks: float = math.inf,
     dram_efficiency: float = 1.0,
+    launch_seconds: float = 0.0,
 ) -> LaunchTime:
     """The time of a launch of ``gpu_threads`` threads doing ``totals`` (FLOP by precision,
     ``"int"`` ops; over the launch) and moving ``dram_bytes`` at ``dram_efficiency`` of the
     peak bandwidth, in ``blocks`` thread blocks (teams), whose busiest address takes
-    ``contended`` atomic updates."""
+    ``contended`` atomic updates; no launch takes less than ``launch_seconds``."""
     flops = {p: n for p, n in totals.items() if p != "int"}
     int_ops = totals.get("int", 0.0)
     busy = min(max(blocks, 1.0), gpu.sm_count) / gpu.sm_count
@@ -97,6 +100,8 @@ def launch_time(
     waves = math.ceil(threads / (gpu.sm_count * threads_per_sm))
     latency = cycles / threads * waves / (gpu.clock_ghz * 1e9)
     serial = contended * atomic_cycles / (gpu.clock_ghz * 1e9)
+    if launch_seconds > max(serial, latency, throughput):
+        return LaunchTime(launch_seconds, "launch")
     if serial > max(latency, throughput):
         return LaunchTime(serial, "contention")
     if latency > throughput:
