@@ -13,12 +13,9 @@ from roofline_lsp.advice.impact import Gain, Ops, fewer_ops, line_ops, line_runs
 from roofline_lsp.advice.kernel_context import KernelContext
 from roofline_lsp.advice.lanes import WARP, int_literal
 from roofline_lsp.advice.nodes import LOOPS, call_args, call_name, operator_text, parents, walk
+from roofline_lsp.estimate.costs import REDUCIBLE_ATOMICS
 from roofline_lsp.syntax.expr import text
 
-# atomics a reduction can stand in for: updates whose order and count do not matter (an
-# increment that wraps, an exchange or a compare-and-swap are not: they say which thread came
-# when)
-_ATOMIC = re.compile(r"^atomic(Add|Sub|Max|Min|And|Or|Xor)(_system|_block)?$")
 _PRAGMA_ATOMIC = re.compile(r"#\s*pragma\s+(omp|acc)\s+atomic\b(?!\s+(read|write|capture)\b)")
 _REDUCTION_OPS = {"+=": "+", "-=": "+", "*=": "*", "&=": "&", "|=": "|", "^=": "^"}
 
@@ -30,7 +27,8 @@ class SerializationChecks(KernelContext):
     # RL005 ---------------------------------------------------------------------------------
     def atomics(self) -> None:
         for n in self.nodes:
-            if n.type == "call_expression" and _ATOMIC.match(call_name(n)):
+            # only atomics a reduction can stand in for (``costs.REDUCIBLE_ATOMICS``)
+            if n.type == "call_expression" and call_name(n) in REDUCIBLE_ATOMICS:
                 args = call_args(n)
                 if not args or not self._same_address(args[0]):
                     continue

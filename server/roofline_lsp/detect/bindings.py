@@ -35,6 +35,7 @@ from roofline_lsp.detect.program import (
     units_mentioning,
 )
 from roofline_lsp.detect.treewalk import (
+    call_pattern,
     call_sites,
     descendants_of_type,
     effect_function,
@@ -2313,7 +2314,7 @@ def _bind_callers(
     if not calls:
         calls = _passed_calls(detection, units[0].root, name)
     if not calls:
-        pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(")
+        pat = call_pattern(name)
         looked.append(detection.file)
         for u in units_mentioning(detection.file, pat, view):
             calls = [
@@ -2821,7 +2822,7 @@ def _sibling_calls(
 ) -> list[tuple[Detection, list[Node]]]:
     """The calls of function ``name`` (``f(...)``, ``f<T>(...)``) in the sibling files of
     ``detection``, by file."""
-    pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(")
+    pat = call_pattern(name)
     return [
         (u.detection, call_sites(u.detection.source, u.root, name))
         for u in units_mentioning(detection.file, pat, view)

@@ -47,10 +47,14 @@ def function_declarator(fn: Node) -> Node | None:
     return d
 
 
+def _parameter_list(fn: Node) -> Node | None:
+    d = function_declarator(fn)
+    return d.child_by_field_name("parameters") if d is not None else None
+
+
 def parameter_declarations(fn: Node) -> list[Node]:
     """The parameter declarations of a function definition (a pack or ``...`` left out)."""
-    d = function_declarator(fn)
-    plist = d.child_by_field_name("parameters") if d is not None else None
+    plist = _parameter_list(fn)
     return [
         p
         for p in (plist.named_children if plist is not None else [])
@@ -60,12 +64,17 @@ def parameter_declarations(fn: Node) -> list[Node]:
 
 def is_variadic(fn: Node) -> bool:
     """Whether a function definition ends in a parameter pack or C's ``...``."""
-    d = function_declarator(fn)
-    plist = d.child_by_field_name("parameters") if d is not None else None
+    plist = _parameter_list(fn)
     return plist is not None and any(
         p.type in ("variadic_parameter_declaration", "variadic_parameter", "...")
         for p in plist.children
     )
+
+
+def call_pattern(name: str) -> re.Pattern[bytes]:
+    """The text of a call of function ``name`` up to its ``(``, template arguments allowed
+    (``f(``, ``f<T>(``): what :func:`call_sites` looks for and files are screened with."""
+    return re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\(")
 
 
 def call_sites(
@@ -75,8 +84,7 @@ def call_sites(
     confirmed on the tree), or in the node ``within``; the first ``limit``."""
     start, end = (within.start_byte, within.end_byte) if within is not None else (0, len(source))
     calls: list[Node] = []
-    pat = rb"\b" + re.escape(name.encode()) + rb"\s*(?:<[^;(){}]*>)?\s*\("
-    for m in re.compile(pat).finditer(source, start, end):
+    for m in call_pattern(name).finditer(source, start, end):
         node = root.descendant_for_byte_range(m.start(), m.start() + len(name))
         while node is not None and node.type not in ("call_expression", "function_declarator"):
             if node.type in ("compound_statement", "translation_unit", "declaration"):

@@ -390,14 +390,26 @@ COMPLEX_CALLS: dict[str, tuple[str, float, str]] = {
 COMPLEX_PRODUCT = 6.0
 COMPLEX_QUOTIENT = {"f32": 24.0, "f64": 36.0}
 
+# the operations of CUDA's atomic functions whose updates a reduction can stand in for (their
+# order and count do not matter): the compiler combines a warp's integer updates of one
+# address into one (sm_80 ``redux.sync``), and advice may suggest a reduction. An increment
+# that wraps, an exchange and a compare-and-swap say which thread came when.
+REDUCIBLE_ATOMIC_OPS = ("Add", "Sub", "Min", "Max", "And", "Or", "Xor")
+_ATOMIC_SCOPES = ("", "_block", "_system")
 # CUDA's atomic functions, each also at block and system scope (``atomicMax_system``)
-_ATOMIC_OPS = ("Add", "Sub", "Exch", "Min", "Max", "Inc", "Dec", "CAS", "And", "Or", "Xor")
 ATOMICS = frozenset(
     [
-        *(f"atomic{op}{scope}" for op in _ATOMIC_OPS for scope in ("", "_block", "_system")),
+        *(
+            f"atomic{op}{scope}"
+            for op in (*REDUCIBLE_ATOMIC_OPS, "Exch", "Inc", "Dec", "CAS")
+            for scope in _ATOMIC_SCOPES
+        ),
         "unsafeAtomicAdd",
         "safeAtomicAdd",
     ]
+)
+REDUCIBLE_ATOMICS = frozenset(
+    f"atomic{op}{scope}" for op in REDUCIBLE_ATOMIC_OPS for scope in _ATOMIC_SCOPES
 )
 # ops of integer arithmetic (SASS instructions per source operator)
 INT_OP = 1.0  # + - * & | ^ << >> comparisons: IADD3 / IMAD / LOP3 / SHF / ISETP

@@ -82,13 +82,6 @@ _TEXTURE_CALL = re.compile(
 _TEXTURE_TYPE = re.compile(r"texture\s*<\s*([^,>]+)")
 
 
-# atomics whose updates of one address by a warp the compiler combines (sm_80 ``redux.sync``
-# and a vote: one update for the warp)
-_COMBINED = frozenset(
-    {"atomicAdd", "atomicSub", "atomicMin", "atomicMax", "atomicAnd", "atomicOr", "atomicXor"}
-)
-
-
 class CallWalker(GroupWalker):
     """Function calls, device-function inlining and macro expansion."""
 
@@ -371,7 +364,7 @@ class CallWalker(GroupWalker):
         # combined into one (``Access.combined``)
         pointee = self.expr_quiet(target).type
         self.cursor.combining = (
-            short.split("_")[0] in _COMBINED
+            short in costs.REDUCIBLE_ATOMICS
             and not (pointee.deref() if pointee.pointer else pointee).is_float
         )
         try:

@@ -582,20 +582,19 @@ class ExpressionWalker(ReferenceWalker):
                 if compound:
                     self.arith_assign(op, lv.type, r, left, right)
                 return lv
+            updated: Val | None = None  # an ``omp atomic`` update's one read-modify-write
             if compound:
-                # under ``#pragma omp atomic`` one read-modify-write (``Access.kind``)
                 cur = self.lvalue(left, "atomic" if self.cursor.atomic else "load")
                 if not self.atomic_in_l2(cur):
                     self.arith_assign(op, cur.type, r, left, right)
                 if self.cursor.atomic:
-                    self.hold(left, r.deps)
-                    return Val(cur.type, cur.deps | r.deps, None)
+                    updated = cur
             elif r.type.is_float and not r.type.pointer and _sign_of_a_read(right):
                 # ``b.im = -a.im``: no arithmetic takes the sign as an operand modifier, so
                 # ptxas makes it an FADD/DADD (``DADD R6, -RZ, -R2``), one FLOP as Nsight
                 # counts (``ptx_parser``'s materialised signs)
                 self.add_flop(r.type, 1.0, self.cursor.w)
-            lv = self.lvalue(left, "store")
+            lv = updated if updated is not None else self.lvalue(left, "store")
             self.hold(left, r.deps)
             return Val(lv.type, lv.deps | r.deps, None)
         if left.type == "identifier":
