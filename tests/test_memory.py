@@ -233,3 +233,44 @@ def test_same_index_accesses_add_up_to_what_the_widest_of_them_reaches() -> None
     assert m.footprint == pytest.approx(32 * 2**20)
     (buf,) = m.buffers
     assert buf.loaded == pytest.approx(32 * 2**20)
+
+
+def _layer(center: float, kind: str = "load", buffer: str = "u", n: float = 2**24) -> Access:
+    return Access(buffer, "global", 4, kind, 1, n, 1, center=center)
+
+
+@pytest.mark.parametrize(("plane", "misses"), [(2**16, 0), (2**18, 2)])
+def test_stencil_layers_are_read_again_when_they_overflow_half_of_l2(
+    plane: int, misses: int
+) -> None:
+    # A 7-point stencil's z neighbours u[i - P], u[i], u[i + P] over 2^24 threads (64 MiB of
+    # floats), writing v[i]. The access at i + P touches an element first; u[i] uses it again
+    # P elements later, u[i - P] P after that. In between, u's three layers (offsets P
+    # apart) and v's one advance P elements each: 4 layers x P x 4 B. With P = 2^16 that is
+    # 1 MiB, within half of the 5 MiB L2: no layer read again. With P = 2^18 it is 4 MiB >
+    # 2.5 MiB: u[i] and u[i - P] each read their layer again, the elements both reach
+    # (1 - P / 2^24 of the 2^24): 2 x 64 MiB x 63/64 = 126 MiB, on top of the 64 MiB
+    # footprint and the capacity misses of the other re-reads (2% of 128 MiB x (1 - L2 / 64
+    # MiB))
+    n = 2**24
+    accesses = (
+        _layer(n / 2 - plane),
+        _layer(n / 2),
+        _layer(n / 2 + plane),
+        _layer(n / 2, "store", "v"),
+    )
+    m = estimate_traffic(counts(n, *accesses), {}, L2, MODEL)
+    extra = misses * 4 * n * (1 - plane / n)
+    assert m.layer_bytes == pytest.approx(extra)
+    capacity = 2 * 4 * n * 0.02 * (1 - L2 / (4 * n))
+    assert m.bytes_loaded == pytest.approx(4 * n + extra + capacity)
+
+
+def test_components_of_a_structure_of_arrays_are_not_layers() -> None:
+    # s[i], s[i + n], s[i + 2n] over n threads: three components, each reaching its own n
+    # elements, far apart in the window, yet disjoint: nothing is read twice
+    n = 2**24
+    m = estimate_traffic(
+        counts(n, *(_layer(n / 2 + k * n, buffer="s", n=n) for k in range(3))), {}, L2, MODEL
+    )
+    assert m.layer_bytes == 0.0

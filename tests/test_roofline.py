@@ -941,3 +941,22 @@ def test_a_long_small_launch_is_charged_the_display_traffic_it_runs_through(gpu)
     h100 = load_registry().get("h100")
     assert estimate(k, det, h100).bound == "compute"
     assert analyze(k, det, h100).memory.display_bytes == 0.0
+
+
+def test_a_stencils_layers_are_read_again_when_they_overflow_l2(gpu) -> None:  # type: ignore[no-untyped-def]
+    # star<<<(16, 64, 256), (32, 8)>>>: 2^26 threads, each reading u at its point and 4
+    # neighbours either way in x, y and z through at(x, y, z) = x + 512 (y + 512 z): 25 loads
+    # whose indices differ by the neighbours' offsets (the helper walked for each call: 25
+    # distinct centres). The z layers are a plane, P = 2^18 elements, apart (the nearest
+    # in-plane ones P - 2048); between two uses of an element u's 9 planes and v's one
+    # advance a plane each: 10 x 1 MiB > half of the RTX 3080's 5 MiB L2. Each of the 8 gaps
+    # re-reads the elements both of its loads reach, (1 - g / 2^26) of u's 2^26:
+    # 4 B x (8 x 2^26 - 6 P - 2 (P - 2048)) = 2,139,111,424 B; the y layers (512 apart,
+    # 37 kB between uses) and x neighbours stay in L2
+    a = _run(gpu, "stencil3d.cu")
+    centres = {x.center for x in a.counts.accesses if x.buffer == "u"}
+    assert len(centres) == 25
+    plane = 2**18
+    assert a.memory.layer_bytes == pytest.approx(4 * (8 * 2**26 - 6 * plane - 2 * (plane - 2048)))
+    k, det = _kernel("stencil3d.cu")
+    assert "of them stencil layers read again" in explanation(estimate(k, det, gpu))

@@ -58,6 +58,7 @@ class ThreadCounter(StatementWalker):
                 r.sharers,
                 r.guessed * inv,
                 r.combined,
+                r.center,
             )
             for r in self.tally.accesses.values()
             if r.space != "localmem" or r.buffer.removeprefix("local:") in self.tally.local_dynamic

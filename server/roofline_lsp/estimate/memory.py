@@ -32,6 +32,7 @@ fits in L2 (``CacheModel.resident_fraction`` = 1); written lines may stay in the
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -61,6 +62,9 @@ class CacheModel:
     capacity_miss: float = 0.02  # share of re-references missing L2 once it overflows
     sector: float = 32.0  # bytes DRAM and L2 move per access of a thread (a sector)
     line: float = 128.0  # bytes a cache allocates for a thread's stream (a line)
+    # share of L2 a stencil's layers may fill and still be reused (the layer condition's
+    # safety factor of one half: Stengel et al., ICS 2015)
+    layer_share: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,9 @@ class MemoryEstimate:
     # the DRAM bytes its partly used sectors add (0: neighbouring accesses use them whole)
     uncoalesced: Mapping[str, float] = field(default_factory=dict, compare=False)
     code_bytes: float = 0.0  # of the bytes loaded, the kernel's code (fetched cold)
+    # of the bytes loaded, a stencil's layers read again because the layers between two
+    # uses of one element do not fit in L2 (``_layer_misses``)
+    layer_bytes: float = 0.0
     # DRAM bytes a display engine reads while the launch runs (``launch_time``): not the
     # kernel's, but in the DRAM traffic a profiler counts for it
     display_bytes: float = 0.0
@@ -238,6 +245,7 @@ def estimate_traffic(
             uncoalesced[b.buffer] = extra
     loaded *= read_share
     stored *= write_share
+    layers = 0.0
     if not resident:
         # re-reads of a buffer miss once the buffer itself outgrows L2 (a small hot table
         # stays resident while larger buffers stream through); a store needs no read (L2
@@ -246,6 +254,8 @@ def estimate_traffic(
             if b.loaded > 0 and b.footprint > l2_bytes:
                 reread = max(b.load_references - b.loaded, 0.0)
                 loaded += reread * model.capacity_miss * (1.0 - l2_bytes / b.footprint)
+        layers = _layer_misses(counts.accesses, extents, l2_bytes, model)
+        loaded += layers
     loaded += model.launch_floor + local_l + code_bytes
     stored += local_s
     return MemoryEstimate(
@@ -260,6 +270,7 @@ def estimate_traffic(
         uncoalesced=uncoalesced,
         search_bytes=sum(b.searched for b in buffers),
         code_bytes=code_bytes,
+        layer_bytes=layers,
     )
 
 
@@ -286,6 +297,69 @@ class _Sectors:
 
     def total(self, kind: str) -> float:
         return sum(self.moved[kind].values())
+
+
+def _layer_misses(
+    accesses: tuple[Access, ...], extents: Mapping[str, float], l2_bytes: float, model: CacheModel
+) -> float:
+    """DRAM bytes a stencil reads again because its layers do not fit in L2 (the layer
+    condition of Stengel, Treibig, Hager and Wellein, ICS 2015). Accesses of one buffer with
+    the same reach (``u[i]``, ``u[i + nx]``, ``u[i + nx * ny]``) are their index centres
+    apart: as the launch's threads advance through the index, the access at the higher
+    offset touches an element first and the next lower one uses it again ``g`` elements
+    later. In between, every stream of the launch touches ``g`` new elements per cluster of
+    its offsets closer than ``g`` (plus the clusters' own spans). When that exceeds
+    ``model.layer_share`` of L2, the element is gone: the lower access reads its layer from
+    DRAM again, the elements both accesses reach. Accesses the thread walks in a loop of its
+    own (a 2.5D stencil's z loop) are reused in time, not across threads, and are left out."""
+    groups: dict[tuple[str, float], list[tuple[int, Access]]] = {}
+    for a in accesses:
+        c = a.center
+        if (
+            a.space != "global"
+            or c is None
+            or not math.isfinite(c)
+            or a.streamed
+            or a.gathered
+            or a.unfollowed
+            or not a.distinct
+        ):
+            continue
+        groups.setdefault((a.buffer, a.distinct), []).append((round(c), a))
+    # the streams that fill L2 between two uses: groups larger than a small table
+    streams = []
+    for (_buffer, distinct), members in groups.items():
+        elem = max(a.elem for _, a in members)
+        if distinct * elem * 64 > l2_bytes:
+            streams.append((sorted({c for c, _ in members}), elem))
+
+    def window(g: float) -> float:
+        total = 0.0
+        for offs, elem in streams:
+            clusters, spans, start = 1, 0.0, offs[0]
+            for lo, hi in itertools.pairwise(offs):
+                if hi - lo >= g:
+                    clusters += 1
+                    spans += lo - start
+                    start = hi
+            spans += offs[-1] - start
+            total += elem * (clusters * g + spans)
+        return total
+
+    extra = 0.0
+    for (buffer, distinct), members in groups.items():
+        loads = sorted({c for c, a in members if a.kind in ("load", "atomic")})
+        elem = max(a.elem for _, a in members)
+        cap = extents.get(buffer.split(".", 1)[0])
+        layer = min(distinct, cap) if cap and math.isfinite(cap) and cap > 0 else distinct
+        for lo, hi in itertools.pairwise(loads):
+            g = hi - lo
+            # the elements both reach: offsets as far apart as the elements each access
+            # reaches are disjoint parts (a structure of arrays' components), none read twice
+            shared = 1.0 - g / distinct
+            if g >= _TILE_GAP and shared > 0 and window(g) > model.layer_share * l2_bytes:
+                extra += layer * elem * shared
+    return extra
 
 
 def _search_misses(a: Access, threads: float, l2_bytes: float, model: CacheModel) -> float:

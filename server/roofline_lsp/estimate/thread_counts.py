@@ -43,6 +43,10 @@ class Access:
     # an integer atomic add, min, max or bit operation, whose updates of one address by a
     # warp the compiler combines into one
     combined: bool = False
+    # the index's value for the average thread (threads and blocks at their mid-point): two
+    # accesses of one buffer with the same dependencies are the difference apart (a
+    # stencil's ``u[i + nx * ny]`` is a plane ahead of ``u[i]``); None when not a number
+    center: float | None = None
 
 
 # trip-count sources of a loop whose step is a run-time value (``i += blockDim.x *

@@ -589,9 +589,12 @@ class CallWalker(GroupWalker):
         if name not in self.tally.followed:
             self.tally.followed.append(name)
         # a function met again with the same kind of arguments: reuse its cost per call
+        # (a one-statement function, an index helper ``idx(x, y, z + 1)``, is walked again for
+        # each value of its arguments: what it returns is an access's index, ``Access.center``)
+        values = _returns_only(body)
         key = (
             name,
-            tuple(call_signature(v) for v in vals),
+            tuple(call_signature(v) + ((v.val,) if values else ()) for v in vals),
             tuple(sorted(constants.items())),
             kind,
             receiver[0] if receiver is not None else "",  # whose members it reads
@@ -934,3 +937,9 @@ def _number(src: str) -> float | None:
         return float(src.rstrip("uUlL"))
     except ValueError:
         return None
+
+
+def _returns_only(body: Node) -> bool:
+    """Whether a function's body is a single ``return`` statement."""
+    stmts = [c for c in body.named_children if c.type != "comment"]
+    return len(stmts) == 1 and stmts[0].type == "return_statement"

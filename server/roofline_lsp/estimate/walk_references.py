@@ -154,6 +154,7 @@ class ReferenceWalker(BranchWalker):
             lane_stride=stride,
             offset=offset,
             run=run,
+            center=idx_vals[0].val if len(idx_vals) == 1 and not moved else None,
         )
         loaded_deps = deps | {DATA} | self.stored_in_loops(bname)
         if base.type == "identifier" and space in ("local", "shared"):
@@ -298,6 +299,7 @@ class ReferenceWalker(BranchWalker):
         lane_stride: float | None = None,
         offset: tuple[str, float] | None = None,
         run: float | None = None,
+        center: float | None = None,
     ) -> None:
         """Book one access (merged with an identical one in the same loop body);
         ``interval``: the elements ``[lo, hi]`` its index spans, when known; ``gathered``:
@@ -356,6 +358,7 @@ class ReferenceWalker(BranchWalker):
                 ),
                 self.sharers(deps),
                 combined=kind == "atomic" and self.cursor.combining,
+                center=center,
             )
             rec = self.tally.accesses[akey]
         else:

@@ -70,6 +70,7 @@ class AccessRecord:
     sharers: float = 1.0  # threads of a block with the same index (``Access.sharers``)
     guessed: float = 0.0  # of the weight, what a default trip count or branch share gave
     combined: bool = False  # ``Access.combined``
+    center: float | None = None  # ``Access.center``
 
 
 # per-call costs of an inlined function: ops, accesses (key, record, weight), its value

@@ -46,6 +46,9 @@ class MemoryTerm:
     local_bytes: float = 0.0  # of the DRAM bytes, those of per-thread arrays in local memory
     search_bytes: float = 0.0  # ... those of binary searches' probes that miss L2
     code_bytes: float = 0.0  # ... the kernel's compiled code, read once
+    # ... a stencil's layers read again: those between two uses of an element exceed the
+    # share of L2 that keeps them (``memory._layer_misses``)
+    layer_bytes: float = 0.0
     display_bytes: float = 0.0
     seconds: float = 0.0
     contended: bool = False  # the time is that of atomic updates of one address in turn

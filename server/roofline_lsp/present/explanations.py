@@ -135,6 +135,11 @@ def _memory_text(t: MemoryTerm) -> str:
         )
     if t.code_bytes >= 0.1 * t.dram_bytes:
         local += f", {fmt_bytes(t.code_bytes)} of them its code"
+    if t.layer_bytes >= 0.01 * t.dram_bytes:
+        local += (
+            f", {fmt_bytes(t.layer_bytes)} of them stencil layers read again"
+            " (the layers between two uses of an element overflow half of L2)"
+        )
     if t.dram_bytes >= t.references and not t.search_bytes:
         # each byte referenced once, plus the launch's fixed and local-memory traffic
         return head + f"every byte referenced comes from DRAM ({fmt_bytes(t.dram_bytes)}{local})"
