@@ -398,6 +398,31 @@ def test_openmp_region_host_values_and_map_extents(tmp_path: Path) -> None:
     assert ctx.types["a"].startswith("float")
 
 
+def test_a_buffer_main_allocates_keeps_its_size_in_the_callee(tmp_path: Path) -> None:
+    # the region's own map clause does not size d (fwt's fwtBatchGPU: main maps it in a
+    # target data region around the call): main's allocation does, DATA_SIZE / sizeof(float)
+    # = (1 << 21) x 4 / 4 = 2^21 elements, through a constant sized with sizeof
+    kernels = (
+        "void transform(float *d, int n) {\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < n / 4; i++) { d[i] = d[i + n / 4] + d[i + n / 2]; }\n"
+        "}\n"
+    )
+    main = (
+        "const int dataN = 1 << 21;\n"
+        "const int DATA_SIZE = dataN * sizeof(float);\n"
+        "void transform(float *d, int n);\n"
+        "int main() {\n"
+        "  float *d = (float *)malloc(DATA_SIZE);\n"
+        "  #pragma omp target data map(tofrom: d[0:dataN])\n"
+        "  { transform(d, dataN); }\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"kernels.cpp": kernels, "main.cpp": main}, "kernels.cpp")
+    assert ctx.get("n") == 2**21
+    assert ctx.extents["d"] == 2**21
+
+
 def test_an_element_passed_from_a_caller_is_not_its_array(tmp_path: Path) -> None:
     # main passes elements of an int array (``optr[6]``) as f's scalar bounds: in the region
     # they are ints, not the caller's ``int *`` (else ``ilast - ifirst`` is pointer arithmetic)
@@ -1204,8 +1229,9 @@ def test_a_data_region_sizes_only_the_regions_inside_it(tmp_path: Path) -> None:
     # main maps b[0:n] with its n = 4096 * 4096 around the call; inside scale(), n is the
     # row length 4096. The region around the call must not size scale()'s b as 4096
     # elements (what main's clause read in scale()'s scope gave: a 16 kB working set for a
-    # 64 MiB matrix). A data region around the offload region itself, and a standalone
-    # `target enter data` before it in the same function, do size it
+    # 64 MiB matrix): main's allocation does, 4096 * 4096 elements in main's own scope. A
+    # data region around the offload region itself, and a standalone `target enter data`
+    # before it in the same function, do size it
     src = (
         "void scale(float *b, int n) {\n"
         "  #pragma omp target teams distribute parallel for collapse(2)\n"
@@ -1232,7 +1258,7 @@ def test_a_data_region_sizes_only_the_regions_inside_it(tmp_path: Path) -> None:
     )
     det = detected(tmp_path, src, "o.cpp")
     first, second = det.kernels
-    assert "b" not in host_context(first, det).extents
+    assert host_context(first, det).extents["b"] == 4096 * 4096
     assert host_context(second, det).extents["c"] == 2000
 
 

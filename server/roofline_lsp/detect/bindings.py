@@ -179,6 +179,9 @@ class HostContext:
         t = self.texts.get(name)
         if t is None and self.device:
             t = _device_property(name, self.device)
+        if t is not None and "sizeof" in t:
+            # a constant sized in bytes (``const int DATA_SIZE = dataN * sizeof(float)``)
+            t = substitute_host(t, [], self.types, self.struct_sizes, self.extents)
         v = evaluate(t, _Env(self), functions=self.functions) if t is not None else None
         if v is not None and (math.isnan(v) or math.isinf(v)):
             v = None
@@ -2277,11 +2280,13 @@ def _caller_scope(
 ) -> tuple[HostContext, dict[str, str]]:
     """The host values at byte ``stop`` of host function ``caller`` (a call in it): the
     file's constants with ``ctx``'s user-given values, what ``caller``'s own callers pass it,
-    and its statements before ``stop``; with the starting values (to tell what it set)."""
+    its statements before ``stop`` and its allocations (a buffer ``main`` allocates and
+    passes down keeps its size); with the starting values (to tell what it set)."""
     sub = _program_context(detection, argv, ctx.fixed, ctx.device)
     start = dict(sub.texts)  # the file's constants and argc
     _bind_callers(caller, detection, sub, argv, depth, view, looked)
     _scan_function(caller, stop, sub, argv)
+    _allocations(compiled_text(caller), sub, argv)
     return sub, start
 
 
@@ -3292,7 +3297,10 @@ def _map_extents(kernel: Kernel, detection: Detection, ctx: HostContext, fn: Nod
     """OpenMP/OpenACC ``map(to: a[0:n])`` sections (of the region, of the data regions
     around it and of the standalone data directives before it in its function ``fn``, if
     it is in the region's file) -> buffer extents. A data region elsewhere (around a call in
-    ``main``) names its own scope's arrays and sizes: it is not read in this one."""
+    ``main``) names its own scope's arrays and sizes: it is not read in this one. A mapped
+    section is the device's copy: it sizes the buffer over the host allocation a caller
+    made (the largest section of a name counts)."""
+    mapped: dict[str, float] = {}
     clauses = list(kernel.clauses)
     start, end = kernel.span.start_byte, kernel.span.end_byte
     for region in detection.data_regions:
@@ -3323,6 +3331,5 @@ def _map_extents(kernel: Kernel, detection: Detection, ctx: HostContext, fn: Nod
                 k = ctx.eval_text(extra)
                 if k:
                     n *= k
-            old = ctx.extents.get(name)
-            if old is None or math.isnan(old) or n > old:
-                ctx.extents[name] = n
+            mapped[name] = max(mapped.get(name, 0.0), n)
+    ctx.extents.update(mapped)
