@@ -12,8 +12,9 @@ the launch) the model takes, per buffer:
   add up (to at most its size), and an index holding a value the walk could not follow
   is charged every reference (up to the allocation);
 * DRAM bytes: the footprint once (compulsory misses), plus re-reads of the reused part when
-  the whole working set overflows L2 (capacity misses, growing with footprint / L2), with
-  stores written back once per byte written;
+  the whole working set overflows L2 (capacity misses, growing with footprint / L2) and a
+  stencil's layers read again when the layers between two uses of an element overflow half
+  of L2 (``_layer_misses``), with stores written back once per byte written;
 * sectors: an access whose consecutive lanes are more than its own size apart (``a[i * n]``
   with i the lane) moves up to a 32 B sector per thread. Touched once, that is a sector per
   distinct element (up to the span the index reaches); walked by the thread over a loop

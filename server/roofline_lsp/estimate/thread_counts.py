@@ -44,8 +44,8 @@ class Access:
     # warp the compiler combines into one
     combined: bool = False
     # the index's value for the average thread (threads and blocks at their mid-point): two
-    # accesses of one buffer with the same dependencies are the difference apart (a
-    # stencil's ``u[i + nx * ny]`` is a plane ahead of ``u[i]``); None when not a number
+    # accesses of one buffer with the same reach are the difference apart (a stencil's
+    # ``u[i + nx * ny]`` is a plane ahead of ``u[i]``); None when not a number
     center: float | None = None
 
 
