@@ -261,6 +261,14 @@ def _numeric_kind(type_text: str) -> bool | None:
     return None
 
 
+def returned_expression(body: Node) -> Node | None:
+    """The expression a function body made of one ``return expr;`` returns, else None."""
+    stmts = [c for c in body.named_children if c.type != "comment"]
+    if len(stmts) != 1 or stmts[0].type != "return_statement" or not stmts[0].named_children:
+        return None
+    return stmts[0].named_children[0]
+
+
 def text_function(fn: Node) -> TextFunction | None:
     """A function definition whose body only returns an expression of its parameters
     (``inline int div_up(int a, int b) { return (a + b - 1) / b; }``), or a small one of
@@ -269,10 +277,10 @@ def text_function(fn: Node) -> TextFunction | None:
     body = fn.child_by_field_name("body")
     if body is None or body.type != "compound_statement":
         return None
-    stmts = [c for c in body.named_children if c.type != "comment"]
     rtype = fn.child_by_field_name("type")
     result = _numeric_kind(text(rtype)) if rtype is not None else None
-    if len(stmts) != 1 or stmts[0].type != "return_statement" or not stmts[0].named_children:
+    returned = returned_expression(body)
+    if returned is None:
         if result is None:
             return None  # not a function returning a number (a kernel, a void helper)
         small = effect_function(fn)
@@ -281,7 +289,7 @@ def text_function(fn: Node) -> TextFunction | None:
     if signature is None:
         return None
     params, kinds = signature
-    return TextFunction(params, text(stmts[0].named_children[0]), kinds, result)
+    return TextFunction(params, text(returned), kinds, result)
 
 
 def effect_function(fn: Node) -> TextFunction | None:

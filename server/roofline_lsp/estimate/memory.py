@@ -327,12 +327,21 @@ def _layer_misses(
         ):
             continue
         groups.setdefault((a.buffer, a.distinct), []).append((round(c), a))
+    # per group: its offsets, its loads' offsets, its element size
+    layered = [
+        (
+            buffer,
+            distinct,
+            sorted({c for c, _ in members}),
+            sorted({c for c, a in members if a.kind in ("load", "atomic")}),
+            max(a.elem for _, a in members),
+        )
+        for (buffer, distinct), members in groups.items()
+    ]
     # the streams that fill L2 between two uses: groups larger than a small table
-    streams = []
-    for (_buffer, distinct), members in groups.items():
-        elem = max(a.elem for _, a in members)
-        if distinct * elem * 64 > l2_bytes:
-            streams.append((sorted({c for c, _ in members}), elem))
+    streams = [
+        (offs, elem) for _b, distinct, offs, _l, elem in layered if distinct * elem * 64 > l2_bytes
+    ]
 
     def window(g: float) -> float:
         total = 0.0
@@ -348,9 +357,7 @@ def _layer_misses(
         return total
 
     extra = 0.0
-    for (buffer, distinct), members in groups.items():
-        loads = sorted({c for c, a in members if a.kind in ("load", "atomic")})
-        elem = max(a.elem for _, a in members)
+    for buffer, distinct, _offs, loads, elem in layered:
         cap = extents.get(buffer.split(".", 1)[0])
         layer = min(distinct, cap) if cap and math.isfinite(cap) and cap > 0 else distinct
         for lo, hi in itertools.pairwise(loads):

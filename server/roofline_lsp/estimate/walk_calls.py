@@ -19,7 +19,7 @@ from roofline_lsp.detect.bindings import (
     method_class,
     template_params,
 )
-from roofline_lsp.detect.treewalk import function_declarator
+from roofline_lsp.detect.treewalk import function_declarator, returned_expression
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.macro_expansion import call_tree
 from roofline_lsp.estimate.value_domain import (
@@ -591,7 +591,7 @@ class CallWalker(GroupWalker):
         # a function met again with the same kind of arguments: reuse its cost per call
         # (a one-statement function, an index helper ``idx(x, y, z + 1)``, is walked again for
         # each value of its arguments: what it returns is an access's index, ``Access.center``)
-        values = _returns_only(body)
+        values = returned_expression(body) is not None
         key = (
             name,
             tuple(call_signature(v) + ((v.val,) if values else ()) for v in vals),
@@ -937,9 +937,3 @@ def _number(src: str) -> float | None:
         return float(src.rstrip("uUlL"))
     except ValueError:
         return None
-
-
-def _returns_only(body: Node) -> bool:
-    """Whether a function's body is a single ``return`` statement."""
-    stmts = [c for c in body.named_children if c.type != "comment"]
-    return len(stmts) == 1 and stmts[0].type == "return_statement"
