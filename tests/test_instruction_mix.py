@@ -45,6 +45,15 @@ def test_classify_widths_and_spaces() -> None:
     assert c("rcp.rn.f64").flops_fp64 == 10 and c("sqrt.rn.f64").flops_fp64 == 13
     # the fp64 division's FFMA range check; the reciprocal has none
     assert c("div.rn.f64").flops_fp32 == 2 and c("rcp.rn.f64").flops_fp32 == 0
+    # the IEEE fast paths test the input's exponent in integer instructions (sm_86 SASS):
+    # sqrtf IADD3 + ISETP; 1.0f / x IADD3 + LOP3 + ISETP before its MUFU.RCP + 2 FFMA. A loop
+    # of sqrtf and 1.0f / x once a trip (dev's haccmk), unrolled 4 times in SASS: 27 integer
+    # instructions per 4 trips (4 IMAD.WIDE, 8 + 12 for the two tests, 3 counter and exit),
+    # 6.75 a trip; ncu measured 7.06, so ISETP counts as integer; without the 3 the
+    # estimate was 1.76
+    assert c("sqrt.rn.f32").int_ops == 2 and c("rcp.rn.f32").int_ops == 3
+    assert c("sqrt.rn.f64").int_ops == 3 and c("rcp.rn.f64").int_ops == 1
+    assert c("rcp.approx.f32").int_ops == 0 and c("div.rn.f32").int_ops == 0
     assert c("shfl.sync.bfly.b32").warp_ops == 1
     assert c("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32").flops_tensor == 128
     mix = c("add.s32") + c("fma.rn.f32")

@@ -11,7 +11,9 @@ that ``ptxas`` emits for sm_86 (checked with ``nvdisasm`` on small kernels):
   IEEE ``div``/``sqrt``/``rcp`` expand (fast path): ``div.rn.f32`` MUFU + 5 FFMA (10 FLOP)
   + FCHK; ``div.rn.f64`` MUFU + 7 DFMA + 1 DMUL (15 FLOP) and an FFMA range check (2 FP32
   FLOP); ``rcp.rn.f64`` 5 DFMA (10); ``sqrt.rn.f32`` 2 FMUL + 2 FFMA (6); ``sqrt.rn.f64``
-  3 DMUL + 5 DFMA (13); ``rcp.rn.f32`` 2 FFMA (4). ``sin/cos/ex2/lg2/
+  3 DMUL + 5 DFMA (13); ``rcp.rn.f32`` 2 FFMA (4). The fast paths also test the input's
+  exponent with integer instructions: ``sqrt.rn.f32`` IADD3 + ISETP (2), ``rcp.rn.f32``
+  IADD3 + LOP3 + ISETP (3), ``sqrt.rn.f64`` 3, ``rcp.rn.f64`` 1. ``sin/cos/ex2/lg2/
   rsqrt/rcp/sqrt/tanh .approx`` are one special-function (MUFU) instruction each; the
   range-scaling FMULs of the non-``.ftz`` forms are predicated on a denormal or huge input, so
   they count no FLOP (Nsight counts threads whose predicate is on).
@@ -322,7 +324,7 @@ def opcode_mix(opcode: str) -> LineMix:
                 return add(special=width)
             if prec == "fp64":
                 return add(special=1, fp64=5, flops_fp64=10, fp32=1, int_ops=1)
-            return add(special=1, fp32=3, flops_fp32=4, branches=1)
+            return add(special=1, fp32=3, flops_fp32=4, int_ops=3, branches=1)
         if base == "sqrt":
             if prec == "fp64":
                 return add(special=1, fp64=9, flops_fp64=13, int_ops=3, branches=1)
