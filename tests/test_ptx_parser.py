@@ -389,6 +389,44 @@ def test_a_sign_stored_as_it_is_is_one_flop() -> None:
     assert lines[("k.cu", 5)].flops_fp64 == 1
 
 
+# Far offsets as ptxas compiles them for sm_86 (nvdisasm): a load or store holds an offset of
+# [-2^23, 2^23) bytes; for one beyond it ptxas adds a 16 MiB multiple to the register
+# (IADD3 + IADD3.X) and later accesses within 8 MiB of that base share it. Dev's zmddft stores
+# 30 doubles 16 to 240 MiB past one register: 15 windows, 30 of the 50 integer instructions
+# a thread runs in ncu (the PTX count without them: 24).
+FAR = """\
+.version 8.0
+.target sm_86
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+\t.loc 1 1 0
+\tst.global.f64 [%rd1+8388600], %fd1;
+\t.loc 1 2 0
+\tst.global.f64 [%rd1+134217728], %fd1;
+\t.loc 1 3 0
+\tst.global.f64 [%rd1+134217736], %fd1;
+\t.loc 1 4 0
+\tld.global.f64 %fd2, [%rd1+-16777216];
+\t.loc 1 5 0
+\tadd.s64 %rd1, %rd1, 8;
+\t.loc 1 6 0
+\tst.global.f64 [%rd1+134217728], %fd2;
+\tret;
+}
+.file 1 "k.cu"
+"""
+
+
+def test_an_offset_beyond_sass_reach_costs_a_64_bit_add_per_window() -> None:
+    # line 1: 8388600 B fits the 24-bit immediate, nothing; line 2: 128 MiB opens the window
+    # of base + 2^27 (2 ints); line 3, 8 bytes further, shares it; line 4: -16 MiB is another
+    # window (2); line 6: the register was written on line 5, its windows are gone (2)
+    lines = parse_ptx(FAR).functions["k"].lines
+    ints = {ln: lines[("k.cu", ln)].int_ops for ln in range(1, 7)}
+    assert ints == {1: 0, 2: 2, 3: 0, 4: 2, 5: 1, 6: 2}
+
+
 def _chain_of_exits(n: int) -> str:
     """A kernel of ``n`` early exits in a row (``if (i >= k) return;``, line 2 + k), each
     followed by an add on its line, then the ``ret`` every path reaches (line n + 2)."""

@@ -326,6 +326,41 @@ def _materialized_signs(instrs: list[_Instr]) -> set[int]:
     return out
 
 
+# a memory operand's immediate offset SASS holds (24 bits, signed): ptxas computes a new base
+# for one farther away (``IADD3 R6, P0, R2, 0x1000000`` + ``IADD3.X``), shared by the
+# accesses of the same register within 8 MiB of it
+_OFFSET_REACH = 1 << 23
+_ADDRESS_RE = re.compile(r"\[\s*(%rd\d+)\s*\+\s*(-?\d+)\s*\]")
+_FAR_BASE = ((NUM_FIELDS.index("int_ops"), 2),)
+
+
+def _far_offsets(instrs: list[_Instr]) -> set[int]:
+    """The loads and stores whose address is a 64-bit register plus an immediate too far
+    for SASS (``st.global.f64 [%rd11+134217728]``, an unrolled ``a[i + 16777216]``) that
+    open a new 16 MiB window of that register: ptxas materialises the window's base with a
+    64-bit add (two integer instructions), which later accesses in the window share until
+    the register is written again."""
+    windows: dict[str, set[int]] = {}
+    out: set[int] = set()
+    for j, ins in enumerate(instrs):
+        base = ins.opcode.split(".", 1)[0]
+        if base in ("ld", "ldu", "st", "atom", "red"):
+            for reg, imm in _ADDRESS_RE.findall(ins.operands):
+                offset = int(imm)
+                if -_OFFSET_REACH <= offset < _OFFSET_REACH:
+                    continue
+                window = (offset + _OFFSET_REACH) >> 24
+                seen = windows.setdefault(reg, set())
+                if window not in seen:
+                    seen.add(window)
+                    out.add(j)
+        if base not in _NO_DEST:
+            regs = _REG_RE.findall(ins.operands.split(",", 1)[0])
+            if regs:
+                windows.pop(regs[0], None)
+    return out
+
+
 def _build_function(
     name: str,
     is_kernel: bool,
@@ -348,10 +383,13 @@ def _build_function(
     targets: list[str | None] = []
     calls: list[str] = []
     signs = _materialized_signs(instrs)
+    far = _far_offsets(instrs)
     for j, ins in enumerate(instrs):
         sp = _sparse(opcode_mix(ins.opcode))
         if j in signs:
             sp = sp + ((_SIGN_FLOP[ins.opcode.rsplit(".", 1)[-1]], 1),)
+        if j in far:
+            sp = sp + _FAR_BASE
         base = ins.opcode.split(".", 1)[0]
         target = None
         if ins.opcode.startswith("mul.wide.") and add64_operands:
