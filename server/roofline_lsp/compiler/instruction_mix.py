@@ -21,12 +21,12 @@ that ``ptxas`` emits for sm_86 (checked with ``nvdisasm`` on small kernels):
   integer ``add/sub/mul/mad/mul24/mad24/sad/abs/neg/min/max/popc/clz/bfind/brev/bfe/bfi/fns/
   prmt/lop3/shf/shl/shr/and/or/xor/not/cnot/dp4a/dp2a/setp/set/selp/slct`` on integer types
   1 each; 64-bit ``mul``/``mad`` 3 (IMAD.WIDE.U32 + 2 IMAD), 64-bit compares 2 (ISETP +
-  ISETP.EX), ``clz`` 2 (FLO + IADD); 32-bit ``div`` 20 and ``rem`` 15 (the reciprocal
-  sequence), 64-bit ``div/rem`` 70 (a subroutine); sign-extending ``cvt`` 1, zero-extending or
-  truncating ``cvt`` and ``cvta`` 0 (folded), predicate logic (``and.pred`` ...) 0 (folded into
-  ISETP), ``mov`` 0. 64-bit ``add`` counts 1 (ptxas splits a lone one in two, IADD3 +
-  IADD3.X, but folds constant offsets into the address), and a ``mul.wide`` whose result feeds
-  a 64-bit ``add`` counts 0: the pair is one IMAD.WIDE.
+  ISETP.EX), ``clz`` 2 (FLO + IADD); 32-bit ``div`` 18 signed and 14 unsigned, ``rem`` 17
+  and 11 (the reciprocal sequence), 64-bit ``div/rem`` 70 (a subroutine); sign-extending
+  ``cvt`` 1, zero-extending or truncating ``cvt`` and ``cvta`` 0 (folded), predicate logic
+  (``and.pred`` ...) 0 (folded into ISETP), ``mov`` 0. 64-bit ``add`` counts 1 (ptxas
+  splits a lone one in two, IADD3 + IADD3.X, but folds constant offsets into the address),
+  and a ``mul.wide`` whose result feeds a 64-bit ``add`` counts 0: the pair is one IMAD.WIDE.
   Check on the eval set's loop-free CUDA kernels (static PTX count vs ncu's per-thread count):
   integer median ratio 1.00 (quartiles 0.79-1.33), FP32 FLOPs 1.00, FP64 FLOPs 1.00.
 - Memory: loads/stores by state space (``global``, ``shared``, ``local``, ``const``,
@@ -175,6 +175,9 @@ _INT_SIMPLE = {
     "not", "cnot", "dp4a", "dp2a", "addc", "subc", "madc", "set", "selp", "slct", "bmsk",
     "szext", "mul", "mad",
 }  # fmt: skip
+# integer instructions of a 32-bit division by a run-time value in sm_86 SASS (the reciprocal
+# sequence: IMAD.HI estimates, ISETP/IADD3 corrections; signed adds IABS and the sign fix)
+_DIVISION_INTS = {("div", True): 18, ("div", False): 14, ("rem", True): 17, ("rem", False): 11}
 _FP_NOFLOP = {"neg", "abs", "min", "max", "setp", "set", "selp", "copysign", "testp", "slct"}
 _LD = {"ld", "ldu"}
 _SPACES = ("global", "shared", "local", "const", "param")
@@ -348,7 +351,8 @@ def opcode_mix(opcode: str) -> LineMix:
     if base in ("div", "rem"):
         if _TYPE_BYTES.get(t, 4) == 8:
             return add(int_ops=70, special=1, conversions=2, branches=2, divisions=1)
-        return add(int_ops=20 if base == "div" else 15, special=1, conversions=2, divisions=1)
+        ints = _DIVISION_INTS[base, t.startswith("s")]
+        return add(int_ops=ints, special=1, conversions=2, divisions=1)
     if base == "clz":
         return add(int_ops=2)
     if base in ("mul", "mad") and _TYPE_BYTES.get(t, 4) == 8 and "wide" not in mods:
