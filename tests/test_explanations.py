@@ -71,6 +71,19 @@ def test_memory_term_names_the_code_and_the_display_when_they_weigh() -> None:
     assert "code" not in term_text(saxpy)
 
 
+def test_memory_term_names_the_share_of_l2_the_stencil_layers_overflow() -> None:
+    # 2.14 GB of 3.99 GB are layers read again; the text names the share the model used
+    stencil = MemoryTerm(470e6, False, 5.24e6, 3.99e9, 4.53e9, layer_bytes=2.14e9)
+    assert term_text(stencil).endswith(
+        "3.99 GB of the 4.53 GB referenced come from DRAM, 2.14 GB of them stencil layers read"
+        " again (the layers between two uses of an element overflow half of L2)"
+    )
+    quarter = MemoryTerm(470e6, False, 5.24e6, 3.99e9, 4.53e9, layer_bytes=2.14e9, layer_share=0.25)
+    assert term_text(quarter).endswith("overflow a quarter of L2)")
+    tenth = MemoryTerm(470e6, False, 5.24e6, 3.99e9, 4.53e9, layer_bytes=2.14e9, layer_share=0.1)
+    assert term_text(tenth).endswith("overflow 10% of L2)")
+
+
 def test_each_term_in_words() -> None:
     assert [term_text(t) for t in TERMS] == [
         "per thread: 2 FP32 FLOP, 6 integer ops",

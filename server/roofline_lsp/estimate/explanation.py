@@ -48,6 +48,7 @@ def verdict_terms(a: KernelEstimate) -> tuple[Term, ...]:
             m.search_bytes,
             m.code_bytes,
             m.layer_bytes,
+            m.layer_share,
             m.display_bytes,
             a.time.seconds if a.time is not None else 0.0,
             a.time is not None and a.time.limit == "contention",

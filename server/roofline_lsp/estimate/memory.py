@@ -102,6 +102,7 @@ class MemoryEstimate:
     # of the bytes loaded, a stencil's layers read again because the layers between two
     # uses of one element do not fit in L2 (``_layer_misses``)
     layer_bytes: float = 0.0
+    layer_share: float = 0.5  # the share of L2 the layers may fill (``CacheModel.layer_share``)
     # DRAM bytes a display engine reads while the launch runs (``launch_time``): not the
     # kernel's, but in the DRAM traffic a profiler counts for it
     display_bytes: float = 0.0
@@ -272,6 +273,7 @@ def estimate_traffic(
         search_bytes=sum(b.searched for b in buffers),
         code_bytes=code_bytes,
         layer_bytes=layers,
+        layer_share=model.layer_share,
     )
 
 

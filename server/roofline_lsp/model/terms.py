@@ -49,6 +49,7 @@ class MemoryTerm:
     # ... a stencil's layers read again: those between two uses of an element exceed the
     # share of L2 that keeps them (``memory._layer_misses``)
     layer_bytes: float = 0.0
+    layer_share: float = 0.5  # the share of L2 that keeps them
     display_bytes: float = 0.0
     seconds: float = 0.0
     contended: bool = False  # the time is that of atomic updates of one address in turn

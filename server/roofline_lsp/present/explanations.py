@@ -119,6 +119,11 @@ def term_text(t: Term) -> str:
     return t.text
 
 
+def _share(x: float) -> str:
+    """A share in words: "half", "a quarter", else a percentage."""
+    return {0.5: "half", 0.25: "a quarter", 1.0: "all"}.get(x, f"{x:.0%}")
+
+
 def _memory_text(t: MemoryTerm) -> str:
     """The working set against L2 and the DRAM bytes the kernel moves."""
     fit = "fits in" if t.resident else "exceeds"
@@ -138,7 +143,8 @@ def _memory_text(t: MemoryTerm) -> str:
     if t.layer_bytes >= 0.01 * t.dram_bytes:
         local += (
             f", {fmt_bytes(t.layer_bytes)} of them stencil layers read again"
-            " (the layers between two uses of an element overflow half of L2)"
+            f" (the layers between two uses of an element overflow {_share(t.layer_share)}"
+            " of L2)"
         )
     if t.dram_bytes >= t.references and not t.search_bytes:
         # each byte referenced once, plus the launch's fixed and local-memory traffic
