@@ -49,8 +49,8 @@ def test_classify_widths_and_spaces() -> None:
     # sqrtf IADD3 + ISETP; 1.0f / x IADD3 + LOP3 + ISETP before its MUFU.RCP + 2 FFMA. A loop
     # of sqrtf and 1.0f / x once a trip (dev's haccmk), unrolled 4 times in SASS: 27 integer
     # instructions per 4 trips (4 IMAD.WIDE, 8 + 12 for the two tests, 3 counter and exit),
-    # 6.75 a trip; ncu measured 7.06, so ISETP counts as integer; without the 3 the
-    # estimate was 1.76
+    # 6.75 a trip; ncu measured 7.06, so ISETP counts as integer. Without the reciprocal's 3
+    # the estimate was 1.5 a trip (the labels' clang build approximates sqrtf), with them 4.5
     assert c("sqrt.rn.f32").int_ops == 2 and c("rcp.rn.f32").int_ops == 3
     assert c("sqrt.rn.f64").int_ops == 3 and c("rcp.rn.f64").int_ops == 1
     # a 32-bit division by a run-time value in sm_86 SASS, beside the loads and store a
