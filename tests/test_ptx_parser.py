@@ -260,16 +260,19 @@ def test_a_function_without_instructions_has_no_runs() -> None:
     assert m.functions["empty"].cfg_loops == ()
 
 
+def _kernel_module(body: str, params: str = "") -> str:
+    """The PTX module of one kernel ``k(params)`` for sm_86 whose body is ``body`` (whole
+    lines; ``.loc 1`` is k.cu)."""
+    head = f".version 8.0\n.target sm_86\n.address_size 64\n.visible .entry k({params})\n{{\n"
+    return f'{head}{body}}}\n.file 1 "k.cu"\n'
+
+
 # A loop whose blocks are not contiguous in the text (as clang lays them out): the body sits
 # after the exit block, which the backward branch's span [head, bra] wrongly takes in.
 # Blocks: 0 = mov (line 1), 1 = head: setp/bra (line 2), 2 = ret (line 5), 3 = body: add/bra
 # (line 3). Back edge 3 -> 1 (1 dominates 3): the natural loop is blocks 1 and 3.
-SCATTERED = """\
-.version 8.0
-.target sm_86
-.address_size 64
-.visible .entry k()
-{
+SCATTERED = _kernel_module(
+    """\
 \t.loc 1 1 0
 \tmov.u32 %r1, 0;
 $L_head:
@@ -282,9 +285,8 @@ $L_body:
 \t.loc 1 3 0
 \tadd.s32 %r1, %r1, 1;
 \tbra $L_head;
-}
-.file 1 "k.cu"
 """
+)
 
 
 def test_a_natural_loop_holds_its_blocks_wherever_they_lie() -> None:
@@ -333,13 +335,12 @@ def test_a_complete_unroll_folds_the_counter_and_the_address_arithmetic() -> Non
 def test_a_header_with_many_back_edges_is_one_loop_of_all_their_blocks() -> None:
     # $H, then 50 blocks each ending `@%p bra $H` (a back edge: $H dominates them all), then
     # the ret block: one natural loop of the 51 blocks before the ret
-    text = (
-        ".version 8.0\n.target sm_86\n.address_size 64\n.visible .entry k()\n{\n"
+    text = _kernel_module(
         "$H:\n\t.loc 1 1 0\n\tadd.s32 %r1, %r1, 1;\n"
         + "".join(
             f"\t.loc 1 {i + 2} 0\n\tsetp.lt.s32 %p1, %r1, {i};\n\t@%p1 bra $H;\n" for i in range(50)
         )
-        + '\t.loc 1 99 0\n\tret;\n}\n.file 1 "k.cu"\n'
+        + "\t.loc 1 99 0\n\tret;\n"
     )
     f = parse_ptx(text).functions["k"]
     (loop,) = f.cfg_loops
@@ -350,12 +351,8 @@ def test_a_header_with_many_back_edges_is_one_loop_of_all_their_blocks() -> None
 
 # Signs as ptxas compiles them for sm_86 (nvdisasm): a negation or absolute value stored as
 # it is becomes DADD R, -RZ, -R (one FLOP); one an FMA takes is its operand modifier (none).
-SIGNS = """\
-.version 8.0
-.target sm_86
-.address_size 64
-.visible .entry k(.param .u64 p)
-{
+SIGNS = _kernel_module(
+    """\
 \t.loc 1 1 0
 \tld.global.f64 %fd1, [%rd1];
 \t.loc 1 2 0
@@ -373,9 +370,9 @@ SIGNS = """\
 \tneg.f64 %fd4, %fd3;
 \tst.global.f64 [%rd5], %fd4;
 \tret;
-}
-.file 1 "k.cu"
-"""
+""",
+    ".param .u64 p",
+)
 
 
 def test_a_sign_stored_as_it_is_is_one_flop() -> None:
@@ -394,12 +391,8 @@ def test_a_sign_stored_as_it_is_is_one_flop() -> None:
 # (IADD3 + IADD3.X) and later accesses within 8 MiB of that base share it. Dev's zmddft stores
 # 30 doubles 16 to 240 MiB past one register: 15 windows, 30 of the 50 integer instructions
 # a thread runs in ncu (the PTX count without them: 24).
-FAR = """\
-.version 8.0
-.target sm_86
-.address_size 64
-.visible .entry k(.param .u64 p)
-{
+FAR = _kernel_module(
+    """\
 \t.loc 1 1 0
 \tst.global.f64 [%rd1+8388600], %fd1;
 \t.loc 1 2 0
@@ -413,9 +406,9 @@ FAR = """\
 \t.loc 1 6 0
 \tst.global.f64 [%rd1+134217728], %fd2;
 \tret;
-}
-.file 1 "k.cu"
-"""
+""",
+    ".param .u64 p",
+)
 
 
 def test_an_offset_beyond_sass_reach_costs_a_64_bit_add_per_window() -> None:
@@ -438,9 +431,8 @@ def _chain_of_exits(n: int) -> str:
             f"    @%p{k} bra $L_exit;",
             f"    add.f32 %f{k + 1}, %f{k}, %f{k};",
         ]
-    head = [".version 8.0", ".target sm_86", ".address_size 64", ".visible .entry k()", "{"]
-    tail = ["$L_exit:", f"    .loc 1 {n + 2} 1", "    ret;", "}", '.file 1 "k.cu"']
-    return "\n".join([*head, *body, *tail])
+    tail = ["$L_exit:", f"    .loc 1 {n + 2} 1", "    ret;"]
+    return _kernel_module("".join(f"{ln}\n" for ln in [*body, *tail]))
 
 
 def test_code_after_early_exits_is_skipped_by_each_of_them(monkeypatch) -> None:
