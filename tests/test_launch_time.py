@@ -70,6 +70,21 @@ def test_waves_of_resident_threads_add_up(rtx) -> None:  # type: ignore[no-untyp
     assert two == pytest.approx(2 * one)
 
 
+def test_the_busy_threads_carry_the_work(rtx) -> None:  # type: ignore[no-untyped-def]
+    # an offloaded loop of 100 iterations of 10^6 integer ops over 256 teams of 256 threads:
+    # 100 threads walk 10^6 x 32.5 cycles each (22.6 ms), not 65536 threads 1.5 k each
+    # (34.4 us); each of the 65536 threads also runs 50 ops of the runtime's own, 50 x 32.5
+    # cycles more on the chain and 3.3 M more ops on the INT roof
+    t = launch_time({"int": 1e8}, 0.0, 65536.0, rtx, dependent_cycles=CYCLES,
+                    threads_per_sm=PER_SM, busy_threads=100.0, thread_ints=50.0)  # fmt: skip
+    assert t.limit == "latency"
+    assert t.seconds == pytest.approx((1e6 + 50) * 32.5 / 1.44e9)
+    # all busy: the work spread over the 65536 threads, one wave
+    t = launch_time({"int": 1e8}, 0.0, 65536.0, rtx, dependent_cycles=CYCLES,
+                    threads_per_sm=PER_SM, thread_ints=50.0)  # fmt: skip
+    assert t.seconds == pytest.approx((1e8 / 65536 + 50) * 32.5 / 1.44e9)
+
+
 def test_few_blocks_have_the_peak_of_the_sms_they_occupy(rtx) -> None:  # type: ignore[no-untyped-def]
     # 8 blocks of 256 threads, 3.9168e9 FP64 FLOP: the FP64 roof of all 68 SMs takes 10 ms,
     # of the 8 SMs the blocks run on 10 ms x 68 / 8 = 85 ms (the latency, 956 k FMAs a thread

@@ -9,7 +9,9 @@ A launch takes the longest of these times:
   ``dependent_cycles`` cycles on average between dependent instructions (ALU results take
   4-6 cycles, L1 hits ~30, L2 hits ~200), so a launch too small to fill the GPU (a few
   hundred threads walking a long loop) runs for ``instructions per thread x dependent_cycles
-  / clock`` per wave of resident threads, however few operations it does in all. A thread's
+  / clock`` per wave of resident threads, however few operations it does in all (the
+  threads that share the work: an offloaded loop of 100 iterations keeps 100 of a launch's
+  65536 threads busy). A thread's
   instructions are its integer ops and half its FLOPs (an FMA is 2 FLOP in one instruction);
   each also holds its warp while its pipe takes the warp's 32 threads, ``32 / lanes`` cycles
   for the SM's lanes of its precision (``peak / (2 x clock x SMs)``): a quarter of a cycle for
@@ -80,25 +82,33 @@ def launch_time(
     blocks: float = math.inf,
     dram_efficiency: float = 1.0,
     launch_seconds: float = 0.0,
+    busy_threads: float | None = None,
+    thread_ints: float = 0.0,
 ) -> LaunchTime:
-    """The time of a launch of ``gpu_threads`` threads doing ``totals`` (FLOP by precision,
-    ``"int"`` ops; over the launch) and moving ``dram_bytes`` at ``dram_efficiency`` of the
-    peak bandwidth, in ``blocks`` thread blocks (teams), whose busiest address takes
-    ``contended`` atomic updates; no launch takes less than ``launch_seconds``."""
+    """The time of a launch of ``gpu_threads`` threads, ``busy_threads`` of them (all when
+    None) doing ``totals`` (FLOP by precision, ``"int"`` ops; over the launch), each also
+    running ``thread_ints`` integer ops of its own (an OpenMP runtime's set-up), and moving
+    ``dram_bytes`` at ``dram_efficiency`` of the peak bandwidth, in ``blocks`` thread blocks
+    (teams), whose busiest address takes ``contended`` atomic updates; no launch takes less
+    than ``launch_seconds``."""
     flops = {p: n for p, n in totals.items() if p != "int"}
-    int_ops = totals.get("int", 0.0)
+    work_ints = totals.get("int", 0.0)
+    int_ops = work_ints + thread_ints * gpu_threads
     busy = min(max(blocks, 1.0), gpu.sm_count) / gpu.sm_count
     throughput = max(
         roof_time(gpu, flops, int_ops, 0.0) / busy,
         dram_bytes / (gpu.dram_bandwidth * dram_efficiency),
     )
-    threads = max(gpu_threads, 1.0)
-    cycles = int_ops * (dependent_cycles + _issue_cycles(gpu, "int")) if int_ops > 0 else 0.0
+    # the longest thread's chain: the work over the threads that share it, then its own
+    threads = max(gpu_threads if busy_threads is None else busy_threads, 1.0)
+    int_cycles = dependent_cycles + _issue_cycles(gpu, "int")
+    cycles = work_ints * int_cycles if work_ints > 0 else 0.0
     for p, n in flops.items():
         if n > 0:
             cycles += n / 2 * (dependent_cycles + _issue_cycles(gpu, p))
     waves = math.ceil(threads / (gpu.sm_count * threads_per_sm))
-    latency = cycles / threads * waves / (gpu.clock_ghz * 1e9)
+    chain = cycles / threads + thread_ints * int_cycles
+    latency = chain * waves / (gpu.clock_ghz * 1e9)
     serial = contended * atomic_cycles / (gpu.clock_ghz * 1e9)
     if launch_seconds > max(serial, latency, throughput):
         return LaunchTime(launch_seconds, "launch")

@@ -426,8 +426,10 @@ def analyze(
     )
     totals = {p: counts.flops.get(p, 0.0) * threads for p in ("fp64", "fp32", "fp16")}
     totals["int"] = counts.int_ops * threads
-    if offload:
-        totals["int"] += cal.omp_thread_ints * gpu_threads
+    # every thread of an offloaded region runs the runtime's set-up, and a loop of fewer
+    # iterations than the launch's threads keeps only as many of them busy (100 iterations
+    # over 256 teams: 100 threads walk the whole work)
+    thread_ints = cal.omp_thread_ints if offload else 0.0
     timing = launch_time(
         totals,
         mem.kernel_bytes,
@@ -440,7 +442,10 @@ def analyze(
         blocks=float(math.prod(grid)),
         dram_efficiency=cal.dram_efficiency,
         launch_seconds=cal.launch_seconds,
+        busy_threads=min(gpu_threads, threads) if offload else None,
+        thread_ints=thread_ints,
     )
+    totals["int"] += thread_ints * gpu_threads
     mem = replace(mem, display_bytes=display_bytes(gpu, timing.seconds))
     dram = mem.dram_bytes
     ai: dict[str, float | None] = {}
