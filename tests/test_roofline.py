@@ -960,3 +960,26 @@ def test_a_stencils_layers_are_read_again_when_they_overflow_l2(gpu) -> None:  #
     assert a.memory.layer_bytes == pytest.approx(4 * (8 * 2**26 - 6 * plane - 2 * (plane - 2048)))
     k, det = _kernel("stencil3d.cu")
     assert "of them stencil layers read again" in explanation(estimate(k, det, gpu))
+
+
+def test_an_offloaded_loop_of_few_iterations_runs_at_its_busy_threads_latency(gpu) -> None:  # type: ignore[no-untyped-def]
+    # sums(x, r, 100, 1 << 20) over num_teams(256) thread_limit(256), launched (as profiled)
+    # with 256 teams of 256 threads: 100 of the 65536 threads walk a 2^20-trip loop each.
+    # One iteration's chain: its integer ops (2^20 x 1.5 + its own) and its 2^20 FP32 adds
+    # (2^19 instructions as FLOP / 2) at 32 cycles a dependent instruction plus the issue
+    # (0.5 INT, 0.25 FP32), and the runtime's 30 integer ops of every thread:
+    # (1572883 + 30) x 32.5 + 524288 x 32.25 cycles / 1.44 GHz = 47.2 ms, 2.83 refreshes: 3
+    # frames of 20 MB. Spread over all 65536 threads the launch would take 0.77 ms (its
+    # 419 MB at 72% of 760.3 GB/s) and read no frame.
+    k, det = _kernel("omp_few_iterations.cpp")
+    a = analyze(k, det, gpu, Inputs(block=(256, 1, 1), grid=(256, 1, 1)))
+    assert (a.threads, a.gpu_threads) == (100.0, 65536.0)
+    assert a.counts.int_ops == pytest.approx(2**20 * 1.5, rel=1e-3)
+    assert a.counts.flops["fp32"] == pytest.approx(2**20)
+    chain = (a.counts.int_ops + 30) * 32.5 + a.counts.flops["fp32"] / 2 * 32.25
+    assert a.time is not None and a.time.limit == "latency"
+    assert a.time.seconds == pytest.approx(chain / 1.44e9)
+    assert a.time.seconds == pytest.approx(0.0472, rel=1e-3)
+    assert a.memory.display_bytes == pytest.approx(3 * 20e6)
+    # the runtime's integer ops still count on every launched thread
+    assert a.totals["int"] == pytest.approx(100 * a.counts.int_ops + 30 * 65536)
