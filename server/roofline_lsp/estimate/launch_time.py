@@ -11,11 +11,11 @@ A launch takes the longest of these times:
   hundred threads walking a long loop) runs for ``instructions per thread x dependent_cycles
   / clock`` per wave of resident threads, however few operations it does in all (the
   threads that share the work: an offloaded loop of 100 iterations keeps 100 of a launch's
-  65536 threads busy). A thread's
-  instructions are its integer ops and half its FLOPs (an FMA is 2 FLOP in one instruction);
-  each also holds its warp while its pipe takes the warp's 32 threads, ``32 / lanes`` cycles
-  for the SM's lanes of its precision (``peak / (2 x clock x SMs)``): a quarter of a cycle for
-  FP32 on an RTX 3080, 16 cycles for FP64 on its 2 lanes an SM.
+  65536 threads busy). A thread's instructions are its integer ops and half its FLOPs (an
+  FMA is 2 FLOP in one instruction); each also holds its warp while its pipe takes the
+  warp's 32 threads, ``32 / lanes`` cycles for the SM's lanes of its precision (``peak / (2
+  x clock x SMs)``): a quarter of a cycle for FP32 on an RTX 3080, 16 cycles for FP64 on its
+  2 lanes an SM.
 
 - **launch**: starting the blocks and draining them takes a few microseconds however little
   a launch does (``launch_seconds``);
