@@ -153,9 +153,7 @@ def estimate_traffic(
     walked_buffers: set[str] = set()
     for name, accs in by_buffer.items():
         elem = max(a.elem for a in accs)
-        cap = extents.get(name.split(".", 1)[0])
-        if cap is not None and (math.isnan(cap) or cap <= 0):
-            cap = None
+        cap = _allocated(extents, name)
         refs_l = refs_s = 0.0
         parts_l: list[Part] = []
         parts_s: list[Part] = []
@@ -302,6 +300,13 @@ class _Sectors:
         return sum(self.moved[kind].values())
 
 
+def _allocated(extents: Mapping[str, float], buffer: str) -> float | None:
+    """The elements the host allocated or mapped for ``buffer`` (its fields: the whole
+    object's, ``p.x`` of ``p``), None when no positive size is known."""
+    cap = extents.get(buffer.split(".", 1)[0])
+    return None if cap is None or math.isnan(cap) or cap <= 0 else cap
+
+
 def _layer_misses(
     accesses: tuple[Access, ...], extents: Mapping[str, float], l2_bytes: float, model: CacheModel
 ) -> float:
@@ -360,8 +365,8 @@ def _layer_misses(
 
     extra = 0.0
     for buffer, distinct, _offs, loads, elem in layered:
-        cap = extents.get(buffer.split(".", 1)[0])
-        layer = min(distinct, cap) if cap and math.isfinite(cap) and cap > 0 else distinct
+        cap = _allocated(extents, buffer)
+        layer = min(distinct, cap) if cap is not None else distinct
         for lo, hi in itertools.pairwise(loads):
             g = hi - lo
             # the elements both reach: offsets as far apart as the elements each access
