@@ -47,6 +47,7 @@ SWEEPS: dict[str, tuple[tuple[float, ...], str]] = {
     "resident_write_fraction": ((0.1, 0.25, 0.5, 1.0), "bytes"),
     "launch_floor": ((0, 2048, 4096, 8192), "bytes"),
     "dependent_cycles": ((8, 16, 32, 64), "bytes"),
+    "load_cycles": ((0, 100, 200, 400), "bytes"),
 }
 
 

@@ -146,7 +146,8 @@ def test_tiled_sgemm_4096_is_compute_bound_on_every_gpu(profile: GpuProfile) -> 
     a = analyze(det.kernels[0], det, profile)
     assert a.totals["fp32"] == pytest.approx(2 * 4096**3)
     assert a.memory.footprint == pytest.approx(3 * 64 * MIB)
-    assert a.memory.dram_bytes <= 3 * 64 * MIB + 0.02 * 2 * 16 * 2**30 + FLOOR
+    # (the kernel's own traffic: a card driving a display also reads frames while it runs)
+    assert a.memory.kernel_bytes <= 3 * 64 * MIB + 0.02 * 2 * 16 * 2**30 + FLOOR
     v = estimate(det.kernels[0], det, profile)
     assert v.bound == "compute"
     assert v.ai["fp32"] is not None and v.ai["fp32"] > profile.ridges()["fp32"]

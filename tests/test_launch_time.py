@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import pytest
 
-from roofline_lsp.estimate.launch_time import contended_updates, display_bytes, launch_time
+from roofline_lsp.estimate.launch_time import (
+    contended_updates,
+    display_bytes,
+    global_loads,
+    launch_time,
+)
 from roofline_lsp.estimate.thread_counts import Access
 from roofline_lsp.model.gpus import load_registry
 
@@ -83,6 +88,31 @@ def test_the_busy_threads_carry_the_work(rtx) -> None:  # type: ignore[no-untype
     t = launch_time({"int": 1e8}, 0.0, 65536.0, rtx, dependent_cycles=CYCLES,
                     threads_per_sm=PER_SM, thread_ints=50.0)  # fmt: skip
     assert t.seconds == pytest.approx((1e8 / 65536 + 50) * 32.5 / 1.44e9)
+
+
+def test_a_thread_waits_on_its_loads(rtx) -> None:  # type: ignore[no-untyped-def]
+    # 4096 threads (one wave), each 65536 integer ops and 32768 loads from global memory of
+    # 200 cycles each: (65536 x 32.5 + 32768 x 200) cycles / 1.44 GHz = 6.03 ms, where the
+    # integer ops alone take 1.48 ms
+    threads = 4096.0
+    totals = {"int": 65536 * threads}
+    t = launch_time(totals, 0.0, threads, rtx, dependent_cycles=CYCLES, threads_per_sm=PER_SM,
+                    loads=32768 * threads, load_cycles=200.0)  # fmt: skip
+    assert t.limit == "latency"
+    assert t.seconds == pytest.approx((65536 * 32.5 + 32768 * 200) / 1.44e9)
+    assert _time(rtx, totals, 0.0, threads).seconds == pytest.approx(65536 * 32.5 / 1.44e9)
+
+
+def test_loads_that_wait_on_l2() -> None:
+    # per thread: 3 loads of a thread's own element, 8 of one element the whole warp reads
+    # (an L1 hit after the first warp), 2 whose lanes' addresses are unknown, a store and a
+    # shared-memory load: 5 loads a thread wait on L2, 5000 for 1000 threads
+    own = Access("a", "global", 4, "load", 3.0, 1e3, 1, "i", lane_stride=1.0)
+    same = Access("b", "global", 4, "load", 8.0, 1.0, 2, "j", lane_stride=0.0)
+    unknown = Access("c", "global", 4, "load", 2.0, None, 3, "k[i]")
+    store = Access("a", "global", 4, "store", 1.0, 1e3, 4, "i", lane_stride=1.0)
+    shared = Access("t", "shared", 4, "load", 16.0, 256.0, 5, "i", lane_stride=1.0)
+    assert global_loads([own, same, unknown, store, shared], 1000.0) == 5000.0
 
 
 def test_few_blocks_have_the_peak_of_the_sms_they_occupy(rtx) -> None:  # type: ignore[no-untyped-def]

@@ -967,19 +967,39 @@ def test_an_offloaded_loop_of_few_iterations_runs_at_its_busy_threads_latency(gp
     # with 256 teams of 256 threads: 100 of the 65536 threads walk a 2^20-trip loop each.
     # One iteration's chain: its integer ops (2^20 x 1.5 + its own) and its 2^20 FP32 adds
     # (2^19 instructions as FLOP / 2) at 32 cycles a dependent instruction plus the issue
-    # (0.5 INT, 0.25 FP32), and the runtime's 30 integer ops of every thread:
-    # (1572883 + 30) x 32.5 + 524288 x 32.25 cycles / 1.44 GHz = 47.2 ms, 2.83 refreshes: 3
-    # frames of 20 MB. Spread over all 65536 threads the launch would take 0.77 ms (its
-    # 419 MB at 72% of 760.3 GB/s) and read no frame.
+    # (0.5 INT, 0.25 FP32), the runtime's 30 integer ops of every thread, and its 2^20
+    # loads of x (lanes 2^20 elements apart: not one address for the warp) at 200 cycles:
+    # ((1572883 + 30) x 32.5 + 524288 x 32.25 + 1048576 x 200) cycles / 1.44 GHz = 192.9 ms,
+    # 11.6 refreshes: 12 frames of 20 MB. Spread over all 65536 threads the launch would
+    # take 0.77 ms (its 419 MB at 72% of 760.3 GB/s) and read no frame.
     k, det = _kernel("omp_few_iterations.cpp")
     a = analyze(k, det, gpu, Inputs(block=(256, 1, 1), grid=(256, 1, 1)))
     assert (a.threads, a.gpu_threads) == (100.0, 65536.0)
     assert a.counts.int_ops == pytest.approx(2**20 * 1.5, rel=1e-3)
     assert a.counts.flops["fp32"] == pytest.approx(2**20)
-    chain = (a.counts.int_ops + 30) * 32.5 + a.counts.flops["fp32"] / 2 * 32.25
+    chain = (a.counts.int_ops + 30) * 32.5 + a.counts.flops["fp32"] / 2 * 32.25 + 2**20 * 200
     assert a.time is not None and a.time.limit == "latency"
     assert a.time.seconds == pytest.approx(chain / 1.44e9)
-    assert a.time.seconds == pytest.approx(0.0472, rel=1e-3)
-    assert a.memory.display_bytes == pytest.approx(3 * 20e6)
+    assert a.time.seconds == pytest.approx(0.1929, rel=1e-3)
+    assert a.memory.display_bytes == pytest.approx(12 * 20e6)
     # the runtime's integer ops still count on every launched thread
     assert a.totals["int"] == pytest.approx(100 * a.counts.int_ops + 30 * 65536)
+
+
+def test_a_thread_walking_its_own_row_waits_on_its_loads(gpu) -> None:  # type: ignore[no-untyped-def]
+    # row_walks.cu: 16 blocks of 256 threads (one wave), each summing 4096 floats. Either
+    # kernel: 4096 FP32 adds (2048 instructions as FLOP / 2) at 32.25 cycles and ~6150
+    # integer ops at 32.5. row_sums loads m[i * 4096 + k], lanes 4096 elements apart: each
+    # of its 4096 loads waits 200 cycles more, (6149 x 32.5 + 2048 x 32.25 + 4096 x 200)
+    # / 1.44 GHz = 0.754 ms; vector_sums' v[k] is one address for the whole warp (an L1
+    # hit after the first warp): 0.185 ms
+    row, vec = (analyze(*_kernel("row_walks.cu", k), gpu) for k in ("row_sums", "vector_sums"))
+    for a in (row, vec):
+        assert a.threads == 4096 and a.counts.flops["fp32"] == 4096
+        assert a.time is not None and a.time.limit == "latency"
+    alu = row.counts.int_ops * 32.5 + 2048 * 32.25
+    assert row.time.seconds == pytest.approx((alu + 4096 * 200) / 1.44e9)  # type: ignore[union-attr]
+    assert row.time.seconds == pytest.approx(0.754e-3, rel=1e-3)  # type: ignore[union-attr]
+    assert vec.time.seconds == pytest.approx(  # type: ignore[union-attr]
+        (vec.counts.int_ops * 32.5 + 2048 * 32.25) / 1.44e9
+    )

@@ -15,7 +15,11 @@ A launch takes the longest of these times:
   FMA is 2 FLOP in one instruction); each also holds its warp while its pipe takes the
   warp's 32 threads, ``32 / lanes`` cycles for the SM's lanes of its precision (``peak / (2
   x clock x SMs)``): a quarter of a cycle for FP32 on an RTX 3080, 16 cycles for FP64 on its
-  2 lanes an SM.
+  2 lanes an SM. A load from global memory holds the thread ``load_cycles`` more: its line
+  comes from L2 (~200 cycles) or DRAM, so a thread walking memory (a read-modify-write of a
+  struct's fields each trip) waits on memory more than on its arithmetic; a load of one
+  address by the whole warp is an L1 hit after the first warp and waits no longer than an
+  ALU result.
 
 - **launch**: starting the blocks and draining them takes a few microseconds however little
   a launch does (``launch_seconds``);
@@ -50,6 +54,7 @@ __all__ = [
     "LaunchTime",
     "contended_updates",
     "display_bytes",
+    "global_loads",
     "launch_time",
     "roof_time",
 ]
@@ -84,10 +89,13 @@ def launch_time(
     launch_seconds: float = 0.0,
     busy_threads: float | None = None,
     thread_ints: float = 0.0,
+    loads: float = 0.0,
+    load_cycles: float = 0.0,
 ) -> LaunchTime:
     """The time of a launch of ``gpu_threads`` threads, ``busy_threads`` of them (all when
     None) doing ``totals`` (FLOP by precision, ``"int"`` ops; over the launch), each also
-    running ``thread_ints`` integer ops of its own (an OpenMP runtime's set-up), and moving
+    running ``thread_ints`` integer ops of its own (an OpenMP runtime's set-up), ``loads``
+    loads from global memory (over the launch) each waiting ``load_cycles``, and moving
     ``dram_bytes`` at ``dram_efficiency`` of the peak bandwidth, in ``blocks`` thread blocks
     (teams), whose busiest address takes ``contended`` atomic updates; no launch takes less
     than ``launch_seconds``."""
@@ -106,6 +114,7 @@ def launch_time(
     for p, n in flops.items():
         if n > 0:
             cycles += n / 2 * (dependent_cycles + _issue_cycles(gpu, p))
+    cycles += loads * load_cycles
     waves = math.ceil(threads / (gpu.sm_count * threads_per_sm))
     chain = cycles / threads + thread_ints * int_cycles
     latency = chain * waves / (gpu.clock_ghz * 1e9)
@@ -135,6 +144,18 @@ def contended_updates(accesses: Iterable[Access], threads: float) -> float:
                 settled /= WARP
             per_address[key] = per_address.get(key, 0.0) + settled * threads / max(a.distinct, 1.0)
     return max(per_address.values(), default=0.0)
+
+
+def global_loads(accesses: Iterable[Access], threads: float) -> float:
+    """The loads from global memory ``threads`` threads execute (each access's executions
+    per thread) that wait on L2, the ones ``load_cycles`` charges to a thread's chain: not
+    the loads of one address by a whole warp (``pos[j]`` in an n-body loop), whose line the
+    first warp brings into the SM's L1 for the others."""
+    return threads * sum(
+        a.weight
+        for a in accesses
+        if a.space == "global" and a.kind == "load" and a.lane_stride != 0
+    )
 
 
 def _issue_cycles(gpu: GpuProfile, precision: str) -> float:
