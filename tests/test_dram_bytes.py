@@ -12,8 +12,9 @@ import pytest
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.explanation import verdict_terms
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
-from roofline_lsp.estimate.roofline import analyze, estimate
+from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
 from roofline_lsp.model.gpus import GpuProfile, load_registry
+from roofline_lsp.model.kernel import Detection
 from roofline_lsp.model.terms import MemoryTerm
 from roofline_lsp.present.explanations import term_text
 
@@ -23,10 +24,14 @@ MIB = 2**20
 
 
 def _run(gpu: GpuProfile, name: str, kernel: str) -> KernelEstimate:
-    path = FIXTURES / name
-    det = detect(path.read_bytes(), str(path))
+    det = _detected(name)
     k = next(k for k in det.kernels if k.name == kernel)
     return analyze(k, det, gpu)
+
+
+def _detected(name: str) -> Detection:
+    path = FIXTURES / name
+    return detect(path.read_bytes(), str(path))
 
 
 def _buffer(a: KernelEstimate, name: str) -> tuple[float, float, float]:
@@ -209,6 +214,14 @@ def test_a_dynamically_indexed_array_is_in_local_memory(gpu: GpuProfile) -> None
     assert "of them per-thread arrays in local memory" in term_text(memory)
     b = _run(gpu, "local_arrays.cu", "registers")
     assert b.memory.local_bytes == 0
+    # the same lookup launched as 8 blocks of 256: the 2048 copies (128 kB) fit in L2, and
+    # half the lines written reach DRAM during the kernel, like a global buffer's that fits:
+    # 0.5 x 2048 x 64 B = 64 kB (no thread's copy outgrows L2: before, no traffic at all)
+    det = _detected("local_arrays.cu")
+    k = next(k for k in det.kernels if k.name == "lookup")
+    few = analyze(k, det, gpu, Inputs(block=(256, 1, 1), grid=(8, 1, 1)))
+    assert few.threads == 2048
+    assert few.memory.local_bytes == pytest.approx(0.5 * 2048 * 64)
     # tile<8, 8>: acc[m * TN + n] over m < TM, n < TN, both template parameters, is indexed
     # by the counters of two 8-trip loops the compiler unrolls: registers, no traffic (it
     # was taken for local memory: 64 trips x 64 elements loaded and stored, a thread)

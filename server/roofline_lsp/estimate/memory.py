@@ -143,7 +143,9 @@ def estimate_traffic(
         lines = running / max(sharers, 1.0) * model.line
         return 0.0 if lines <= l1_bytes else min(max(1.0 - l2_bytes / lines, 0.0), 1.0)
 
-    local_l, local_s = _local_memory(counts, threads, l2_bytes, resident_threads)
+    local_l, local_s = _local_memory(
+        counts, threads, l2_bytes, resident_threads, model.resident_write_fraction
+    )
     by_buffer: dict[str, list[Access]] = {}
     for a in counts.accesses:
         if a.space != "global":
@@ -511,12 +513,19 @@ def _tiles(parts: list[tuple[float, tuple[str, float] | None, float, float | Non
 
 
 def _local_memory(
-    counts: ThreadCounts, threads: float, l2_bytes: float, resident: float | None
+    counts: ThreadCounts,
+    threads: float,
+    l2_bytes: float,
+    resident: float | None,
+    write_fraction: float,
 ) -> tuple[float, float]:
     """Local-memory arrays: the threads resident at once each hold a copy; once those
-    copies outgrow L2, that share of the references goes to DRAM."""
+    copies outgrow L2, that share of the references goes to DRAM. Copies that fit are
+    written back like a global buffer that fits (``write_fraction`` of the lines written,
+    once: later threads reuse the same slots)."""
     loads = stores = 0.0
     live = min(threads, resident) if resident else threads
+    written: set[str] = set()
     for a in counts.accesses:
         if a.space != "localmem":
             continue
@@ -525,6 +534,9 @@ def _local_memory(
             continue
         footprint = size * live
         if footprint <= l2_bytes:
+            if a.kind != "load" and a.buffer not in written:
+                written.add(a.buffer)
+                stores += write_fraction * footprint
             continue
         miss = 1.0 - l2_bytes / footprint
         refs = a.weight * threads * a.elem * miss
