@@ -16,10 +16,10 @@ A launch takes the longest of these times:
   warp's 32 threads, ``32 / lanes`` cycles for the SM's lanes of its precision (``peak / (2
   x clock x SMs)``): a quarter of a cycle for FP32 on an RTX 3080, 16 cycles for FP64 on its
   2 lanes an SM. A load from global memory holds the thread ``load_cycles`` more: its line
-  comes from L2 (~200 cycles) or DRAM, so a thread walking memory (a read-modify-write of a
-  struct's fields each trip) waits on memory more than on its arithmetic; a load of one
-  address by the whole warp is an L1 hit after the first warp and waits no longer than an
-  ALU result.
+  comes from L2 (~200 cycles) or DRAM, so a thread walking memory (its own row of a
+  matrix, a line for each of its loads) waits on memory more than on its arithmetic; a load
+  of one address by the whole warp is an L1 hit after the first warp and waits no longer
+  than an ALU result.
 
 - **launch**: starting the blocks and draining them takes a few microseconds however little
   a launch does (``launch_seconds``);
