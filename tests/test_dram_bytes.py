@@ -14,7 +14,6 @@ from roofline_lsp.estimate.explanation import verdict_terms
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
 from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
 from roofline_lsp.model.gpus import GpuProfile, load_registry
-from roofline_lsp.model.kernel import Detection
 from roofline_lsp.model.terms import MemoryTerm
 from roofline_lsp.present.explanations import term_text
 
@@ -23,15 +22,11 @@ FLOOR = 4096
 MIB = 2**20
 
 
-def _run(gpu: GpuProfile, name: str, kernel: str) -> KernelEstimate:
-    det = _detected(name)
-    k = next(k for k in det.kernels if k.name == kernel)
-    return analyze(k, det, gpu)
-
-
-def _detected(name: str) -> Detection:
+def _run(gpu: GpuProfile, name: str, kernel: str, inputs: Inputs | None = None) -> KernelEstimate:
     path = FIXTURES / name
-    return detect(path.read_bytes(), str(path))
+    det = detect(path.read_bytes(), str(path))
+    k = next(k for k in det.kernels if k.name == kernel)
+    return analyze(k, det, gpu, inputs)
 
 
 def _buffer(a: KernelEstimate, name: str) -> tuple[float, float, float]:
@@ -217,9 +212,7 @@ def test_a_dynamically_indexed_array_is_in_local_memory(gpu: GpuProfile) -> None
     # the same lookup launched as 8 blocks of 256: the 2048 copies (128 kB) fit in L2, and
     # half the lines written reach DRAM during the kernel, like a global buffer's that fits:
     # 0.5 x 2048 x 64 B = 64 kB (no thread's copy outgrows L2: before, no traffic at all)
-    det = _detected("local_arrays.cu")
-    k = next(k for k in det.kernels if k.name == "lookup")
-    few = analyze(k, det, gpu, Inputs(block=(256, 1, 1), grid=(8, 1, 1)))
+    few = _run(gpu, "local_arrays.cu", "lookup", Inputs(block=(256, 1, 1), grid=(8, 1, 1)))
     assert few.threads == 2048
     assert few.memory.local_bytes == pytest.approx(0.5 * 2048 * 64)
     # tile<8, 8>: acc[m * TN + n] over m < TM, n < TN, both template parameters, is indexed
