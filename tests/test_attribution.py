@@ -15,6 +15,7 @@ from roofline_lsp.evaluation.attribution import (
     COMPONENTS,
     Pair,
     assumed,
+    assumption_kinds,
     assumption_split,
     attribution_summary,
     component_summary,
@@ -207,3 +208,32 @@ def test_split_by_what_the_verdict_assumed(tmp_path: Path) -> None:
     assert split["assumed"]["fp32"]["median_abs_log10"] == round(math.log10(4), 4)
     # the whole set holds both
     assert attribution_summary(result.rows)["fp32"]["within_2x"] == 0.5
+
+
+def test_the_assumed_rows_split_by_what_was_assumed(tmp_path: Path) -> None:
+    # scale_rows twice: m from the command line (run without arguments: a value the source
+    # could give, "unknown values"), and m read from the input file ("input": no source
+    # gives it). Both assume 16 trips of 1 FLOP; the first ran m = 64 (4x off), the second
+    # m = 20 (within 2x). Each row is in the kind its verdict names, and only there.
+    read = ROWS_KERNEL.replace(
+        "int m = atoi(argv[1]);", 'int m; FILE *f = fopen(argv[1], "r"); fscanf(f, "%d", &m);'
+    )
+    (tmp_path / "sources" / "p").mkdir(parents=True)
+    (tmp_path / "sources" / "p" / "b.cu").write_text(ROWS_KERNEL)
+    (tmp_path / "sources" / "p" / "c.cu").write_text("#include <cstdio>\n" + read)
+    threads = 256 * 256
+    rows = [
+        {"id": "p/argv", "file": "p/b.cu", "line": 2, "label": "bandwidth", "language": "cuda",
+         "block": [256, 1, 1], "grid": [256, 1, 1], "measured": {"sp_flop": 64.0 * threads}},
+        {"id": "p/file", "file": "p/c.cu", "line": 3, "label": "bandwidth", "language": "cuda",
+         "block": [256, 1, 1], "grid": [256, 1, 1], "measured": {"sp_flop": 20.0 * threads}},
+    ]  # fmt: skip
+    (tmp_path / "kernels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result, _ = run_dataset(Workspace(Config(gpu="rtx3080", counts="source")), str(tmp_path))
+    kinds = assumption_kinds(result.rows)
+    assert sorted(kinds) == ["input", "unknown values"]
+    assert (kinds["input"]["fp32"]["scored"], kinds["input"]["fp32"]["within_2x"]) == (1, 1.0)
+    assert (
+        kinds["unknown values"]["fp32"]["scored"],
+        kinds["unknown values"]["fp32"]["within_2x"],
+    ) == (1, 0.0)

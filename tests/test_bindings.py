@@ -2042,3 +2042,73 @@ def test_braces_call_a_constructor_not_an_aggregate(tmp_path: Path) -> None:
     )
     ctx = ctx_for(tmp_path, {"i.cu": src}, "i.cu")
     assert ctx.get("image.w") in (None, 480)  # unknown, or what the constructor stores
+
+
+def test_values_set_at_run_time_are_traced_to_the_variables_read(tmp_path: Path) -> None:
+    # rows from fscanf, cols from a stream; n = rows * cols is passed as the kernel's len:
+    # len comes from both. reps (atoi of an argument not given) is unknown but not read;
+    # an argument given makes rows known, and nothing is then set at run time.
+    src = (
+        "#include <cstdio>\n"
+        "#include <fstream>\n"
+        "__global__ void k(float *a, int len, int reps) {}\n"
+        "int main(int argc, char **argv) {\n"
+        "  int rows, cols;\n"
+        '  FILE *f = fopen(argv[1], "r");\n'
+        '  fscanf(f, "%d", &rows);\n'
+        "  std::ifstream in(argv[1]);\n"
+        "  in >> cols;\n"
+        "  int n = rows * cols;\n"
+        "  int reps = atoi(argv[2]);\n"
+        "  float *a; k<<<n / 256, 256>>>(a, n, reps);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"r.cu": src}, "r.cu")
+    assert ctx.set_at_run_time("len") == ("rows", "cols")
+    assert ctx.set_at_run_time("n / 256") == ("rows", "cols")
+    assert ctx.set_at_run_time("reps") == ()
+    known = ctx_for(tmp_path, {"r.cu": "// roofline: rows=64, cols=8\n" + src}, "r.cu")
+    assert known.get("len") == 512 and known.set_at_run_time("len") == ()
+
+
+def test_a_value_set_at_run_time_is_traced_through_the_launching_functions_caller(
+    tmp_path: Path,
+) -> None:
+    # main reads height from the file and passes it to run(h), which launches with it: the
+    # kernel's len comes from main's height
+    src = (
+        "#include <cstdio>\n"
+        "__global__ void k(float *a, int len) {}\n"
+        "void run(float *a, int h) { k<<<h, 256>>>(a, h * 2); }\n"
+        "int main(int argc, char **argv) {\n"
+        "  int height;\n"
+        '  FILE *f = fopen(argv[1], "r");\n'
+        '  fscanf(f, "%d", &height);\n'
+        "  float *a; run(a, height);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"c.cu": src}, "c.cu")
+    assert ctx.get("len") is None
+    assert ctx.set_at_run_time("len") == ("height",)
+
+
+def test_what_was_set_at_run_time_survives_the_scan_kept_between_launches(
+    tmp_path: Path,
+) -> None:
+    # two launches in one function: the second continues the scan the first left (kept
+    # between launches), and still knows that n was read at run time
+    src = (
+        "#include <cstdio>\n"
+        "__global__ void a(float *x, int n) {}\n"
+        "__global__ void b(float *x, int n) {}\n"
+        "int main(int argc, char **argv) {\n"
+        '  int n; FILE *f = fopen(argv[1], "r"); fscanf(f, "%d", &n);\n'
+        "  float *x;\n"
+        "  a<<<n / 256, 256>>>(x, n);\n"
+        "  b<<<n / 256, 256>>>(x, n);\n"
+        "}\n"
+    )
+    path = tmp_path / "two.cu"
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    assert [host_context(k, det).set_at_run_time("n") for k in det.kernels] == [("n",), ("n",)]

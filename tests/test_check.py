@@ -78,6 +78,19 @@ def test_check_json_lists_what_was_assumed(tmp_path):
     assert launch == {"kind": "launch", "value": 1048576.0, "why": "no launch", "hint_names": []}
     assert (loop["kind"], loop["value"], loop["line"], loop["var"]) == ("trips", 16.0, 3, "j")
     assert loop["hint_names"] == ["m"] and loop["share"] > 0.8
+    assert "read_at_run_time" not in loop
+    # launched with an m the program reads from its input file: named as set at run time
+    src.write_text(
+        src.read_text() + "int main(int argc, char **argv) {\n"
+        '  int m; FILE *f = fopen(argv[1], "r"); fscanf(f, "%d", &m);\n'
+        "  float *x; k<<<64, 256>>>(x, m);\n"
+        "}\n"
+    )
+    code, out, _ = run("check", str(src), "--gpu", "h100", "--format", "json", "--counts", "source")
+    (v,) = json.loads(out)[0]["verdicts"]
+    (loop,) = v["assumed"]
+    assert (loop["why"], loop["hint_names"], loop["read_at_run_time"]) == ("input", ["m"], ["m"])
+    assert "(m set at run time), assumed 16" in v["explanation"]
 
 
 def test_check_sarif_is_valid_2_1_0():

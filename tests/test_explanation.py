@@ -340,3 +340,44 @@ def test_the_launch_hint_names_what_a_hint_can_give(gpu, tmp_path: Path) -> None
     det = _detected(tmp_path, "// roofline: img.n=4096\n" + second, "h.cu")
     (v,) = [estimate(k, det, gpu) for k in det.kernels]
     assert v.counts is not None and v.counts.threads == 4096
+
+
+def test_a_value_the_program_reads_at_run_time_is_named_as_read(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # rows and cols come from the input file's header (fscanf, a stream): no source, argument
+    # or launch gives them. The launch (rows threads) and the loop over cols are assumed, and
+    # say which host variables the program reads at run time; the hint still names what it
+    # can give (the kernel's m, the host's rows). reps, parsed from the command line and run
+    # without arguments, is unknown but not read: it stays "unknown values".
+    src = (
+        "#include <cstdio>\n"
+        "#include <fstream>\n"
+        "__global__ void k(const float *a, float *s, int m, int reps) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float t = 0.f;\n"
+        "  for (int j = 0; j < m; j++) t += a[i * m + j];\n"
+        "  for (int r = 0; r < reps; r++) t *= 0.5f;\n"
+        "  s[i] = t;\n"
+        "}\n"
+        "int main(int argc, char **argv) {\n"
+        "  int rows, cols;\n"
+        '  FILE *f = fopen(argv[1], "r");\n'
+        '  fscanf(f, "%d", &rows);\n'
+        "  std::ifstream in(argv[1]);\n"
+        "  in >> cols;\n"
+        "  int reps = atoi(argv[2]);\n"
+        "  float *a, *s;\n"
+        "  k<<<rows / 256, 256>>>(a, s, cols, reps);\n"
+        "}\n"
+    )
+    det = _detected(tmp_path, src)
+    v = estimate(det.kernels[0], det, gpu)
+    assumed = {(t.kind, t.line): t for t in v.terms if isinstance(t, AssumptionTerm)}
+    launch, cols, reps = assumed[("launch", 0)], assumed[("trips", 6)], assumed[("trips", 7)]
+    assert (launch.why, launch.names, launch.read) == ("input", ("rows",), ("rows",))
+    assert (cols.why, cols.names, cols.read) == ("input", ("m",), ("cols",))
+    assert (reps.why, reps.read) == ("unknown values", ())
+    assert term_text(cols) == (
+        "loop over j (line 6): trip count unknown (cols set at run time), assumed 16;"
+        " add `// roofline: m=...`"
+    )
+    assert term_text(launch).startswith("launch size unknown (rows set at run time): assumed")

@@ -137,6 +137,8 @@ def test_what_was_assumed_in_words_with_the_hint_that_settles_it() -> None:
             AssumptionTerm("trips", 16, "unknown values", (), 14, "k", 0.5),
             AssumptionTerm("trips", 16, "data", (), 20, "e", 0.3),
             AssumptionTerm("trips", 16, "while", (), 25, None, 0.1),
+            AssumptionTerm("trips", 16, "input", ("m",), 30, "j", 0.2, ("rows", "cols")),
+            AssumptionTerm("launch", 4096, "input", ("n",), read=("n",)),
         )
     ] == [
         "launch size unknown: assumed 1.05 M threads; add `// roofline: n=..., bs=...`",
@@ -147,6 +149,9 @@ def test_what_was_assumed_in_words_with_the_hint_that_settles_it() -> None:
         "loop over e (line 20): bound read from memory, assumed 16; add `// roofline: trips=...`"
         " above it",
         "loop (line 25): no counted bound, assumed 16; add `// roofline: trips=...` above it",
+        "loop over j (line 30): trip count unknown (rows, cols set at run time), assumed 16;"
+        " add `// roofline: m=...`",
+        "launch size unknown (n set at run time): assumed 4.1 k threads; add `// roofline: n=...`",
     ]
 
 

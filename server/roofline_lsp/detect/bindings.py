@@ -137,6 +137,10 @@ class HostContext:
     aliases: dict[str, str] = field(default_factory=dict)  # kernel param -> host buffer name
     fixed: dict[str, float] = field(default_factory=dict)  # user-given values (win over all)
     origin: dict[str, str] = field(default_factory=dict)  # name -> "hint" | "argument" | ...
+    # names the program sets at run time from what no source gives (``fscanf(f, "%d", &n)``,
+    # ``file >> n``, ``load(file, &n)``) and the kernel parameters passed them: name -> the
+    # host variables so set that it comes from
+    runtime: dict[str, tuple[str, ...]] = field(default_factory=dict)
     block: Dim3 | None = None
     grid: Dim3 | None = None
     template_args: tuple[str, ...] = ()
@@ -187,6 +191,20 @@ class HostContext:
             v = None
         self._cache[name] = v
         return v
+
+    def set_at_run_time(self, expr: str, depth: int = 0) -> tuple[str, ...]:
+        """The host variables ``expr`` uses, through the expressions that set them, that the
+        program sets at run time (``runtime``) and that have no value."""
+        out: list[str] = []
+        for m in NAME.finditer(expr):
+            nm = m.group(0)
+            if self.value(nm) is not None:
+                continue
+            found = self.runtime.get(nm)
+            if found is None and depth < 4 and self.texts.get(nm):
+                found = self.set_at_run_time(self.texts[nm], depth + 1)
+            out.extend(x for x in found or () if x not in out)
+        return tuple(out)
 
     def eval_text(self, expr: str) -> float | None:
         v = self.eval_value(expr)
@@ -919,11 +937,13 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
     if reads and _branch_taken(node, fn, ctx, argv) is False:
         reads = []  # (on a path the host values rule out: ``else fscanf(f, "%d", &n)``)
     for read in reads:
+        ctx.runtime[read] = (read,)
         for name in [k for k in ctx.texts if k == read or k.startswith(read + ".")]:
             was = ctx.value(name)
             if was is not None:
                 held[name] = repr(was)
             _assign(ctx, name, "", argv)
+            ctx.runtime[name] = (name,)
     if node.type != "declaration":
         _vector_updates(node, depth, fn, ctx, argv)
     query = _DEVICE_QUERY.search(text(node)) if node.type == "expression_statement" else None
@@ -2356,6 +2376,8 @@ def _bind_callers(
             v = sub.eval_value(a)
             if v is not None:
                 ctx.texts[pname] = repr(v)
+            elif behind := sub.set_at_run_time(a):  # the caller set it at run time
+                ctx.runtime[pname] = behind
             for f, fv in struct_fields(sub, a, pname).items():
                 ctx.texts[f] = repr(fv)
             _point_at(ctx, sub, pname, a)
@@ -2594,7 +2616,11 @@ def host_context(
         for pname, pval in bound.items():
             ctx.fixed[pname] = pval
             ctx.origin.setdefault(pname, "launch")
+        passed = dict(zip((p for _t, p in kernel.params), site.args, strict=False))
         for pname in unknown:
+            behind = ctx.set_at_run_time(passed[pname])
+            if behind:  # an argument the program sets at run time (``k<<<...>>>(cols)``)
+                ctx.runtime[pname] = behind
             # not the value of a host variable that shares the parameter's name
             ctx.texts[pname] = ""
         ctx.extents.update(extents)
@@ -2971,7 +2997,8 @@ def _explicit_args(call: Node) -> list[str]:
 # the files whose folder was searched for callers, with the versions of the siblings seen
 # (a scan is valid while they are current)
 _Seen = tuple[tuple[str, tuple[FileStamp, ...]], ...]
-_State = tuple[dict[str, str], dict[str, str], dict[str, float]]  # texts, types, extents
+# texts, types, extents, runtime
+_State = tuple[dict[str, str], dict[str, str], dict[str, float], dict[str, tuple[str, ...]]]
 
 
 def _siblings_seen(looked: list[str], view: SourceView | None) -> _Seen:
@@ -2980,7 +3007,7 @@ def _siblings_seen(looked: list[str], view: SourceView | None) -> _Seen:
 
 
 def _state(ctx: HostContext) -> _State:
-    return dict(ctx.texts), dict(ctx.types), dict(ctx.extents)
+    return dict(ctx.texts), dict(ctx.types), dict(ctx.extents), dict(ctx.runtime)
 
 
 @dataclass
@@ -3056,6 +3083,7 @@ def _host_scope(
         ctx.texts.update(scan.state[0])
         ctx.types.update(scan.state[1])
         ctx.extents.update(scan.state[2])
+        ctx.runtime.update(scan.state[3])
         ctx._cache.clear()
         statements, i = scan.statements, scan.scanned
         while i < len(statements) and statement_at(statements[i][0]) < stop:

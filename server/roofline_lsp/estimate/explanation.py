@@ -74,7 +74,9 @@ def assumptions(a: KernelEstimate) -> tuple[AssumptionTerm, ...]:
             out.append(AssumptionTerm("launch", a.threads, "no launch"))
         else:
             names = unresolved(f"{ctx.launch.grid}, {ctx.launch.block}", ctx)
-            out.append(AssumptionTerm("launch", a.threads, "unknown values", names))
+            read = ctx.set_at_run_time(", ".join(names))
+            why: Literal["unknown values", "input"] = "input" if read else "unknown values"
+            out.append(AssumptionTerm("launch", a.threads, why, names, read=read))
     total = _work(a.counts, 0, 10**9)
     loops = [lp for lp in a.counts.loops if lp.source == "default"]
     shares = [
@@ -82,14 +84,24 @@ def assumptions(a: KernelEstimate) -> tuple[AssumptionTerm, ...]:
     ]
     ranked = sorted(zip(loops, shares, strict=True), key=lambda x: -x[1])
     for lp, share in ranked[:MAX_ASSUMED_LOOPS]:
-        why: Literal["data", "unknown values", "while"] = "unknown values"
+        read = ctx.set_at_run_time(", ".join(lp.unknown_names))
+        trips_why: Literal["data", "unknown values", "input", "while"] = "unknown values"
         if lp.data_bound:
-            why = "data"
+            trips_why, read = "data", ()
+        elif read:
+            trips_why = "input"
         elif lp.var is None and not lp.unknown_names:
-            why = "while"
+            trips_why = "while"
         out.append(
             AssumptionTerm(
-                "trips", lp.trips, why, lp.unknown_names, lp.line, lp.var, round(min(share, 1.0), 3)
+                "trips",
+                lp.trips,
+                trips_why,
+                lp.unknown_names,
+                lp.line,
+                lp.var,
+                round(min(share, 1.0), 3),
+                read,
             )
         )
     return tuple(out)

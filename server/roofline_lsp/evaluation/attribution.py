@@ -33,6 +33,9 @@ How a row counts for a component, in :func:`component_summary`:
 (every launch size, trip count and type came from the source, the arguments or a hint) and over
 those whose verdict names an assumption (``AssumptionTerm``, ``TypeTerm``): it separates the
 counting model's error from the guesses the explanation already owns up to.
+:func:`assumption_kinds` splits the second group by what was assumed and why
+(``AssumptionTerm.why``: a value the program sets at run time, ``input``; a bound read from
+memory, ``data``; ...; a template type, ``type``), a row in each kind its verdict names.
 """
 
 from __future__ import annotations
@@ -197,6 +200,24 @@ def assumption_split(rows: Iterable[Row]) -> dict[str, dict[str, dict[str, Any]]
         if r.verdict is not None and r.verdict.counts is not None:
             groups["assumed" if assumed(r.verdict) else "nothing_assumed"].append(r)
     return {name: attribution_summary(group) for name, group in groups.items()}
+
+
+def assumption_kinds(rows: Iterable[Row]) -> dict[str, dict[str, dict[str, Any]]]:
+    """:func:`attribution_summary` over the rows whose verdict names each kind of assumption
+    (``AssumptionTerm.why``, ``type`` for a ``TypeTerm``), the kinds in order of their rows."""
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        if r.verdict is None or r.verdict.counts is None:
+            continue
+        kinds = {
+            t.why if isinstance(t, AssumptionTerm) else "type"
+            for t in r.verdict.terms
+            if isinstance(t, AssumptionTerm | TypeTerm)
+        }
+        for kind in kinds:
+            groups.setdefault(kind, []).append(r)
+    ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    return {kind: attribution_summary(group) for kind, group in ranked}
 
 
 def _share(k: int, n: int) -> float | None:

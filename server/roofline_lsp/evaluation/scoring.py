@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_lsp.evaluation.attribution import (
+    assumption_kinds,
     assumption_split,
     attribution_summary,
     row_attribution,
@@ -109,6 +110,7 @@ def _scores(rows: list[Row], detection_only: bool) -> dict[str, Any]:
     out["confidence_bands"] = confidence_bands(rows)
     out["attribution"] = attribution_summary(rows)
     out["attribution_by_assumption"] = assumption_split(rows)
+    out["attribution_by_assumption_kind"] = assumption_kinds(rows)
     return out
 
 

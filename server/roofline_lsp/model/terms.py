@@ -78,15 +78,18 @@ class AssumptionTerm:
     ``names``: the values a ``// roofline: name=...`` hint (or ``--args``) would supply (a
     loop without: its own ``// roofline: trips=...`` settles it); ``why``: ``"no launch"`` (no
     launch site found), ``"unknown values"`` (the launch or the bound uses values not found),
-    ``"data"`` (a bound read from memory), ``"while"`` (a loop without a counted bound)."""
+    ``"input"`` (... values the program sets at run time: read from a file or a stream, or
+    by a call given their address; ``read`` names those host variables), ``"data"`` (a bound
+    read from memory), ``"while"`` (a loop without a counted bound)."""
 
     kind: Literal["launch", "trips", "rest"]
     value: float
-    why: Literal["no launch", "unknown values", "data", "while", "too long"]
+    why: Literal["no launch", "unknown values", "input", "data", "while", "too long"]
     names: tuple[str, ...] = ()
     line: int = 0
     var: str | None = None
     share: float = 1.0  # of the thread's work, the share that rests on the assumption
+    read: tuple[str, ...] = ()  # the host variables set at run time it comes from ("input")
 
 
 @dataclass(frozen=True)

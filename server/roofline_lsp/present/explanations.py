@@ -172,14 +172,16 @@ def _display_text(t: MemoryTerm) -> str:
 def assumption_text(t: AssumptionTerm) -> str:
     """``launch size unknown: assumed 1.05 M threads; add `// roofline: n=...``` or ``loop over
     j (line 12): bound read from memory, assumed 16; add `// roofline: trips=...` above it``
-    (the hint goes on the loop's line or the line above it)."""
+    (the hint goes on the loop's line or the line above it); a value the program reads at run
+    time says so: ``trip count unknown (height set at run time), assumed 16; ...``."""
     hint = ""
     if t.names:
         hint = "; add `// roofline: " + ", ".join(f"{n}=..." for n in t.names) + "`"
     n = fmt_si(t.value, "").strip() if t.value >= 1000 else fmt_count(t.value)
+    read = f" ({', '.join(t.read)} set at run time)" if t.why == "input" else ""
     if t.kind == "launch":
         what = "no launch found" if t.why == "no launch" else "launch size unknown"
-        return f"{what}: assumed {n} threads{hint}"
+        return f"{what}{read}: assumed {n} threads{hint}"
     if t.kind == "rest":
         return f"kernel too long to count in full: statements from line {t.line} on not counted"
     where = f"loop over {t.var}" if t.var else "loop"
@@ -190,4 +192,4 @@ def assumption_text(t: AssumptionTerm) -> str:
         return f"{head}: bound read from memory, assumed {n}{hint}"
     if t.why == "while":
         return f"{head}: no counted bound, assumed {n}{hint}"
-    return f"{head}: trip count unknown, assumed {n}{hint}"
+    return f"{head}: trip count unknown{read}, assumed {n}{hint}"

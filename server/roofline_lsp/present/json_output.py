@@ -51,6 +51,7 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
                 "hint_names": list(t.names),
                 **({"line": t.line, "var": t.var, "share": t.share} if t.kind == "trips" else {}),
                 **({"line": t.line} if t.kind == "rest" else {}),
+                **({"read_at_run_time": list(t.read)} if t.read else {}),
             }
             for t in assumed
         ]
