@@ -236,6 +236,20 @@ def test_openmp_target_loop(gpu) -> None:  # type: ignore[no-untyped-def]
     assert v.counts is not None and v.counts.per == "iteration"
 
 
+def test_a_region_in_a_function_whose_parse_broke_gets_its_callers_values(gpu) -> None:  # type: ignore[no-untyped-def]
+    # broken_region.cpp: `DEV static int_t ...` (DEV defined empty) and braces split across
+    # #ifdef branches leave the region outside any function in the file's parse. Found in
+    # the file parsed as the preprocessor would have it, sum_rows is called with n = 4096
+    # and m = 1024: 4096 iterations of 1024 trips (1024 FADDs), not the 2^20 iterations
+    # of 4 defaulted trips the region alone gave.
+    k, det = _kernel("broken_region.cpp")
+    assert (k.name, k.line) == ("sum_rows", 14)
+    a = analyze(k, det, gpu)
+    assert a.threads == 4096
+    assert a.counts.flops["fp32"] == pytest.approx(1024.0)
+    assert not [lp for lp in a.counts.loops if lp.source == "default"]
+
+
 def test_openmp_collapse_2(gpu) -> None:  # type: ignore[no-untyped-def]
     # collapse(2): 1024 x 1024 parallel iterations; inner k loop (8, constant, unrolled):
     # 8 FMA = 16 FP64 FLOP per iteration. a is read once (1024*1024*8 doubles = 64 MiB),

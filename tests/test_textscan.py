@@ -4,9 +4,11 @@ import pytest
 
 from roofline_lsp.detect.textscan import (
     definition_end,
+    function_block,
     kernel_ref,
     mask_outside,
     params_end,
+    repaired,
     statement_end,
     strip_comments,
 )
@@ -56,3 +58,53 @@ def test_statement_end_and_mask() -> None:
 def test_strip_comments(text: str, value: str) -> None:
     # a `#define N 4096 // comment` value is the number, not the comment
     assert strip_comments(text) == value
+
+
+def test_a_repaired_copy_keeps_one_branch_of_each_conditional_and_drops_empty_macros() -> None:
+    # braces split across #ifdef branches: of each #if, the branch holding the offset to
+    # keep (else the first) stays; `DEV`, defined empty, is blanked where used but not in
+    # its #define; every line and offset is unchanged
+    src = (
+        b"#define DEV\n"
+        b"DEV static int f(int n) {\n"
+        b"#ifdef FAST\n"
+        b"  if (n > 0) {\n"
+        b"#else\n"
+        b"  if (n > 1) {\n"
+        b"#endif\n"
+        b"    n++;\n"
+        b"  }\n"
+        b"  return n;\n"
+        b"}\n"
+    )
+    keep_else = src.find(b"n > 1")
+    out = repaired(src, keep_else, ["DEV"])
+    assert len(out) == len(src) and out.count(b"\n") == src.count(b"\n")
+    lines = out.decode().split("\n")
+    assert lines[0] == "#define DEV" and lines[1].startswith("    static int f")
+    assert [ln.strip() for ln in lines[2:7]] == ["", "", "", "if (n > 1) {", ""]
+    first = repaired(src, 0, ()).decode().split("\n")
+    assert [ln.strip() for ln in first[2:7]] == ["", "if (n > 0) {", "", "", ""]
+
+
+def test_the_function_around_an_offset_is_found_by_its_braces() -> None:
+    # through a namespace, past a struct, with braces in a comment, a string, a character
+    # literal and a multi-line macro; an offset at file scope has none
+    src = (
+        b"#define M(a) \\\n  { a }\n"
+        b"namespace ns {\n"
+        b"struct S { int x; };\n"
+        b"EXPORT static int f(int n) // {\n"
+        b"{\n"
+        b"  for (int i = 0; i < n; i++) {\n"
+        b"    x = \"}\"; c = '{'; /* { */\n"
+        b"  }\n"
+        b"}\n"
+        b"}\n"
+    )
+    block = function_block(src, src.find(b"x = "))
+    assert block is not None
+    head, brace, end = block
+    assert src[head:brace].strip().startswith(b"EXPORT static int f(int n)")
+    assert src[brace:end].startswith(b"{") and src[:end].endswith(b"  }\n}")
+    assert function_block(src, src.find(b"int x")) is None

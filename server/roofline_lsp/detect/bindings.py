@@ -42,6 +42,7 @@ from roofline_lsp.detect.treewalk import (
     enclosing_function,
     function_declarator,
     is_variadic,
+    kernel_function,
     parameter_declarations,
     pointee_name,
     qualified_declarator_name,
@@ -2519,7 +2520,7 @@ def host_context(
             ctx.origin[k] = "hint"
     if kernel.is_offload:
         anchor = kernel.node if kernel.node is not None else kernel.body
-        fn = enclosing_function(anchor)
+        fn = kernel_function(kernel)
         scope, stop = detection, anchor.start_byte if anchor is not None else 0
         if fn is None and anchor is not None:
             # a region in a header included inside a function (``#include

@@ -16,10 +16,12 @@ from roofline_lsp.detect.pragmas import is_statement, parse_pragma, pragma_text,
 from roofline_lsp.detect.textscan import (
     blank_else_branches,
     definition_end,
+    function_block,
     is_hip_source,
     kernel_ref,
     mask_outside,
     params_end,
+    repaired,
     skip_blank,
     statement_end,
     strip_comments,
@@ -519,6 +521,8 @@ class Detector:
                         directive += " | " + opr.directive
                         clauses.extend(opr.clauses)
             fn = enclosing_function(node)
+            repaired_fn = self.repaired_function(node) if fn is None else None
+            fn = fn or repaired_fn
             fdecl = function_declarator(fn) if fn is not None else None
             fname = (
                 qualified_declarator_name(fdecl.child_by_field_name("declarator")) if fdecl else ""
@@ -547,8 +551,41 @@ class Detector:
                     clauses=tuple(clauses),
                     node=node,
                     body=stmt,
+                    function=repaired_fn,
                 )
             )
+
+    def repaired_function(self, pragma: Node) -> Node | None:
+        """The function around a pragma that a broken parse left outside any (its braces
+        split across ``#ifdef`` branches, a macro the grammar cannot see through before
+        its declaration): found in the file parsed again as the preprocessor would have
+        it (``textscan.repaired``, offsets unchanged)."""
+        if not inside_error(pragma):
+            return None
+        empty = [m.name for m in self.macros.values() if m.params is None and not m.body.strip()]
+        src = repaired(self.source, pragma.start_byte, empty)
+        fn = self.function_around(src, pragma)
+        block = function_block(src, pragma.start_byte) if fn is None else None
+        if block is None:
+            return fn
+        # the function alone; then without the words of its head, one by one from the
+        # first, that the grammar may not see through (``EXPORT static int f(...)``)
+        head, brace, end = block
+        alone = bytearray(mask_outside(src, head, end))
+        words = list(re.finditer(rb"[A-Za-z_]\w*", src[head : src.rfind(b"(", head, brace)]))
+        for word in [None, *words[:-2]]:
+            if word is not None:
+                alone[head + word.start() : head + word.end()] = b" " * len(word.group(0))
+            fn = self.function_around(bytes(alone), pragma)
+            if fn is not None:
+                return fn
+        return None
+
+    def function_around(self, source: bytes, pragma: Node) -> Node | None:
+        """The function definition around ``pragma``'s offsets in a parse of ``source``."""
+        tree = parse(source, language_for_path(self.path))
+        at = tree.root_node.descendant_for_byte_range(pragma.start_byte, pragma.end_byte)
+        return enclosing_function(at)
 
     def recover_statement(self, pragma: Node) -> Node | None:
         """The statement after a pragma in a broken parse (e.g. braces split by ``#ifdef``):

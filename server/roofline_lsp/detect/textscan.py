@@ -6,6 +6,7 @@ offsets unchanged), and the kernel named by a launch's text.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
@@ -186,6 +187,103 @@ def blank_else_branches(buf: bytearray, start: int, end: int) -> None:
         if re.match(rb"#\s*(if|ifdef|ifndef|endif)\b", line):
             buf[j:line_end] = b" " * (line_end - j)
         j = line_end + 1
+
+
+_CONDITIONAL_LINE = re.compile(
+    rb"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b"
+)
+
+
+def repaired(source: bytes, keep: int, empty_macros: Iterable[str]) -> bytes:
+    """A copy of ``source`` (offsets and lines unchanged) to parse again where the grammar
+    broke on what the preprocessor would have removed: of each ``#if``, one branch (the one
+    holding byte ``keep``, else the first; an ``#ifdef`` splitting a brace pair across its
+    branches parses), its directive lines blanked; and the object-like macros that expand
+    to nothing (``#define DEV`` before ``DEV static int f(...)``) blanked where used."""
+    buf = bytearray(source)
+    blanks: list[tuple[int, int]] = []
+    stack: list[list[tuple[int, int]]] = []  # per open #if: its branches' [start, end)
+    pos = 0
+    while pos < len(source):
+        nl = source.find(b"\n", pos)
+        end = len(source) if nl < 0 else nl
+        while end < len(source) and source[end - 1 : end] == b"\\":  # continued directive
+            nl = source.find(b"\n", end + 1)
+            end = len(source) if nl < 0 else nl
+        m = _CONDITIONAL_LINE.match(source, pos, end)
+        if m is not None:
+            word = m.group(1)
+            blanks.append((pos, end))
+            if word in (b"if", b"ifdef", b"ifndef"):
+                stack.append([(end, -1)])
+            elif stack:
+                branches = stack[-1]
+                branches[-1] = (branches[-1][0], pos)
+                if word == b"endif":
+                    stack.pop()
+                    kept = next((b for b in branches if b[0] <= keep < b[1]), branches[0])
+                    blanks.extend(b for b in branches if b != kept)
+                else:
+                    branches.append((end, -1))
+        pos = end + 1
+    for a, b in blanks:
+        buf[a:b] = re.sub(rb"[^\n]", b" ", bytes(buf[a:b]))
+    names = sorted(empty_macros)
+    if names:
+        used = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
+        for m in used.finditer(bytes(buf)):
+            line_start = buf.rfind(b"\n", 0, m.start()) + 1
+            if not bytes(buf[line_start : m.start()]).lstrip().startswith(b"#"):
+                buf[m.start() : m.end()] = b" " * (m.end() - m.start())
+    return bytes(buf)
+
+
+_NOT_CODE = re.compile(
+    rb"//[^\n]*|/\*[\s\S]*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'"
+    rb"|(?m:^[ \t]*#(?:[^\n]*\\\n)*[^\n]*)"
+)
+# what a block's head says when it is not a function's: a namespace, a linkage block, a
+# record, an enum, an initializer (``= {``)
+_SCOPE_HEAD = re.compile(rb"\b(?:namespace|extern|class|struct|union|enum)\b|=\s*$")
+# a function head's end: the parameter list, then qualifiers or a trailing return type
+_FUNCTION_HEAD_END = re.compile(
+    rb"\)\s*(?:(?:const|volatile|noexcept|override|final|mutable|&&?|->[^{;()]*)\s*)*$"
+)
+
+
+def function_block(source: bytes, at: int) -> tuple[int, int, int] | None:
+    """The outermost function around byte ``at`` by the braces of its text (comments,
+    literals and preprocessor lines left out; namespace, ``extern "C"`` and class bodies
+    seen through): the start of its head (after the previous declaration), its body's
+    opening brace and the end of its body; None when no function holds ``at``."""
+    code = re.sub(_NOT_CODE, lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), source)
+    heads = [0]  # per depth: where the next declaration's head starts
+    opened: list[tuple[int, int]] = []  # per open brace: (its head's start, its position)
+    found: tuple[int, int] | None = None
+    for m in re.finditer(rb"[{};]", code):
+        pos, ch = m.start(), m.group(0)
+        if found is None and pos > at:
+            for head, brace in opened:
+                text = code[head:brace]
+                if not _SCOPE_HEAD.search(text) and _FUNCTION_HEAD_END.search(text.rstrip()):
+                    found = (head, brace)
+                    break
+            if found is None:
+                return None
+        if ch == b"{":
+            opened.append((heads[-1], pos))
+            heads.append(pos + 1)
+        elif ch == b"}":
+            if not opened:
+                return None
+            _head, brace = opened.pop()
+            heads.pop()
+            heads[-1] = pos + 1
+            if found is not None and brace == found[1]:
+                return found[0], found[1], pos + 1
+        else:
+            heads[-1] = pos + 1
+    return None
 
 
 def mask_outside(source: bytes, start: int, end: int) -> bytes:

@@ -113,6 +113,8 @@ def enclosing_function(node: Node | None) -> Node | None:
 def kernel_function(kernel: Kernel) -> Node | None:
     """The function a kernel is: a CUDA kernel's own definition, or the function around an
     offload region."""
+    if kernel.function is not None:
+        return kernel.function
     anchor = kernel.node if kernel.node is not None else kernel.body
     if anchor is not None and anchor.type == "function_definition":
         return anchor

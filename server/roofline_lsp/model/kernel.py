@@ -134,6 +134,9 @@ class Kernel:
     recovered: bool = False  # found inside an ERROR node
     node: Node = field(compare=False, hash=False, repr=False, default=None)  # type: ignore[assignment]
     body: Node = field(compare=False, hash=False, repr=False, default=None)  # type: ignore[assignment]
+    # an offload region's host function, when only a repaired parse of the file (``detect.
+    # textscan.repaired``) shows it (None: the function around ``node``)
+    function: Node | None = field(compare=False, hash=False, repr=False, default=None)
 
     @property
     def is_offload(self) -> bool:
