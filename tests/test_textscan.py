@@ -108,3 +108,13 @@ def test_the_function_around_an_offset_is_found_by_its_braces() -> None:
     assert src[head:brace].strip().startswith(b"EXPORT static int f(int n)")
     assert src[brace:end].startswith(b"{") and src[:end].endswith(b"  }\n}")
     assert function_block(src, src.find(b"int x")) is None
+    # `class` in a template header and `struct` in a parameter list are a function's
+    templated = (
+        b"template <class T>\n"
+        b"void scale(struct Box *b, T *a, int n)\n"
+        b"{\n"
+        b"  for (int i = 0; i < n; i++) a[i] *= 2;\n"
+        b"}\n"
+    )
+    block = function_block(templated, templated.find(b"for"))
+    assert block is not None and block[0] == 0 and block[2] == len(templated) - 1

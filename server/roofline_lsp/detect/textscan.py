@@ -245,6 +245,7 @@ _NOT_CODE = re.compile(
 # what a block's head says when it is not a function's: a namespace, a linkage block, a
 # record, an enum, an initializer (``= {``)
 _SCOPE_HEAD = re.compile(rb"\b(?:namespace|extern|class|struct|union|enum)\b|=\s*$")
+_TEMPLATE_HEAD = re.compile(rb"\btemplate\s*<[^{};]*?>")
 # a function head's end: the parameter list, then qualifiers or a trailing return type
 _FUNCTION_HEAD_END = re.compile(
     rb"\)\s*(?:(?:const|volatile|noexcept|override|final|mutable|&&?|->[^{;()]*)\s*)*$"
@@ -265,7 +266,10 @@ def function_block(source: bytes, at: int) -> tuple[int, int, int] | None:
         if found is None and pos > at:
             for head, brace in opened:
                 text = code[head:brace]
-                if not _SCOPE_HEAD.search(text) and _FUNCTION_HEAD_END.search(text.rstrip()):
+                # a scope's keyword before any parameter list, past a template header
+                # (``template <class T>``, ``f(struct S *s)`` are functions)
+                lead = _TEMPLATE_HEAD.sub(b" ", text).split(b"(", 1)[0]
+                if not _SCOPE_HEAD.search(lead) and _FUNCTION_HEAD_END.search(text.rstrip()):
                     found = (head, brace)
                     break
             if found is None:
