@@ -145,6 +145,7 @@ class Detector:
         self.source = source
         self.path = path
         self.tree = tree
+        self.repaired_trees: dict[bytes, Tree] = {}  # ``function_around``'s parses
         self.include = include
         self.depth = include_depth
         self.functions: dict[str, Function] = {}
@@ -582,8 +583,11 @@ class Detector:
         return None
 
     def function_around(self, source: bytes, pragma: Node) -> Node | None:
-        """The function definition around ``pragma``'s offsets in a parse of ``source``."""
-        tree = parse(source, language_for_path(self.path))
+        """The function definition around ``pragma``'s offsets in a parse of ``source``
+        (the regions of one function share it)."""
+        tree = self.repaired_trees.get(source)
+        if tree is None:
+            tree = self.repaired_trees[source] = parse(source, language_for_path(self.path))
         at = tree.root_node.descendant_for_byte_range(pragma.start_byte, pragma.end_byte)
         return enclosing_function(at)
 
