@@ -84,10 +84,11 @@ def assumptions(a: KernelEstimate) -> tuple[AssumptionTerm, ...]:
     ]
     ranked = sorted(zip(loops, shares, strict=True), key=lambda x: -x[1])
     for lp, share in ranked[:MAX_ASSUMED_LOOPS]:
-        read = ctx.set_at_run_time(", ".join(lp.unknown_names))
+        # (a bound read from memory: no host value would settle it)
+        read = () if lp.data_bound else ctx.set_at_run_time(", ".join(lp.unknown_names))
         trips_why: Literal["data", "unknown values", "input", "while"] = "unknown values"
         if lp.data_bound:
-            trips_why, read = "data", ()
+            trips_why = "data"
         elif read:
             trips_why = "input"
         elif lp.var is None and not lp.unknown_names:
