@@ -15,6 +15,7 @@ from roofline_lsp.estimate.launch_time import (
     contended_updates,
     display_bytes,
     global_loads,
+    l1_wavefronts,
     launch_time,
 )
 from roofline_lsp.estimate.thread_counts import Access
@@ -113,6 +114,41 @@ def test_loads_that_wait_on_l2() -> None:
     store = Access("a", "global", 4, "store", 1.0, 1e3, 4, "i", lane_stride=1.0)
     shared = Access("t", "shared", 4, "load", 16.0, 256.0, 5, "i", lane_stride=1.0)
     assert global_loads([own, same, unknown, store, shared], 1000.0) == 5000.0
+
+
+def test_wavefronts_of_warp_accesses() -> None:
+    # per warp access (1000 threads: 31.25 warps): consecutive floats 1 line; float4s 4;
+    # a thread's own 64-byte struct (16 floats apart) 16 lines; one address 1; an unknown
+    # stride 1; threads apart (a sector each) 32; a field of each thread's own 64-byte
+    # struct (``a[i].x``, ``lane_bytes``) 16. Shared memory: consecutive floats 1,
+    # doubles 2 (256 bytes), floats 32 apart all in one bank: 32; 33 apart: no conflict, 1
+    def acc(space: str, elem: int, stride: float | None) -> Access:
+        return Access("a", space, elem, "load", 2.0, None, 1, "i", lane_stride=stride)
+
+    cases = [
+        (acc("global", 4, 1.0), 1), (acc("global", 16, 1.0), 4), (acc("global", 4, 16.0), 16),
+        (acc("global", 4, 0.0), 1), (acc("global", 4, None), 1),
+        (acc("global", 4, float("inf")), 32), (acc("shared", 4, 1.0), 1),
+        (acc("shared", 8, 1.0), 2), (acc("shared", 4, 32.0), 32), (acc("shared", 4, 33.0), 1),
+        (acc("local", 4, 1.0), 0),
+        (Access("a", "global", 4, "load", 2.0, None, 1, "a[i].x", lane_bytes=64.0), 16),
+    ]  # fmt: skip
+    for a, per_warp in cases:
+        assert l1_wavefronts([a], 1000.0) == pytest.approx(2 * per_warp * 1000 / 32), a
+
+
+def test_strided_accesses_wait_on_the_sms_data_path(rtx) -> None:  # type: ignore[no-untyped-def]
+    # 16 blocks of 256 threads each walking its own 64-byte struct 4096 times, 48 accesses
+    # an iteration (16 loads of src, 16 loads and 16 stores of dest): 16 lines a warp access,
+    # 128 warps x 4096 x 48 x 16 = 402.7 M wavefronts over the 16 SMs the blocks occupy, one
+    # a cycle: 17.5 ms at 1.44 GHz, where its 1.1 G integer ops take 88 us and its 0.5 MB of
+    # DRAM less
+    wavefronts = 128 * 4096 * 48 * 16.0
+    t = launch_time({"int": 1.1e9}, 5e5, 4096.0, rtx, dependent_cycles=CYCLES,
+                    threads_per_sm=PER_SM, blocks=16, wavefronts=wavefronts)  # fmt: skip
+    assert t.limit == "throughput"
+    assert t.seconds == pytest.approx(wavefronts / 16 / 1.44e9)
+    assert 0.017 < t.seconds < 0.018
 
 
 def test_few_blocks_have_the_peak_of_the_sms_they_occupy(rtx) -> None:  # type: ignore[no-untyped-def]

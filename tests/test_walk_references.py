@@ -344,3 +344,22 @@ def test_a_host_struct_s_members_are_its_arrays(gpu, tmp_path: Path) -> None:  #
     mb = 8 * (1 << 20)
     assert a.memory.bytes_loaded == pytest.approx(mb, rel=0.01)
     assert a.memory.bytes_stored == pytest.approx(mb, rel=0.01)
+
+
+def test_the_fields_of_each_thread_s_own_struct_are_a_struct_apart(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # p[i].y: consecutive threads read fields 16 bytes apart (a struct of four floats), so a
+    # warp's load touches 32 x 16 B / 128 B = 4 lines; q[blockIdx.x].y, a struct the threads
+    # share (one address), and r[i] (consecutive floats) keep their lane stride
+    src = (
+        "struct P { float x, y, z, w; };\n"
+        "__global__ void k(const P *p, const P *q, float *r, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) r[i] = p[i].y + q[blockIdx.x].y;\n"
+        "}\n"
+        "int main() { P *p, *q; float *r; k<<<4096, 256>>>(p, q, r, 4096 * 256); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    by_buffer = {x.buffer: (x.lane_stride, x.lane_bytes) for x in a.counts.accesses}
+    assert by_buffer["p.y"] == (None, 16.0)
+    assert by_buffer["q.y"] == (None, None)
+    assert by_buffer["r"] == (1.0, None)

@@ -59,6 +59,7 @@ class ThreadCounter(StatementWalker):
                 r.guessed * inv,
                 r.combined,
                 r.center,
+                r.lane_bytes,
             )
             for r in self.tally.accesses.values()
             if r.space != "localmem" or r.buffer.removeprefix("local:") in self.tally.local_dynamic

@@ -5,6 +5,9 @@ A launch takes the longest of these times:
 - **throughput**: its slowest roof, ``max(ops of each precision / peak, DRAM bytes /
   sustained bandwidth)`` over the launch totals; the compute roofs of the SMs its blocks
   occupy (a launch of 8 blocks runs on 8 of the 68 SMs of an RTX 3080, at 8/68 of its peak);
+  and the data path between those SMs' L1 and shared memory and their threads, which moves
+  128 bytes (a wavefront) a cycle: a warp whose threads read consecutive floats takes one,
+  threads each reading a field of their own 64-byte struct take 16 (``l1_wavefronts``);
 - **latency**: its threads' instructions one after another. A warp waits
   ``dependent_cycles`` cycles on average between dependent instructions (ALU results take
   4-6 cycles, L1 hits ~30, L2 hits ~200), so a launch too small to fill the GPU (a few
@@ -55,11 +58,14 @@ __all__ = [
     "contended_updates",
     "display_bytes",
     "global_loads",
+    "l1_wavefronts",
     "launch_time",
     "roof_time",
 ]
 
 WARP = 32  # threads a warp instruction issues
+LINE_BYTES = 128  # an L1 cache line, and what the SM's data path moves a cycle
+BANK_BYTES = 4  # a shared memory bank's word (32 banks)
 # cycles one atomic update of an address holds it in L2 (updates of one address serialise):
 # on the dev set 134 M threads updating each of nine counters once ran 296 ms, 5 M float
 # additions to one sum 11.0 ms, both 2.2 ns (3.2 cycles at 1.44 GHz) an update
@@ -91,6 +97,7 @@ def launch_time(
     thread_ints: float = 0.0,
     loads: float = 0.0,
     load_cycles: float = 0.0,
+    wavefronts: float = 0.0,
 ) -> LaunchTime:
     """The time of a launch of ``gpu_threads`` threads, ``busy_threads`` of them (all when
     None) doing ``totals`` (FLOP by precision, ``"int"`` ops; over the launch), each also
@@ -98,7 +105,8 @@ def launch_time(
     loads from global memory (over the launch) each waiting ``load_cycles``, and moving
     ``dram_bytes`` at ``dram_efficiency`` of the peak bandwidth, in ``blocks`` thread blocks
     (teams), whose busiest address takes ``contended`` atomic updates; no launch takes less
-    than ``launch_seconds``."""
+    than ``launch_seconds``; the SMs its blocks occupy pass one cache line a cycle between
+    their L1 and their threads, ``wavefronts`` of them in all (:func:`l1_wavefronts`)."""
     flops = {p: n for p, n in totals.items() if p != "int"}
     work_ints = totals.get("int", 0.0)
     int_ops = work_ints + thread_ints * gpu_threads
@@ -106,6 +114,7 @@ def launch_time(
     throughput = max(
         roof_time(gpu, flops, int_ops, 0.0) / busy,
         dram_bytes / (gpu.dram_bandwidth * dram_efficiency),
+        wavefronts / (busy * gpu.sm_count * gpu.clock_ghz * 1e9),
     )
     # the longest thread's chain: the work over the threads that share it, then its own
     threads = max(gpu_threads if busy_threads is None else busy_threads, 1.0)
@@ -156,6 +165,38 @@ def global_loads(accesses: Iterable[Access], threads: float) -> float:
         for a in accesses
         if a.space == "global" and a.kind == "load" and a.lane_stride != 0
     )
+
+
+def l1_wavefronts(accesses: Iterable[Access], threads: float) -> float:
+    """The wavefronts ``threads`` threads' warps pass through their SMs' L1 and shared
+    memory for their accesses (the SM's data path moves 128 bytes, one wavefront, a cycle):
+    a warp's access to global memory takes one for each 128-byte line its 32 threads touch
+    (consecutive floats: 1; one address: 1; a thread's own 64-byte struct: 16; up to 32),
+    an access to shared memory one for each 128 bytes and as many as the threads that
+    share a bank (floats 32 apart: 32). Accesses whose stride between threads is not
+    known take one."""
+    total = 0.0
+    for a in accesses:
+        if a.space in ("global", "shared") and a.weight > 0:
+            total += a.weight * _warp_wavefronts(a)
+    return total * threads / WARP
+
+
+def _warp_wavefronts(a: Access) -> float:
+    """Wavefronts of one warp's execution of ``a`` (:func:`l1_wavefronts`)."""
+    stride = abs(a.lane_stride) if a.lane_stride else 0.0
+    if a.lane_bytes and not stride and a.space == "global":
+        return float(min(WARP, max(1, math.ceil(WARP * a.lane_bytes / LINE_BYTES))))
+    if not stride:
+        return 1.0
+    if not math.isfinite(stride):
+        return float(WARP)  # apart: a line each
+    if a.space == "global":
+        return float(min(WARP, max(1, math.ceil(WARP * stride * a.elem / LINE_BYTES))))
+    volume = max(1, math.ceil(WARP * a.elem / LINE_BYTES))
+    words = stride * a.elem / BANK_BYTES  # banks between consecutive threads
+    conflicts = math.gcd(round(words), WARP) if words >= 1 and words == round(words) else 1
+    return float(max(volume, conflicts))
 
 
 def _issue_cycles(gpu: GpuProfile, precision: str) -> float:

@@ -57,6 +57,7 @@ from roofline_lsp.estimate.launch_time import (
     contended_updates,
     display_bytes,
     global_loads,
+    l1_wavefronts,
     launch_time,
 )
 from roofline_lsp.estimate.macro_expansion import loop_macro
@@ -444,6 +445,7 @@ def analyze(
         dependent_cycles=cal.dependent_cycles,
         loads=global_loads(counts.accesses, threads),
         load_cycles=cal.load_cycles,
+        wavefronts=l1_wavefronts(counts.accesses, threads),
         threads_per_sm=cal.threads_per_sm,
         contended=contended_updates(counts.accesses, threads),
         atomic_cycles=cal.atomic_cycles,

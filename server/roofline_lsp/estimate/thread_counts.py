@@ -47,6 +47,11 @@ class Access:
     # accesses of one buffer with the same reach are the difference apart (a stencil's
     # ``u[i + nx * ny]`` is a plane ahead of ``u[i]``); None when not a number
     center: float | None = None
+    # bytes between the addresses of consecutive threads of a warp where ``lane_stride``
+    # leaves them out: the field ``a[i].x`` of a struct each thread has its own (the
+    # struct's size apart); a warp's access touches their lines (``launch_time``), while the
+    # buffer's DRAM traffic stays the struct's, whose fields the threads read in turn
+    lane_bytes: float | None = None
 
 
 # trip-count sources of a loop whose step is a run-time value (``i += blockDim.x *

@@ -36,8 +36,9 @@ COMPONENT_STRIDE = float(2**40)
 class ReferenceWalker(BranchWalker):
     """Memory accesses: ``a[i][j]``, ``*p``, ``s.f``/``p->f``, and their bookkeeping."""
 
-    def memory(self, node: Node, kind: str) -> Val:
-        """A subscript chain ``a[i][j]``: one access of the element type."""
+    def memory(self, node: Node, kind: str, element: bool = False) -> Val:
+        """A subscript chain ``a[i][j]``: one access of the element type (``element``, of
+        its address: the element's address with its lane slope, ``a[i].x`` of a struct)."""
         chain: list[Node] = []
         base = node
         while base.type == "subscript_expression":
@@ -105,7 +106,8 @@ class ReferenceWalker(BranchWalker):
             # subscripting a non-pointer: vector component or a local array we did not see
             space = space if space in ("shared", "local", "constant") else "local"
         if kind == "address":
-            return Val(elem_t.pointer_to(), deps, None, buffer, space)
+            slope = self.lane_stride(idx_vals, base) if element else None
+            return Val(elem_t.pointer_to(), deps, None, buffer, space, slope=slope)
         if elem_t.pointer and levels and arrdims >= levels:
             # partial subscript of a multi-dimensional array: an address, not a load
             return Val(elem_t, deps, None, buffer, space)
@@ -115,15 +117,7 @@ class ReferenceWalker(BranchWalker):
         elem = elem_t.size if not elem_t.pointer else 8
         if elem_t.kind == "unknown" and elem_t.name in self.inputs.struct_sizes:
             elem = self.inputs.struct_sizes[elem_t.name]
-        lane = self.par.lane
-        stride = lane_slope(idx_vals[-1], lane) if idx_vals else None
-        if stride is not None and any(lane_slope(v, lane) != 0.0 for v in idx_vals[:-1]):
-            stride = None  # a[i][j] with i moving across lanes: rows of unknown length
-        if stride is not None and base.type == "identifier":
-            bvar = self.var(text(base))
-            if bvar is not None and bvar.buffer:
-                bs = lane_slope(bvar, lane)  # a pointer that moves with the lane
-                stride = None if bs is None else stride + bs
+        stride = self.lane_stride(idx_vals, base)
         if stride and self.cursor.pinned_lane:
             stride = APART  # the lanes taking the branch are apart: a sector each
         interval = None
@@ -300,6 +294,7 @@ class ReferenceWalker(BranchWalker):
         offset: tuple[str, float] | None = None,
         run: float | None = None,
         center: float | None = None,
+        lane_bytes: float | None = None,
     ) -> None:
         """Book one access (merged with an identical one in the same loop body);
         ``interval``: the elements ``[lo, hi]`` its index spans, when known; ``gathered``:
@@ -359,6 +354,7 @@ class ReferenceWalker(BranchWalker):
                 self.sharers(deps),
                 combined=kind == "atomic" and self.cursor.combining,
                 center=center,
+                lane_bytes=lane_bytes,
             )
             rec = self.tally.accesses[akey]
         else:
@@ -393,6 +389,20 @@ class ReferenceWalker(BranchWalker):
                 return Val(t, NOTHING, host)
         moved = self.stored_in_loops(text(arg)) if arg.type == "identifier" else NOTHING
         return Val(t, v.deps | {DATA} | moved, None, buffer if t.pointer else None, space)
+
+    def lane_stride(self, idx_vals: list[Val], base: Node) -> float | None:
+        """Elements between the addresses consecutive lanes subscript with ``idx_vals``
+        (``base[...]``); None: not known."""
+        lane = self.par.lane
+        stride = lane_slope(idx_vals[-1], lane) if idx_vals else None
+        if stride is not None and any(lane_slope(v, lane) != 0.0 for v in idx_vals[:-1]):
+            return None  # a[i][j] with i moving across lanes: rows of unknown length
+        if stride is not None and base.type == "identifier":
+            bvar = self.var(text(base))
+            if bvar is not None and bvar.buffer:
+                bs = lane_slope(bvar, lane)  # a pointer that moves with the lane
+                stride = None if bs is None else stride + bs
+        return stride
 
     def field(self, node: Node, kind: str) -> Val:
         arg = node.child_by_field_name("argument")
@@ -432,18 +442,22 @@ class ReferenceWalker(BranchWalker):
             )
         if arg.type == "subscript_expression":
             # a[i].x: an access to the element's field
-            inner = self.memory(arg, "address")
+            inner = self.memory(arg, "address", element=True)
             st = inner.type.deref()
             ft = self.field_type(st, fname)
             if kind == "address":
                 return Val(ft.pointer_to(), inner.deps, None, inner.buffer, inner.space)
+            size = ft.size if not ft.pointer else 8
+            whole = self.inputs.struct_sizes.get(st.name, 0) if st.kind == "unknown" else st.size
             self.record(
                 (inner.buffer or "?") + "." + fname,
                 inner.space or "global",
-                ft.size if not ft.pointer else 8,
+                size,
                 kind,
                 inner.deps,
                 text(arg) + "." + fname,
+                # the threads' structs apart: a field's lanes are a struct's size apart
+                lane_bytes=abs(inner.slope) * whole if inner.slope and whole else None,
             )
             return Val(
                 ft, inner.deps | {DATA}, None, inner.buffer if ft.pointer else None, inner.space

@@ -71,6 +71,7 @@ class AccessRecord:
     guessed: float = 0.0  # of the weight, what a default trip count or branch share gave
     combined: bool = False  # ``Access.combined``
     center: float | None = None  # ``Access.center``
+    lane_bytes: float | None = None  # ``Access.lane_bytes``
 
 
 # per-call costs of an inlined function: ops, accesses (key, record, weight), its value
