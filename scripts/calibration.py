@@ -48,6 +48,7 @@ SWEEPS: dict[str, tuple[tuple[float, ...], str]] = {
     "launch_floor": ((0, 2048, 4096, 8192), "bytes"),
     "dependent_cycles": ((8, 16, 32, 64), "bytes"),
     "load_cycles": ((0, 100, 200, 400), "bytes"),
+    "warp_cycles": ((0, 6, 11, 16, 22, 32), "seconds"),
 }
 
 
@@ -90,6 +91,7 @@ QUANTITY: dict[str, tuple[Callable[[KernelEstimate], float], str, str | None]] =
     "int": (lambda a: a.totals["int"], "int_ops", None),
     "int_omp": (lambda a: a.totals["int"], "int_ops", "omp"),
     "bytes": (lambda a: a.memory.dram_bytes, "traffic_bytes", None),
+    "seconds": (lambda a: a.time.seconds * 1e9 if a.time else 0.0, "time_ns", None),
 }
 
 

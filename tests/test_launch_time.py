@@ -151,6 +151,19 @@ def test_strided_accesses_wait_on_the_sms_data_path(rtx) -> None:  # type: ignor
     assert 0.017 < t.seconds < 0.018
 
 
+def test_every_warp_takes_its_sm_cycles_to_start_and_retire(rtx) -> None:  # type: ignore[no-untyped-def]
+    # 1.728 G threads that (almost all) exit at once, 2 integer ops each: 54 M warps at 11
+    # cycles each over 68 SMs at 1.44 GHz = 6.07 ms, where their 3.5 G integer ops take
+    # 0.28 ms; without the warps' cost the launch is as short as its work
+    threads = 1.728e9
+    t = launch_time({"int": 2 * threads}, 0.0, threads, rtx, dependent_cycles=CYCLES,
+                    threads_per_sm=PER_SM, warp_cycles=11.0)  # fmt: skip
+    assert t.limit == "throughput"
+    assert t.seconds == pytest.approx(threads / 32 * 11 / (68 * 1.44e9))
+    assert 0.006 < t.seconds < 0.0061
+    assert _time(rtx, {"int": 2 * threads}, 0.0, threads).seconds < 0.001
+
+
 def test_few_blocks_have_the_peak_of_the_sms_they_occupy(rtx) -> None:  # type: ignore[no-untyped-def]
     # 8 blocks of 256 threads, 3.9168e9 FP64 FLOP: the FP64 roof of all 68 SMs takes 10 ms,
     # of the 8 SMs the blocks run on 10 ms x 68 / 8 = 85 ms (the latency, 956 k FMAs a thread

@@ -8,6 +8,8 @@ A launch takes the longest of these times:
   and the data path between those SMs' L1 and shared memory and their threads, which moves
   128 bytes (a wavefront) a cycle: a warp whose threads read consecutive floats takes one,
   threads each reading a field of their own 64-byte struct take 16 (``l1_wavefronts``);
+  and the warps themselves, each taking its SM ~11 cycles to start and retire (a launch of
+  1.7 G threads that exit at once runs 6 ms);
 - **latency**: its threads' instructions one after another. A warp waits
   ``dependent_cycles`` cycles on average between dependent instructions (ALU results take
   4-6 cycles, L1 hits ~30, L2 hits ~200), so a launch too small to fill the GPU (a few
@@ -98,6 +100,7 @@ def launch_time(
     loads: float = 0.0,
     load_cycles: float = 0.0,
     wavefronts: float = 0.0,
+    warp_cycles: float = 0.0,
 ) -> LaunchTime:
     """The time of a launch of ``gpu_threads`` threads, ``busy_threads`` of them (all when
     None) doing ``totals`` (FLOP by precision, ``"int"`` ops; over the launch), each also
@@ -106,7 +109,8 @@ def launch_time(
     ``dram_bytes`` at ``dram_efficiency`` of the peak bandwidth, in ``blocks`` thread blocks
     (teams), whose busiest address takes ``contended`` atomic updates; no launch takes less
     than ``launch_seconds``; the SMs its blocks occupy pass one cache line a cycle between
-    their L1 and their threads, ``wavefronts`` of them in all (:func:`l1_wavefronts`)."""
+    their L1 and their threads, ``wavefronts`` of them in all (:func:`l1_wavefronts`), and
+    take ``warp_cycles`` to start and retire each of its warps."""
     flops = {p: n for p, n in totals.items() if p != "int"}
     work_ints = totals.get("int", 0.0)
     int_ops = work_ints + thread_ints * gpu_threads
@@ -114,7 +118,8 @@ def launch_time(
     throughput = max(
         roof_time(gpu, flops, int_ops, 0.0) / busy,
         dram_bytes / (gpu.dram_bandwidth * dram_efficiency),
-        wavefronts / (busy * gpu.sm_count * gpu.clock_ghz * 1e9),
+        (wavefronts + gpu_threads / WARP * warp_cycles)
+        / (busy * gpu.sm_count * gpu.clock_ghz * 1e9),
     )
     # the longest thread's chain: the work over the threads that share it, then its own
     threads = max(gpu_threads if busy_threads is None else busy_threads, 1.0)
