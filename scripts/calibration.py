@@ -48,7 +48,8 @@ SWEEPS: dict[str, tuple[tuple[float, ...], str]] = {
     "launch_floor": ((0, 2048, 4096, 8192), "bytes"),
     "dependent_cycles": ((8, 16, 32, 64), "bytes"),
     "load_cycles": ((0, 100, 200, 400), "bytes"),
-    "warp_cycles": ((0, 6, 11, 16, 22, 32), "seconds"),
+    "warp_cycles": ((0, 6, 11, 22), "seconds"),
+    "launch_seconds": ((1.0e-6, 2.0e-6, 3.0e-6, 4.0e-6), "seconds"),
 }
 
 
