@@ -447,12 +447,11 @@ class ReferenceWalker(BranchWalker):
             ft = self.field_type(st, fname)
             if kind == "address":
                 return Val(ft.pointer_to(), inner.deps, None, inner.buffer, inner.space)
-            size = ft.size if not ft.pointer else 8
             whole = self.inputs.struct_sizes.get(st.name, 0) if st.kind == "unknown" else st.size
             self.record(
                 (inner.buffer or "?") + "." + fname,
                 inner.space or "global",
-                size,
+                ft.size if not ft.pointer else 8,
                 kind,
                 inner.deps,
                 text(arg) + "." + fname,
