@@ -190,14 +190,13 @@ def l1_wavefronts(accesses: Iterable[Access], threads: float) -> float:
 def _warp_wavefronts(a: Access) -> float:
     """Wavefronts of one warp's execution of ``a`` (:func:`l1_wavefronts`)."""
     stride = abs(a.lane_stride) if a.lane_stride else 0.0
-    if a.lane_bytes and not stride and a.space == "global":
-        return float(min(WARP, max(1, math.ceil(WARP * a.lane_bytes / LINE_BYTES))))
-    if not stride:
-        return 1.0
     if not math.isfinite(stride):
         return float(WARP)  # apart: a line each
     if a.space == "global":
-        return float(min(WARP, max(1, math.ceil(WARP * stride * a.elem / LINE_BYTES))))
+        gap = stride * a.elem or a.lane_bytes or 0.0  # bytes between consecutive threads
+        return float(min(WARP, max(1, math.ceil(WARP * gap / LINE_BYTES))))
+    if not stride:
+        return 1.0
     volume = max(1, math.ceil(WARP * a.elem / LINE_BYTES))
     words = stride * a.elem / BANK_BYTES  # banks between consecutive threads
     conflicts = math.gcd(round(words), WARP) if words >= 1 and words == round(words) else 1
