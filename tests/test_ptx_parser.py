@@ -332,6 +332,26 @@ def test_a_complete_unroll_folds_the_counter_and_the_address_arithmetic() -> Non
     assert line(f.lines, "unrolled_rows.cu", 14)["int_ops"] == 8  # all of it folds
 
 
+# tree_sum.cu in the counting build: the stride s doubles each trip (`shl s, 1`), a geometric
+# induction variable, a constant in each copy of the complete unroll as a counter is.
+# - line 10: the doubling and the exit test `s < 17` fold (2);
+# - line 11: `ty % s` is a division by a constant in each copy: of the 17 instructions of a
+#   signed remainder by a run-time value 4 stay (shift, LEA.HI, mask, add: ``t % 4`` in SASS),
+#   13 fold; the test of its result stays;
+# - line 0: `s / 2` as `s >> 1` and its mask (2), constants in each copy;
+# - line 12: the row `(s / 2) * 64 + &rows[ty][tx]`, an address only: address arithmetic (1).
+def test_a_complete_unroll_makes_a_geometric_counter_and_a_division_by_it_constants() -> None:
+    f = load("tree_sum.ptx").functions["_Z8tree_sumPfPKf"]
+    (loop,) = f.cfg_loops
+    assert {ln: n for (_, ln), n in loop.folded.items()} == {
+        0: (2, 0),
+        10: (2, 0),
+        11: (13, 0),
+        12: (0, 1),
+    }
+    assert line(f.lines, "tree_sum.cu", 11)["int_ops"] == 17 + 1
+
+
 def test_a_header_with_many_back_edges_is_one_loop_of_all_their_blocks() -> None:
     # $H, then 50 blocks each ending `@%p bra $H` (a back edge: $H dominates them all), then
     # the ret block: one natural loop of the 51 blocks before the ret

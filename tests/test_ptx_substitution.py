@@ -684,3 +684,23 @@ def test_a_forced_unroll_folds_the_address_arithmetic_a_small_count_keeps_it() -
     assert counts.lines[14][3] == pytest.approx(6 * 8)
     assert counts.lines[22][3] == pytest.approx(3 * 8)
     assert counts.int_ops == pytest.approx(101.0)
+
+
+# tree_sum.cu (16 x 32 threads a block), integer instructions of one thread, PTX counts:
+#   line 8, the load and the shared store: 9
+#   line 11, 5 trips of `ty % s` and its test: a signed remainder by a run-time value is 17,
+#     by the constant each copy of the complete unroll divides by 4, + the test 1 -> 5 x 5 = 25
+#     (by the counting build's run-time divisor it would be 18 x 5 = 90)
+#   line 12, the partner's row address, 1 a trip on every other thread: 5 x 1/2 = 2.5
+#   line 10: the doubling and the exit test fold; line 15, `ty == 0`: 1;
+#   line 16, the store's address of the one row in 32 that stores: 4 / 32 = 0.125
+# -> 37.625
+def test_a_division_by_a_doubling_stride_costs_a_division_by_a_constant() -> None:
+    k, det, module = kernel_of("tree_sum")
+    kp = kernel_ptx(module, k)
+    assert kp is not None
+    inputs = Inputs(block=(16, 32, 1), grid=(1024, 1, 1))
+    comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
+    assert comp.counts.lines[11][3] == pytest.approx(25.0)
+    assert comp.counts.lines[10][3] == 0
+    assert comp.counts.int_ops == pytest.approx(37.625)

@@ -22,7 +22,8 @@ that ``ptxas`` emits for sm_86 (checked with ``nvdisasm`` on small kernels):
   prmt/lop3/shf/shl/shr/and/or/xor/not/cnot/dp4a/dp2a/setp/set/selp/slct`` on integer types
   1 each; 64-bit ``mul``/``mad`` 3 (IMAD.WIDE.U32 + 2 IMAD), 64-bit compares 2 (ISETP +
   ISETP.EX), ``clz`` 2 (FLO + IADD); 32-bit ``div`` 18 signed and 14 unsigned, ``rem`` 17
-  and 11 (the reciprocal sequence), 64-bit ``div/rem`` 70 (a subroutine); sign-extending
+  and 11 (the reciprocal sequence; by a constant, as each copy of a completely unrolled loop
+  divides by its counter, 3, 2, 4 and 2), 64-bit ``div/rem`` 70 (a subroutine); sign-extending
   ``cvt`` 1, zero-extending or truncating ``cvt`` and ``cvta`` 0 (folded), predicate logic
   (``and.pred`` ...) 0 (folded into ISETP), ``mov`` 0. 64-bit ``add`` counts 1 (ptxas
   splits a lone one in two, IADD3 + IADD3.X, but folds constant offsets into the address),
@@ -178,7 +179,21 @@ _INT_SIMPLE = {
 # integer instructions of a 32-bit division by a run-time value in sm_86 SASS (the reciprocal
 # sequence: IMAD.HI estimates, ISETP/IADD3 corrections; signed adds IABS and the sign fix)
 _DIVISION_INTS = {("div", True): 18, ("div", False): 14, ("rem", True): 17, ("rem", False): 11}
+# ... and by a constant (a multiply-high and a shift; a power of two: shifts or a mask, signed
+# adds the rounding fix): ``t / 3`` IMAD.HI + LEA.HI, ``t % 4`` SHF + LEA.HI + LOP3 + IADD,
+# ``u % 4`` LOP3, ``u / 3`` IMAD.WIDE + SHF
+_CONSTANT_DIVISION_INTS = {("div", True): 3, ("div", False): 2, ("rem", True): 4, ("rem", False): 2}
 _FP_NOFLOP = {"neg", "abs", "min", "max", "setp", "set", "selp", "copysign", "testp", "slct"}
+
+
+def division_ints(base: str, t: str, constant: bool = False) -> int:
+    """Integer instructions of a 32-bit ``div``/``rem`` of PTX type ``t`` (``s32``, ``u32``)
+    by a run-time value, or by a ``constant`` one (as each copy of a completely unrolled loop
+    divides by its induction variable)."""
+    table = _CONSTANT_DIVISION_INTS if constant else _DIVISION_INTS
+    return table[base, t.startswith("s")]
+
+
 _LD = {"ld", "ldu"}
 _SPACES = ("global", "shared", "local", "const", "param")
 _WARP = {"shfl", "vote", "match", "redux", "activemask", "elect"}
@@ -351,7 +366,7 @@ def opcode_mix(opcode: str) -> LineMix:
     if base in ("div", "rem"):
         if _TYPE_BYTES.get(t, 4) == 8:
             return add(int_ops=70, special=1, conversions=2, branches=2, divisions=1)
-        ints = _DIVISION_INTS[base, t.startswith("s")]
+        ints = division_ints(base, t)
         return add(int_ops=ints, special=1, conversions=2, divisions=1)
     if base == "clz":
         return add(int_ops=2)

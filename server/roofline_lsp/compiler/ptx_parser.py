@@ -12,7 +12,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from roofline_lsp.compiler.demangle import ptx_base_name
-from roofline_lsp.compiler.instruction_mix import EMPTY, NUM_FIELDS, LineMix, opcode_mix
+from roofline_lsp.compiler.instruction_mix import (
+    EMPTY,
+    NUM_FIELDS,
+    LineMix,
+    division_ints,
+    opcode_mix,
+)
 
 __all__ = ["Key", "PtxFunction", "PtxLoop", "PtxModule", "parse_ptx", "parse_ptx_cached"]
 
@@ -492,6 +498,8 @@ _INT_OPS = NUM_FIELDS.index("int_ops")
 _INT_TYPE_RE = re.compile(r"\.[bsu](?:8|16|32|64)\b")
 _IMMEDIATE_RE = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|\d+)U?|[A-Za-z_$][\w$]*")
 _AFFINE_OPS = frozenset({"add", "sub", "mul", "shl", "mad", "cvt", "mov"})
+_STEP_OPS = frozenset({"add", "sub", "mul", "shl", "shr", "div"})
+_DIVISION_RE = re.compile(r"(div|rem)\.([su]32)\b")
 # arithmetic whose result is a constant when its operands are, or a loop leaves unchanged
 # when it leaves them unchanged (no loads)
 _INVARIANT_OPS = _AFFINE_OPS | frozenset(
@@ -500,9 +508,11 @@ _INVARIANT_OPS = _AFFINE_OPS | frozenset(
 
 
 def _steps(ins: _Instr, values: list[str], reg: str) -> bool:
-    """Whether ``ins`` (its source operands: ``values``) adds a constant to ``reg`` in place."""
+    """Whether ``ins`` (its source operands: ``values``) steps ``reg`` in place by a constant:
+    adds it, or scales by it (``offset >>= 1``, ``i *= 2``: a geometric induction variable,
+    a constant in each copy of the unrolled loop as well)."""
     return (
-        ins.opcode.split(".", 1)[0] in ("add", "sub")
+        ins.opcode.split(".", 1)[0] in _STEP_OPS
         and bool(_INT_TYPE_RE.search(ins.opcode))
         and len(values) == 2
         and values[0] == reg
@@ -539,17 +549,21 @@ def _operands(text: str) -> list[str]:
     return out
 
 
-def _unroll_folded(instrs: list[_Instr], body: list[int]) -> tuple[set[int], set[int]]:
+def _unroll_folded(
+    instrs: list[_Instr], body: list[int]
+) -> tuple[set[int], set[int], dict[int, int]]:
     """The instructions of a loop body (indices, in program order) that unrolling the loop
     completely leaves no trace of, as NVVM's and LLVM's full unroll of a constant-count loop
-    does, in two groups. Its control: the induction variables' updates (a register whose one
-    update in the loop adds a constant to itself; an inner loop's counter, reset to a
-    constant on each entry, too), values computed from them and constants alone (each
-    copy's is a constant) and the tests on those. Its address arithmetic: code the loop does
-    not change (computed from values set before it), and affine arithmetic ``base + c * i``
-    whose every use is a memory operand's address or more such arithmetic (each copy's
-    address is ``[base + imm]``). A value used otherwise (a bound check, a stored index)
-    keeps its instruction."""
+    does, in two groups, and what is left of divisions by a constant in each copy. Its control:
+    the induction variables' updates (a register whose one update in the loop steps it by a
+    constant: ``i += 1``, ``offset >>= 1``; an inner loop's counter, reset to a constant on each
+    entry, too), values computed from them and constants alone (each copy's is a constant), the
+    tests on those, and divisions by them, but for the few instructions of a division by a
+    constant (``ty % i``: ``ty & 3`` in the copy where i is 4). Its address arithmetic: code the
+    loop does not change (computed from values set before it), and affine arithmetic
+    ``base + c * i`` whose every use is a memory operand's address or more such arithmetic
+    (each copy's address is ``[base + imm]``). A value used otherwise (a bound check, a stored
+    index) keeps its instruction."""
     defs: dict[str, list[int]] = {}
     parsed: dict[int, tuple[str, list[str], list[str]]] = {}  # dest, value operands, addresses
     for j in body:
@@ -565,6 +579,7 @@ def _unroll_folded(instrs: list[_Instr], body: list[int]) -> tuple[set[int], set
         parsed[j] = (dest, values, addresses)
     pure: dict[str, bool] = {}  # affine registers: True when built from constants and IVs only
     control: set[int] = set()  # the induction variables' updates
+    cheaper: dict[int, int] = {}  # divisions by them: what a division by a constant keeps
     for reg, where in defs.items():
         steps = [j for j in where if _steps(instrs[j], parsed[j][1], reg)]
         resets = [j for j in where if _resets(instrs[j], parsed[j][1])]
@@ -639,7 +654,10 @@ def _unroll_folded(instrs: list[_Instr], body: list[int]) -> tuple[set[int], set
             and all(kind(v) in ("pure", "constant") for v in values[-2:])
         ):
             control.add(j)  # the exit test
-    return control, addressing
+        elif (m := _DIVISION_RE.match(instrs[j].opcode)) and values and kind(values[-1]) == "pure":
+            control.add(j)  # ... all but a division by a constant
+            cheaper[j] = division_ints(m[1], m[2], constant=True)
+    return control, addressing, cheaper
 
 
 def _folded_lines(
@@ -652,10 +670,11 @@ def _folded_lines(
     """The integer instructions (``int_ops`` weights) per line of a natural loop (``body``:
     its blocks) that unrolling it completely folds (:func:`_unroll_folded`)."""
     order = [j for b in sorted(body) for j in range(cfg.blocks[b][0], cfg.blocks[b][1] + 1)]
+    control, addressing, cheaper = _unroll_folded(instrs, order)
     out: dict[Key, tuple[int, int]] = {}
-    for part, group in enumerate(_unroll_folded(instrs, order)):
+    for part, group in enumerate((control, addressing)):
         for j in group:
-            n = sum(v for i, v in sparse[j] if i == _INT_OPS)
+            n = sum(v for i, v in sparse[j] if i == _INT_OPS) - cheaper.get(j, 0)
             if n:
                 k = key(instrs[j].direct)
                 old = out.get(k, (0, 0))
