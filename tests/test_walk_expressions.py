@@ -196,6 +196,21 @@ def test_one_division_serves_quotient_and_remainder(gpu, tmp_path: Path) -> None
     assert ints("i / n + i / m") == pytest.approx(apart)
 
 
+def test_a_64_bit_division_of_32_bit_values_costs_a_32_bit_one_and_a_test(
+    gpu, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # nvcc divides 64-bit operands whose high words are zero (indices, sizes) as 32-bit
+    # unsigned ones after testing them (LOP3 + ISETP): 20 + 2, not the ~70 of the slow path
+    def ints(ty: str) -> float:
+        src = (
+            f"__global__ void k({ty} *x, {ty} n) {{\n  {ty} i = threadIdx.x;\n  x[i] = i / n;\n}}\n"
+        )
+        return count(gpu, tmp_path, src, **LAUNCH).counts.int_ops
+
+    assert ints("int") == pytest.approx(23.0)  # the index 1, the division 20, the store 2
+    assert ints("long") == pytest.approx(25.0)
+
+
 def test_arithmetic_on_values_of_unknown_type_is_not_integer_work(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # real_t comes from a header that is not there: a * b + a and a / b may be floating-point
     # work of either precision, so neither is charged as integer instructions (an int a / b

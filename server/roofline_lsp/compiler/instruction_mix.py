@@ -23,7 +23,9 @@ that ``ptxas`` emits for sm_86 (checked with ``nvdisasm`` on small kernels):
   1 each; 64-bit ``mul``/``mad`` 3 (IMAD.WIDE.U32 + 2 IMAD), 64-bit compares 2 (ISETP +
   ISETP.EX), ``clz`` 2 (FLO + IADD); 32-bit ``div`` 18 signed and 14 unsigned, ``rem`` 17
   and 11 (the reciprocal sequence; by a constant, as each copy of a completely unrolled loop
-  divides by its counter, 3, 2, 4 and 2), 64-bit ``div/rem`` 70 (a subroutine); sign-extending
+  divides by its counter, 3, 2, 4 and 2), 64-bit ``div/rem`` 16 and 13 (a test of the high
+  words, then the unsigned 32-bit sequence: the subroutine of ~70 runs for operands over 32
+  bits only); sign-extending
   ``cvt`` 1, zero-extending or truncating ``cvt`` and ``cvta`` 0 (folded), predicate logic
   (``and.pred`` ...) 0 (folded into ISETP), ``mov`` 0. 64-bit ``add`` counts 1 (ptxas
   splits a lone one in two, IADD3 + IADD3.X, but folds constant offsets into the address),
@@ -365,7 +367,10 @@ def opcode_mix(opcode: str) -> LineMix:
         return add(other=1)
     if base in ("div", "rem"):
         if _TYPE_BYTES.get(t, 4) == 8:
-            return add(int_ops=70, special=1, conversions=2, branches=2, divisions=1)
+            # operands that fit in 32 bits (their high words tested) divide as unsigned 32-bit
+            # ones; larger ones call the slow path (~70), which indices and sizes never take
+            ints = 2 + division_ints(base, "u32")
+            return add(int_ops=ints, special=1, conversions=2, branches=2, divisions=1)
         ints = division_ints(base, t)
         return add(int_ops=ints, special=1, conversions=2, divisions=1)
     if base == "clz":

@@ -416,5 +416,8 @@ INT_OP = 1.0  # + - * & | ^ << >> comparisons: IADD3 / IMAD / LOP3 / SHF / ISETP
 INT_DIV_POW2 = 2.0  # x / 2^k, x % 2^k with a sign fix-up
 INT_DIV_CONST = 4.0  # multiply-high + shifts
 INT_DIV_VAR = 20.0  # 32-bit division by a variable: float reciprocal + IMAD refinement
-INT_DIV_VAR64 = 60.0  # 64-bit division by a variable (a call into a slow path)
+# 64-bit division by a variable: nvcc tests the operands' high words (LOP3 + ISETP) and divides
+# values that fit in 32 bits (indices, sizes) as 32-bit unsigned ones; only larger ones call the
+# ~70-instruction slow path
+INT_DIV_VAR64 = INT_DIV_VAR + 2.0
 WARP_TREE = 5.0  # steps of a shuffle reduction over a warp's 32 lanes (log2 32)
