@@ -363,3 +363,24 @@ def test_the_fields_of_each_thread_s_own_struct_are_a_struct_apart(gpu, tmp_path
     assert by_buffer["p.y"] == (None, 16.0)
     assert by_buffer["q.y"] == (None, None)
     assert by_buffer["r"] == (1.0, None)
+
+
+def test_indices_a_constant_apart_share_one_address(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # x[b], x[b + 1], x[b + 256], x[b + 257] with a signed or 64-bit b: one address, the
+    # constants in the loads' immediates (``LDG [R + 0x4]``), no integer work of their own.
+    # A 32-bit unsigned b + 1 may wrap: each sum is an add (0.5, a constant's) and an address
+    # of its own (1): 3 x 1.5 more, as ``IADD3 + IMAD.WIDE.U32`` each in sm_86 SASS.
+    def ints(ty: str, reads: str) -> float:
+        src = (
+            "__global__ void k(const float *x, float *y, int n) {\n"
+            "  int i = threadIdx.x;\n"
+            f"  {ty} b = 512 * i + n;\n"
+            f"  y[i] = {reads};\n"
+            "}\n"
+        )
+        return float(count(gpu, tmp_path, src, name="k.cu").counts.int_ops)
+
+    four = "x[b] + x[b + 1] + x[b + 256] + x[b + 257]"
+    for ty in ("int", "long"):
+        assert ints(ty, four) == pytest.approx(ints(ty, "x[b]"))
+    assert ints("unsigned", four) == pytest.approx(ints("unsigned", "x[b]") + 3 * 1.5)

@@ -405,7 +405,11 @@ class ExpressionWalker(ReferenceWalker):
             # resolve (a typedef from a missing header, an unbound template parameter: as
             # likely floating-point); a value the same for every thread and trip (no
             # ``deps``) costs at its first use only
-            free = (val is not None and not deps) or ty.kind == "unknown"
+            free = (
+                (val is not None and not deps)
+                or ty.kind == "unknown"
+                or node.id == self.cursor.offset_index
+            )
             if not free and (deps or not self.uniform_before(node)):
                 self.add_int(self.int_cost(op, a, b, ty, left, right), w)
             return Val(

@@ -5,6 +5,8 @@ loop-invariant loads hoisted), plus the CUDA built-in index variables.
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from roofline_lsp.estimate.memory import APART
@@ -33,6 +35,11 @@ _NARROW = {1: (-128.0, 255.0), 2: (-32768.0, 65535.0)}
 COMPONENT_STRIDE = float(2**40)
 
 
+# 32-bit unsigned values: a sum with a constant wraps, so it is no address immediate
+_UNSIGNED = re.compile(r"\bunsigned\b|\buint(?:32_t)?\b")
+_UNSIGNED_BUILTINS = frozenset(("threadIdx", "blockIdx", "blockDim", "gridDim"))
+
+
 class ReferenceWalker(BranchWalker):
     """Memory accesses: ``a[i][j]``, ``*p``, ``s.f``/``p->f``, and their bookkeeping."""
 
@@ -54,10 +61,14 @@ class ReferenceWalker(BranchWalker):
         key_parts = []
         idx_vals: list[Val] = []
         idx_nodes: list[Node] = []
+        folded: int | None = None
         for idx in reversed(chain):
             for c in idx.named_children:
                 idx_nodes.append(c)
+                folded = self.offset_add(c)
+                outer, self.cursor.offset_index = self.cursor.offset_index, folded
                 v = self.expr(c)
+                self.cursor.offset_index = outer
                 deps = deps | v.deps
                 idx_vals.append(v)
                 key_parts.append(text(c))
@@ -147,6 +158,8 @@ class ReferenceWalker(BranchWalker):
             gathered=len(idx_nodes) == 1 and self.gathers(idx_nodes[0]),
             lane_stride=stride,
             offset=offset,
+            shared_address=len(idx_nodes) == 1
+            and (folded is not None or offset is None or not offset[1]),
             run=run,
             center=idx_vals[0].val if len(idx_vals) == 1 and not moved else None,
         )
@@ -295,10 +308,12 @@ class ReferenceWalker(BranchWalker):
         run: float | None = None,
         center: float | None = None,
         lane_bytes: float | None = None,
+        shared_address: bool = False,
     ) -> None:
         """Book one access (merged with an identical one in the same loop body);
         ``interval``: the elements ``[lo, hi]`` its index spans, when known; ``gathered``:
-        the index is a value read from memory."""
+        the index is a value read from memory; ``shared_address``: its address is that of
+        any other index of the buffer its ``offset``'s constant apart (``[R + imm]``)."""
         if space == "local":
             # a per-thread array indexed anywhere by a value known only at run time (data,
             # the thread's index, a rolled loop's counter) cannot live in registers: it is
@@ -317,7 +332,9 @@ class ReferenceWalker(BranchWalker):
         if ck in seen and kind == "load":
             return
         seen.add(ck)
-        address = (buffer, key, "")  # one address computation serves a load and a store
+        # one address computation serves a load and a store, and every index a constant
+        # apart (``x[b]``, ``x[b + 1]``: ``[R]``, ``[R + 4]``)
+        address = (buffer, offset[0] if offset is not None and shared_address else key, "")
         if space in ("global", "shared", "constant") and address not in seen:
             seen.add(address)
             self.add_int(self.inputs.settings.int_address * (0.5 if space == "shared" else 1.0), w)
@@ -361,6 +378,32 @@ class ReferenceWalker(BranchWalker):
             rec.weight += w
         if self.cursor.guessing:
             rec.guessed += w
+
+    def offset_add(self, index: Node) -> int | None:
+        """The node id of index ``p + c`` / ``p - c`` (``c`` a number) whose constant the
+        compiler puts in the memory operand's immediate (``[R + 4]``): a signed or 64-bit
+        sum, whose overflow the compiler may ignore; a 32-bit unsigned one wraps (a thread
+        index, a variable declared ``unsigned``), so its sum is computed apart."""
+        while index.type == "parenthesized_expression" and index.named_child_count == 1:
+            index = index.named_children[0]
+        if index.type != "binary_expression":
+            return None
+        op = index.child_by_field_name("operator")
+        left, right = index.child_by_field_name("left"), index.child_by_field_name("right")
+        if op is None or op.type not in ("+", "-") or left is None or right is None:
+            return None
+        if right.type == "number_literal":
+            p = left
+        elif op.type == "+" and left.type == "number_literal":
+            p = right
+        else:
+            return None
+        if p.type == "field_expression" and text(p).split(".", 1)[0] in _UNSIGNED_BUILTINS:
+            return None
+        var = self.var(text(p)) if p.type == "identifier" else None
+        if var is not None and var.type.size == 4 and _UNSIGNED.search(var.tname):
+            return None
+        return index.id
 
     def sharers(self, deps: frozenset[str]) -> float:
         """Threads of a CUDA block an index does not tell apart: the product of the block's

@@ -197,6 +197,9 @@ class Cursor:
     include_stack: list[str] = field(default_factory=list)  # headers being walked
     # the expression whose value goes straight into a float (``ExpressionWalker.stored_as``)
     narrowed: frozenset[int] = frozenset()
+    # an index ``p + c`` being walked: its constant is the memory operand's immediate
+    # (``[R + 4]``), no add of its own
+    offset_index: int | None = None
     # in a branch taken by one lane value (``if (iz == 0)`` with iz moving across lanes):
     # the threads that take it are far apart, each access its own sector
     pinned_lane: bool = False
