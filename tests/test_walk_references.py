@@ -384,3 +384,7 @@ def test_indices_a_constant_apart_share_one_address(gpu, tmp_path: Path) -> None
     for ty in ("int", "long"):
         assert ints(ty, four) == pytest.approx(ints(ty, "x[b]"))
     assert ints("unsigned", four) == pytest.approx(ints("unsigned", "x[b]") + 3 * 1.5)
+    # the built-ins are unsigned, and so is their sum: its + 1 wraps too, a sum and an address
+    # of its own (2, as IADD3 + IMAD.WIDE.U32)
+    tid = "blockIdx.x * blockDim.x + threadIdx.x"
+    assert ints("int", f"x[{tid}] + x[{tid} + 1]") == pytest.approx(ints("int", f"x[{tid}]") + 2)

@@ -398,12 +398,33 @@ class ReferenceWalker(BranchWalker):
             p = right
         else:
             return None
-        if p.type == "field_expression" and text(p).split(".", 1)[0] in _UNSIGNED_BUILTINS:
-            return None
-        var = self.var(text(p)) if p.type == "identifier" else None
-        if var is not None and var.type.size == 4 and _UNSIGNED.search(var.tname):
-            return None
-        return index.id
+        return None if self.wraps(p) else index.id
+
+    def wraps(self, node: Node) -> bool:
+        """Whether integer expression ``node`` is 32-bit unsigned, C's arithmetic conversions
+        taken: a thread-index built-in or a variable declared ``unsigned`` in it, and no
+        64-bit one (``blockIdx.x * blockDim.x + threadIdx.x`` wraps; ``i + 1`` of an int i
+        does not)."""
+        unsigned = False
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.type == "field_expression":
+                if text(n).split(".", 1)[0] in _UNSIGNED_BUILTINS:
+                    unsigned = True
+                    continue
+                return False
+            if n.type == "identifier":
+                var = self.var(text(n))
+                if var is not None and var.type.size > 4:
+                    return False
+                unsigned = unsigned or (var is not None and bool(_UNSIGNED.search(var.tname)))
+                continue
+            if n.type in ("binary_expression", "parenthesized_expression"):
+                stack.extend(n.named_children)
+            elif n.type != "number_literal":
+                return False
+        return unsigned
 
     def sharers(self, deps: frozenset[str]) -> float:
         """Threads of a CUDA block an index does not tell apart: the product of the block's
