@@ -65,7 +65,7 @@ class ReferenceWalker(BranchWalker):
         for idx in reversed(chain):
             for c in idx.named_children:
                 idx_nodes.append(c)
-                folded = self.offset_add(c)
+                folded = self.folded_offset(c)
                 outer, self.cursor.offset_index = self.cursor.offset_index, folded
                 v = self.expr(c)
                 self.cursor.offset_index = outer
@@ -379,7 +379,7 @@ class ReferenceWalker(BranchWalker):
         if self.cursor.guessing:
             rec.guessed += w
 
-    def offset_add(self, index: Node) -> int | None:
+    def folded_offset(self, index: Node) -> int | None:
         """The node id of index ``p + c`` / ``p - c`` (``c`` a number) whose constant the
         compiler puts in the memory operand's immediate (``[R + 4]``): a signed or 64-bit
         sum, whose overflow the compiler may ignore; a 32-bit unsigned one wraps (a thread
@@ -398,9 +398,9 @@ class ReferenceWalker(BranchWalker):
             p = right
         else:
             return None
-        return None if self.wraps(p) else index.id
+        return None if self.is_unsigned32(p) else index.id
 
-    def wraps(self, node: Node) -> bool:
+    def is_unsigned32(self, node: Node) -> bool:
         """Whether integer expression ``node`` is 32-bit unsigned, C's arithmetic conversions
         taken: a thread-index built-in or a variable declared ``unsigned`` in it, and no
         64-bit one (``blockIdx.x * blockDim.x + threadIdx.x`` wraps; ``i + 1`` of an int i
