@@ -579,7 +579,7 @@ def _unroll_folded(
         parsed[j] = (dest, values, addresses)
     pure: dict[str, bool] = {}  # affine registers: True when built from constants and IVs only
     control: set[int] = set()  # the induction variables' updates
-    cheaper: dict[int, int] = {}  # divisions by them: what a division by a constant keeps
+    kept: dict[int, int] = {}  # divisions by them: what a division by a constant keeps
     for reg, where in defs.items():
         steps = [j for j in where if _steps(instrs[j], parsed[j][1], reg)]
         resets = [j for j in where if _resets(instrs[j], parsed[j][1])]
@@ -656,8 +656,8 @@ def _unroll_folded(
             control.add(j)  # the exit test
         elif (m := _DIVISION_RE.match(instrs[j].opcode)) and values and kind(values[-1]) == "pure":
             control.add(j)  # ... all but a division by a constant
-            cheaper[j] = division_ints(m[1], m[2], constant=True)
-    return control, addressing, cheaper
+            kept[j] = division_ints(m[1], m[2], constant=True)
+    return control, addressing, kept
 
 
 def _folded_lines(
@@ -670,11 +670,11 @@ def _folded_lines(
     """The integer instructions (``int_ops`` weights) per line of a natural loop (``body``:
     its blocks) that unrolling it completely folds (:func:`_unroll_folded`)."""
     order = [j for b in sorted(body) for j in range(cfg.blocks[b][0], cfg.blocks[b][1] + 1)]
-    control, addressing, cheaper = _unroll_folded(instrs, order)
+    control, addressing, kept = _unroll_folded(instrs, order)
     out: dict[Key, tuple[int, int]] = {}
     for part, group in enumerate((control, addressing)):
         for j in group:
-            n = sum(v for i, v in sparse[j] if i == _INT_OPS) - cheaper.get(j, 0)
+            n = sum(v for i, v in sparse[j] if i == _INT_OPS) - kept.get(j, 0)
             if n:
                 k = key(instrs[j].direct)
                 old = out.get(k, (0, 0))

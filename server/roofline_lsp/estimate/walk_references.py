@@ -158,8 +158,11 @@ class ReferenceWalker(BranchWalker):
             gathered=len(idx_nodes) == 1 and self.gathers(idx_nodes[0]),
             lane_stride=stride,
             offset=offset,
-            shared_address=len(idx_nodes) == 1
-            and (folded is not None or offset is None or not offset[1]),
+            # indices a constant apart share the address of their symbolic part, unless the
+            # constant must be added apart (a 32-bit unsigned sum wraps)
+            address_key=offset[0]
+            if len(idx_nodes) == 1 and offset is not None and (folded is not None or not offset[1])
+            else None,
             run=run,
             center=idx_vals[0].val if len(idx_vals) == 1 and not moved else None,
         )
@@ -308,12 +311,12 @@ class ReferenceWalker(BranchWalker):
         run: float | None = None,
         center: float | None = None,
         lane_bytes: float | None = None,
-        shared_address: bool = False,
+        address_key: str | None = None,
     ) -> None:
         """Book one access (merged with an identical one in the same loop body);
         ``interval``: the elements ``[lo, hi]`` its index spans, when known; ``gathered``:
-        the index is a value read from memory; ``shared_address``: its address is that of
-        any other index of the buffer its ``offset``'s constant apart (``[R + imm]``)."""
+        the index is a value read from memory; ``address_key``: what its address is computed
+        from, when not ``key`` (``x[b + 1]`` is ``[R + 4]`` of x[b]'s ``R``)."""
         if space == "local":
             # a per-thread array indexed anywhere by a value known only at run time (data,
             # the thread's index, a rolled loop's counter) cannot live in registers: it is
@@ -334,7 +337,7 @@ class ReferenceWalker(BranchWalker):
         seen.add(ck)
         # one address computation serves a load and a store, and every index a constant
         # apart (``x[b]``, ``x[b + 1]``: ``[R]``, ``[R + 4]``)
-        address = (buffer, offset[0] if offset is not None and shared_address else key, "")
+        address = (buffer, address_key or key, "")
         if space in ("global", "shared", "constant") and address not in seen:
             seen.add(address)
             self.add_int(self.inputs.settings.int_address * (0.5 if space == "shared" else 1.0), w)
