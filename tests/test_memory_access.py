@@ -42,6 +42,29 @@ def test_a_pair_of_neighbours_per_thread_is_not_an_uncoalesced_access() -> None:
     ]
 
 
+def test_an_address_cast_to_a_vector_is_no_uncoalesced_access() -> None:
+    # &in[idx] with idx = 16 * thread is the address of the thread's 16 bytes, read as one
+    # uint4: consecutive threads read consecutive 16-byte vectors, every sector whole
+    # (before: "elements 16 apart; a whole sector for one 1-byte element")
+    src = (
+        b"__global__ void k(unsigned char *out, const unsigned char *in, int len) {\n"
+        b"  int idx = (threadIdx.x + blockIdx.x * blockDim.x) * 16;\n"
+        b"  if (idx >= len) return;\n"
+        b"  uint4 v = __ldg(reinterpret_cast<const uint4 *>(&in[idx]));\n"
+        b"  *reinterpret_cast<uint4 *>(&out[idx]) = v;\n}\n"
+        b"void go(unsigned char *o, unsigned char *i) { k<<<16384, 256>>>(o, i, 1 << 26); }\n"
+    )
+    assert where(src, advise(report(src, "k.cu", "bandwidth"), RTX), "RL008") == []
+    # the same stride read element by element wastes the sectors: the advice stays
+    scalar = src.replace(b"__ldg(reinterpret_cast<const uint4 *>(&in[idx]))", b"in[idx]")
+    scalar = scalar.replace(b"uint4 v", b"unsigned char v")
+    scalar = scalar.replace(b"*reinterpret_cast<uint4 *>(&out[idx])", b"out[idx]")
+    assert where(scalar, advise(report(scalar, "k.cu", "bandwidth"), RTX), "RL008") == [
+        ("k", "in[idx]"),
+        ("k", "out[idx]"),
+    ]
+
+
 def test_missing_restrict_only_where_aliasing_costs_reloads() -> None:
     src, adv = run("advice.cu")
     # alias_kernel loads before its only store: nothing is reloaded, so no advice

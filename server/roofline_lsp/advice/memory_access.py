@@ -23,6 +23,7 @@ from roofline_lsp.advice.impact import (
 from roofline_lsp.advice.kernel_context import KernelContext
 from roofline_lsp.advice.lanes import int_literal
 from roofline_lsp.advice.nodes import (
+    address_taken,
     declarator_name,
     identifiers,
     operator_text,
@@ -123,7 +124,7 @@ class MemoryAccessChecks(KernelContext):
             )
             if written and p is not None:
                 stores.append((name, p))  # the whole assignment: its loads come first
-            if not index.is_plain_assignment_target(n):
+            if not index.is_plain_assignment_target(n) and not address_taken(n):
                 loads.append((name, n))
         out: list[Node] = []
         for lname, ld in loads:
@@ -191,10 +192,16 @@ class MemoryAccessChecks(KernelContext):
                     self._reread(n, name)
 
     def _global_accesses(self) -> list[tuple[Node, str]]:
-        """Every outermost subscript of a global array (through aliases), with its array."""
+        """Every outermost subscript of a global array (through aliases), with its array; not
+        an address taken (``&in[i]``, which reads nothing: the pointer it makes may load a
+        whole vector, ``reinterpret_cast<const uint4 *>(&in[16 * tid])``)."""
         out = []
         for n in self.nodes:
-            if n.type != "subscript_expression" or self.index.is_inner_subscript(n):
+            if (
+                n.type != "subscript_expression"
+                or self.index.is_inner_subscript(n)
+                or address_taken(n)
+            ):
                 continue
             name = root_identifier(n.child_by_field_name("argument"))
             if name is None or name in self.vars.local_arrays:

@@ -93,6 +93,15 @@ def operator_text(node: Node) -> str:
     return text(op)
 
 
+def address_taken(node: Node) -> bool:
+    """``node`` is the operand of ``&`` (``&in[i]``, ``&(in[i])``): an address computed, no
+    memory read."""
+    p = node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        p = p.parent
+    return p is not None and p.type == "pointer_expression" and operator_text(p) == "&"
+
+
 def parents(node: Node) -> Iterator[Node]:
     """The ancestors of ``node``, innermost first."""
     p = node.parent
