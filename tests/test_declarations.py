@@ -2,7 +2,7 @@
 keeps declares them."""
 
 from roofline_lsp.detect.kernels import detect
-from roofline_lsp.syntax.declarations import declarations
+from roofline_lsp.syntax.declarations import declarations, nested_member_type, template_instance
 from roofline_lsp.syntax.parsing import parse
 
 
@@ -76,3 +76,41 @@ def test_a_device_table_sized_by_a_constexpr_knows_its_elements() -> None:
     assert g["gradientX"].elements == 8
     assert g["table"].elements == 64
     assert g["other"].elements is None
+
+
+_VECTORS = b"""template <typename T, int N> struct IOType { typedef T Type; };
+template <> struct IOType<uint8_t, 16> { typedef uint4 Type; };
+template <> struct IOType<__nv_bfloat16, 2> { typedef __nv_bfloat162 Type; };
+template <typename math_, int veclen_>
+struct TxN_t {
+  typedef math_ math_t;
+  typedef typename IOType<math_t, veclen_>::Type io_t;
+  static const int Ratio = veclen_;
+  math_t data[Ratio];
+};
+"""
+
+
+def test_an_instance_binds_its_parameters_member_types_and_statics() -> None:
+    d = declarations(parse(_VECTORS).root_node, detect(_VECTORS, "k.cu").macros)
+    inst = template_instance(
+        "TxN_t<unsigned char, 16>", d.struct_templates, d.member_types, str.isdigit
+    )
+    assert inst is not None
+    # uint8_t is unsigned char: the explicit specialization gives io_t
+    assert dict(inst.types) == {
+        "math_": "unsigned char",
+        "math_t": "unsigned char",
+        "io_t": "uint4",
+    }
+    assert dict(inst.values) == {"veclen_": "16", "Ratio": "16"}
+    assert template_instance("float", d.struct_templates, d.member_types, str.isdigit) is None
+
+
+def test_a_nested_member_type_takes_the_matching_specialization_only() -> None:
+    d = declarations(parse(_VECTORS).root_node, detect(_VECTORS, "k.cu").macros)
+    types = d.member_types
+    assert nested_member_type("typename IOType<__nv_bfloat16, 2>::Type", types) == "__nv_bfloat162"
+    # __half has bfloat16's size but is another type: the primary template's member
+    assert nested_member_type("typename IOType<__half, 2>::Type", types) == "T"
+    assert nested_member_type("float *", types) == "float *"

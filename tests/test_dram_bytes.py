@@ -53,6 +53,21 @@ def test_vector_loads_and_stores_move_sixteen_bytes(gpu: GpuProfile) -> None:
     assert _buffer(a, "out") == pytest.approx((64 * MIB, 0.0, 64 * MIB))
 
 
+def test_a_vector_facade_template_moves_its_io_type(gpu: GpuProfile) -> None:
+    # copy_vectors<unsigned char, 16>: VecType::Ratio is 16, so 2^26 / 16 = 2^22 threads,
+    # all inside `idx < len`; each loads and stores one io_t, which the specialization
+    # IOType<uint8_t, 16> makes a uint4 (16 B): 64 MiB each way. `*vectorized_data()` is the
+    # thread's own object (a register copy), no memory traffic
+    a = _run(gpu, "vector_io.cu", "copy_vectors")
+    assert a.threads == 2**22
+    assert {(x.buffer, x.kind, x.elem) for x in a.counts.accesses} == {
+        ("in", "load", 16),
+        ("out", "store", 16),
+    }
+    assert _buffer(a, "in") == pytest.approx((64 * MIB, 64 * MIB, 0.0))
+    assert _buffer(a, "out") == pytest.approx((64 * MIB, 0.0, 64 * MIB))
+
+
 def test_a_device_memcpy_moves_its_element(gpu: GpuProfile) -> None:
     # 2^20 threads each memcpy one 48-byte Body from in[i] into a local, then the local into
     # out[i]: 48 MiB read + 48 MiB written (+ the launch floor on the loads)

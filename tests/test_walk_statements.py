@@ -296,3 +296,27 @@ def test_a_callee_summary_keeps_what_was_guessed(gpu, tmp_path: Path) -> None:  
     by_line = {x.line: x for x in a.counts.accesses if x.buffer == "errors"}
     assert all(by_line[n].weight == 1 and by_line[n].guessed == 0 for n in range(4, 11))
     assert (by_line[11].weight, by_line[11].guessed) == pytest.approx((1.5, 0.5))
+
+
+def test_a_local_alias_of_a_member_type_is_that_member(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # T = __half: Conv<__half> is the primary template, whose Type is half2 (4 B), not the
+    # __nv_bfloat16 specialization (same size, another type); each thread loads and stores
+    # one T2
+    a = count(
+        gpu,
+        tmp_path,
+        "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
+        "template <typename T> struct Conv { using Type = half2; };\n"
+        "template <> struct Conv<__nv_bfloat16> { using Type = __nv_bfloat162; };\n"
+        "template <typename T>\n"
+        "__global__ void k(T *out, const T *in) {\n"
+        "  using T2 = typename Conv<T>::Type;\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  ((T2 *)out)[i] = ((const T2 *)in)[i];\n"
+        "}\n"
+        "int main() { __half *a, *b; k<__half><<<1024, 256>>>(a, b); }\n",
+    )
+    assert {(x.buffer, x.kind, x.elem) for x in a.counts.accesses} == {
+        ("in", "load", 4),
+        ("out", "store", 4),
+    }

@@ -336,6 +336,7 @@ def analyze(
         ),
         copied=frozenset(ctx.copied) if not offload else frozenset(),
         struct_templates=templates,
+        member_types=member_types,
         literal_constants=_literal_constants(kernel_function(kernel)),
         constant_types={
             name: t

@@ -39,6 +39,7 @@ from roofline_lsp.estimate.value_domain import (
 )
 from roofline_lsp.estimate.walk_groups import GroupWalker
 from roofline_lsp.estimate.walk_state import Frame, InlineSummary, instantiate
+from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import (
     DOUBLE,
     FLOAT,
@@ -51,6 +52,7 @@ from roofline_lsp.syntax.datatypes import (
     overload_key,
     spellings,
 )
+from roofline_lsp.syntax.declarations import TemplateInstance
 from roofline_lsp.syntax.expr import declarator_stars, declared_name, text, unparenthesized
 
 MATH_NAMES = set(costs.MATH_F32) | set(costs.MATH_F64)
@@ -582,6 +584,12 @@ class CallWalker(GroupWalker):
         if receiver is not None:
             for member, var in self.members_of(fnode, *receiver).items():
                 scope.setdefault(member, var)
+        instance = self.own_instance(fnode, receiver)
+        if instance is not None:  # a method of ``TxN_t<unsigned char, 16>``: ``Ratio`` is 16
+            for member, value_text in instance.values.items():
+                number = evaluate(value_text)
+                if number is not None:
+                    scope.setdefault(member, Var(INT, NOTHING, number, const=True))
         ret_t = self.type_of(return_type_text(fnode)) if not closure else UNKNOWN
         body = fnode.child_by_field_name("body")
         if body is None:
@@ -610,12 +618,17 @@ class CallWalker(GroupWalker):
         saved_scopes = self.cursor.scopes
         self.cursor.scopes = [*saved_scopes, scope] if closure else [saved_scopes[0], scope]
         self.cursor.call_stack.append(name)
-        self.cursor.frames.append(Frame(kind=kind))
+        self.cursor.frames.append(
+            Frame(kind=kind, own_space=self.own_space(fnode, receiver), instance=instance)
+        )
         saved_line, saved_base = self.cursor.line, self.cursor.line_base
         self.cursor.line_base = self.cursor.line  # book the callee's cost on the call's line
+        saved_types = self.bind_local_types(instance.types) if instance is not None else None
         try:
             self.stmt(body)
         finally:
+            if saved_types is not None:
+                self.restore_local_types(saved_types)
             frame = self.cursor.frames.pop()
             self.cursor.call_stack.pop()
             self.cursor.scopes = saved_scopes
@@ -627,7 +640,12 @@ class CallWalker(GroupWalker):
         if ret_t.kind == "unknown" and ret_t.name not in self.inputs.structs and frame.returns:
             ret_t = frame.returns[0].type
         buf = next((r.buffer for r in frame.returns if r.buffer), None)
-        result = Val(ret_t, deps, val, buf)
+        space = None
+        if ret_t.pointer:  # the memory the returned pointer designates
+            space = next((r.space for r in frame.returns if r.space), None)
+            if buf is None and space is None:
+                space = frame.own_space
+        result = Val(ret_t, deps, val, buf, space)
         if w0 > 0:
             ops_d = [(a - b) / w0 for a, b in zip(self.tally.ops, ops0, strict=True)]
             acc_d = [
@@ -637,6 +655,33 @@ class CallWalker(GroupWalker):
             ]
             self.inlining.summaries[key] = (ops_d, acc_d, result)
         return result
+
+    def own_space(self, fnode: Node, receiver: tuple[str, Val] | None) -> str | None:
+        """Where the object method ``fnode`` runs on lives: "local" for the thread's own
+        variable (``VecType a; a.load(p, i)``), its buffer's space for an object in memory;
+        a method another method calls unqualified (``vectorized_data()``) runs on its
+        caller's object. None: not a method, or not known."""
+        if receiver is not None:
+            ov = receiver[1]
+            if ov.type.pointer or ov.buffer is not None:
+                return ov.space or "global"
+            return ov.space or "local"
+        if method_class(fnode) and len(self.cursor.frames) > 1:
+            return self.cursor.frames[-1].own_space
+        return None
+
+    def own_instance(
+        self, fnode: Node, receiver: tuple[str, Val] | None
+    ) -> TemplateInstance | None:
+        """The struct template instance method ``fnode`` runs on: its object's declared type
+        (``VecType a; a.load(p, i)``), or its caller's for a method another method calls
+        unqualified. None: not a method of a template instance."""
+        if not method_class(fnode):
+            return None
+        if receiver is not None:
+            held = self.var(receiver[0])
+            return self.template_instance(held.tname) if held is not None and held.tname else None
+        return self.cursor.frames[-1].instance if len(self.cursor.frames) > 1 else None
 
     def members_of(self, method: Node, obj: str, ov: Val) -> dict[str, Var]:
         """The data members a method of ``obj``'s class reads by name (``m_x`` of ``Real_t&

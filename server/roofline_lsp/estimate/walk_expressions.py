@@ -30,6 +30,7 @@ from roofline_lsp.estimate.value_domain import (
 )
 from roofline_lsp.estimate.walk_references import ReferenceWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED
+from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import (
     BOOL,
     COMPLEX,
@@ -236,7 +237,12 @@ class ExpressionWalker(ReferenceWalker):
             hv = self.inputs.lookup_host(text(node).replace(" ", ""))  # `x128::size`
             if hv is not None:
                 return host_constant(hv)
-            name = text(node).rsplit("::", 1)[-1]
+            owner, _, name = text(node).rpartition("::")
+            inst = self.template_instance(owner) if owner else None
+            if inst is not None and name in inst.values:  # ``VecType::Ratio``
+                v = evaluate(inst.values[name])
+                if v is not None:
+                    return host_constant(v)
             return self.identifier(name, node)
         if t in ("initializer_list", "argument_list"):
             last = Val(VOID)

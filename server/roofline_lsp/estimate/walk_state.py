@@ -14,6 +14,8 @@ The walker itself is split by concern into a chain of classes, one module each
 
 from __future__ import annotations
 
+import re
+from collections import ChainMap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -23,8 +25,14 @@ from tree_sitter import Node
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.thread_counts import Loop, Settings
 from roofline_lsp.estimate.value_domain import DATA, Val, Var, carried
+from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import PRECISION_OF_KIND, DataType, parse_type
-from roofline_lsp.syntax.declarations import StructTemplate, instance_fields
+from roofline_lsp.syntax.declarations import (
+    StructTemplate,
+    TemplateInstance,
+    instance_fields,
+    template_instance,
+)
 from roofline_lsp.syntax.expr import NAME, text
 
 
@@ -108,6 +116,9 @@ class WalkInputs:
     copied: frozenset[str] = frozenset()
     # struct templates by name: parameter names, static members (``instantiate``)
     struct_templates: Mapping[str, StructTemplate] = field(default_factory=dict)
+    # member types of each struct (template) and explicit specialization
+    # (``IOType<uint8_t, 16>``: ``{"Type": "uint4"}``), for ``template_instance``
+    member_types: Mapping[str, dict[str, str]] = field(default_factory=dict)
     # locals declared const with a number (``const double dt = 0.5``): compile-time constants
     literal_constants: frozenset[str] = frozenset()
     # the floating type of file-scope constants (``const double dt = 0.1``: double)
@@ -168,6 +179,12 @@ class Frame:
     # the pure values this call has computed, with the blocks that computed them
     # (``WalkerBase.computed_before``)
     computed: dict[tuple[object, ...], set[int]] = field(default_factory=dict)
+    # where the object a method runs on lives ("local": the thread's own variable); an
+    # address the method returns that designates no buffer is inside that object
+    # (``return reinterpret_cast<uint4 *>(val.data);``). None: not a method, or not known
+    own_space: str | None = None
+    # the struct template instance that object is (its member types and constants)
+    instance: TemplateInstance | None = None
 
 
 @dataclass
@@ -317,6 +334,10 @@ class WalkerBase:
             file=file,
         )
         self.type_cache: dict[str, DataType] = {}
+        # type names the walk has bound (a kernel's local ``typedef TxN_t<T, 4> Vec;``, the
+        # member types of the struct template instance a method runs on), over ``aliases``
+        self.local_types: dict[str, str] = {}
+        self.local_type_cache: dict[str, DataType] = {}
         self.tally = Tally()
         self.cursor = Cursor()
         self.dimensions = Dimensions(dict(dims))
@@ -532,10 +553,60 @@ class WalkerBase:
 
     # -- types ------------------------------------------------------------------------------
     def type_of(self, type_text: str) -> DataType:
+        if self.local_types and any(w in self.local_types for w in NAME.findall(type_text)):
+            t = self.local_type_cache.get(type_text)
+            if t is None:
+                scoped = ChainMap(self.local_types, self.inputs.aliases)
+                t = self.local_type_cache[type_text] = parse_type(type_text, scoped)
+            return t
         t = self.type_cache.get(type_text)
         if t is None:
             t = self.type_cache[type_text] = parse_type(type_text, self.inputs.aliases)
         return t
+
+    def bind_local_types(self, types: Mapping[str, str]) -> dict[str, str]:
+        """Make ``types`` names the walk knows (over the ones it had); the ones it had,
+        to restore."""
+        saved = self.local_types
+        self.local_types = {**saved, **types}
+        self.local_type_cache = {}
+        return saved
+
+    def restore_local_types(self, saved: dict[str, str]) -> None:
+        self.local_types = saved
+        self.local_type_cache = {}
+
+    def bound_text(self, type_text: str) -> str:
+        """``type_text`` with the names the walk has bound replaced: local types by their
+        text, the kernel's template parameters by their arguments, constants by their value
+        (``TxN_t<data_t, veclen_>`` -> ``TxN_t<unsigned char, 16>``)."""
+
+        def bound(m: re.Match[str]) -> str:
+            w = m.group(0)
+            if w in self.local_types:
+                return self.local_types[w]
+            held = self.var(w)
+            if held is not None and held.val is not None and not held.deps and held.const:
+                return _number_text(held.val)
+            if w in self.inputs.template_names:
+                v = self.inputs.lookup_host(w)  # ``veclen_`` of ``<unsigned char, 16>``
+                return _number_text(v) if v is not None else self.inputs.aliases.get(w, w)
+            return w
+
+        return NAME.sub(bound, type_text)
+
+    def template_instance(self, type_text: str) -> TemplateInstance | None:
+        """The struct template instance ``type_text`` (or the local type it names) is, its
+        names bound (``declarations.template_instance``); None: not one."""
+        full = self.bound_text(type_text.strip())
+        if "<" not in full:
+            return None
+        return template_instance(
+            full,
+            self.inputs.struct_templates,
+            self.inputs.member_types,
+            lambda a: evaluate(a) is not None,
+        )
 
     def expr_quiet(self, node: Node) -> Val:
         """Evaluate without counting (trip counts, probabilities)."""
@@ -617,3 +688,8 @@ def _pure(node: Node, budget: int = 64) -> bool:
                 return False
         todo.extend(n.named_children)
     return True
+
+
+def _number_text(v: float) -> str:
+    """A value as C writes it in a template argument (``16``, not ``16.0``)."""
+    return str(int(v)) if v == int(v) else repr(v)

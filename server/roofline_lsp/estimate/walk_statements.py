@@ -19,6 +19,7 @@ from roofline_lsp.estimate.walk_loops import LoopWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, instantiate, teams_only
 from roofline_lsp.syntax.conditionals import CONDITIONALS, branch_parts, condition_holds
 from roofline_lsp.syntax.datatypes import UNKNOWN, DataType
+from roofline_lsp.syntax.declarations import nested_member_type
 from roofline_lsp.syntax.expr import (
     array_sizes,
     binary_operands,
@@ -127,7 +128,10 @@ class StatementWalker(LoopWalker):
         if t in ("try_statement", "seh_try_statement"):
             body = node.child_by_field_name("body")
             return self.stmt(body) if body is not None else 1.0
-        if t in ("type_definition", "alias_declaration", "static_assert_declaration"):
+        if t in ("type_definition", "alias_declaration"):
+            self.local_alias(node)
+            return 1.0
+        if t == "static_assert_declaration":
             return 1.0
         if t.endswith("_expression"):
             self.set_line(node)
@@ -464,6 +468,24 @@ class StatementWalker(LoopWalker):
             declared = self.cursor.scopes[-1].get(name) if name else None
             if declared is not None:
                 declared.tname = base_text.replace("const", "").strip()
+
+    def local_alias(self, node: Node) -> None:
+        """A type alias in the body (``typedef TxN_t<data_t, veclen_> VecType;``, ``using
+        V = ...``): the type it names, with the names the walk has bound in."""
+        ty = node.child_by_field_name("type")
+        if ty is None:
+            return
+        if node.type == "alias_declaration":
+            names = [text(node.child_by_field_name("name"))]
+        else:
+            names = [
+                text(d)
+                for d in node.children_by_field_name("declarator")
+                if d.type == "type_identifier"
+            ]
+        # (``using T2 = typename TypeConverter<T>::Type``: the member of T's instance)
+        bound = nested_member_type(self.bound_text(text(ty)), self.inputs.member_types)
+        self.bind_local_types({n: bound for n in names if n})
 
     def template_declaration(self, node: Node) -> bool:
         """A declaration with a template type that the parser read as comparisons,

@@ -329,6 +329,98 @@ def member_aliases(
     return {f"{owner}::{member}": _renamed(t, bound) for member, t in types.items()}
 
 
+@dataclass(frozen=True)
+class TemplateInstance:
+    """What the names of a struct template's instantiation stand for inside its methods
+    (``TxN_t<unsigned char, 16>``): its type parameters and member types as type texts
+    (``math_t``: ``unsigned char``, ``io_t``: ``uint4``), its numeric parameters and static
+    members as value texts (``veclen_``, ``Ratio``: ``16``)."""
+
+    types: Mapping[str, str]
+    values: Mapping[str, str]
+
+
+def template_instance(
+    type_text: str,
+    templates: Mapping[str, StructTemplate],
+    member_types: Mapping[str, dict[str, str]],
+    numeric: Callable[[str], bool],
+) -> TemplateInstance | None:
+    """The instantiation ``type_text`` of a struct template ``templates`` holds, with its
+    parameters bound to the arguments (``numeric``: whether an argument is a value, not a
+    type) and its member types resolved in order (``typedef typename IOType<math_t,
+    veclen_>::Type io_t;`` through the explicit specialization ``IOType<uint8_t, 16>``).
+    None: not an instantiation of a known template."""
+    m = _INSTANCE.fullmatch(re.sub(r"\b(?:const|struct|typename)\b|&", " ", type_text))
+    if m is None or m.group(2) is None:
+        return None
+    base = m.group(1).rsplit("::", 1)[-1]
+    if base not in templates:
+        return None
+    params, statics = templates[base]
+    bound = _bound(params, m.group(2))
+    types = {p: a for p, a in bound.items() if not numeric(a)}
+    values = {p: a for p, a in bound.items() if numeric(a)}
+    for member, t in member_types.get(base, {}).items():
+        types[member] = nested_member_type(_renamed(t, {**types, **values}), member_types)
+    for member, v in statics.items():
+        values[member] = _renamed(v, values)
+    return TemplateInstance(types, values)
+
+
+_NESTED = re.compile(r"\s*(?:typename\s+)?([A-Za-z_][\w:]*)\s*<(.*)>\s*::\s*([A-Za-z_]\w*)\s*")
+
+
+def nested_member_type(type_text: str, member_types: Mapping[str, dict[str, str]]) -> str:
+    """``typename IOType<unsigned char, 16>::Type``: the member type of the explicit
+    specialization whose arguments are the same (``IOType<uint8_t, 16>``: ``uint4``), else
+    of the template itself; ``type_text`` unchanged when it names no such member."""
+    m = _NESTED.fullmatch(type_text)
+    if m is None:
+        return type_text
+    base, member = m.group(1).rsplit("::", 1)[-1], m.group(3)
+    args = split_args(m.group(2), angles=True)
+    for key, types in member_types.items():
+        km = _INSTANCE.fullmatch(key)
+        if km is None or km.group(1) != base or km.group(2) is None or member not in types:
+            continue
+        kargs = split_args(km.group(2), angles=True)
+        if len(kargs) == len(args) and all(map(_same_argument, kargs, args)):
+            return types[member]
+    return member_types.get(base, {}).get(member, type_text)
+
+
+def _same_argument(a: str, b: str) -> bool:
+    """Two template arguments that name the same type or number (``uint8_t`` and ``unsigned
+    char``, ``16`` and ``16``; not ``__half`` and ``__nv_bfloat16``)."""
+    return _spelled(a) == _spelled(b)
+
+
+def _spelled(arg: str) -> str:
+    words = " ".join(w for w in arg.split() if w != "const")
+    return _SAME_TYPE.get(words, words)
+
+
+# standard aliases of the fundamental types, as template arguments compare
+_SAME_TYPE = {
+    "uint8_t": "unsigned char",
+    "int8_t": "signed char",
+    "uint16_t": "unsigned short",
+    "int16_t": "short",
+    "unsigned short int": "unsigned short",
+    "uint32_t": "unsigned int",
+    "unsigned": "unsigned int",
+    "int32_t": "int",
+    "signed int": "int",
+    "uint64_t": "unsigned long",
+    "unsigned long int": "unsigned long",
+    "int64_t": "long",
+    "long int": "long",
+    "half": "__half",
+    "nv_bfloat16": "__nv_bfloat16",
+}
+
+
 def _bound(params: tuple[str, ...], args: str) -> dict[str, str]:
     """A struct template's parameter names -> the arguments of an instantiation's argument
     list (``double, int`` of ``Vector<double, int>``)."""
