@@ -380,8 +380,10 @@ def test_a_while_loop_stepped_in_its_test(gpu, tmp_path: Path) -> None:  # type:
 def test_a_loop_distributed_over_teams_only_gets_one_team_an_iteration(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # `teams distribute` without `parallel for` gives the m loop's iterations to the teams
     # (1000 of them), and the nested `parallel for` shares k among a team's 128 threads:
-    # m 1000 iterations, k 128 per team (both bounds unknown). Before, m took all 128,000
-    # threads and k one each, so the 1000 sums stored 128,000 elements
+    # m 1000 iterations (the launch is sized to it). The launch says nothing of k: each of
+    # the 128 threads runs an unknown number of its iterations, 8 (``capped_trips``): 1024,
+    # an assumption (before: 128, one each, stated as known). Before that, m took all
+    # 128,000 threads and k one each, so the 1000 sums stored 128,000 elements
     src = (
         "void dots(int moments, int size, const double *x, double *out) {\n"
         "  #pragma omp target teams distribute\n"
@@ -394,8 +396,8 @@ def test_a_loop_distributed_over_teams_only_gets_one_team_an_iteration(gpu, tmp_
         "}\n"
     )
     a = count(gpu, tmp_path, src, name="dots.cpp", block=(128, 1, 1), grid=(1000, 1, 1))
-    trips = {lp.var: lp.trips for lp in a.counts.loops}
-    assert trips == {"m": 1000, "k": 128}
+    trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
+    assert trips == {"m": (1000, "launch"), "k": (1024, "default")}
     out = next(b for b in a.memory.buffers if b.buffer == "out")
     assert out.footprint == 1000 * 8
 

@@ -263,6 +263,7 @@ def analyze(
         default_while=cal.default_while,
         nested_default=cal.nested_default,
         omp_iteration_ints=cal.omp_iteration_ints,
+        capped_trips=cal.capped_trips,
         # OpenMP regions are clang's (its libdevice sqrtf is the approximation)
         prec_sqrt=not offload and (config is None or config.build_compiler == "nvcc"),
         unroll_strided=not offload and (config is None or config.build_compiler == "nvcc"),

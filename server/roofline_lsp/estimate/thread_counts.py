@@ -116,6 +116,8 @@ class Settings:
     unroll_full_max: float = 32.0  # constant-trip loops up to this are unrolled completely
     int_entry: float = 2.0  # kernel prologue (global index, bound check)
     omp_iteration_ints: float = 15.0  # OpenMP work-shared loop: runtime loop control
+    # iterations per thread of an offloaded loop of unknown size the launch is not sized to
+    capped_trips: float = 8.0
     prec_sqrt: bool = True  # sqrtf is IEEE-rounded (nvcc's default), else the approximation
     max_inline_depth: int = 6
     inline_full_calls: int = 8  # calls of one function walked in full before reusing its cost

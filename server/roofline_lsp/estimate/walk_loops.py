@@ -297,9 +297,16 @@ class LoopWalker(CallWalker):
         if hinted is not None:
             n, source = hinted, "hint"
         if parallel and (source == "default" or n < 1) and self.par.parallel_default:
-            units = self.par.teams if teams_only else self.par.parallel_default
-            n = max(units / self.par.parallel_product, 1.0)
-            source = "default" if self.par.parallel_assumed else "launch"
+            if not teams_only and any(d in self.par.team_dims for d, _t, _p in self.cursor.loops):
+                # a ``parallel for`` inside a loop distributed over the teams (generic mode):
+                # the launch is sized to that loop, and a team's threads share this one, each
+                # an unknown number of iterations
+                n = self.par.team_threads * self.inputs.settings.capped_trips
+                source = "default"
+            else:
+                units = self.par.teams if teams_only else self.par.parallel_default
+                n = max(units / self.par.parallel_product, 1.0)
+                source = "default" if self.par.parallel_assumed else "launch"
         var_name = hdr.var if hdr else None
         dim = self.new_loop_dim(n)
         descent = (
