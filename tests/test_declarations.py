@@ -1,6 +1,8 @@
 """Type aliases of ``syntax/declarations.py`` on small sources: the branch the preprocessor
 keeps declares them."""
 
+from pathlib import Path
+
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.syntax.declarations import declarations, nested_member_type, template_instance
 from roofline_lsp.syntax.parsing import parse
@@ -78,17 +80,7 @@ def test_a_device_table_sized_by_a_constexpr_knows_its_elements() -> None:
     assert g["other"].elements is None
 
 
-_VECTORS = b"""template <typename T, int N> struct IOType { typedef T Type; };
-template <> struct IOType<uint8_t, 16> { typedef uint4 Type; };
-template <> struct IOType<__nv_bfloat16, 2> { typedef __nv_bfloat162 Type; };
-template <typename math_, int veclen_>
-struct TxN_t {
-  typedef math_ math_t;
-  typedef typename IOType<math_t, veclen_>::Type io_t;
-  static const int Ratio = veclen_;
-  math_t data[Ratio];
-};
-"""
+_VECTORS = (Path(__file__).parent / "fixtures" / "estimator" / "vector_io.cu").read_bytes()
 
 
 def test_an_instance_binds_its_parameters_member_types_and_statics() -> None:
