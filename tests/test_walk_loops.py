@@ -269,7 +269,9 @@ def test_iterations_of_an_offloaded_loop_of_unknown_bound(gpu, tmp_path: Path) -
     # - 3200 teams (LLVM's default team limit on NVIDIA GPUs) of 256 threads: the loop has at
     #   least 819,200 iterations, each thread runs an unknown number of them: 8
     #   (``capped_trips``) x 819,200 = 6,553,600, an assumption;
-    # - the same launch with num_teams(3200) in the source: exactly 819,200.
+    # - the same launch with num_teams(3200) in the source: 819,200, one each, but an
+    #   assumption: a clause of constants sized the launch, not the loop;
+    # - num_teams(n / 256) sizes it to the loop: 819,200 from the launch.
     def run(clause: str = "", **launch: object) -> tuple[float, str]:
         src = (
             "void axpy(int n, float a, const float *x, float *y) {\n"
@@ -283,7 +285,9 @@ def test_iterations_of_an_offloaded_loop_of_unknown_bound(gpu, tmp_path: Path) -
     assert run() == (1048576, "default")
     assert run(block=(128, 1, 1), grid=(100, 1, 1)) == (12800, "argument")
     assert run(block=(256, 1, 1), grid=(3200, 1, 1)) == (6553600, "default")
-    assert run("num_teams(3200)", block=(256, 1, 1), grid=(3200, 1, 1)) == (819200, "launch")
+    assert run("num_teams(3200)", block=(256, 1, 1), grid=(3200, 1, 1)) == (819200, "default")
+    sized = run("num_teams(n / 256)", block=(256, 1, 1), grid=(3200, 1, 1))
+    assert sized == (819200, "launch")
 
 
 def test_a_bound_in_a_field_of_a_struct_passed_by_value(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -73,7 +73,7 @@ from roofline_lsp.model.terms import NoteTerm
 from roofline_lsp.model.verdict import Counts, LineInstructions, Verdict, classify_bound
 from roofline_lsp.syntax.datatypes import DataType, named_like, parse_type, scalar_name, type_name
 from roofline_lsp.syntax.declarations import Declarations, declarations, member_aliases
-from roofline_lsp.syntax.expr import declared_name, identifiers, stored_names, text
+from roofline_lsp.syntax.expr import NAME, declared_name, identifiers, stored_names, text
 from roofline_lsp.syntax.hints import parse_assignments, parse_hints
 from roofline_lsp.syntax.parsing import parse
 from roofline_lsp.syntax.sources import LOCAL_INCLUDE, SourceReader, SourceView, source_view
@@ -370,7 +370,7 @@ def analyze(
                 globals_[name] = Var(t, val=ctx.get(name), const=True)
                 instantiate(globals_[name], tyt, structs, templates)
         counter.par.parallel_default, counter.par.parallel_assumed = _parallel_default(
-            kernel, ctx, cal
+            kernel, ctx, cal, frozenset(macros)
         )
         if body is not None and body.type == "expression_statement":
             nxt = body.next_named_sibling
@@ -907,22 +907,27 @@ def _team_shape(
     return b, g
 
 
-def _parallel_default(kernel: Kernel, ctx: HostContext, cal: Calibration) -> tuple[float, bool]:
+def _parallel_default(
+    kernel: Kernel, ctx: HostContext, cal: Calibration, macros: frozenset[str] = frozenset()
+) -> tuple[float, bool]:
     """Iterations assumed for an offloaded work-shared loop whose bound is unknown, and
     whether that is an assumption: the launch's teams x threads (the runtime sized the
     launch to the loop), unless the launch is at the runtime's team limit, where each thread
-    runs an unknown number of iterations (``capped_trips``);
-    without a launch, the launch assumed for a CUDA kernel (``default_block`` x
-    ``default_grid`` threads), one iteration each."""
+    runs an unknown number of iterations (``capped_trips``). A ``num_teams`` clause of
+    constants (``num_teams(128)``, ``num_teams(NT)`` with ``NT`` a macro; ``macros``: the
+    macro names) sized the launch, not the loop: one iteration per thread is then an
+    assumption too. Without a launch, the launch assumed for a CUDA kernel
+    (``default_block`` x ``default_grid`` threads), one iteration each."""
     if not (ctx.block and ctx.grid):
         return float(math.prod(cal.default_block) * math.prod(cal.default_grid)), True
     launched = float(math.prod(ctx.block) * math.prod(ctx.grid))
-    capped = (
-        kernel.language == "omp"
-        and not kernel.clause("num_teams")
-        and math.prod(ctx.grid) == OMP_DEFAULT_TEAMS
+    teams = kernel.clause("num_teams")
+    fixed = bool(teams) and all(
+        set(NAME.findall(item)) <= macros for c in teams for item in c.items
     )
-    return (launched * cal.capped_trips, True) if capped else (launched, False)
+    if kernel.language == "omp" and not teams and math.prod(ctx.grid) == OMP_DEFAULT_TEAMS:
+        return launched * cal.capped_trips, True
+    return launched, fixed and kernel.language == "omp"
 
 
 def _reduction_types(
