@@ -85,9 +85,7 @@ _VECTORS = (Path(__file__).parent / "fixtures" / "estimator" / "vector_io.cu").r
 
 def test_an_instance_binds_its_parameters_member_types_and_statics() -> None:
     d = declarations(parse(_VECTORS).root_node, detect(_VECTORS, "k.cu").macros)
-    inst = template_instance(
-        "TxN_t<unsigned char, 16>", d.struct_templates, d.member_types, str.isdigit
-    )
+    inst = template_instance("TxN_t<unsigned char, 16>", d.struct_templates, d.member_types)
     assert inst is not None
     # uint8_t is unsigned char: the explicit specialization gives io_t
     assert dict(inst.types) == {
@@ -96,7 +94,7 @@ def test_an_instance_binds_its_parameters_member_types_and_statics() -> None:
         "io_t": "uint4",
     }
     assert dict(inst.values) == {"veclen_": "16", "Ratio": "16"}
-    assert template_instance("float", d.struct_templates, d.member_types, str.isdigit) is None
+    assert template_instance("float", d.struct_templates, d.member_types) is None
 
 
 def test_a_nested_member_type_takes_the_matching_specialization_only() -> None:

@@ -908,7 +908,7 @@ def _team_shape(
 
 
 def _parallel_default(
-    kernel: Kernel, ctx: HostContext, cal: Calibration, macros: frozenset[str] = frozenset()
+    kernel: Kernel, ctx: HostContext, cal: Calibration, macros: frozenset[str]
 ) -> tuple[float, bool]:
     """Iterations assumed for an offloaded work-shared loop whose bound is unknown, and
     whether that is an assumption: the launch's teams x threads (the runtime sized the
@@ -921,13 +921,13 @@ def _parallel_default(
     if not (ctx.block and ctx.grid):
         return float(math.prod(cal.default_block) * math.prod(cal.default_grid)), True
     launched = float(math.prod(ctx.block) * math.prod(ctx.grid))
+    if kernel.language != "omp":
+        return launched, False
     teams = kernel.clause("num_teams")
-    fixed = bool(teams) and all(
-        set(NAME.findall(item)) <= macros for c in teams for item in c.items
-    )
-    if kernel.language == "omp" and not teams and math.prod(ctx.grid) == OMP_DEFAULT_TEAMS:
-        return launched * cal.capped_trips, True
-    return launched, fixed and kernel.language == "omp"
+    if not teams:
+        capped = math.prod(ctx.grid) == OMP_DEFAULT_TEAMS
+        return (launched * cal.capped_trips, True) if capped else (launched, False)
+    return launched, all(set(NAME.findall(item)) <= macros for c in teams for item in c.items)
 
 
 def _reduction_types(

@@ -39,7 +39,6 @@ from roofline_lsp.estimate.value_domain import (
 )
 from roofline_lsp.estimate.walk_groups import GroupWalker
 from roofline_lsp.estimate.walk_state import Frame, InlineSummary, instantiate
-from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import (
     DOUBLE,
     FLOAT,
@@ -586,8 +585,8 @@ class CallWalker(GroupWalker):
                 scope.setdefault(member, var)
         instance = self.own_instance(fnode, receiver)
         if instance is not None:  # a method of ``TxN_t<unsigned char, 16>``: ``Ratio`` is 16
-            for member, value_text in instance.values.items():
-                number = evaluate(value_text)
+            for member in instance.values:
+                number = instance.number(member)
                 if number is not None:
                     scope.setdefault(member, Var(INT, NOTHING, number, const=True))
         ret_t = self.type_of(return_type_text(fnode)) if not closure else UNKNOWN

@@ -30,7 +30,6 @@ from roofline_lsp.estimate.value_domain import (
 )
 from roofline_lsp.estimate.walk_references import ReferenceWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED
-from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import (
     BOOL,
     COMPLEX,
@@ -239,10 +238,9 @@ class ExpressionWalker(ReferenceWalker):
                 return host_constant(hv)
             owner, _, name = text(node).rpartition("::")
             inst = self.template_instance(owner) if owner else None
-            if inst is not None and name in inst.values:  # ``VecType::Ratio``
-                v = evaluate(inst.values[name])
-                if v is not None:
-                    return host_constant(v)
+            v = inst.number(name) if inst is not None else None
+            if v is not None:  # ``VecType::Ratio``
+                return host_constant(v)
             return self.identifier(name, node)
         if t in ("initializer_list", "argument_list"):
             last = Val(VOID)

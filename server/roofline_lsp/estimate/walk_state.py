@@ -25,7 +25,6 @@ from tree_sitter import Node
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.thread_counts import Loop, Settings
 from roofline_lsp.estimate.value_domain import DATA, Val, Var, carried
-from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import PRECISION_OF_KIND, DataType, parse_type
 from roofline_lsp.syntax.declarations import (
     StructTemplate,
@@ -601,12 +600,7 @@ class WalkerBase:
         full = self.bound_text(type_text.strip())
         if "<" not in full:
             return None
-        return template_instance(
-            full,
-            self.inputs.struct_templates,
-            self.inputs.member_types,
-            lambda a: evaluate(a) is not None,
-        )
+        return template_instance(full, self.inputs.struct_templates, self.inputs.member_types)
 
     def expr_quiet(self, node: Node) -> Val:
         """Evaluate without counting (trip counts, probabilities)."""

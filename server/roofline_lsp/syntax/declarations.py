@@ -318,15 +318,23 @@ def member_aliases(
     alias): the template's parameters replaced by the arguments (``typename
     VectorType::ScalarType`` is ``double`` when the struct says ``typedef Scalar
     ScalarType``)."""
-    m = _INSTANCE.fullmatch(re.sub(r"\b(?:const|struct|typename)\b|&", " ", type_text))
-    if m is None:
+    named = _named_type(type_text)
+    if named is None:
         return {}
-    base = m.group(1).rsplit("::", 1)[-1]
+    base, args = named
     types = member_types.get(base)
-    if not types or (base in templates) != (m.group(2) is not None):
+    if not types or (base in templates) != (args is not None):
         return {}
-    bound = _bound(templates[base][0], m.group(2)) if base in templates else {}
+    bound = _bound(templates[base][0], args) if args is not None else {}
     return {f"{owner}::{member}": _renamed(t, bound) for member, t in types.items()}
+
+
+def _named_type(type_text: str) -> tuple[str, str | None] | None:
+    """The struct a type text names, without its scope, and its template arguments' text
+    (``const ns::Vector<double, int> &`` -> ``Vector``, ``double, int``); None when it is not
+    a plain name."""
+    m = _INSTANCE.fullmatch(re.sub(r"\b(?:const|struct|typename)\b|&", " ", type_text))
+    return None if m is None else (m.group(1).rsplit("::", 1)[-1], m.group(2))
 
 
 @dataclass(frozen=True)
@@ -339,28 +347,33 @@ class TemplateInstance:
     types: Mapping[str, str]
     values: Mapping[str, str]
 
+    def number(self, name: str) -> float | None:
+        """The value of numeric parameter or static member ``name`` (None: not one, or not
+        a number)."""
+        text_ = self.values.get(name)
+        return evaluate(text_) if text_ is not None else None
+
 
 def template_instance(
     type_text: str,
     templates: Mapping[str, StructTemplate],
     member_types: Mapping[str, dict[str, str]],
-    numeric: Callable[[str], bool],
 ) -> TemplateInstance | None:
     """The instantiation ``type_text`` of a struct template ``templates`` holds, with its
-    parameters bound to the arguments (``numeric``: whether an argument is a value, not a
-    type) and its member types resolved in order (``typedef typename IOType<math_t,
+    parameters bound to the arguments (a value where the argument evaluates to a number,
+    else a type) and its member types resolved in order (``typedef typename IOType<math_t,
     veclen_>::Type io_t;`` through the explicit specialization ``IOType<uint8_t, 16>``).
     None: not an instantiation of a known template."""
-    m = _INSTANCE.fullmatch(re.sub(r"\b(?:const|struct|typename)\b|&", " ", type_text))
-    if m is None or m.group(2) is None:
+    named = _named_type(type_text)
+    if named is None:
         return None
-    base = m.group(1).rsplit("::", 1)[-1]
-    if base not in templates:
+    base, args = named
+    if args is None or base not in templates:
         return None
     params, statics = templates[base]
-    bound = _bound(params, m.group(2))
-    types = {p: a for p, a in bound.items() if not numeric(a)}
-    values = {p: a for p, a in bound.items() if numeric(a)}
+    bound = _bound(params, args)
+    values = {p: a for p, a in bound.items() if evaluate(a) is not None}
+    types = {p: a for p, a in bound.items() if p not in values}
     for member, t in member_types.get(base, {}).items():
         types[member] = nested_member_type(_renamed(t, {**types, **values}), member_types)
     for member, v in statics.items():
