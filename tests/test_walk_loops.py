@@ -406,6 +406,38 @@ def test_a_loop_distributed_over_teams_only_gets_one_team_an_iteration(gpu, tmp_
     assert out.footprint == 1000 * 8
 
 
+def test_an_array_declared_in_a_teams_distribute_loop_is_the_team_s(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # generic mode: the distribute loop's body runs once per team, so `tile` is one array
+    # per team (clang keeps it in shared memory), filled and read by the team's threads
+    # through the nested `parallel for` loops. Before, it was a per-thread array indexed
+    # by the thread: 1 KiB in local memory for each of the launch's threads, written and
+    # read back from DRAM once they outgrew L2
+    src = (
+        "void rows(const float *a, float *b, int nb) {\n"
+        "  #pragma omp target teams distribute thread_limit(256)\n"
+        "  for (int bid = 0; bid < nb; bid++) {\n"
+        "    float tile[256];\n"
+        "    #pragma omp parallel for\n"
+        "    for (int lid = 0; lid < 256; lid++) tile[lid] = a[bid * 256 + lid];\n"
+        "    #pragma omp parallel for\n"
+        "    for (int lid = 0; lid < 256; lid++) {\n"
+        "      float s = 0.f;\n"
+        "      for (int k = 0; k < 256; k++) s += tile[k] * k;\n"
+        "      b[bid * 256 + lid] = s;\n"
+        "    }\n"
+        "  }\n"
+        "}\n"
+        "int main() { float *a, *b; rows(a, b, 4096); }\n"
+    )
+    a = count(gpu, tmp_path, src, name="rows.cpp")
+    assert a.counts.local_bytes == {}
+    assert a.memory.local_bytes == 0
+    tile = [x for x in a.counts.accesses if x.buffer == "tile"]
+    assert tile and {x.space for x in tile} == {"shared"}
+    # a and b: 4096 x 256 floats each, read and written once
+    assert sum(b.footprint for b in a.memory.buffers) == pytest.approx(2 * 4096 * 256 * 4)
+
+
 def test_a_loop_whose_statement_starts_with_a_pragma_runs_it_every_trip(
     gpu, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]

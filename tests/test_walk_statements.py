@@ -52,6 +52,46 @@ def test_openmp_teams_parallel_region(gpu, tmp_path: Path) -> None:  # type: ign
     assert x.footprint == pytest.approx(512 * 128 * 4)
 
 
+@pytest.mark.parametrize(
+    "outer, inner",
+    [
+        ("private(tmp)", ""),
+        ("firstprivate(tmp)", ""),
+        ("", "    #pragma omp parallel for private(tmp)\n"),
+    ],
+)
+def test_a_private_host_array_is_each_thread_s_own(
+    gpu, tmp_path: Path, outer: str, inner: str
+) -> None:  # type: ignore[no-untyped-def]
+    # `float tmp[64]` declared in the host function and named in a private clause: each
+    # thread fills its own 256-byte copy and reads it at an index loaded from memory, so the
+    # copy is in local memory ("local:tmp", 64 x 4 B), not one 256-byte array in global
+    # memory that all 4096 threads share (the working set of a and b alone: 2 x 16 KiB + j)
+    body = "    for (int k = 0; k < 64; k++) tmp[k] = a[i] * k;\n    b[i] = tmp[j[i] & 63];\n"
+    src = (
+        "void f(const float *a, const int *j, float *b) {\n"
+        "  float tmp[64];\n"
+        + (
+            f"  #pragma omp target teams distribute parallel for {outer}\n"
+            if not inner
+            else "  #pragma omp target teams\n  {\n" + inner
+        )
+        + "  for (int i = 0; i < 4096; i++) {\n"
+        + body
+        + "  }\n"
+        + ("  }\n" if inner else "")
+        + "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="priv.cpp")
+    assert a.counts.local_bytes == {"local:tmp": 64 * 4}
+    assert all(x.buffer != "tmp" for x in a.counts.accesses)
+    assert {x.buffer for x in a.counts.accesses if x.space == "localmem"} == {"local:tmp"}
+    shared_copy = count(
+        gpu, tmp_path, src.replace(outer, "").replace(" private(tmp)", ""), name="shared.cpp"
+    )
+    assert any(x.buffer == "tmp" and x.space == "global" for x in shared_copy.counts.accesses)
+
+
 def test_a_per_thread_array_varies_with_what_it_holds(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # s is refilled from x on every trip of the j loop: s[0] * s[1] varies with j although
     # its index does not, so it stays in the loop: 64 x (FMUL + FADD) = 128 FP32 (not one

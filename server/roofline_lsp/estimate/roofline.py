@@ -379,6 +379,7 @@ def analyze(
                 body = loop
         counter.par.reductions = _reduction_types(kernel, ctx, aliases)
         region = _offload_region(kernel, body, counter)
+        counter.private_copies(kernel.clauses)
         if body is not None:
             if region is not None:
                 counter.region(region, body)

@@ -397,7 +397,9 @@ class LoopWalker(CallWalker):
         self.cursor.w = saved * n
         saved_level = self.par.team_level
         if parallel:
-            self.par.team_level = False
+            # a loop distributed over the teams alone runs its body once per team: what it
+            # declares is the team's (``float tile[256]`` before an inner ``parallel for``)
+            self.par.team_level = teams_only
             self.par.parallel_dims.append(dim)
             if distribute and self.par.team_mult > 1:
                 # iterations are shared among the teams that all reached this loop

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, OrderedDict
+from collections.abc import Iterable
 
 from tree_sitter import Node
 
@@ -17,6 +18,7 @@ from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var, lane_slope
 from roofline_lsp.estimate.walk_calls import is_lvalue
 from roofline_lsp.estimate.walk_loops import LoopWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, instantiate, teams_only
+from roofline_lsp.model.kernel import Clause
 from roofline_lsp.syntax.conditionals import CONDITIONALS, branch_parts, condition_holds
 from roofline_lsp.syntax.datatypes import UNKNOWN, DataType
 from roofline_lsp.syntax.declarations import nested_member_type
@@ -244,11 +246,14 @@ class StatementWalker(LoopWalker):
             # ``update``/``capture`` (the default) run one read-modify-write in memory
             self.cursor.pending_atomic = not ({"read", "write"} & set(words[2:]))
         elif words[0] == "acc" and self.inputs.offload:
-            sharing = acc_loop_sharing(parse_pragma(arg))
+            parsed = parse_pragma(arg)
+            self.private_copies(parsed.clauses)
+            sharing = acc_loop_sharing(parsed)
             if sharing is not None:
                 self.par.pending_parallel = sharing.collapse
                 self.par.pending_distribute = sharing.gangs
         elif words[0] == "omp" and self.inputs.offload:
+            self.private_copies(parse_pragma(arg).clauses)
             rest = set(words[1:])
             workshare = {"for", "distribute", "loop"} & rest
             if workshare:
@@ -518,6 +523,40 @@ class StatementWalker(LoopWalker):
         g = v.group if v.group is not None else group
         self.declare(text(target), Var(vt, v.deps, v.val, rng=v.rng, group=g))
         return True
+
+    def private_copies(self, clauses: Iterable[Clause]) -> None:
+        """OpenMP ``private``/``firstprivate``/``lastprivate`` and OpenACC ``private``/
+        ``firstprivate`` clauses: each thread works on its own copy of the named host
+        variables, not on the one host object. An array (``float t[64]``, a section
+        ``t[0:64]``) is a per-thread array like one declared in the loop body (in local
+        memory when indexed at run time); a ``private`` scalar starts with no value."""
+        for c in clauses:
+            if c.name not in ("private", "firstprivate", "lastprivate"):
+                continue
+            for item in c.items:
+                m = re.match(r"\s*([A-Za-z_]\w*)\s*(\[.*)?$", item, re.S)
+                v = self.var(m.group(1)) if m else None
+                if m is None or v is None:
+                    continue
+                name = m.group(1)
+                if v.arrdims or (v.type.pointer and m.group(2)):
+                    section = re.findall(r"\[[^\]:]*:([^\]]*)\]", m.group(2) or "")
+                    n = 1.0
+                    for length in section:
+                        k = self.inputs.lookup_host(length.strip())
+                        n = n * k if k else math.nan
+                    if not section:
+                        n = self.inputs.extents.get(name, math.nan)
+                    dims = max(v.arrdims, len(section), 1)
+                    elem = v.type
+                    for _ in range(dims):
+                        elem = elem.deref()
+                    if not n > 0 or elem.pointer:
+                        continue
+                    self.tally.local_sizes[name] = n * elem.size
+                    self.declare(name, Var(v.type, NOTHING, None, "local", name, dims))
+                elif c.name != "firstprivate" and not v.type.pointer:
+                    self.declare(name, Var(v.type))
 
     def local_array_size(self, name: str, decl: Node, vt: DataType) -> None:
         """Bytes of a per-thread array (``float acc[64]``), for local-memory traffic."""
