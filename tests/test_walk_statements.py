@@ -57,6 +57,7 @@ def test_openmp_teams_parallel_region(gpu, tmp_path: Path) -> None:  # type: ign
     [
         ("private(tmp)", ""),
         ("firstprivate(tmp)", ""),
+        ("reduction(+: tmp[0:64])", ""),
         ("", "    #pragma omp parallel for private(tmp)\n"),
     ],
 )
@@ -66,7 +67,8 @@ def test_a_private_host_array_is_each_thread_s_own(
     # `float tmp[64]` declared in the host function and named in a private clause: each
     # thread fills its own 256-byte copy and reads it at an index loaded from memory, so the
     # copy is in local memory ("local:tmp", 64 x 4 B), not one 256-byte array in global
-    # memory that all 4096 threads share (the working set of a and b alone: 2 x 16 KiB + j)
+    # memory that all 4096 threads share (the working set of a and b alone: 2 x 16 KiB + j);
+    # an array reduced over the loop is such a copy too, combined by the runtime at the end
     body = "    for (int k = 0; k < 64; k++) tmp[k] = a[i] * k;\n    b[i] = tmp[j[i] & 63];\n"
     src = (
         "void f(const float *a, const int *j, float *b) {\n"

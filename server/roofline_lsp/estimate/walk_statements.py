@@ -529,9 +529,11 @@ class StatementWalker(LoopWalker):
         ``firstprivate`` clauses: each thread works on its own copy of the named host
         variables, not on the one host object. An array (``float t[64]``, a section
         ``t[0:64]``) is a per-thread array like one declared in the loop body (in local
-        memory when indexed at run time); a ``private`` scalar starts with no value."""
+        memory when indexed at run time); a ``private`` scalar starts with no value. An array
+        reduced (``reduction(+: hist[0:64])``) is a private copy too, which the runtime
+        combines after the loop."""
         for c in clauses:
-            if c.name not in ("private", "firstprivate", "lastprivate"):
+            if c.name not in ("private", "firstprivate", "lastprivate", "reduction"):
                 continue
             for item in c.items:
                 m = re.match(r"\s*([A-Za-z_]\w*)\s*(\[.*)?$", item, re.S)
@@ -543,7 +545,7 @@ class StatementWalker(LoopWalker):
                     section = re.findall(r"\[[^\]:]*:([^\]]*)\]", m.group(2) or "")
                     n = 1.0
                     for length in section:
-                        k = self.inputs.lookup_host(length.strip())
+                        k = self.lookup_num(length.strip())
                         n = n * k if k else math.nan
                     if not section:
                         n = self.inputs.extents.get(name, math.nan)
@@ -555,7 +557,7 @@ class StatementWalker(LoopWalker):
                         continue
                     self.tally.local_sizes[name] = n * elem.size
                     self.declare(name, Var(v.type, NOTHING, None, "local", name, dims))
-                elif c.name != "firstprivate" and not v.type.pointer:
+                elif c.name not in ("firstprivate", "reduction") and not v.type.pointer:
                     self.declare(name, Var(v.type))
 
     def local_array_size(self, name: str, decl: Node, vt: DataType) -> None:
