@@ -94,6 +94,29 @@ def test_a_private_host_array_is_each_thread_s_own(
     assert any(x.buffer == "tmp" and x.space == "global" for x in shared_copy.counts.accesses)
 
 
+def test_a_firstprivate_array_the_region_only_reads_keeps_the_host_s_values(
+    gpu, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # cfg is copied in and never written: its elements are the host's (4096 and 8), so
+    # both loops have known counts, 4096 x 8 elements of a read once (128 KiB)
+    src = (
+        "void f(const float *a, float *b) {\n"
+        "  int cfg[2] = {4096, 8};\n"
+        "  #pragma omp target teams distribute parallel for firstprivate(cfg)\n"
+        "  for (int i = 0; i < cfg[0]; i++) {\n"
+        "    float s = 0.f;\n"
+        "    for (int k = 0; k < cfg[1]; k++) s += a[i * 8 + k];\n"
+        "    b[i] = s;\n"
+        "  }\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="cfg.cpp")
+    assert [(lp.var, lp.trips) for lp in a.counts.loops] == [("i", 4096), ("k", 8)]
+    assert a.counts.local_bytes == {}
+    x = next(b for b in a.memory.buffers if b.buffer == "a")
+    assert x.footprint == pytest.approx(4096 * 8 * 4)
+
+
 def test_a_per_thread_array_varies_with_what_it_holds(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # s is refilled from x on every trip of the j loop: s[0] * s[1] varies with j although
     # its index does not, so it stays in the loop: 64 x (FMUL + FADD) = 128 FP32 (not one

@@ -529,7 +529,8 @@ class StatementWalker(LoopWalker):
         ``firstprivate`` clauses: each thread works on its own copy of the named host
         variables, not on the one host object. An array (``float t[64]``, a section
         ``t[0:64]``) is a per-thread array like one declared in the loop body (in local
-        memory when indexed at run time); a ``private`` scalar starts with no value. An array
+        memory when indexed at run time); a ``private`` scalar starts with no value, a
+        ``firstprivate`` array the region only reads keeps the host's values. An array
         reduced (``reduction(+: hist[0:64])``) is a private copy too, which the runtime
         combines after the loop."""
         for c in clauses:
@@ -542,6 +543,8 @@ class StatementWalker(LoopWalker):
                     continue
                 name = m.group(1)
                 if v.arrdims or (v.type.pointer and m.group(2)):
+                    if c.name == "firstprivate" and name not in self.inputs.written:
+                        continue  # copies only read: the host's values (``cfg[1]``), as shared
                     section = re.findall(r"\[[^\]:]*:([^\]]*)\]", m.group(2) or "")
                     n = 1.0
                     for length in section:
