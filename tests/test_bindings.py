@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from counting_helpers import detected
+import pytest
+from counting_helpers import count, detected
 
 from roofline_lsp.detect.bindings import (
     argv_of,
@@ -32,6 +33,23 @@ def test_argv_substitution() -> None:
     assert substitute_host("atoi(argv[3])", argv, {}) == "atoi(argv[3])"  # not a number
     assert substitute_host("n * sizeof(double)", argv, {}) == "n * 8"
     assert substitute_host("sizeof(*p)", argv, {"p": "float *"}) == "4"
+
+
+def test_sizeof_a_file_scope_array_in_main_is_its_bytes(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # m = sizeof(ga) / sizeof(float) = 2^20 (before: the element's 4 bytes / 4 = 1, and a
+    # region over m elements moved 8 bytes); 2 x 4 MiB copied
+    src = (
+        "#define NG (1 << 20)\n"
+        "float ga[NG], gb[NG];\n"
+        "int main(int argc, char **argv) {\n"
+        "  int m = sizeof(ga) / sizeof(float);\n"
+        "  #pragma omp target teams distribute parallel for map(to: ga) map(from: gb)\n"
+        "  for (int i = 0; i < m; i++) gb[i] = 2 * ga[i];\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="g.cpp")
+    assert [(lp.var, lp.trips) for lp in a.counts.loops] == [("i", 2**20)]
+    assert sum(b.footprint for b in a.memory.buffers) == pytest.approx(2 * 4 * 2**20)
 
 
 def test_a_mode_chosen_by_comparing_an_argument_with_a_text(tmp_path: Path) -> None:

@@ -72,6 +72,38 @@ def test_a_double_operation_stored_into_a_float_runs_in_fp32(gpu, tmp_path: Path
     assert a.counts.flops["fp64"] == pytest.approx(1 + 2 + 1)
 
 
+@pytest.mark.parametrize(
+    "bound, trips",
+    [
+        ("sizeof(tmp) / sizeof(tmp[0])", 64),  # a local array's elements
+        ("sizeof(float[16]) / sizeof(float)", 16),  # an array type
+        ("sizeof(Row) / sizeof(float)", 8),  # a struct with an array member: 32 bytes
+        ("sizeof(coef) / sizeof(*coef)", 32),  # a file-scope array
+        ("sizeof(tmp[0])", 4),  # an element: unevaluated, no access booked
+    ],
+)
+def test_sizeof_counts_whole_arrays_and_types(gpu, tmp_path: Path, bound: str, trips: int) -> None:  # type: ignore[no-untyped-def]
+    # before, sizeof of an array variable was its element's size (64 / 4 -> 1 trip) and
+    # sizeof of a struct type parsed as a name was 4
+    src = (
+        "struct Row { float v[8]; };\n"
+        "__constant__ float coef[32];\n"
+        "__global__ void k(const float *a, float *b) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float tmp[64];\n"
+        "  float s = 0.f;\n"
+        f"  for (int k = 0; k < {bound}; k++) s += a[i * 64 + k];\n"
+        "  b[i] = s + tmp[i & 63];\n"
+        "}\n"
+        "int main() { float *a, *b; k<<<64, 256>>>(a, b); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert [(lp.var, lp.trips) for lp in a.counts.loops] == [("k", trips)]
+    assert not any(
+        x.buffer == "tmp" and x.kind == "load" and x.weight > 1 for x in a.counts.accesses
+    )
+
+
 def test_division_and_special_functions(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # fp32 a / b: 10 FLOP + 2 int; a / 4.0f by a power of two: 1 FMUL; expf: 10 + 2;
     # sqrt(double): 14 + 4; __expf intrinsic: 2

@@ -117,6 +117,29 @@ def test_a_firstprivate_array_the_region_only_reads_keeps_the_host_s_values(
     assert x.footprint == pytest.approx(4096 * 8 * 4)
 
 
+@pytest.mark.parametrize(
+    "region",
+    [
+        "  #pragma omp target parallel\n  {\n  #pragma omp for\n{loop}  }\n",
+        "  #pragma omp target teams num_teams(1)\n  #pragma omp parallel\n  {\n"
+        "  #pragma omp for\n{loop}  }\n",
+        "  #pragma omp target parallel for\n{loop}",
+    ],
+)
+def test_a_work_shared_loop_in_a_parallel_region_is_shared_by_its_threads(
+    gpu, tmp_path: Path, region: str
+) -> None:  # type: ignore[no-untyped-def]
+    # the parallel region's threads divide the `omp for` loop's 4096 iterations among them:
+    # 4096 x (4-byte load + 4-byte store) referenced, 1 FLOP each, not that times the
+    # threads of the region (before: every thread ran every iteration)
+    loop = "  for (int i = 0; i < 4096; i++) b[i] = 2.f * a[i];\n"
+    src = "void f(const float *a, float *b) {\n" + region.replace("{loop}", loop) + "}\n"
+    a = count(gpu, tmp_path, src, name="tp.cpp")
+    assert a.threads == 4096
+    assert a.memory.references == pytest.approx(4096 * 8)
+    assert a.counts.flops["fp32"] * a.threads == pytest.approx(4096)
+
+
 def test_a_per_thread_array_varies_with_what_it_holds(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # s is refilled from x on every trip of the j loop: s[0] * s[1] varies with j although
     # its index does not, so it stays in the loop: 64 x (FMUL + FADD) = 128 FP32 (not one

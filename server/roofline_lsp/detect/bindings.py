@@ -330,15 +330,15 @@ def sizeof(
     sizes: Mapping[str, int] | None = None,
     elements: Mapping[str, float] | None = None,
 ) -> int:
-    """The bytes of ``sizeof(inner)``: a variable's type (a whole one-dimensional array of
-    known length, ``float data[] = {...}``, is its elements), else a type's size."""
+    """The bytes of ``sizeof(inner)``: a variable's type (a whole array of known length,
+    ``float data[] = {...}``, ``float g[N][M]``, is its elements), else a type's size."""
     inner = inner.strip()
     name = re.sub(r"[\s*()]|\[.*?\]", "", inner)
     if name in types and not re.fullmatch(r"[\w:\s<>]*\*+\s*", inner):
         t = parse_type(types[name])
         deref = inner.count("*") + inner.count("[")
         n = elements.get(name) if elements else None
-        if deref == 0 and types[name].count("[]") == 1 and n and math.isfinite(n):
+        if deref == 0 and "[]" in types[name] and n and math.isfinite(n):
             return int(n) * t.size
         if t.pointer > deref:
             return 8
@@ -2489,6 +2489,7 @@ def host_context(
     structs: Mapping[str, Mapping[str, str]] | None = None,
     instantiation: tuple[str, ...] = (),
     struct_sizes: Mapping[str, int] | None = None,
+    arrays: Mapping[str, tuple[str, float]] | None = None,
 ) -> HostContext:
     """Everything the host side says about ``kernel`` (see the module docstring). The other
     files of the folder are read through ``read`` (open buffers first), else from disk.
@@ -2498,12 +2499,16 @@ def host_context(
     ``instantiation``: the kernel's template arguments in the launch that is meant (a
     profile's ``k<unsigned char>``), which give the launching template function's
     parameters they are named by (``k<TData><<<...>>>`` in ``runTest<TData>``:
-    ``sizeof(TData)`` is 1 there)."""
+    ``sizeof(TData)`` is 1 there); ``arrays``: the file-scope arrays, their type text and
+    elements (``float ga[1 << 20]``: ``sizeof(ga)`` in ``main`` is 4 MiB)."""
     view = source_view(read)
     argv = argv_of(args)
     ctx = _program_context(detection, argv, device=device)
     ctx.structs = structs or {}
     ctx.struct_sizes = struct_sizes or {}
+    for name, (type_text, elements) in (arrays or {}).items():
+        ctx.types.setdefault(name, type_text)
+        ctx.extents.setdefault(name, elements)
     _extern_globals(detection, ctx, view)
     hints: dict[str, str | float] = dict(parse_hints(detection.source))
     if values:

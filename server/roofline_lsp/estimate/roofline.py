@@ -211,9 +211,14 @@ def analyze(
             member_types.setdefault(name, types)
         for name, target in header.aliases.items():
             aliases.setdefault(name, target)
+    arrays = {
+        g.name: (g.type_text, g.elements)
+        for g in decls.globals.values()
+        if "[]" in g.type_text and g.elements
+    }
     ctx = host_context(
         kernel, detection, inputs.block, inputs.grid, args, values, view,
-        gpu.device_properties, structs, inputs.instantiation, struct_sizes,
+        gpu.device_properties, structs, inputs.instantiation, struct_sizes, arrays,
     )  # fmt: skip
     macros = {m.name: (m.params, m.body) for m in detection.macros.values()}
     for hip_name, cuda_name in HIP_INDEX_MACROS.items():  # hipThreadIdx_x is threadIdx.x

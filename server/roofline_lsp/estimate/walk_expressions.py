@@ -5,6 +5,7 @@ integer instructions), assignments and increments.
 from __future__ import annotations
 
 import math
+import re
 
 from tree_sitter import Node
 
@@ -210,21 +211,7 @@ class ExpressionWalker(ReferenceWalker):
             ty = self.type_of(text(node.child_by_field_name("type")))
             return self.cast(ty, node.child_by_field_name("value") or node)
         if t == "sizeof_expression":
-            tn = node.child_by_field_name("type")
-            if tn is not None:
-                ty = self.type_of(text(tn))
-                return Val(LONG, NOTHING, float(8 if ty.pointer else ty.size))
-            vn = node.child_by_field_name("value")
-            if vn is not None and vn.type in ("identifier", "parenthesized_expression"):
-                nm = text(vn).strip("() ")
-                var = self.var(nm)
-                if var is not None:
-                    return Val(LONG, NOTHING, float(var.type.size))
-                # `sizeof(TYPE)` with `#define TYPE unsigned long` parses as an expression
-                ty = self.type_of(nm)
-                if ty.kind != "unknown":
-                    return Val(LONG, NOTHING, float(8 if ty.pointer else ty.size))
-            return Val(LONG, NOTHING, 4.0)
+            return Val(LONG, NOTHING, self.size_of(node))
         if t in ("true", "false"):
             return Val(BOOL, NOTHING, float(t == "true"))
         if t in ("null", "nullptr"):
@@ -268,6 +255,55 @@ class ExpressionWalker(ReferenceWalker):
         for c in node.named_children:
             last = self.expr(c)
         return last
+
+    def size_of(self, node: Node) -> float:
+        """``sizeof``'s bytes: a type's (``float[16]``: 64), a variable's (a whole array:
+        ``sizeof(tmp) / sizeof(tmp[0])`` counts its elements), an expression's type
+        (``sizeof(tmp[0])``, unevaluated: no access is booked); 4 when nothing says."""
+        tn = node.child_by_field_name("type")
+        if tn is not None:
+            tt = text(tn)
+            n = 1.0
+            for dim in re.findall(r"\[([^\]]*)\]", tt):
+                k = self.lookup_num(dim.strip()) if dim.strip() else None
+                n *= k if k else 1.0
+            return n * self.type_bytes(self.type_of(re.sub(r"\[[^\]]*\]", "", tt)))
+        vn = node.child_by_field_name("value")
+        while vn is not None and vn.type == "parenthesized_expression" and vn.named_children:
+            vn = vn.named_children[0]
+        if vn is None:
+            return 4.0
+        if vn.type == "identifier":
+            nm = text(vn)
+            var = self.var(nm)
+            if var is None:
+                # `sizeof(TYPE)` with `#define TYPE unsigned long`, or of a struct the
+                # program declares, parses as an expression
+                ty = self.type_of(nm)
+                known = ty.kind != "unknown" or ty.name in self.inputs.struct_sizes
+                return self.type_bytes(ty) if known else 4.0
+            if var.arrdims:
+                elem = var.type
+                for _ in range(var.arrdims):
+                    elem = elem.deref()
+                total = self.tally.local_sizes.get(nm)
+                count = self.inputs.extents.get(nm)
+                if total is None and count and math.isfinite(count):
+                    total = count * self.type_bytes(elem)
+                if total:
+                    return total
+            return self.type_bytes(var.type)
+        ty = self.expr_quiet(vn).type
+        return self.type_bytes(ty) if ty.kind != "unknown" or ty.pointer else 4.0
+
+    def type_bytes(self, ty: DataType) -> float:
+        """The bytes of a value of type ``ty`` (a pointer's 8, a struct the program declares
+        by its size)."""
+        if ty.pointer:
+            return 8.0
+        if ty.kind == "unknown" and ty.name in self.inputs.struct_sizes:
+            return float(self.inputs.struct_sizes[ty.name])
+        return float(ty.size)
 
     def cast(self, ty: DataType, value: Node) -> Val:
         """``(ty) value``: the value converted (an integer truncated)."""

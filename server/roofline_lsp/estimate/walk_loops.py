@@ -392,6 +392,7 @@ class LoopWalker(CallWalker):
             self.declare(var_name, counter)
         saved = self.cursor.w
         saved_product, saved_tm = self.par.parallel_product, self.par.team_mult
+        saved_thm = self.par.thread_mult
         self.cursor.loops.append((dim, n, parallel))
         self.cursor.loop_stores.append((dim, stored_buffers(node.child_by_field_name("body"))))
         self.cursor.w = saved * n
@@ -406,6 +407,11 @@ class LoopWalker(CallWalker):
                 self.cursor.w /= self.par.team_mult
                 self.par.parallel_product /= self.par.team_mult
                 self.par.team_mult = 1.0
+            if not teams_only and self.par.thread_mult > 1:
+                # ... and among the threads of the parallel region that all reached it
+                self.cursor.w /= self.par.thread_mult
+                self.par.parallel_product /= self.par.thread_mult
+                self.par.thread_mult = 1.0
             self.par.parallel_product *= max(n, 1.0)
             self.par.max_parallel = max(self.par.max_parallel, self.par.parallel_product)
         self.cursor.seen.append(set())
@@ -463,7 +469,7 @@ class LoopWalker(CallWalker):
         self.cursor.loop_stores.pop()
         self.cursor.w = saved
         self.par.parallel_product, self.par.team_mult = saved_product, saved_tm
-        self.par.team_level = saved_level
+        self.par.team_level, self.par.thread_mult = saved_level, saved_thm
         self.par.lane = saved_lane
         self.cursor.scopes.pop()
 

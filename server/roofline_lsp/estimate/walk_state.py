@@ -276,6 +276,9 @@ class Parallelism:
     parallel_product: float = 1.0
     max_parallel: float = 1.0  # parallel units of the region (iterations or threads)
     team_mult: float = 1.0  # the teams multiplier in force (a distribute loop removes it)
+    # the threads multiplier of the enclosing ``parallel`` region: a work-shared ``for`` in
+    # it divides its iterations among those threads (``target parallel`` + ``omp for``)
+    thread_mult: float = 1.0
     auto_loops: bool = False  # OpenACC kernels region: the compiler shares outermost loops
 
 
@@ -601,6 +604,13 @@ class WalkerBase:
         if "<" not in full:
             return None
         return template_instance(full, self.inputs.struct_templates, self.inputs.member_types)
+
+    def lookup_num(self, s: str) -> float | None:
+        """A number written out (``64``, ``0x40``) or a host value (``N``, ``n / 2``)."""
+        try:
+            return float(int(s, 0))
+        except ValueError:
+            return self.inputs.lookup_host(s)
 
     def expr_quiet(self, node: Node) -> Val:
         """Evaluate without counting (trip counts, probabilities)."""

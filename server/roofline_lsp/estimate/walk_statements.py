@@ -171,10 +171,11 @@ class StatementWalker(LoopWalker):
         """An OpenMP ``parallel`` (every thread of the team runs it), ``teams`` (every team)
         or ``single``/``master`` (one thread) construct."""
         saved_w, saved_pp, saved_tm = self.cursor.w, self.par.parallel_product, self.par.team_mult
-        saved_level = self.par.team_level
+        saved_level, saved_thm = self.par.team_level, self.par.thread_mult
         self.par.team_level = kind == "teams"
         if kind == "parallel":
             f = self.par.team_threads
+            self.par.thread_mult *= f
         elif kind == "teams":
             f = self.par.teams
             self.par.team_mult *= f
@@ -192,7 +193,7 @@ class StatementWalker(LoopWalker):
                 saved_pp,
                 saved_tm,
             )
-            self.par.team_level = saved_level
+            self.par.team_level, self.par.thread_mult = saved_level, saved_thm
 
     def block_stmts(self, stmts: list[Node], scoped: bool) -> float:
         if scoped:
@@ -267,12 +268,6 @@ class StatementWalker(LoopWalker):
                 self.par.pending_region = "teams"
             elif rest & {"single", "master", "masked"}:
                 self.par.pending_region = "single"
-
-    def lookup_num(self, s: str) -> float | None:
-        try:
-            return float(int(s, 0))
-        except ValueError:
-            return self.inputs.lookup_host(s)
 
     def if_stmt(self, node: Node) -> float:
         self.set_line(node)

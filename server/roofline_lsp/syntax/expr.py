@@ -166,9 +166,12 @@ def value(node: Node | None, lookup: Lookup, depth: int = 0) -> float | None:
             return v
         if t == "sizeof_expression":
             tn = node.child_by_field_name("type")
-            if tn is not None:
-                return float(parse_type(text(tn)).size if "*" not in text(tn) else 8)
-            return None
+            if tn is None or "[" in text(tn):
+                return None
+            if "*" in text(tn):
+                return 8.0
+            ty = parse_type(text(tn))
+            return float(ty.size) if ty.kind != "unknown" else None  # a struct: the walk's
         if t == "field_expression":
             arg = text(node.child_by_field_name("argument"))
             field = text(node.child_by_field_name("field"))
