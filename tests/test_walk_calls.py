@@ -368,6 +368,29 @@ def test_accessors_and_views_read_and_write_their_objects_arrays(gpu, tmp_path: 
     }
 
 
+def test_a_view_s_subscript_operator_reads_and_writes_its_array(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # b[i] = 2 * a[i] over two views passed by value, through `operator[]` returning a
+    # reference into the view's data: 1 M floats read and 1 M written (4 MiB each), as the
+    # bare pointers would. Before, the subscript of a struct named no memory: nothing moved
+    src = (
+        "template <typename T> struct View {\n"
+        "  T *p;\n"
+        "  __device__ T &operator[](int i) const { return p[i]; }\n"
+        "};\n"
+        "__global__ void k(View<const float> a, View<float> b, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) b[i] = 2.f * a[i];\n"
+        "}\n"
+        "int main() { View<const float> a; View<float> b; k<<<4096, 256>>>(a, b, 1 << 20); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    mb = 4 * (1 << 20)
+    assert {b.buffer: (b.loaded, b.stored) for b in a.memory.buffers} == {
+        "a.p": (pytest.approx(mb), 0.0),
+        "b.p": (0.0, pytest.approx(mb)),
+    }
+
+
 def test_each_view_s_calls_reach_its_own_array(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # three views, one operator(): c = a + b, c += a * b, c += a - b, c *= a, c *= b over
     # 1 M doubles. Each call reaches its own view's array: a and b read once (8 MB each), c

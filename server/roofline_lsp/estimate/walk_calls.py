@@ -307,6 +307,27 @@ class CallWalker(GroupWalker):
         ty = self.type_of(name)
         return self.cast(ty, args[0]) if ty.kind != "unknown" else None
 
+    def subscript_operator(self, node: Node, kind: str) -> Val | None:
+        """``y[i]`` of an object whose type defines ``operator[]`` (``struct Arr { float *p;
+        float &operator[](int i) { return p[i]; } }``, a span): the operator's body, walked
+        as a method call on ``y``; None for anything else."""
+        base = node.child_by_field_name("argument")
+        idx = node.child_by_field_name("indices") or node.child_by_field_name("index")
+        if base is None or idx is None or base.type != "identifier":
+            return None
+        var = self.var(text(base))
+        if var is None or var.type.pointer or var.arrdims or var.buffer:
+            return None
+        struct = var.tname if var.tname in self.inputs.structs else var.type.name
+        if var.space in ("local", "shared") or struct not in self.inputs.structs:
+            return None
+        fnode = self.inputs.functions.get("operator[]")
+        args = [c for c in idx.named_children if c.type != "comment"]
+        if fnode is None or len(args) != 1 or "operator[]" in self.cursor.call_stack:
+            return None
+        receiver = (text(base), self.expr(base))
+        return self.inline("operator[]", fnode, args, receiver=receiver, kind=kind)
+
     def overloaded(self, op: str, args: list[Node], vals: list[Val]) -> Val | None:
         """``a + b`` (``op`` ``+``) or ``a += b`` of a struct or vector type that the program
         defines ``operator+`` (``operator+=``) for, by the operands' types: the operator's

@@ -46,6 +46,9 @@ class ReferenceWalker(BranchWalker):
     def memory(self, node: Node, kind: str, element: bool = False) -> Val:
         """A subscript chain ``a[i][j]``: one access of the element type (``element``, of
         its address: the element's address with its lane slope, ``a[i].x`` of a struct)."""
+        wrapped = self.subscript_operator(node, kind)
+        if wrapped is not None:
+            return wrapped
         chain: list[Node] = []
         base = node
         while base.type == "subscript_expression":

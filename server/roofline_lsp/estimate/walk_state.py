@@ -362,6 +362,9 @@ class WalkerBase:
     def overloaded(self, op: str, args: list[Node], vals: list[Val]) -> Val | None:
         raise NotImplementedError
 
+    def subscript_operator(self, node: Node, kind: str) -> Val | None:
+        raise NotImplementedError
+
     def stmt(self, node: Node) -> float:
         raise NotImplementedError
 
