@@ -112,6 +112,21 @@ def test_a_macro_that_launches_through_the_hip_api():
     assert site.shmem == "(n / 2) * sizeof(int)"
 
 
+def test_a_cooperative_launch_is_a_launch():
+    # cudaLaunchCooperativeKernel takes cudaLaunchKernel's arguments (a grid-wide sync
+    # needs it); its name does not contain "LaunchKernel", so it was never looked at
+    src = (
+        b"__global__ void k(float *a, int n) { }\n"
+        b"int main() {\n"
+        b"  float *a; int n = 1 << 22; void *args[] = {&a, &n};\n"
+        b"  cudaLaunchCooperativeKernel((void *)k, dim3(128), dim3(256), args, 0, 0);\n"
+        b"}\n"
+    )
+    (site,) = detect(src, "coop.cu").launches
+    assert (site.kernel, site.form, site.line) == ("k", "cudaLaunchKernel", 4)
+    assert site.grid_value == (128, 1, 1) and site.block_value == (256, 1, 1)
+
+
 def test_broken_file_recovers_every_kernel():
     det = run("broken.cu")
     ks = by_name(det)
