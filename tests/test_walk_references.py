@@ -388,3 +388,23 @@ def test_indices_a_constant_apart_share_one_address(gpu, tmp_path: Path) -> None
     # of its own (2, as IADD3 + IMAD.WIDE.U32)
     tid = "blockIdx.x * blockDim.x + threadIdx.x"
     assert ints("int", f"x[{tid}] + x[{tid} + 1]") == pytest.approx(ints("int", f"x[{tid}]") + 2)
+
+
+def test_an_array_member_of_a_global_struct_is_global_memory(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # gs.v[i] = 2 * gs.u[i] over the 2^20-element array members of a file-scope struct the
+    # region maps: 4 MiB read and 4 MiB written, each member its own run of memory. Before,
+    # a member array of a struct value was taken for registers: 0 B, compute-bound
+    src = (
+        "#define NS (1 << 20)\n"
+        "struct S { float u[NS]; float v[NS]; } gs;\n"
+        "int main() {\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: gs)\n"
+        "  for (int i = 0; i < NS; i++) gs.v[i] = 2.f * gs.u[i];\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="gs.cpp")
+    mb = 4 * (1 << 20)
+    assert {b.buffer: (b.loaded, b.stored) for b in a.memory.buffers} == {
+        "gs->u": (pytest.approx(mb), 0.0),
+        "gs->v": (0.0, pytest.approx(mb)),
+    }

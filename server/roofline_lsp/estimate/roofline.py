@@ -198,6 +198,7 @@ def analyze(
     structs, struct_sizes = dict(decls.structs), dict(decls.struct_sizes)
     templates = dict(decls.struct_templates)
     member_types = dict(decls.member_types)
+    struct_arrays = dict(decls.struct_arrays)
     for header in _header_declarations(detection, view):
         # the structs and type aliases of the local headers the file includes (its own
         # declarations win; an alias from the branch the preprocessor takes)
@@ -209,6 +210,8 @@ def analyze(
             templates.setdefault(name, template)
         for name, types in header.member_types.items():
             member_types.setdefault(name, types)
+        for name, arrays_ in header.struct_arrays.items():
+            struct_arrays.setdefault(name, arrays_)
         for name, target in header.aliases.items():
             aliases.setdefault(name, target)
     arrays = {
@@ -350,6 +353,7 @@ def analyze(
             if (t := parse_type(type_text, aliases)).is_float and not t.pointer
         },
         extents=ctx.extents,
+        struct_arrays=struct_arrays,
         passed_lambdas=passed,
         captured_types={
             nm: ctx.types[nm]

@@ -93,6 +93,9 @@ class ReferenceWalker(BranchWalker):
                     space = "global" if bt.pointer else "local"
                 if buffer is None:
                     buffer = bname
+        elif (whole := self.global_array_member(base)) is not None:
+            # ``gs.u[i]`` of a global struct's array member: its own run of global memory
+            bt, space, buffer, arrdims = whole, "global", text(base).replace(".", "->"), 0
         else:
             member = base.type == "field_expression"
             bv = self.field(base, "address") if member else self.expr(base)
@@ -181,6 +184,29 @@ class ReferenceWalker(BranchWalker):
                 if host is not None:
                     return Val(elem_t, NOTHING, host)
         return Val(elem_t, loaded_deps, None, buffer if elem_t.pointer else None, space)
+
+    def global_array_member(self, node: Node) -> DataType | None:
+        """``gs.u`` of a struct held in global memory (a file-scope or mapped host struct,
+        not a local or a kernel's by-value parameter) whose member ``u`` is an array: a
+        pointer to its elements; None for anything else."""
+        if node.type != "field_expression":
+            return None
+        arg = node.child_by_field_name("argument")
+        op = node.child_by_field_name("operator")
+        if arg is None or arg.type != "identifier" or (op is not None and op.type == "->"):
+            return None
+        name = text(arg)
+        if any(name in scope for scope in self.cursor.scopes):
+            return None
+        held = self.inputs.globals.get(name)
+        if held is None or held.type.pointer or held.space in ("shared", "local"):
+            return None
+        struct = held.tname if held.tname in self.inputs.struct_arrays else held.type.name
+        fname = text(node.child_by_field_name("field"))
+        if fname not in self.inputs.struct_arrays.get(struct, {}):
+            return None
+        elem = self.type_of(self.inputs.structs.get(struct, {}).get(fname, ""))
+        return elem.pointer_to() if elem.kind != "unknown" or elem.name else None
 
     def stored_in_loops(self, name: str | None) -> frozenset[str]:
         """The enclosing loops that store to buffer ``name``, as :func:`carried` marks: a

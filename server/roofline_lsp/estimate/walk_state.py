@@ -124,6 +124,8 @@ class WalkInputs:
     constant_types: Mapping[str, DataType] = field(default_factory=dict)
     # elements the host allocated or mapped per buffer (``cudaMalloc(&d_a, n * 4)``: n)
     extents: Mapping[str, float] = field(default_factory=dict)
+    # each struct's array members and their element counts (``Declarations.struct_arrays``)
+    struct_arrays: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     # a kernel's callable parameters the launch passes a lambda for (``for_each<<<g,
     # b>>>(n, [=] __device__(int i) { y[i] = a * x[i]; })``): the lambda, parsed from the
     # launch's text; what it captures reads as the host's names

@@ -59,6 +59,8 @@ class Declarations:
     array_aliases: dict[str, float] = field(default_factory=dict)
     # object-like macros, for array sizes (``float a[N]``)
     macro_env: dict[str, str] = field(default_factory=dict)
+    # struct -> its array members and their element counts (``float u[1 << 20]``)
+    struct_arrays: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 _CACHE: OrderedDict[int, tuple[Node, Declarations]] = OrderedDict()
@@ -233,6 +235,7 @@ def _struct(node: Node, d: Declarations, name: str, params: tuple[str, ...] = ()
     fields: dict[str, str] = {}
     statics: dict[str, str] = {}
     types: dict[str, str] = {}
+    arrays: dict[str, float] = {}
     size = 0
     for f in body.named_children:
         if f.type in ("type_definition", "alias_declaration"):
@@ -264,6 +267,8 @@ def _struct(node: Node, d: Declarations, name: str, params: tuple[str, ...] = ()
             if not fname:
                 continue
             fields[fname] = ty + " " + stars
+            if sizes and all(sizes):
+                arrays[fname] = count
             dt = parse_type(ty + stars, d.aliases)
             fsize = int((8 if dt.pointer else dt.size) * count)
             size = max(size, fsize) if node.type == "union_specifier" else size + fsize
@@ -281,6 +286,8 @@ def _struct(node: Node, d: Declarations, name: str, params: tuple[str, ...] = ()
     if fields:
         d.structs[name] = fields
         d.struct_sizes[name] = max(size, 1)
+        if arrays:
+            d.struct_arrays[name] = arrays
         d.aliases[name] = name  # a known struct: keep its name
 
 
