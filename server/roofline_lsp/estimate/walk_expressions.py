@@ -283,9 +283,7 @@ class ExpressionWalker(ReferenceWalker):
                 known = ty.kind != "unknown" or ty.name in self.inputs.struct_sizes
                 return self.type_bytes(ty) if known else 4.0
             if var.arrdims:
-                elem = var.type
-                for _ in range(var.arrdims):
-                    elem = elem.deref()
+                elem = var.type.deref(var.arrdims)
                 total = self.tally.local_sizes.get(nm)
                 count = self.inputs.extents.get(nm)
                 if total is None and count and math.isfinite(count):
@@ -530,10 +528,7 @@ class ExpressionWalker(ReferenceWalker):
             var = self.var(text(base))
             if var is None:
                 return None
-            ty = var.type
-            for _ in range(levels):
-                ty = ty.deref()
-            return ty
+            return var.type.deref(levels)
         if has_effects(left):
             return None
         return self.expr_quiet(left).type

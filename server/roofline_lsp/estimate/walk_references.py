@@ -116,9 +116,7 @@ class ReferenceWalker(BranchWalker):
             if buffer is None:
                 buffer = text(base)
         levels = len(chain)
-        elem_t = bt
-        for _ in range(levels):
-            elem_t = elem_t.deref()
+        elem_t = bt.deref(levels)
         if not bt.pointer and bt.kind not in ("unknown",):
             # subscripting a non-pointer: vector component or a local array we did not see
             space = space if space in ("shared", "local", "constant") else "local"

@@ -548,9 +548,7 @@ class StatementWalker(LoopWalker):
                     if not section:
                         n = self.inputs.extents.get(name, math.nan)
                     dims = max(v.arrdims, len(section), 1)
-                    elem = v.type
-                    for _ in range(dims):
-                        elem = elem.deref()
+                    elem = v.type.deref(dims)
                     if not n > 0 or elem.pointer:
                         continue
                     self.tally.local_sizes[name] = n * elem.size

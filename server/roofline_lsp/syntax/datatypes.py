@@ -44,10 +44,12 @@ class DataType:
     def is_pointer(self) -> bool:
         return self.pointer > 0
 
-    def deref(self) -> DataType:
-        if self.pointer == 0:
+    def deref(self, levels: int = 1) -> DataType:
+        """The type ``levels`` pointer (or array) levels down; a non-pointer stays itself."""
+        if self.pointer == 0 or levels <= 0:
             return self
-        return DataType(self.kind, self.size, self.pointer - 1, self.lanes, self.name)
+        pointer = max(self.pointer - levels, 0)
+        return DataType(self.kind, self.size, pointer, self.lanes, self.name)
 
     def pointer_to(self) -> DataType:
         return DataType(self.kind, self.size, self.pointer + 1, self.lanes, self.name)
