@@ -15,6 +15,7 @@ from roofline_lsp.detect.bindings import (
     substitute_host,
 )
 from roofline_lsp.detect.kernels import detect
+from roofline_lsp.model.gpus import load_registry
 from roofline_lsp.syntax.sources import read_from_disk
 
 
@@ -998,6 +999,37 @@ def test_the_sm_count_a_launch_queries_is_the_target_gpu_s(tmp_path: Path) -> No
             device = {"multiProcessorCount": float(sms)} if sms else None
             ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", device=device)
             assert ctx.grid == grid, (query, sms)
+
+
+def test_device_limits_a_launch_queries_are_the_target_gpu_s(tmp_path: Path) -> None:
+    # a launch sized by the queried block limit and a spin count from the clock:
+    # maxThreadsPerBlock is 1024 on NVIDIA and AMD, so 1 << 20 elements take 1024 blocks;
+    # clockRate is the boost clock in kHz (RTX 3080: 1710 MHz -> 1,710,000), so 10 ms of
+    # spinning is 17,100,000 trips; l2CacheSize the profile's L2 (5 MiB = 5,242,880 B)
+    src = (
+        "__global__ void k(float *x, long spins, int l2) { x[threadIdx.x] = spins + l2; }\n"
+        "int main() {\n"
+        "  cudaDeviceProp prop; cudaGetDeviceProperties(&prop, 0);\n"
+        "  int bs; cudaDeviceGetAttribute(&bs, cudaDevAttrMaxThreadsPerBlock, 0);\n"
+        "  float *x; long spins = (long)(10 * prop.clockRate);\n"
+        "  k<<<(1 << 20) / bs, bs>>>(x, spins, prop.l2CacheSize);\n"
+        "}\n"
+    )
+    device = load_registry().get("rtx3080").device_properties
+    ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", device=device)
+    assert (ctx.grid, ctx.block) == ((1024, 1, 1), (1024, 1, 1))
+    assert ctx.get("spins") == 17_100_000
+    assert ctx.get("l2") == 5 * 2**20
+    # a warp-sized block follows the vendor: 64 lanes on an AMD Instinct GPU
+    src = (
+        "__global__ void k(float *x) { x[threadIdx.x] = 0; }\n"
+        "int main() { cudaDeviceProp p; cudaGetDeviceProperties(&p, 0);"
+        " float *x; k<<<8, p.warpSize>>>(x); }\n"
+    )
+    for gpu, lanes in (("a100", 32), ("mi250x", 64)):
+        device = load_registry().get(gpu).device_properties
+        ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", device=device)
+        assert ctx.block == (lanes, 1, 1), gpu
 
 
 def test_a_helper_searching_an_empty_command_line_finds_nothing(tmp_path: Path) -> None:

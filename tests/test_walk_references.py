@@ -408,3 +408,18 @@ def test_an_array_member_of_a_global_struct_is_global_memory(gpu, tmp_path: Path
         "gs->u": (pytest.approx(mb), 0.0),
         "gs->v": (0.0, pytest.approx(mb)),
     }
+
+
+def test_an_element_that_is_a_pointer_to_a_struct_moves_a_pointer(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # out[i] = ptrs[i] copies one 8-byte pointer per thread, whatever the 128-byte struct it
+    # points to: 2^24 threads x (8 B read + 8 B written) = 268 MB, not 2^24 x 256 B = 4.3 GB
+    src = (
+        "struct Big { double a[16]; };\n"
+        "__global__ void k(Big **ptrs, Big **out, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) out[i] = ptrs[i];\n"
+        "}\n"
+        "int main() { int n = 1 << 24; Big **p, **q; k<<<n / 256, 256>>>(p, q, n); }\n"
+    )
+    a = count(gpu, tmp_path, src, name="k.cu")
+    assert sum(b.footprint for b in a.memory.buffers) == 2 * 2**24 * 8

@@ -113,7 +113,14 @@ _DEVICE_QUERY = re.compile(
     r"(?:cudaDevAttr|hipDeviceAttribute)(\w+)"
 )
 # device attributes by their enumerator's name (lower case) -> the cudaDeviceProp field
-_DEVICE_ATTRIBUTES = {"multiprocessorcount": "multiProcessorCount"}
+_DEVICE_ATTRIBUTES = {
+    "multiprocessorcount": "multiProcessorCount",
+    "clockrate": "clockRate",
+    "l2cachesize": "l2CacheSize",
+    "warpsize": "warpSize",
+    "maxthreadsperblock": "maxThreadsPerBlock",
+    "maxsharedmemoryperblock": "sharedMemPerBlock",
+}
 # copies whose first argument is the destination and the others are read
 _COPY_CALL = re.compile(
     r"(?:std::)?(?:memcpy|memmove)|(?:cuda|hip)Memcpy(?:Async)?|(?:cuda|hip)MemcpyToSymbol(?:Async)?"

@@ -129,8 +129,12 @@ class ReferenceWalker(BranchWalker):
         # pointer tables (float **p; p[i][j]) load the row pointer too
         if levels >= 2 and bt.pointer - arrdims >= 2 and space == "global":
             self.record((buffer or "?") + "[]", "global", 8, "load", deps, "|".join(key_parts[:1]))
-        elem = elem_t.size if not elem_t.pointer else 8
-        if elem_t.kind == "unknown" and elem_t.name in self.inputs.struct_sizes:
+        elem = elem_t.size if not elem_t.pointer else 8  # a pointer, whatever it points to
+        if (
+            not elem_t.pointer
+            and elem_t.kind == "unknown"
+            and elem_t.name in self.inputs.struct_sizes
+        ):
             elem = self.inputs.struct_sizes[elem_t.name]
         stride = self.lane_stride(idx_vals, base)
         if stride and self.cursor.pinned_lane:

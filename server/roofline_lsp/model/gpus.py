@@ -129,6 +129,13 @@ def normalize_name(name: str) -> str:
     return re.sub(r"[-_\s]+", "", name).lower()
 
 
+# per-vendor limits of ``cudaDeviceProp``/``hipDeviceProp_t`` every GPU of the vendor shares
+_VENDOR_LIMITS: dict[str, dict[str, float]] = {
+    "NVIDIA": {"warpSize": 32.0, "maxThreadsPerBlock": 1024.0, "sharedMemPerBlock": 49152.0},
+    "AMD": {"warpSize": 64.0, "maxThreadsPerBlock": 1024.0, "sharedMemPerBlock": 65536.0},
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class GpuProfile:
     """One GPU, in SI units: ops/s, bytes/s, bytes."""
@@ -160,8 +167,20 @@ class GpuProfile:
 
     @property
     def device_properties(self) -> dict[str, float]:
-        """What host code querying this GPU reads (``cudaDeviceProp`` field names)."""
-        return {"multiProcessorCount": float(self.sm_count)}
+        """What host code querying this GPU reads (``cudaDeviceProp`` field names, with its
+        units: ``clockRate`` in kHz, the maximum boost clock the driver reports). Warp size and
+        per-block limits are the vendor's: 32 threads and 48 KiB of static shared memory on
+        NVIDIA, 64 and 64 KiB on AMD Instinct (CDNA); Intel's sub-groups vary per kernel, so
+        only what the profile itself gives is known there."""
+        props = {
+            "multiProcessorCount": float(self.sm_count),
+            "clockRate": float(round((self.boost_clock_ghz or self.clock_ghz) * 1e6)),
+            "l2CacheSize": float(self.l2_bytes),
+        }
+        limits = _VENDOR_LIMITS.get(self.vendor)
+        if limits is not None:
+            props.update(limits)
+        return props
 
     def __post_init__(self) -> None:
         for attr in (*_PEAK_ATTR.values(), "dram_bandwidth", "l2_bytes", "sm_count", "clock_ghz"):
