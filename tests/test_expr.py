@@ -108,6 +108,24 @@ def test_while_header() -> None:
     assert while_header(first("while (x) { x = f(x); }", "while_statement")) is None
 
 
+def test_a_loop_without_a_test_is_counted_by_its_opening_break() -> None:
+    # for (;;) / while (true) whose body opens with `if (j >= m) break;` run while j < m;
+    # an exit test on something else, or not first in the body, leaves them uncounted
+    h = loop_header(first("for (int j = 0;; j++) { if (j >= m) break; s += j; }", "for_statement"))
+    assert h is not None and (h.var, text(h.bound), h.bound_op) == ("j", "m", "<")
+    h = while_header(first("while (1) { if (m <= t) break; t += 2; }", "while_statement"))
+    assert h is not None and (h.var, text(h.bound), h.bound_op, h.step_op) == ("t", "m", "<", "+")
+    for loop, kind in (
+        ("for (int j = 0;; j++) { if (done) break; }", "for_statement"),
+        ("for (int j = 0;; j++) { s += j; if (j >= m) break; }", "for_statement"),
+        ("for (int j = 0;; j++) { if (j >= m) break; else s += 1; }", "for_statement"),
+        ("while (true) { if (x[i] == 0) break; i++; }", "while_statement"),
+    ):
+        node = first(loop, kind)
+        header = loop_header(node) if kind == "for_statement" else while_header(node)
+        assert header is None or header.bound is None, loop
+
+
 def test_while_header_of_a_variable_halved_to_zero() -> None:
     # while (k) { ...; k >>= 1; }: k, k/2, ... 1 (the test is k != 0, i.e. k > 0 for counts)
     h = while_header(first("while (k) { s += k; k >>= 1; }", "while_statement"))

@@ -746,3 +746,34 @@ def test_a_symbol_the_kernel_changes_is_not_the_host_s_value(gpu, tmp_path: Path
     sources = {lp.line: (lp.trips, lp.source) for lp in a.counts.loops}
     assert sources[5][1] == "default"
     assert sources[6] == (8, "argument")
+
+
+def test_a_loop_counted_by_its_opening_break_runs_its_body_every_trip(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # for (;;) and while (true) whose bodies open with `if (j >= m) break;` (m = 100 from the
+    # launch): 100 trips each of one FMA (2 FP32 FLOP), 400 FLOP per thread; the exit test
+    # runs every trip, so the FMA after it is not halved as a branch's would be
+    src = (
+        "__global__ void k(float *a, int n, int m) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  float s = a[i];\n"
+        "  for (int j = 0;; j++) {\n"
+        "    if (j >= m) break;\n"
+        "    s = s * 0.9f + 0.1f;\n"
+        "  }\n"
+        "  int t = 0;\n"
+        "  while (true) {\n"
+        "    if (t >= m) break;\n"
+        "    s = s * 0.5f + 0.2f;\n"
+        "    t++;\n"
+        "  }\n"
+        "  a[i] = s;\n"
+        "}\n"
+        "int main() { int n = 1 << 20; float *a; k<<<n / 256, 256>>>(a, n, 100); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert {lp.var: (lp.trips, lp.source) for lp in a.counts.loops} == {
+        "j": (100, "argument"),
+        "t": (100, "argument"),
+    }
+    assert a.counts.flops["fp32"] == pytest.approx(400)

@@ -32,6 +32,7 @@ from roofline_lsp.syntax.expr import (
     LoopHeader,
     body_update,
     condition_expr,
+    counted_exit,
     declared_name,
     detached_body,
     identifiers,
@@ -71,6 +72,7 @@ class LoopWalker(CallWalker):
             hdr = while_header(node)
             if hdr is not None:
                 trip, src, _start = self.trip_count(hdr)
+                self.count_exit(node, src)
                 if src != "default":
                     n, source, var_name = trip, src, hdr.var
                     if node.type == "do_statement":
@@ -237,6 +239,12 @@ class LoopWalker(CallWalker):
             return None
         return 2 * start if start is not None and start >= 1 else 2.0**trips
 
+    def count_exit(self, loop: Node, source: str) -> None:
+        """A loop counted by its opening ``if (test) break;``: that statement is its test."""
+        first = counted_exit(loop) if source != "default" else None
+        if first is not None:
+            self.cursor.counted_exits.add(first.id)
+
     def default(self, base: float) -> float:
         """Trips assumed for a loop whose count is unknown: nested unknown loops get fewer
         (the work of a thread is bounded; 32 x 32 x 32 unknown trips would not be)."""
@@ -293,6 +301,7 @@ class LoopWalker(CallWalker):
                 self.expr(init)
         hdr = loop_header(node)
         n, source, start_val = self.trip_count(hdr, node)
+        self.count_exit(node, source)
         hinted = hinted_trips(node)
         if hinted is not None:
             n, source = hinted, "hint"

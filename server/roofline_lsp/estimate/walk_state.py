@@ -205,6 +205,9 @@ class Cursor:
     frames: list[Frame] = field(default_factory=lambda: [Frame()])
     call_stack: list[str] = field(default_factory=list)
     unknown_depth: int = 0  # enclosing loops whose trip count is a default
+    # the ids of the ``if (test) break;`` statements that open loops counted by that test
+    # (``for (;;) { if (j >= m) break; ... }``): the count includes them, no branch to weigh
+    counted_exits: set[int] = field(default_factory=set)
     guessed_depth: int = 0  # enclosing branches on a value read from memory
     combining: bool = False  # walking a combinable atomic's target (``Access.combined``)
     nodes: int = 0

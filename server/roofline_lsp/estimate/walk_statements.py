@@ -25,6 +25,7 @@ from roofline_lsp.syntax.declarations import nested_member_type
 from roofline_lsp.syntax.expr import (
     array_sizes,
     binary_operands,
+    condition_expr,
     declarator_stars,
     declared_name,
     detached_body,
@@ -272,6 +273,13 @@ class StatementWalker(LoopWalker):
     def if_stmt(self, node: Node) -> float:
         self.set_line(node)
         cond = node.child_by_field_name("condition")
+        if node.id in self.cursor.counted_exits:
+            # the exit test of a loop its trips count: it costs its test, and what follows
+            # runs every counted trip
+            test = condition_expr(node)
+            if test is not None:
+                self.expr(test)
+            return 1.0
         p = self.inputs.settings.default_branch
         if cond is not None:
             inner = cond.child_by_field_name("value") or (

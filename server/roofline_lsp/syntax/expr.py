@@ -313,26 +313,28 @@ def while_header(node: Node) -> LoopHeader | None:
         if h is not None and h[1] in (">>", "/"):
             return LoopHeader(text(c), None, None, ">", h[0], h[1])
         return None
+    negated = c is not None and always_true(c)
+    if negated:
+        # while (true) { if (i >= n) break; ...; i++; }: the exit test opens the body
+        c = exit_test(body)
     if c is None or c.type != "binary_expression":
         return None
     op = c.child_by_field_name("operator")
     o = op.type if op is not None else ""
+    if negated:
+        o = _NEGATED.get(o, "")
     if o not in ("<", "<=", ">", ">=", "!="):
         return None
     left = c.child_by_field_name("left")
     right = c.child_by_field_name("right")
     if left is None or right is None:
         return None
-    if left.type == "identifier":
-        var, bound, bound_op = text(left), right, o
-    elif right.type == "identifier":
-        var, bound = text(right), left
-        bound_op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[o]
-    else:
-        return None
-    h = body_update(body, var)
-    if h is not None:
-        return LoopHeader(var, None, bound, bound_op, h[0], h[1])
+    flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[o]
+    for var_node, bound, bound_op in ((left, right, o), (right, left, flipped)):
+        # the side the body steps is the counter (``while (i < n)``, ``if (m <= t) break;``)
+        h = body_update(body, text(var_node)) if var_node.type == "identifier" else None
+        if h is not None:
+            return LoopHeader(text(var_node), None, bound, bound_op, h[0], h[1])
     return None
 
 
@@ -403,6 +405,10 @@ def loop_header(node: Node) -> LoopHeader | None:
     bound: Node | None = None
     bound_op = "<"
     c = cond
+    negated = False
+    if cond is None or always_true(cond):
+        # for (j = 0;; j++) { if (j >= m) break; ... }: the exit test opens the body
+        c, negated = exit_test(node.child_by_field_name("body")), True
     while c is not None and c.type == "binary_expression":
         op = c.child_by_field_name("operator")
         o = op.type if op is not None else ""
@@ -417,6 +423,8 @@ def loop_header(node: Node) -> LoopHeader | None:
         if reread is not None and text(reread[0]) == var:  # ``i < n >> 3``
             bound, bound_op = reread[1], "<"
             break
+        if negated:
+            o = _NEGATED.get(o, "")
         if o in ("<", "<=", ">", ">=", "!="):
             if text(left) == var:
                 bound, bound_op = right, o
@@ -424,12 +432,58 @@ def loop_header(node: Node) -> LoopHeader | None:
                 bound = left
                 bound_op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[o]
         break
+    if negated and bound is None:
+        return None
     if c is not None and c.type == "identifier" and text(c) == var:
         bound_op = "!="  # for (i = n; i; i >>= 1)
         bound = None
         if step_op in (">>", "/"):
             return LoopHeader(var, start, None, ">", step, step_op)
     return LoopHeader(var, start, bound, bound_op, step, step_op)
+
+
+# the test a loop continues on, from the one its leading ``if (...) break;`` exits on
+_NEGATED = {">=": "<", ">": "<=", "<": ">=", "<=": ">", "==": "!="}
+
+
+def always_true(c: Node) -> bool:
+    """``true``, ``1``: the test of ``while (true)``/``for (;;)``-style loops."""
+    while c.type == "parenthesized_expression" and c.named_children:
+        c = c.named_children[0]
+    return c.type == "true" or (c.type == "number_literal" and text(c).strip() not in ("0", ""))
+
+
+def leading_exit(body: Node | None) -> Node | None:
+    """A loop body's opening ``if (test) break;`` (no ``else``), else None."""
+    if body is None:
+        return None
+    stmts = body.named_children if body.type == "compound_statement" else [body]
+    stmts = [s for s in stmts if s.type != "comment"]
+    if not stmts or stmts[0].type != "if_statement":
+        return None
+    first = stmts[0]
+    then = first.child_by_field_name("consequence")
+    if first.child_by_field_name("alternative") is not None or then is None:
+        return None
+    inner = then.named_children if then.type == "compound_statement" else [then]
+    return first if len(inner) == 1 and inner[0].type == "break_statement" else None
+
+
+def exit_test(body: Node | None) -> Node | None:
+    """The test of a loop body's opening ``if (test) break;``, else None."""
+    first = leading_exit(body)
+    return condition_expr(first) if first is not None else None
+
+
+def counted_exit(loop: Node) -> Node | None:
+    """The opening ``if (test) break;`` a loop without a test of its own (``for (;;)``,
+    ``while (true)``) counts its trips by, else None."""
+    cond = loop.child_by_field_name("condition")
+    if loop.type == "while_statement":
+        cond = condition_expr(loop)
+    if cond is not None and not always_true(cond):
+        return None
+    return leading_exit(loop.child_by_field_name("body"))
 
 
 def misread_shift(c: Node) -> tuple[Node, Node] | None:
