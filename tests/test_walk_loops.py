@@ -777,3 +777,29 @@ def test_a_loop_counted_by_its_opening_break_runs_its_body_every_trip(gpu, tmp_p
         "t": (100, "argument"),
     }
     assert a.counts.flops["fp32"] == pytest.approx(400)
+
+
+def test_a_counter_inside_its_test_is_stepped_to_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # m = 10000 from the launch: j * j <= m runs j = 1..100 (100 trips), (1 << t) < m runs
+    # t = 0..13 (14), m > 3 * u runs u = 1..3333 (3333): one FMA each, 2 * 3447 = 6894
+    # FP32 FLOP per thread. A test on a value read from memory keeps the default
+    src = (
+        "__global__ void k(float *a, int n, int m) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  float s = a[i];\n"
+        "  for (int j = 1; j * j <= m; j++) s = s * 0.9f + 0.1f;\n"
+        "  for (int t = 0; (1 << t) < m; t++) s = s * 0.5f + 0.2f;\n"
+        "  for (int u = 1; m > 3 * u; u++) s = s * 0.25f + 0.2f;\n"
+        "  for (int v = 1; v * v <= (int)a[0]; v++) s += 1.0f;\n"
+        "  a[i] = s;\n"
+        "}\n"
+        "int main() { int n = 1 << 20; float *a; k<<<n / 256, 256>>>(a, n, 10000); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
+    assert trips["j"] == (100, "stepped to its test")
+    assert trips["t"] == (14, "stepped to its test")
+    assert trips["u"] == (3333, "stepped to its test")
+    assert trips["v"] == (16, "default")
+    assert a.counts.flops["fp32"] == pytest.approx(2 * (100 + 14 + 3333) + 16)

@@ -47,6 +47,9 @@ from roofline_lsp.syntax.expr import (
 )
 from roofline_lsp.syntax.hints import loop_trips_hint
 
+# a comparison read from the other side (``m >= j * j`` is ``j * j <= m``)
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
+
 
 class LoopWalker(CallWalker):
     """``for``, ``while``, ``do`` and range-``for`` loops."""
@@ -238,6 +241,78 @@ class LoopWalker(CallWalker):
         if step is None or step != (1 if hdr.step_op == ">>" else 2) or not _steered(body):
             return None
         return 2 * start if start is not None and start >= 1 else 2.0**trips
+
+    def stepped_trips(self, hdr: LoopHeader, loop: Node) -> float | None:
+        """``for (j = 1; j * j <= m; j++)``, ``for (s = 0; (1 << s) < n; s++)``: a counter
+        inside one side of the test, the other side known. Stepping the counter until the
+        test fails counts the trips (the side taken as monotone in it: a doubling search,
+        then bisection); None when a value is unknown or read from memory."""
+        cond = loop.child_by_field_name("condition") if loop.type == "for_statement" else None
+        var = self.var(hdr.var) if hdr.var else None
+        if cond is None or cond.type != "binary_expression" or var is None or hdr.var is None:
+            return None
+        op = cond.child_by_field_name("operator")
+        left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+        o = op.type if op is not None else ""
+        if left is None or right is None or o not in _FLIPPED:
+            return None
+        in_left, in_right = hdr.var in identifiers(left), hdr.var in identifiers(right)
+        if in_left == in_right:
+            return None
+        side, other, o = (left, right, o) if in_left else (right, left, _FLIPPED[o])
+        bound = self.expr_quiet(other)
+        start = self.expr_quiet(hdr.start).val if hdr.start is not None else var.val
+        step = self.step_value(hdr)
+        if bound.val is None or DATA in bound.deps or start is None or step is None or step <= 0:
+            return None
+        b = float(bound.val)
+
+        def counter(k: int) -> float:
+            if hdr.step_op == "+":
+                return start + k * step
+            if hdr.step_op == "-":
+                return start - k * step
+            if hdr.step_op == "*":
+                return start * step**k
+            return start * 2.0 ** (k * step) if hdr.step_op == "<<" else math.nan
+
+        def holds(k: int) -> bool | None:
+            try:
+                j = counter(k)
+            except OverflowError:
+                return None
+            if not math.isfinite(j):
+                return None
+            var.val, var.deps, var.rng = j, NOTHING, (j, j)
+            v = self.expr_quiet(side)
+            if v.val is None or DATA in v.deps:
+                return None
+            x = float(v.val)
+            return {"<": x < b, "<=": x <= b, ">": x > b, ">=": x >= b, "!=": x != b}[o]
+
+        saved = var.val, var.deps, var.rng
+        try:
+            first = holds(0)
+            if not first:
+                return None if first is None else 0.0
+            k = 1
+            while True:  # the first k at which the test fails, doubling
+                h = holds(k)
+                if h is None or k > 2**40 or (hdr.step_op in ("*", "<<") and k > 64):
+                    return None
+                if not h:
+                    break
+                k *= 2
+            lo, hi = k // 2, k
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                h = holds(mid)
+                if h is None:
+                    return None
+                lo, hi = (mid, hi) if h else (lo, mid)
+            return float(hi)
+        finally:
+            var.val, var.deps, var.rng = saved
 
     def count_exit(self, loop: Node, source: str) -> None:
         """A loop counted by its opening ``if (test) break;``: that statement is its test."""
@@ -493,6 +568,10 @@ class LoopWalker(CallWalker):
     ) -> tuple[float, str, float | None]:
         """Trips per execution of the loop, where the number came from, and the start's
         (mean) value."""
+        if hdr is not None and hdr.bound is None and loop is not None:
+            stepped = self.stepped_trips(hdr, loop)
+            if stepped is not None:
+                return stepped, "stepped to its test", None
         if hdr is None or hdr.bound is None and hdr.step_op not in (">>", "/", "-"):
             return self.default(self.inputs.settings.default_trips), "default", None
         start = self.var(hdr.var) if hdr.var else None
