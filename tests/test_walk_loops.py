@@ -803,3 +803,31 @@ def test_a_counter_inside_its_test_is_stepped_to_it(gpu, tmp_path: Path) -> None
     assert trips["u"] == (3333, "stepped to its test")
     assert trips["v"] == (16, "default")
     assert a.counts.flops["fp32"] == pytest.approx(2 * (100 + 14 + 3333) + 16)
+
+
+@pytest.mark.parametrize(
+    ("loop", "expected"),
+    [
+        # m = 1000 from the launch; the trips counted by hand
+        ("for (int c = m; c--; ) s = s * 0.9f + 0.1f;", 1000),  # c = 999 .. 0 in the body
+        ("for (int c = 0; c < m;) { s = s * 0.9f + 0.1f; c += 3; }", 334),  # 0, 3, .. 999
+        ("int c = m; while (--c >= 0) s = s * 0.9f + 0.1f;", 1000),  # tests 999 .. 0 pass
+        ("int c = m; do { s = s * 0.9f + 0.1f; } while (--c > 0);", 1000),  # 1 + 999 tests
+        ("int c = 8; do { s = s * 0.9f + 0.1f; } while (c >>= 1);", 4),  # 8, then 4, 2, 1
+        ("for (double c = 0.0; c <= 1.0; c += 0.001) s = s * 0.9f + 0.1f;", 1001),
+    ],
+)
+def test_loop_forms_counted_without_a_default(gpu, tmp_path: Path, loop: str, expected: int):  # type: ignore[no-untyped-def]
+    src = (
+        "__global__ void k(float *a, int n, int m) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  float s = a[i];\n"
+        f"  {loop}\n"
+        "  a[i] = s;\n"
+        "}\n"
+        "int main() { int n = 1 << 20; float *a; k<<<n / 256, 256>>>(a, n, 1000); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    [lp] = a.counts.loops
+    assert (lp.var, lp.trips) == ("c", pytest.approx(expected)), loop

@@ -79,7 +79,9 @@ class LoopWalker(CallWalker):
                 if src != "default":
                     n, source, var_name = trip, src, hdr.var
                     if node.type == "do_statement":
-                        n = max(n, 1.0)
+                        # the body runs before the first test: one more trip than the
+                        # tests that pass when the test steps the counter (``--c > 0``)
+                        n = n + 1.0 if hdr.pre_step else max(n, 1.0)
                     held = self.var(hdr.var) if hdr.var else None
                     descent = self.descent_width(hdr, held.val if held else None, n, body)
             if (

@@ -307,6 +307,13 @@ def while_header(node: Node) -> LoopHeader | None:
         if countdown is not None and op is not None and op.type == ">" and right is not None:
             # while (k-- > b): k - b trips
             return LoopHeader(countdown, None, right, ">", None, "-")
+        target = test_target(left)
+        stepped_left = step_of(left) if target is not None and left is not None else None
+        o = op.type if op is not None else ""
+        if stepped_left is not None and right is not None and o in ("<", "<=", ">", ">=", "!="):
+            # while (--y >= 0), do { ... } while (++i < n): stepped, then compared
+            var, step, step_op = stepped_left
+            return LoopHeader(var, None, right, o, step, step_op, pre_step=True)
     if c is not None and c.type == "identifier":
         # while (k) { ...; k >>= 1; }: halved down to zero
         h = body_update(body, text(c))
@@ -390,9 +397,20 @@ def loop_header(node: Node) -> LoopHeader | None:
             if left is not None and left.type == "assignment_expression":
                 var = text(left.child_by_field_name("left"))
                 start = left.child_by_field_name("right")
+    if update is None and var is not None and _countdown(cond) == var:
+        return LoopHeader(var, start, None, ">", None, "-")  # for (int i = m; i--; )
     if update is None:
-        return None
-    parsed = _header_update(update, text(cond) if cond is not None else "", declared, var)
+        # for (int r = 0; r < m;) { ...; r += 3; }: the body steps the counter
+        body = node.child_by_field_name("body")
+        if var is None and cond is not None and cond.type == "binary_expression":
+            left = cond.child_by_field_name("left")
+            var = text(left) if left is not None and left.type == "identifier" else None
+        stepped = body_update(body, var) if body is not None and var is not None else None
+        if stepped is None or var is None:
+            return None
+        parsed: tuple[str, Node | None, str] | None = (var, stepped[0], stepped[1])
+    else:
+        parsed = _header_update(update, text(cond) if cond is not None else "", declared, var)
     if parsed is None:
         return None
     uvar, step, step_op = parsed
@@ -602,7 +620,12 @@ def trips(
             return None
         span = bound - start
         if bound_op in ("<=", ">="):
-            span += 1 if s > 0 else -1
+            if exact:
+                # the counter's values start, start + s, ... up to the bound inclusive (a
+                # fractional step too: 0.0 to 1.0 by 0.001 is 1001 trips)
+                q = span / s
+                return float(math.floor(q + 1e-9) + 1) if q >= -1e-9 else 0.0
+            span += (1 if s > 0 else -1) if float(s).is_integer() else s
         n = span / s
         if exact:
             n = math.ceil(n - 1e-9)
