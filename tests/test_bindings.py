@@ -1032,6 +1032,24 @@ def test_device_limits_a_launch_queries_are_the_target_gpu_s(tmp_path: Path) -> 
         assert ctx.block == (lanes, 1, 1), gpu
 
 
+def test_an_argument_a_helper_converts_is_the_program_argument(tmp_path: Path) -> None:
+    # `int parse(const char *s) { return atoi(s); }` called with argv[1] ("2097152") and a
+    # `std::stoi(std::string(argv[2]))` ("100"): the grid is 2097152 / 256 = 8192 blocks and
+    # m is 100; a helper converting with strtol(s, NULL, 10) reads the same
+    for convert in ("atoi(s)", "(int)strtol(s, NULL, 10)"):
+        src = (
+            "__global__ void k(float *a, int n, int m) { a[threadIdx.x] = n + m; }\n"
+            f"int parse(const char *s) {{ return {convert}; }}\n"
+            "int main(int argc, char **argv) {\n"
+            "  int n = parse(argv[1]); int m = std::stoi(std::string(argv[2]));\n"
+            "  float *a; k<<<(n + 255) / 256, 256>>>(a, n, m);\n"
+            "}\n"
+        )
+        ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", args="2097152 100")
+        assert ctx.grid == (8192, 1, 1), convert
+        assert ctx.get("m") == 100
+
+
 def test_a_helper_searching_an_empty_command_line_finds_nothing(tmp_path: Path) -> None:
     # the CUDA samples' `if (checkCmdLineFlag(argc, (const char **)argv, "wA")) dimsA.x =
     # getCmdLineArgumentInt(...)`: run without arguments the flag is absent, dimsA.x keeps

@@ -143,3 +143,14 @@ def test_a_field_through_a_pointer_is_one_name() -> None:
     # ``p->n``, as the host binding records a store through a pointer parameter
     assert evaluate("p->n * 2 + q.m", {"p->n": "21", "q.m": "1"}) == 43
     assert evaluate("a - b", {"a": "3", "b": "1"}) == 2  # a minus, not an arrow
+
+
+def test_conversions_of_a_substituted_program_argument() -> None:
+    # atoi(argv[1]) inside a helper sees the argument's number: the integer conversions
+    # truncate it, the floating ones keep it; strto*'s end pointer and base are ignored
+    assert evaluate("atoi(100)") == 100
+    assert evaluate("std::stoi(std::string(100))") == 100
+    assert evaluate("strtol(42, NULL, 10)") == 42
+    assert evaluate("atoi(2.7)") == 2
+    assert evaluate("atof(2.5) * 2") == 5.0
+    assert evaluate("atoi(s)") is None  # a name with no value

@@ -91,6 +91,21 @@ _CASTS = {
     "signed",
     "const",
 }
+_INT_CONVERSIONS = (
+    *("atoi", "atol", "atoll", "stoi", "stol", "stoll", "stoul", "stoull"),
+    *("strtol", "strtoul", "strtoll", "strtoull"),
+)
+_FLOAT_CONVERSIONS = ("atof", "stof", "stod", "strtof", "strtod")
+
+
+def _to_int(x: float, *_rest: float) -> float:
+    return float(math.trunc(x))
+
+
+def _to_float(x: float, *_rest: float) -> float:
+    return x
+
+
 _FUNCS: dict[str, Callable[..., float]] = {
     **MATH_FUNCTIONS,
     "std::min": min,
@@ -102,6 +117,13 @@ _FUNCS: dict[str, Callable[..., float]] = {
     "fmax": max,
     "fminf": min,
     "fmaxf": max,
+    # conversions of a program argument already replaced by its number (``atoi(argv[1])``
+    # inside a helper ``parse(const char *s) { return atoi(s); }``, ``std::stoi(std::string(
+    # argv[2]))``): the number, truncated by the integer ones; strto*'s end pointer and base
+    # are ignored
+    **{f"{ns}{name}": _to_int for ns in ("", "std::") for name in _INT_CONVERSIONS},
+    **{f"{ns}{name}": _to_float for ns in ("", "std::") for name in _FLOAT_CONVERSIONS},
+    "std::string": lambda x: x,
 }
 _BINARY = [
     ("||",),
@@ -312,6 +334,8 @@ class _Parser:
                 raise _Fail from e
         if value in ("true", "false"):
             return int(value == "true")
+        if value in ("NULL", "nullptr"):
+            return 0
         every = None  # the value of each element of a vector filled with one value
         if self.peek() == ("op", "["):  # an element: ``sizes[1]`` is known as such
             key = value
