@@ -7,8 +7,16 @@ import math
 
 import pytest
 
-from roofline_lsp.estimate.value_domain import DATA, Val, fold_binary, fold_call
-from roofline_lsp.syntax.datatypes import FLOAT
+from roofline_lsp.estimate.value_domain import (
+    DATA,
+    NOTHING,
+    Val,
+    extreme_range,
+    fold_binary,
+    fold_call,
+    value_range,
+)
+from roofline_lsp.syntax.datatypes import FLOAT, INT
 
 EXACT: frozenset[str] = frozenset()
 MEAN = frozenset({"tx"})
@@ -52,3 +60,22 @@ def test_math_functions_of_constants_fold() -> None:
     assert fold_call("exp", [Val(FLOAT, frozenset(), 0.0)]) == 1.0
     assert fold_call("acos", [Val(FLOAT, frozenset({DATA}), -1.0)]) is None
     assert fold_call("acos", [Val(FLOAT, frozenset(), 2.0)]) is None  # no real value
+
+
+def test_a_value_read_from_memory_masked_or_wrapped_by_a_constant_is_bounded() -> None:
+    # bins[v & 255], bins[v % 64] of a v read from memory: [0, 255] and [0, 63]; other
+    # operators on it stay unknown
+    v = Val(INT, frozenset({DATA}))
+    assert value_range("&", v, Val(INT, NOTHING, 255.0)) == (0.0, 255.0)
+    assert value_range("%", v, Val(INT, NOTHING, 64.0)) == (0.0, 63.0)
+    assert value_range("+", v, Val(INT, NOTHING, 64.0)) is None
+
+
+def test_a_clamp_between_constants_bounds_what_it_clamps() -> None:
+    # min(max(bin, 0), 99) of a bin read from memory: the inner max is ("max", 0) -> [0, 99];
+    # max(min(bin, 99), 0) likewise; without the inner extreme, nothing is known
+    v = Val(INT, frozenset({DATA}))
+    hi, lo = Val(INT, NOTHING, 99.0), Val(INT, NOTHING, 0.0)
+    assert extreme_range("min", [v, hi], ("max", 0.0)) == (0.0, 99.0)
+    assert extreme_range("max", [v, lo], ("min", 99.0)) == (0.0, 99.0)
+    assert extreme_range("min", [v, hi]) is None

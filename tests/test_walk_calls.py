@@ -493,3 +493,19 @@ def test_atomics_at_every_scope_are_atomics(gpu, tmp_path: Path) -> None:  # typ
     assert sorted((x.index, x.kind) for x in a.counts.accesses) == [
         (str(k), "atomic") for k in range(5)
     ]
+
+
+def test_a_histogram_s_bins_are_the_range_its_index_is_kept_in(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # 2^22 threads each read a 4-byte key and add to a bin: idx & 255, idx % 64 and a clamp
+    # min(max(bin, 0), 99) keep the atomics in a few hundred bytes that L2 holds: DRAM is the
+    # keys, 16.8 MB, not a scattered 8 bytes per thread more (50.3 MB)
+    for index in ("idx[i] & 255", "idx[i] % 64", "min(max(idx[i] / 3, 0), 99)"):
+        src = (
+            "__global__ void k(const int *idx, unsigned *bins, int n) {\n"
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            f"  if (i < n) atomicAdd(&bins[{index}], 1u);\n"
+            "}\n"
+            "int main() { int n = 1 << 22; int *a; unsigned *b; k<<<n / 256, 256>>>(a, b, n); }\n"
+        )
+        a = count(gpu, tmp_path, src)
+        assert a.memory.kernel_bytes == pytest.approx(4 * 2**22, rel=0.01), index

@@ -271,9 +271,20 @@ def _bounds(v: Val) -> tuple[float, float] | None:
     return None
 
 
-def extreme_range(name: str, vals: list[Val]) -> tuple[float, float] | None:
+def extreme_range(
+    name: str, vals: list[Val], inner: tuple[str, float] | None = None
+) -> tuple[float, float] | None:
     """The interval of ``min(a, b)`` / ``max(a, b)`` of values with known intervals
-    (``max(0, diag - n)``, diag in [0, 126] and n = 64: [0, 62]); None otherwise."""
+    (``max(0, diag - n)``, diag in [0, 126] and n = 64: [0, 62]); None otherwise. ``inner``:
+    an argument that is itself the other extreme of a constant (``("max", 0)`` for
+    ``min(max(bin, 0), 99)``): a clamp, [0, 99] whatever the value clamped."""
+    if inner is not None and len(vals) == 2:
+        consts = [v.val for v in vals if v.val is not None and not v.deps]
+        pick_min = name in ("min", "umin")
+        if len(consts) == 1 and inner[0] == ("max" if pick_min else "min"):
+            lo, hi = (inner[1], consts[0]) if pick_min else (consts[0], inner[1])
+            if lo <= hi:
+                return (lo, hi)
     bounds = [_bounds(v) for v in vals]
     if len(bounds) < 2 or any(b is None for b in bounds) or all(v.rng is None for v in vals):
         return None
@@ -285,9 +296,9 @@ def extreme_range(name: str, vals: list[Val]) -> tuple[float, float] | None:
 
 def value_range(op: str, a: Val, b: Val) -> tuple[float, float] | None:
     """Interval arithmetic for integer index expressions (None when unknown)."""
-    if a.rng is None and b.rng is None:
-        return None
     ra, rb = _bounds(a), _bounds(b)
+    if a.rng is None and b.rng is None and not (op in ("%", "&") and ra is None):
+        return None
     if ra is None or rb is None:
         if op in ("%", "&") and rb is not None and rb[0] == rb[1] and rb[0] > 0:
             return (0.0, rb[0] - 1 if op == "%" else rb[0])

@@ -275,7 +275,9 @@ class CallWalker(GroupWalker):
                 val = fold_call(short, [Val(v.type, NOTHING, v.val) for v in vals])
             if val is None or deps:
                 self.add_int(costs.INT_INTRINSICS[short] * (2 if ty.size > 4 else 1), w)
-            rng = extreme_range(short, vals) if short in ("min", "max", "umin", "umax") else None
+            rng = None
+            if short in ("min", "max", "umin", "umax"):
+                rng = extreme_range(short, vals, self.inner_extreme(args))
             return Val(ty if ty.kind == "int" else INT, deps, val, rng=rng, slope=slope)
         base, prec = math_function(short, vals)
         if base is not None:
@@ -287,6 +289,24 @@ class CallWalker(GroupWalker):
         # unknown function: a small cost
         self.add_int(2.0, w)
         return Val(widest_type(vals) if vals else UNKNOWN, deps | {DATA})
+
+    def inner_extreme(self, args: list[Node]) -> tuple[str, float] | None:
+        """The argument of a ``min``/``max`` that is the other extreme of a constant
+        (``max(bin, 0)`` in ``min(max(bin, 0), 99)``): ``("max", 0.0)``, else None."""
+        for a in args:
+            while a.type == "parenthesized_expression" and a.named_child_count == 1:
+                a = a.named_children[0]
+            fn = a.child_by_field_name("function") if a.type == "call_expression" else None
+            inner = a.child_by_field_name("arguments")
+            name = text(fn).replace(" ", "").rsplit("::", 1)[-1] if fn is not None else ""
+            name = name[1:] if name in ("umin", "umax") else name
+            if name not in ("min", "max") or inner is None or len(inner.named_children) != 2:
+                continue
+            for c in inner.named_children:
+                v = self.expr_quiet(c)
+                if v.val is not None and not v.deps:
+                    return name, float(v.val)
+        return None
 
     def misread_cast(self, fn: Node | None, args: list[Node]) -> Val | None:
         """``(real)(i * h)`` with ``real`` a type name, which the grammar reads as a call of
