@@ -423,3 +423,28 @@ def test_an_element_that_is_a_pointer_to_a_struct_moves_a_pointer(gpu, tmp_path:
     )
     a = count(gpu, tmp_path, src, name="k.cu")
     assert sum(b.footprint for b in a.memory.buffers) == 2 * 2**24 * 8
+
+
+def test_a_field_of_consecutive_structs_reads_their_sectors(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # o[i] = p[i].x over 2^22 threads: a warp reading .x of 16-byte structs fetches every
+    # 32-byte sector of them, 16 B a thread (67.1 MB), plus o's 16.8 MB = 83.9 MB, not the
+    # 4 bytes of .x alone (33.6 MB). Three fields of 28-byte structs read the structs once
+    # (28 B a thread, not 3 x 28); .x of 68-byte structs a sector each (32 B a thread); through
+    # a pointer that moves with the thread as through a subscript
+    cases = (
+        ("float x, y, z, w;", "p[i].x", 16),
+        ("float x, y, z, vx, vy, vz, m;", "p[i].x + p[i].y + p[i].z", 28),
+        ("float v[16]; float x;", "p[i].x", 32),
+        ("float x, y, z, w;", "(p + i)->x", 16),
+    )
+    for fields, read, per_thread in cases:
+        src = (
+            f"struct P {{ {fields} }};\n"
+            "__global__ void k(const P *p, float *o, int n) {\n"
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            f"  if (i < n) o[i] = {read};\n"
+            "}\n"
+            "int main() { int n = 1 << 22; P *a; float *b; k<<<n / 256, 256>>>(a, b, n); }\n"
+        )
+        a = count(gpu, tmp_path, src)
+        assert a.memory.kernel_bytes == pytest.approx((per_thread + 4) * 2**22, rel=0.01), read

@@ -82,6 +82,12 @@ class BufferTraffic:
     # stride is
     uncoalesced: tuple[float, float] | None = None
     searched: float = 0.0  # of the bytes read, binary searches' probes missing L2
+    # a field of an array of structs read by consecutive threads from consecutive structs
+    # (``p[i].x``): the DRAM bytes of the sectors those reads fetch (up to a sector a
+    # thread: a warp reading ``.x`` of 16-byte structs fetches all of them) and of the
+    # structs they read; 0: not such a field
+    sector_loaded: float = 0.0
+    struct_loaded: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -215,6 +221,8 @@ def estimate_traffic(
             walked_buffers.add(name)
         loaded = max(foot_l, sectors.total("load"))
         stored = max(foot_s, sectors.total("store"))
+        gap = max((a.lane_bytes or 0.0 for a in accs), default=0.0)
+        structs = foot_l / elem if "." in name and gap > elem else 0.0  # structs read
         buffers.append(
             BufferTraffic(
                 name,
@@ -226,6 +234,8 @@ def estimate_traffic(
                 refs_l,
                 (loaded - foot_l, stored - foot_s) if sectors.strided else None,
                 probes,
+                structs * min(gap, model.sector),
+                structs * gap,
             )
         )
     buffers = _merge_fields(buffers)
@@ -549,21 +559,32 @@ def _local_memory(
 
 def _merge_fields(buffers: list[BufferTraffic]) -> list[BufferTraffic]:
     """``b`` (whole elements) and ``b.x``, ``b.m`` (fields) are one buffer: its traffic is
-    the larger of the whole-element traffic and the sum over the fields touched."""
+    the larger of the whole-element traffic and the sum over the fields touched. Fields that
+    consecutive threads read from consecutive structs read whole sectors: up to a sector per
+    field and thread, and at most the structs themselves (``.x`` of 16-byte structs: 16
+    bytes a thread; ``.x``, ``.y``, ``.z`` of 28-byte ones: 28)."""
     groups: dict[str, list[BufferTraffic]] = {}
     for b in buffers:
         groups.setdefault(b.buffer.split(".", 1)[0], []).append(b)
     out = []
     for base, group in groups.items():
-        if len(group) == 1:
-            out.append(group[0])
-            continue
         whole = [b for b in group if b.buffer == base]
         fields = [b for b in group if b.buffer != base]
+        if len(group) == 1 and not any(b.struct_loaded for b in fields):
+            out.append(group[0])
+            continue
+        field_loaded = sum(b.loaded for b in fields)
+        if any(b.struct_loaded for b in fields):
+            # the sectors fetched, at most the structs they lie in
+            sectors = sum(b.sector_loaded for b in fields)
+            every = max(b.struct_loaded for b in fields)
+            plain = sum(b.loaded for b in fields if not b.struct_loaded)
+            field_loaded = max(field_loaded, plain + min(sectors, every))
         picked = [
             max(sum(getattr(b, a) for b in whole), sum(getattr(b, a) for b in fields))
             for a in ("footprint", "loaded", "stored")
         ]
+        picked[1] = max(sum(b.loaded for b in whole), field_loaded)
         out.append(
             BufferTraffic(
                 base,

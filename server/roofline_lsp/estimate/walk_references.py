@@ -523,6 +523,11 @@ class ReferenceWalker(BranchWalker):
             if kind == "address":
                 return Val(ft.pointer_to(), base.deps, None, base.buffer, base.space)
             if base.type.pointer:
+                # q->x with q = p + i: consecutive threads' structs a struct's size apart
+                slope = lane_slope(base, self.par.lane)
+                whole = (
+                    self.inputs.struct_sizes.get(st.name, 0) if st.kind == "unknown" else st.size
+                )
                 self.record(
                     (base.buffer or text(arg)) + "." + fname,
                     base.space or "global",
@@ -530,6 +535,7 @@ class ReferenceWalker(BranchWalker):
                     kind,
                     base.deps,
                     "->",
+                    lane_bytes=abs(slope) * whole if slope and whole else None,
                 )
             if kind == "load" and arg.type == "identifier" and not ft.pointer:
                 host = self.host_value(text(arg), f"{text(arg)}->{fname}")
