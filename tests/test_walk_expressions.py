@@ -9,7 +9,6 @@ import pytest
 from counting_helpers import LAUNCH, count, detected
 
 from roofline_lsp.detect.kernels import detect
-from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.roofline import Inputs, analyze
 from roofline_lsp.model.config import Config
 from roofline_lsp.syntax.declarations import Declarations, declarations
@@ -647,25 +646,3 @@ def test_a_sign_change_stored_as_it_is_costs_one_flop(gpu, tmp_path: Path) -> No
     )
     assert a.counts.flops["fp64"] == pytest.approx(3)
     assert a.counts.flops["fp32"] == pytest.approx(1)
-
-
-def test_a_divisor_only_the_run_gives_costs_a_division_sequence(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    # i / n with n = 512 from the launch: the compiler sees a parameter, not 512, and emits
-    # the 20-op division sequence; by a macro (N), a const global (W) or a const local set
-    # from a number (c) it multiplies: 2 ops for a power of two, where i / n costs 18 more
-    def ints(divisor: str) -> float:
-        src = (
-            "#define N 512\n"
-            "const int W = 512;\n"
-            "__global__ void k(int *x, int n) {\n"
-            "  const int c = 512;\n"
-            "  int i = threadIdx.x;\n"
-            f"  x[i] = i / {divisor};\n"
-            "}\n"
-            "int main() { int *x; k<<<1, 256>>>(x, 512); }\n"
-        )
-        return count(gpu, tmp_path, src).counts.int_ops
-
-    constant = ints("N")
-    assert ints("W") == ints("c") == ints("(N / 2 * 2)") == constant
-    assert ints("n") - constant == pytest.approx(costs.INT_DIV_VAR - costs.INT_DIV_POW2 * 0.5)

@@ -493,35 +493,6 @@ class ExpressionWalker(ReferenceWalker):
         finally:
             self.cursor.narrowed = saved
 
-    def compile_time(self, node: Node) -> bool:
-        """Whether the compiler sees ``node``'s value: literals, ``sizeof``, macros and the
-        file's named constants, ``const`` locals set from a number, template parameters and
-        what is computed from them alone."""
-        t = node.type
-        if t in ("number_literal", "char_literal", "true", "false", "sizeof_expression"):
-            return True
-        if t == "identifier":
-            name = text(node)
-            if self.var(name) is not None:
-                return name in self.inputs.literal_constants or name in self.inputs.template_names
-            m = self.inputs.macros.get(name)
-            return (
-                name in self.inputs.constants
-                or name in self.inputs.template_names
-                or name == "warpSize"
-                or (m is not None and m[0] is None)
-            )
-        if t in (
-            "parenthesized_expression",
-            "binary_expression",
-            "unary_expression",
-            "cast_expression",
-            "conditional_expression",
-        ):
-            kids = [c for c in node.named_children if c.type != "type_descriptor"]
-            return bool(kids) and all(self.compile_time(c) for c in kids)
-        return False
-
     def float_operand(self, node: Node, v: Val) -> bool:
         """An operand of a double operation that is a float widened, or a constant the
         compiler sees (a literal, a macro or named constant) exact in float; not a value
@@ -595,10 +566,7 @@ class ExpressionWalker(ReferenceWalker):
         if op == "*":
             return costs.INT_OP * (wide if wide == 1 else 3.0)
         if op in ("/", "%"):
-            # the compiler divides by a constant it sees (a literal, a macro, a named or
-            # template constant) with a multiply; a value only the run gives (a kernel's or
-            # an offload region's argument the host sets) takes the division sequence
-            d = b.val if not b.deps and self.compile_time(right) else None
+            d = b.val if not b.deps else None
             if d is not None and is_pow2(d):
                 return costs.INT_DIV_POW2 * wide * 0.5
             if d is not None:
