@@ -29,6 +29,7 @@ from roofline_lsp.estimate.walk_groups import WARP
 from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import FLOAT, INT
 from roofline_lsp.syntax.expr import (
+    FLIPPED,
     LoopHeader,
     body_update,
     condition_expr,
@@ -46,9 +47,6 @@ from roofline_lsp.syntax.expr import (
     while_header,
 )
 from roofline_lsp.syntax.hints import loop_trips_hint
-
-# a comparison read from the other side (``m >= j * j`` is ``j * j <= m``)
-_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
 
 
 class LoopWalker(CallWalker):
@@ -256,12 +254,12 @@ class LoopWalker(CallWalker):
         op = cond.child_by_field_name("operator")
         left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
         o = op.type if op is not None else ""
-        if left is None or right is None or o not in _FLIPPED:
+        if left is None or right is None or o not in FLIPPED:
             return None
         in_left, in_right = hdr.var in identifiers(left), hdr.var in identifiers(right)
         if in_left == in_right:
             return None
-        side, other, o = (left, right, o) if in_left else (right, left, _FLIPPED[o])
+        side, other, o = (left, right, o) if in_left else (right, left, FLIPPED[o])
         bound = self.expr_quiet(other)
         start = self.expr_quiet(hdr.start).val if hdr.start is not None else var.val
         step = self.step_value(hdr)

@@ -214,6 +214,12 @@ def _has_float(node: Node) -> bool:
     return any(c.type == "number_literal" and is_float_literal(c) for c in node.named_children)
 
 
+# a comparison read from the other side (``n > i`` is ``i < n``)
+FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
+# the test a loop continues on, from the one its leading ``if (...) break;`` exits on
+_NEGATED = {">=": "<", ">": "<=", "<": ">=", "<=": ">", "==": "!="}
+
+
 @dataclass(frozen=True)
 class LoopHeader:
     """What a ``for`` header says: the loop variable, its start, bound and step."""
@@ -336,7 +342,7 @@ def while_header(node: Node) -> LoopHeader | None:
     right = c.child_by_field_name("right")
     if left is None or right is None:
         return None
-    flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[o]
+    flipped = FLIPPED[o]
     for var_node, bound, bound_op in ((left, right, o), (right, left, flipped)):
         # the side the body steps is the counter (``while (i < n)``, ``if (m <= t) break;``)
         h = body_update(body, text(var_node)) if var_node.type == "identifier" else None
@@ -448,7 +454,7 @@ def loop_header(node: Node) -> LoopHeader | None:
                 bound, bound_op = right, o
             elif text(right) == var:
                 bound = left
-                bound_op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[o]
+                bound_op = FLIPPED[o]
         break
     if negated and bound is None:
         return None
@@ -458,10 +464,6 @@ def loop_header(node: Node) -> LoopHeader | None:
         if step_op in (">>", "/"):
             return LoopHeader(var, start, None, ">", step, step_op)
     return LoopHeader(var, start, bound, bound_op, step, step_op)
-
-
-# the test a loop continues on, from the one its leading ``if (...) break;`` exits on
-_NEGATED = {">=": "<", ">": "<=", "<": ">=", "<=": ">", "==": "!="}
 
 
 def always_true(c: Node) -> bool:
