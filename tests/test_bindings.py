@@ -1050,6 +1050,24 @@ def test_an_argument_a_helper_converts_is_the_program_argument(tmp_path: Path) -
         assert ctx.get("m") == 100
 
 
+def test_a_listed_vector_of_sizes_is_known_element_by_element(tmp_path: Path) -> None:
+    # std::vector<int> sizes = {2097152, 4096} swept by a range-for or an index loop: the
+    # first launch is 2097152 / 256 = 8192 blocks; sizes.size() is 2
+    for loop in (
+        "for (int n : sizes) k<<<(n + 255) / 256, 256>>>(a, n);",
+        "for (size_t s = 0; s < sizes.size(); s++)"
+        " k<<<(sizes[s] + 255) / 256, 256>>>(a, sizes[s]);",
+    ):
+        src = (
+            "#include <vector>\n"
+            "__global__ void k(float *a, int n) { a[threadIdx.x] = n; }\n"
+            f"int main() {{ std::vector<int> sizes = {{2097152, 4096}}; float *a; {loop} }}\n"
+        )
+        ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu")
+        assert ctx.grid == (8192, 1, 1), loop
+        assert ctx.get("sizes.size()") == 2
+
+
 def test_a_helper_searching_an_empty_command_line_finds_nothing(tmp_path: Path) -> None:
     # the CUDA samples' `if (checkCmdLineFlag(argc, (const char **)argv, "wA")) dimsA.x =
     # getCmdLineArgumentInt(...)`: run without arguments the flag is absent, dimsA.x keeps

@@ -1001,15 +1001,19 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
                         ctx, fn, name, ty, v, argv, listed
                     ):
                         continue
+                    listed_vector = "vector<" in ty.replace(" ", "")
                     if (
                         v.type == "initializer_list"
                         and array is not None
-                        and (array.type == "array_declarator" or "array<" in ty)
+                        and (array.type == "array_declarator" or "array<" in ty or listed_vector)
                         and len(inner) <= _ARRAY_VALUES
                     ):
-                        # const int sizes[] = {256, 1024}: sizes[1] is 1024 (a std::array too)
+                        # const int sizes[] = {256, 1024}: sizes[1] is 1024 (a std::array and
+                        # a std::vector listed so too, whose size() is the list's length)
                         for i, element in enumerate(inner):
                             _assign(ctx, f"{name}[{i}]", text(element), argv)
+                        if listed_vector:
+                            _assign(ctx, f"{name}.size()", str(len(inner)), argv)
                         continue
                     if "vector" in ty and v.type == "argument_list" and inner:
                         # std::vector<float> w(m): w.size() is m; w(m, 1.f): each is 1
