@@ -297,12 +297,10 @@ def extreme_range(
 def value_range(op: str, a: Val, b: Val) -> tuple[float, float] | None:
     """Interval arithmetic for integer index expressions (None when unknown)."""
     ra, rb = _bounds(a), _bounds(b)
-    if a.rng is None and b.rng is None and not (op in ("%", "&") and ra is None):
-        return None
-    if ra is None or rb is None:
-        if op in ("%", "&") and rb is not None and rb[0] == rb[1] and rb[0] > 0:
-            return (0.0, rb[0] - 1 if op == "%" else rb[0])
-        return None
+    if ra is None or rb is None or (a.rng is None and b.rng is None):
+        # an unknown value masked or wrapped by a positive constant (``v & 255``, ``v % 64``)
+        masked = op in ("%", "&") and ra is None and rb is not None and rb[0] == rb[1] > 0
+        return (0.0, rb[0] - 1 if op == "%" else rb[0]) if masked and rb else None
     (a0, a1), (b0, b1) = ra, rb
     try:
         if op == "+":

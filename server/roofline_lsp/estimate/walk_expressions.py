@@ -294,15 +294,6 @@ class ExpressionWalker(ReferenceWalker):
         ty = self.expr_quiet(vn).type
         return self.type_bytes(ty) if ty.kind != "unknown" or ty.pointer else 4.0
 
-    def type_bytes(self, ty: DataType) -> float:
-        """The bytes of a value of type ``ty`` (a pointer's 8, a struct the program declares
-        by its size)."""
-        if ty.pointer:
-            return 8.0
-        if ty.kind == "unknown" and ty.name in self.inputs.struct_sizes:
-            return float(self.inputs.struct_sizes[ty.name])
-        return float(ty.size)
-
     def cast(self, ty: DataType, value: Node) -> Val:
         """``(ty) value``: the value converted (an integer truncated)."""
         v = self.stored_as(value, ty)

@@ -129,13 +129,7 @@ class ReferenceWalker(BranchWalker):
         # pointer tables (float **p; p[i][j]) load the row pointer too
         if levels >= 2 and bt.pointer - arrdims >= 2 and space == "global":
             self.record((buffer or "?") + "[]", "global", 8, "load", deps, "|".join(key_parts[:1]))
-        elem = elem_t.size if not elem_t.pointer else 8  # a pointer, whatever it points to
-        if (
-            not elem_t.pointer
-            and elem_t.kind == "unknown"
-            and elem_t.name in self.inputs.struct_sizes
-        ):
-            elem = self.inputs.struct_sizes[elem_t.name]
+        elem = int(self.type_bytes(elem_t))  # a pointer's 8, whatever it points to
         stride = self.lane_stride(idx_vals, base)
         if stride and self.cursor.pinned_lane:
             stride = APART  # the lanes taking the branch are apart: a sector each
@@ -525,9 +519,7 @@ class ReferenceWalker(BranchWalker):
             if base.type.pointer:
                 # q->x with q = p + i: consecutive threads' structs a struct's size apart
                 slope = lane_slope(base, self.par.lane)
-                whole = (
-                    self.inputs.struct_sizes.get(st.name, 0) if st.kind == "unknown" else st.size
-                )
+                whole = self.struct_size(st)
                 self.record(
                     (base.buffer or text(arg)) + "." + fname,
                     base.space or "global",
@@ -551,7 +543,7 @@ class ReferenceWalker(BranchWalker):
             ft = self.field_type(st, fname)
             if kind == "address":
                 return Val(ft.pointer_to(), inner.deps, None, inner.buffer, inner.space)
-            whole = self.inputs.struct_sizes.get(st.name, 0) if st.kind == "unknown" else st.size
+            whole = self.struct_size(st)
             self.record(
                 (inner.buffer or "?") + "." + fname,
                 inner.space or "global",

@@ -613,6 +613,20 @@ class WalkerBase:
             return None
         return template_instance(full, self.inputs.struct_templates, self.inputs.member_types)
 
+    def type_bytes(self, ty: DataType) -> float:
+        """The bytes of a value of type ``ty`` (a pointer's 8, a struct the program declares
+        by its size)."""
+        if ty.pointer:
+            return 8.0
+        if ty.kind == "unknown" and ty.name in self.inputs.struct_sizes:
+            return float(self.inputs.struct_sizes[ty.name])
+        return float(ty.size)
+
+    def struct_size(self, st: DataType) -> int:
+        """The bytes of one ``st`` that holds a field (0: a struct the program does not
+        declare), how far apart consecutive threads' structs lie in ``p[i].x``."""
+        return self.inputs.struct_sizes.get(st.name, 0) if st.kind == "unknown" else st.size
+
     def lookup_num(self, s: str) -> float | None:
         """A number written out (``64``, ``0x40``) or a host value (``N``, ``n / 2``)."""
         try:
