@@ -815,6 +815,9 @@ def test_a_counter_inside_its_test_is_stepped_to_it(gpu, tmp_path: Path) -> None
         ("int c = m; do { s = s * 0.9f + 0.1f; } while (--c > 0);", 1000),  # 1 + 999 tests
         ("int c = 8; do { s = s * 0.9f + 0.1f; } while (c >>= 1);", 4),  # 8, then 4, 2, 1
         ("for (double c = 0.0; c <= 1.0; c += 0.001) s = s * 0.9f + 0.1f;", 1001),
+        # two counters closing in: (0, 999), (1, 998) .. (499, 500), then c == e fails
+        ("for (int c = 0, e = m - 1; c < e; c++, e--) s = s * 0.9f + 0.1f;", 500),
+        ("int c = 0, e = m; while (c < e) { s = s * 0.9f + 0.1f; c += 2; e -= 3; }", 200),
     ],
 )
 def test_loop_forms_counted_without_a_default(gpu, tmp_path: Path, loop: str, expected: int):  # type: ignore[no-untyped-def]
@@ -831,3 +834,47 @@ def test_loop_forms_counted_without_a_default(gpu, tmp_path: Path, loop: str, ex
     a = count(gpu, tmp_path, src)
     [lp] = a.counts.loops
     assert (lp.var, lp.trips) == ("c", pytest.approx(expected)), loop
+
+
+def test_a_loop_tested_through_a_warp_vote_counts_the_lane_s_test(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # for (v = tid; __any_sync(~0, v < n); v += threads) with n = 2^20 and 1024 x 256 =
+    # 262,144 threads: the warp runs while any lane's v < n, 2^20 / 262,144 = 4 trips, as the
+    # plain grid-stride loop; likewise `while (__all_sync(~0, v < n))` (4 trips)
+    src = (
+        "__global__ void k(const float *a, float *b, int n) {\n"
+        "  int t = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  for (int v = t; __any_sync(0xffffffff, v < n); v += gridDim.x * blockDim.x)\n"
+        "    if (v < n) b[v] = a[v];\n"
+        "  int w = t;\n"
+        "  while (__all_sync(0xffffffff, (w < n))) { b[w] += 1.0f; w += gridDim.x * blockDim.x; }\n"
+        "}\n"
+        "int main() { int n = 1 << 20; float *a, *b; k<<<1024, 256>>>(a, b, n); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert {lp.var: (lp.trips, lp.source) for lp in a.counts.loops} == {
+        "v": (pytest.approx(4), "grid-stride"),
+        "w": (pytest.approx(4), "grid-stride"),
+    }
+
+
+def test_an_unknown_count_stays_under_the_min_that_bounds_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # m is unknown (no launch gives it): `j < min(6, m)` runs at most 6 trips and
+    # `q <= std::min(m, 3)` from 1 at most 3, not the 16 assumed for an unknown count;
+    # `r < min(64, m)` may run 64, so the assumed 16 stands. Each body: one FMA (2 FLOP)
+    src = (
+        "__global__ void k(float *a, int n, int m) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float s = a[i];\n"
+        "  for (int j = 0; j < min(6, m); j++) s = s * 0.9f + 0.1f;\n"
+        "  for (int q = 1; q <= std::min(m, 3); q++) s = s * 0.9f + 0.1f;\n"
+        "  for (int r = 0; r < min(64, m); r++) s = s * 0.9f + 0.1f;\n"
+        "  a[i] = s;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(1024, 1, 1))
+    assert {lp.var: (lp.trips, lp.source) for lp in a.counts.loops} == {
+        "j": (6, "default"),
+        "q": (3, "default"),
+        "r": (16, "default"),
+    }
+    assert a.counts.flops["fp32"] == pytest.approx(2 * (6 + 3 + 16))

@@ -584,6 +584,11 @@ class LoopWalker(CallWalker):
             sv, sdeps = start.val, start.deps
         bound = self.expr_quiet(hdr.bound) if hdr.bound is not None else Val(INT, NOTHING, 0.0)
         step = self.expr_quiet(hdr.step) if hdr.step is not None else Val(INT, NOTHING, 1.0)
+        if hdr.closing is not None and step.val is not None:
+            # i < j with i++, j--: the gap between the counters closes by both steps
+            other = self.expr_quiet(hdr.closing)
+            total = None if other.val is None else step.val + other.val
+            step = Val(step.type, step.deps | other.deps, total)
         if (DATA in bound.deps or DATA in sdeps) and loop is not None:
             average = self.row_average(hdr, loop)
             if average is not None:
@@ -593,7 +598,9 @@ class LoopWalker(CallWalker):
                 mean = sampled_trips(hdr, loop, self.expr_quiet)
                 if mean is not None:
                     return min(mean, 1e9), "mean over the threads", sv
-            return self.default(self.inputs.settings.default_trips), "default", sv
+            assumed = self.default(self.inputs.settings.default_trips)
+            cap = None if sdeps else self.capped_trips(hdr, sv, step.val)
+            return (assumed if cap is None else float(min(assumed, cap))), "default", sv
         if DATA in bound.deps or DATA in step.deps or DATA in sdeps:
             return self.default(self.inputs.settings.default_trips), "default", sv
         varying = bool(sdeps or bound.deps or step.deps)
@@ -621,6 +628,30 @@ class LoopWalker(CallWalker):
         if n > 1e9:
             n = 1e9
         return n, source, sv
+
+    def capped_trips(
+        self, hdr: LoopHeader, start: float | None, step: float | None
+    ) -> float | None:
+        """The most trips a loop counting up to a ``min`` can run when only some of its
+        arguments are known (``j < min(8, n)``: at most 8), else None. The default assumed
+        for the unknown count is kept below that."""
+        if start is None or step is None or hdr.step_op != "+" or hdr.bound is None:
+            return None
+        if hdr.bound_op not in ("<", "<="):
+            return None
+        b = unparenthesized(hdr.bound)
+        fn = b.child_by_field_name("function") if b.type == "call_expression" else None
+        args = b.child_by_field_name("arguments")
+        if fn is None or args is None or text(fn).rsplit("::", 1)[-1] not in MIN_CALLS:
+            return None
+        known = [
+            v.val
+            for a in args.named_children
+            if (v := self.expr_quiet(a)).val is not None and DATA not in v.deps
+        ]
+        if not known:
+            return None
+        return trips(start, min(known), hdr.bound_op, step, "+")
 
     def row_average(self, hdr: LoopHeader, loop: Node) -> float | None:
         """A loop over one row of a compressed layout (``row_ranges.py``): the items over
@@ -708,6 +739,8 @@ class LoopWalker(CallWalker):
 
 
 _LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "for_range_loop"})
+# the calls whose value is at most each of their arguments
+MIN_CALLS = frozenset({"min", "umin", "llmin", "ullmin", "fminf", "fmin"})
 
 
 def hinted_trips(loop: Node) -> float | None:

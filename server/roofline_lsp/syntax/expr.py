@@ -231,6 +231,9 @@ class LoopHeader:
     step: Node | None  # None: +/-1
     step_op: str  # "+", "-", "*", "/", "<<", ">>"
     pre_step: bool = False  # the step comes before the test: ``while (k >>= 1)``, ``--k``
+    # the step of a second counter the bound is, moving the other way (``i < j`` with
+    # ``i++, j--``): the gap closes by both steps a trip
+    closing: Node | None = None
 
 
 def condition_expr(stmt: Node) -> Node | None:
@@ -243,6 +246,23 @@ def condition_expr(stmt: Node) -> Node | None:
     while c is not None and c.type == "parenthesized_expression" and c.named_children:
         c = c.named_children[0]
     return c
+
+
+# warp votes whose last argument is each lane's test: a loop on ``__any_sync(mask, v < n)``
+# runs, for the warp, until no lane's test holds (as long as its longest lane's loop)
+_VOTES = frozenset(["__any_sync", "__all_sync", "__ballot_sync", "__any", "__all", "__ballot"])
+
+
+def lane_test(c: Node | None) -> Node | None:
+    """The lane's own test inside a warp vote (``v < n`` in ``__any_sync(~0, v < n)``), else
+    ``c`` itself."""
+    if c is None or c.type != "call_expression":
+        return c
+    fn = c.child_by_field_name("function")
+    args = c.child_by_field_name("arguments")
+    if fn is None or args is None or text(fn) not in _VOTES or not args.named_children:
+        return c
+    return unparenthesized(args.named_children[-1])
 
 
 def test_target(c: Node | None) -> Node | None:
@@ -294,7 +314,7 @@ def while_header(node: Node) -> LoopHeader | None:
     body = node.child_by_field_name("body")
     if node.child_by_field_name("condition") is None or body is None:
         return None
-    c = condition_expr(node)
+    c = lane_test(condition_expr(node))
     countdown = _countdown(c)
     if countdown is not None:
         # while (k--): k trips, the test counting down to zero
@@ -347,7 +367,12 @@ def while_header(node: Node) -> LoopHeader | None:
         # the side the body steps is the counter (``while (i < n)``, ``if (m <= t) break;``)
         h = body_update(body, text(var_node)) if var_node.type == "identifier" else None
         if h is not None:
-            return LoopHeader(text(var_node), None, bound, bound_op, h[0], h[1])
+            # while (lo < hi) { ...; lo++; hi--; }: the other side steps the other way
+            other = body_update(body, text(bound)) if bound.type == "identifier" else None
+            closing = None
+            if other is not None and {h[1], other[1]} == {"+", "-"}:
+                closing = other[0] if other[0] is not None else expression("1")
+            return LoopHeader(text(var_node), None, bound, bound_op, h[0], h[1], closing=closing)
     return None
 
 
@@ -428,7 +453,7 @@ def loop_header(node: Node) -> LoopHeader | None:
         var, start = uvar, declared[uvar]
     bound: Node | None = None
     bound_op = "<"
-    c = cond
+    c = lane_test(cond)
     negated = False
     if cond is None or always_true(cond):
         # for (j = 0;; j++) { if (j >= m) break; ... }: the exit test opens the body
@@ -458,12 +483,27 @@ def loop_header(node: Node) -> LoopHeader | None:
         break
     if negated and bound is None:
         return None
+    closing = _closing_step(update, bound, step_op)
     if c is not None and c.type == "identifier" and text(c) == var:
         bound_op = "!="  # for (i = n; i; i >>= 1)
         bound = None
         if step_op in (">>", "/"):
             return LoopHeader(var, start, None, ">", step, step_op)
-    return LoopHeader(var, start, bound, bound_op, step, step_op)
+    return LoopHeader(var, start, bound, bound_op, step, step_op, closing=closing)
+
+
+def _closing_step(update: Node | None, bound: Node | None, step_op: str) -> Node | None:
+    """The step of the second counter a loop's bound is when it moves the other way
+    (``for (i = 0, j = n - 1; i < j; i++, j--)``: ``j--``, a step of 1), else None."""
+    if update is None or bound is None or bound.type != "identifier" or step_op not in ("+", "-"):
+        return None
+    for other in (step_of(u) for u in comma_parts(update)):
+        if other is None or other[0] != text(bound) or other[2] not in ("+", "-"):
+            continue
+        if other[2] == step_op:
+            return None  # both counters move the same way: the gap does not close
+        return other[1] if other[1] is not None else expression("1")
+    return None
 
 
 def always_true(c: Node) -> bool:
