@@ -53,6 +53,39 @@ def test_sizeof_a_file_scope_array_in_main_is_its_bytes(gpu, tmp_path: Path) -> 
     assert sum(b.footprint for b in a.memory.buffers) == pytest.approx(2 * 4 * 2**20)
 
 
+@pytest.mark.parametrize(
+    ("table", "loop_bound", "launch_arg"),
+    [
+        # an array sized by its initializer has as many elements as the list: 5 (before:
+        # sizeof(w) was a pointer's 8 bytes, 8 / 4 = 2 trips), in the kernel's scope, at
+        # file scope and in main, where the length is a launch argument
+        ("", "(int)(sizeof(w) / sizeof(w[0]))", "0"),
+        ("__constant__ float c[] = {1, 2, 3, 4, 5};\n", "(int)(sizeof(c) / sizeof(c[0]))", "0"),
+        ("", "m", "sizeof(h) / sizeof(h[0])"),
+    ],
+)
+def test_the_length_of_an_array_sized_by_its_initializer(  # type: ignore[no-untyped-def]
+    gpu, tmp_path: Path, table: str, loop_bound: str, launch_arg: str
+) -> None:
+    src = (
+        f"{table}"
+        "__global__ void k(float *a, int m) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  const float w[] = {1, 2, 3, 4, 5};\n"
+        "  float s = a[i];\n"
+        f"  for (int j = 0; j < {loop_bound}; j++) s = s * w[j] + 1.0f;\n"
+        "  a[i] = s;\n"
+        "}\n"
+        "int main() {\n"
+        "  int h[] = {10, 20, 30, 40, 50};\n"
+        "  float *a;\n"
+        f"  k<<<1024, 256>>>(a, {launch_arg});\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert [(lp.var, lp.trips) for lp in a.counts.loops] == [("j", 5)]
+
+
 def test_a_mode_chosen_by_comparing_an_argument_with_a_text(tmp_path: Path) -> None:
     # ``./sort r`` sorts 2^20 random numbers, ``./sort data.txt`` counts a file's: the strcmp
     # decides the branch (either argument order); no argument given: nothing decides it

@@ -193,7 +193,7 @@ class HostContext:
             t = _device_property(name, self.device)
         if t is not None and "sizeof" in t:
             # a constant sized in bytes (``const int DATA_SIZE = dataN * sizeof(float)``)
-            t = substitute_host(t, [], self.types, self.struct_sizes, self.extents)
+            t = self.host_text(t, [])
         v = evaluate(t, _Env(self), functions=self.functions) if t is not None else None
         if v is not None and (math.isnan(v) or math.isinf(v)):
             v = None
@@ -217,6 +217,11 @@ class HostContext:
     def eval_text(self, expr: str) -> float | None:
         v = self.eval_value(expr)
         return float(v) if v is not None else None
+
+    def host_text(self, expr: str, argv: list[str]) -> str:
+        """``expr`` with the program arguments and ``sizeof`` substituted
+        (:func:`substitute_host`, with this context's types, record sizes and arrays)."""
+        return substitute_host(expr, argv, self.types, self.struct_sizes, self.extents)
 
     def eval_value(self, expr: str) -> int | float | None:
         """``eval_text``, an integer staying an integer."""
@@ -749,7 +754,7 @@ def _member_values(
                 if ctor is not None:
                     _run_method(
                         ctor,
-                        [sub.eval_value(substitute_host(a, argv, sub.types)) for a in args],
+                        [sub.eval_value(sub.host_text(a, argv)) for a in args],
                         inner,
                         argv,
                     )
@@ -808,7 +813,7 @@ def _object_updates(
             for sep in (".", "->"):
                 field_ = left[len(obj) + len(sep) :] if left.startswith(obj + sep) else ""
                 if field_ and right is not None and NAME.fullmatch(field_):
-                    v = scope.eval_value(substitute_host(text(right), argv, scope.types))
+                    v = scope.eval_value(scope.host_text(text(right), argv))
                     members.texts[field_] = repr(v) if v is not None and depth == 0 else ""
                     members._cache.clear()
         elif e.type == "call_expression":
@@ -825,8 +830,7 @@ def _object_updates(
                 continue
             before_call = dict(members.texts)
             values = [
-                scope.eval_value(substitute_host(text(a), argv, scope.types))
-                for a in arguments.named_children
+                scope.eval_value(scope.host_text(text(a), argv)) for a in arguments.named_children
             ]
             _run_method(method, values, members, argv)
             if depth > 0:
@@ -1368,7 +1372,7 @@ def _call_effects(
     sub.texts.update(constants)  # a callee in another file: that file's constants
     sub.texts.update(ctx.texts)
     caller = dict(ctx.texts) | dict(held or {})
-    values = [ctx.eval_value(substitute_host(a, argv, ctx.types)) for a in args]
+    values = [ctx.eval_value(ctx.host_text(a, argv)) for a in args]
     # a struct passed by address (``init(&cfg)``) or as a pointer variable (``init(p)``):
     # what the caller knows of its fields, through the parameter (``cfg.n`` as ``c->n``);
     # a variable passed by address (``getLevels(n, &levels)``): ``pointers``
@@ -1947,11 +1951,11 @@ def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bo
         if p.type == "if_statement" and child != p.child_by_field_name("condition"):
             cond = p.child_by_field_name("condition")
             cond_text = inner_text(text(cond)) if cond is not None else ""
-            v = ctx.eval_text(substitute_host(cond_text, argv, ctx.types)) if cond_text else None
+            v = ctx.eval_text(ctx.host_text(cond_text, argv)) if cond_text else None
             if v is None and not argv and "argv" in cond_text:
                 # run without arguments, a helper searching them (``checkCmdLineFlag(argc,
                 # argv, "wA")``) finds none
-                v = ctx.eval_text(substitute_host(_no_options(cond_text), argv, ctx.types))
+                v = ctx.eval_text(ctx.host_text(_no_options(cond_text), argv))
             if v is None:
                 taken = None
             else:
@@ -1987,7 +1991,7 @@ def _case_runs(case: Node, ctx: HostContext, argv: list[str]) -> bool | None:
     if body is None or switch is None or switch.type != "switch_statement":
         return None
     cond = switch.child_by_field_name("condition")
-    v = ctx.eval_text(substitute_host(inner_text(text(cond)), argv, ctx.types)) if cond else None
+    v = ctx.eval_text(ctx.host_text(inner_text(text(cond)), argv)) if cond else None
     if v is None:
         return None
     cases = [c for c in body.named_children if c.type == "case_statement"]
@@ -2098,7 +2102,7 @@ def _array_elements(decl: Node) -> str | None:
 
 
 def _maybe(ctx: HostContext, expr: str, argv: list[str]) -> float:
-    v = ctx.eval_text(substitute_host(expr, argv, ctx.types, ctx.struct_sizes, ctx.extents))
+    v = ctx.eval_text(ctx.host_text(expr, argv))
     return v if v is not None else math.nan
 
 
@@ -2120,7 +2124,7 @@ def _assign(ctx: HostContext, name: str, expr: str, argv: list[str]) -> None:
             expr = re.sub(
                 rf"(\(\s*|static_cast\s*<\s*){re.escape(param)}(\s*[)>])", rf"\g<1>{given}\2", expr
             )
-    expr = substitute_host(expr, argv, ctx.types, ctx.struct_sizes, ctx.extents)
+    expr = ctx.host_text(expr, argv)
     prev = ctx.texts.get(name)
     qualified = _QUALIFIED.fullmatch(expr)
     if prev is not None and qualified is not None and qualified.group(1) == name:
@@ -2229,7 +2233,7 @@ def _allocation_sites(src: str) -> list[_Allocation]:
 def _record_alloc(ctx: HostContext, name: str, size: str, argv: list[str], bytes_: bool) -> None:
     if not NAME.fullmatch(name):
         return
-    v = ctx.eval_text(substitute_host(size, argv, ctx.types, ctx.struct_sizes, ctx.extents))
+    v = ctx.eval_text(ctx.host_text(size, argv))
     if v is None or v <= 0:
         if name not in ctx.extents:
             ctx.extents[name] = math.nan
@@ -2616,7 +2620,7 @@ def host_context(
         for (_ptype, pname), a in zip(kernel.params, site.args, strict=False):
             if not pname:
                 continue
-            pv = ctx.eval_value(substitute_host(a, argv, ctx.types))
+            pv = ctx.eval_value(ctx.host_text(a, argv))
             if pv is not None and pname not in ctx.fixed:
                 bound[pname] = pv
             elif pname not in ctx.fixed:
@@ -3175,7 +3179,7 @@ def _dim(ctx: HostContext, expr: str, argv: list[str]) -> Dim3 | None:
         if not name or name in ctx.fixed or name not in ctx.texts:
             break
         expr = ctx.texts[name]
-    return evaluate_dim3(substitute_host(expr, argv, ctx.types), _Env(ctx), ctx.functions)
+    return evaluate_dim3(ctx.host_text(expr, argv), _Env(ctx), ctx.functions)
 
 
 _NAME = re.compile(r"(?<![\w.:>])([A-Za-z_](?:\w|::)*)\s*(\()?")
@@ -3221,7 +3225,7 @@ def _solve_size(ctx: HostContext, expr: str, given: Dim3, argv: list[str]) -> No
         expr = follow
     if _dim(ctx, expr, argv) is not None:
         return
-    unknown = _unknowns(ctx, substitute_host(expr, argv, ctx.types))
+    unknown = _unknowns(ctx, ctx.host_text(expr, argv))
     if len(unknown) != 1:
         return
     (name,) = unknown

@@ -565,11 +565,15 @@ class StatementWalker(LoopWalker):
                     self.declare(name, Var(v.type))
 
     def local_array_size(self, name: str, decl: Node, vt: DataType) -> None:
-        """Bytes of a per-thread array (``float acc[64]``), for local-memory traffic."""
+        """Bytes of a per-thread array (``float acc[64]``), for local-memory traffic; an
+        array sized by its initializer (``float w[] = {1, 2, 3}``) has as many elements."""
         n = 1.0
         d = decl.child_by_field_name("declarator") if decl.type == "init_declarator" else decl
-        for size in array_sizes(d) if d is not None else []:
+        init = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+        for i, size in enumerate(array_sizes(d) if d is not None else []):
             v = self.expr_quiet(size).val if size is not None else None
+            if v is None and i == 0 and init is not None and init.type == "initializer_list":
+                v = float(sum(c.type != "comment" for c in init.named_children))
             if v is None or v <= 0:
                 return
             n *= v

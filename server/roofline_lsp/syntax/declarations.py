@@ -512,6 +512,10 @@ def _global(node: Node, d: Declarations) -> None:
     for decl in node.children_by_field_name("declarator"):
         dn = decl.child_by_field_name("declarator") if decl.type == "init_declarator" else decl
         sizes, levels, dn = _declarator_chain(dn, d) if dn is not None else ([], "", None)
+        value = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+        if sizes and sizes[-1] is None and value is not None and value.type == "initializer_list":
+            # ``float w[] = {1, 2, 3}``: the first dimension is the initializer's length
+            sizes[-1] = float(sum(c.type != "comment" for c in value.named_children))
         stars = ("[]" if tyt in d.array_aliases else "") + levels
         # a pointer's target is allocated elsewhere: no elements of its own
         count = _count(sizes) if "*" not in levels else None
