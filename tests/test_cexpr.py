@@ -139,6 +139,13 @@ def test_strlen_of_a_string_the_host_initialised() -> None:
     assert evaluate("strlen(a + 1)", {"strlen(a)": "4"}) is None
 
 
+def test_an_environment_variable_is_unset_as_when_the_program_runs_without_it() -> None:
+    # ``const char *s = getenv("N"); int n = s ? atoi(s) : 65536;``: n is the default
+    assert evaluate("s ? atoi(s) : 65536", {"s": 'getenv("N")'}) == 65536
+    assert evaluate('std::getenv("N") == NULL', {}) == 1
+    assert evaluate('"N"', {}) is None  # a string is a value only as getenv's argument
+
+
 def test_a_field_through_a_pointer_is_one_name() -> None:
     # ``p->n``, as the host binding records a store through a pointer parameter
     assert evaluate("p->n * 2 + q.m", {"p->n": "21", "q.m": "1"}) == 43

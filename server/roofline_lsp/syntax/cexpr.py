@@ -70,6 +70,7 @@ _TOKEN = re.compile(
     r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
     r"(?P<suffix>[uUlLfF]*)"
     r"|'(?P<char>[^'\\])'"
+    r'|(?P<str>"(?:[^"\\]|\\.)*")'
     r"|(?P<name>[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*(?:(?:\.|->)[A-Za-z_]\w*)*)"
     r"|(?P<op><<|>>|<=|>=|==|!=|&&|\|\||\+\+|--|[-+*/%()<>?:,&|^~!\[\]]))"
 )
@@ -162,6 +163,8 @@ def tokenize(text: str) -> tuple[tuple[str, str], ...] | None:
             out.append(("int", str(ord(m.group("char")))))  # 'C': its code, as in C
         elif m.group("name") is not None:
             out.append(("name", m.group("name")))
+        elif m.group("str") is not None:
+            out.append(("str", m.group("str")))  # a value only as getenv's argument
         else:
             out.append(("op", m.group("op")))
     return tuple(out)
@@ -302,6 +305,14 @@ class _Parser:
             if not words or any(w == "*" for w in words):
                 raise _Fail
             return cast(operand, not any(w in ("float", "double") for w in words))
+        if value in ("getenv", "std::getenv") and self.t[self.i : self.i + 3 : 2] == (
+            ("op", "("),
+            ("op", ")"),
+        ):
+            # ``getenv("N")``: a variable the environment does not set, as when the program
+            # runs without it (``s ? atoi(s) : 4096`` takes its default)
+            self.i += 3
+            return 0
         if value == "strlen" and self.t[self.i : self.i + 3 : 2] == (("op", "("), ("op", ")")):
             # ``strlen(key)`` of a string the host initialised: known by that text
             name = self.t[self.i + 1][1]
