@@ -421,3 +421,19 @@ def test_texture_fetches_and_surface_writes_move_their_elements(gpu: GpuProfile)
     # 25 fetches was taken for texels of its own (100 MiB)
     c = _run(gpu, "textures.cu", "box")
     assert _buffer(c, "src")[:2] == pytest.approx((1028**2 * 4, 1028**2 * 4))
+
+
+def test_scattered_updates_of_a_table_larger_than_l2_miss_it(gpu: GpuProfile) -> None:
+    # 2^25 threads read a key (128 MiB) and add 1 to counts[key]: the 32 MiB table is 6.4x
+    # the 5 MiB L2, so an update misses it 1 - 5/32 of the time (0.84375) and moves a 32 B
+    # sector in and later back out: 2^25 x 32 x 0.84375 = 864 MiB each way, of which the
+    # table's own 32 MiB is its footprint (before: the footprint alone, 10x under)
+    a = _run(gpu, "scattered_counts.cu", "count_keys")
+    moved = 2**25 * 32 * (1 - 5 / 32)
+    footprint, loaded, stored = _buffer(a, "counts")
+    assert footprint == pytest.approx(32 * MIB)
+    assert loaded == pytest.approx(moved)
+    assert stored == pytest.approx(moved)
+    # the 4 KiB table stays in L2: its footprint once, whatever the updates
+    small = _run(gpu, "scattered_counts.cu", "count_keys_small")
+    assert _buffer(small, "counts")[1] == pytest.approx(4096)

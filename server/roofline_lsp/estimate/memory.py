@@ -203,6 +203,10 @@ def estimate_traffic(
                 for kind in ("load", "store"):
                     if a.kind in (kind, "atomic"):
                         touched[kind] = max(touched[kind], first)
+            scattered = _scattered_updates(a, execs, cap, l2_bytes, model) - foot
+            if scattered > 0:
+                apart["load"] += scattered
+                apart["store"] += scattered
             if a.kind in ("load", "atomic"):
                 refs_l += refs
                 parts_l.append(part)
@@ -285,6 +289,21 @@ def estimate_traffic(
         layer_bytes=layers,
         layer_share=model.layer_share,
     )
+
+
+def _scattered_updates(
+    a: Access, execs: float, cap: float | None, l2_bytes: float, model: CacheModel
+) -> float:
+    """Sector bytes read (and as many written back) by atomic updates at indices read from
+    memory (``atomicAdd(&count[key[i]], 1)``) of a table larger than L2: each update misses
+    L2 as often as it cannot hold the table (1 - L2 / table), and a miss moves a sector in
+    and, once evicted dirty, out again. 0 for any other access."""
+    if a.kind != "atomic" or not a.gathered or cap is None:
+        return 0.0
+    table = cap * a.elem
+    if table <= l2_bytes:
+        return 0.0
+    return execs * model.sector * (1.0 - l2_bytes / table)
 
 
 class _Sectors:
