@@ -810,6 +810,7 @@ def test_a_counter_inside_its_test_is_stepped_to_it(gpu, tmp_path: Path) -> None
     [
         # m = 1000 from the launch; the trips counted by hand
         ("for (int c = m; c--; ) s = s * 0.9f + 0.1f;", 1000),  # c = 999 .. 0 in the body
+        ("for (unsigned c = m; c-- > 0; ) s = s * 0.9f + 0.1f;", 1000),  # tests 1000 .. 1 pass
         ("for (int c = 0; c < m;) { s = s * 0.9f + 0.1f; c += 3; }", 334),  # 0, 3, .. 999
         ("int c = m; while (--c >= 0) s = s * 0.9f + 0.1f;", 1000),  # tests 999 .. 0 pass
         ("int c = m; do { s = s * 0.9f + 0.1f; } while (--c > 0);", 1000),  # 1 + 999 tests

@@ -325,14 +325,14 @@ def while_header(node: Node) -> LoopHeader | None:
         if halved or (c.type == "update_expression" and stepped[2] == "-"):
             # while (k >>= 1), while (k /= 2), while (--k): stepped, then tested against zero
             return LoopHeader(stepped[0], None, None, ">", stepped[1], stepped[2], pre_step=True)
+    down_to = _countdown_to(c)
+    if down_to is not None:
+        # while (k-- > b): k - b trips
+        return LoopHeader(down_to[0], None, down_to[1], ">", None, "-")
     if c is not None and c.type == "binary_expression":
         left = c.child_by_field_name("left")
         right = c.child_by_field_name("right")
         op = c.child_by_field_name("operator")
-        countdown = _countdown(left)
-        if countdown is not None and op is not None and op.type == ">" and right is not None:
-            # while (k-- > b): k - b trips
-            return LoopHeader(countdown, None, right, ">", None, "-")
         target = test_target(left)
         stepped_left = step_of(left) if target is not None and left is not None else None
         o = op.type if op is not None else ""
@@ -374,6 +374,18 @@ def while_header(node: Node) -> LoopHeader | None:
                 closing = other[0] if other[0] is not None else expression("1")
             return LoopHeader(text(var_node), None, bound, bound_op, h[0], h[1], closing=closing)
     return None
+
+
+def _countdown_to(c: Node | None) -> tuple[str, Node] | None:
+    """``k-- > b``: the counter tested before it steps down, and the bound, else None."""
+    if c is None or c.type != "binary_expression":
+        return None
+    op = c.child_by_field_name("operator")
+    right = c.child_by_field_name("right")
+    counter = _countdown(c.child_by_field_name("left"))
+    if counter is None or op is None or op.type != ">" or right is None:
+        return None
+    return counter, right
 
 
 def _countdown(node: Node | None) -> str | None:
@@ -430,6 +442,9 @@ def loop_header(node: Node) -> LoopHeader | None:
                 start = left.child_by_field_name("right")
     if update is None and var is not None and _countdown(cond) == var:
         return LoopHeader(var, start, None, ">", None, "-")  # for (int i = m; i--; )
+    down_to = _countdown_to(cond)
+    if update is None and var is not None and down_to is not None and down_to[0] == var:
+        return LoopHeader(var, start, down_to[1], ">", None, "-")  # for (j = m; j-- > 0; )
     if update is None:
         # for (int r = 0; r < m;) { ...; r += 3; }: the body steps the counter
         body = node.child_by_field_name("body")
