@@ -642,7 +642,7 @@ class LoopWalker(CallWalker):
         b = unparenthesized(hdr.bound)
         fn = b.child_by_field_name("function") if b.type == "call_expression" else None
         args = b.child_by_field_name("arguments")
-        if fn is None or args is None or text(fn).rsplit("::", 1)[-1] not in MIN_CALLS:
+        if fn is None or args is None or text(fn).rsplit("::", 1)[-1] not in _MIN_CALLS:
             return None
         known = [
             v.val
@@ -740,7 +740,7 @@ class LoopWalker(CallWalker):
 
 _LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "for_range_loop"})
 # the calls whose value is at most each of their arguments
-MIN_CALLS = frozenset({"min", "umin", "llmin", "ullmin", "fminf", "fmin"})
+_MIN_CALLS = frozenset({"min", "umin", "llmin", "ullmin", "fminf", "fmin"})
 
 
 def hinted_trips(loop: Node) -> float | None:
