@@ -272,6 +272,30 @@ def test_a_thread_walking_its_own_row_moves_sectors_again(
     assert _buffer(a, "s") == pytest.approx((ROWS * 4, 0.0, ROWS * 4))
 
 
+def test_rows_closer_than_a_line_share_their_lines(gpu: GpuProfile) -> None:
+    # rows of 6 floats walked at run time: lanes 24 B apart, so a warp's 32 rows lie in six
+    # 128 B lines, not 32; the 104,448 threads running at once hold 104,448 x 24 B =
+    # 2,506,752 B of lines, which the SMs' L1 (68 x 128 KiB) holds: each sector is used
+    # whole and the 131,072 rows move once, 3 MiB (before: a line a thread, 13.4 MB, more
+    # than L1 and L2: 3.6x that)
+    a = _run(gpu, "uncoalesced.cu", "short_rows")
+    (m,) = [x for x in a.counts.accesses if x.buffer == "m"]
+    assert m.lane_stride == 6
+    assert _buffer(a, "m") == pytest.approx((ROWS * 6 * 4, ROWS * 6 * 4, 0.0))
+
+
+def test_a_grid_stride_loop_never_comes_back_to_its_sectors(gpu: GpuProfile) -> None:
+    # in[2 * i] for 262,144 elements over a grid-stride loop of 128 x 256 threads (8 trips
+    # each): lanes 2 B apart, so a warp's 32 loads span 64 B of which it uses 32: 2 B moved
+    # per 1-byte load, 512 KiB for the 256 KiB read, however few lines the 32,768 threads
+    # keep in L1 (a thread's next trip is the whole launch further on, not the rest of its
+    # sector; before: 256 KiB, as a row each thread walks)
+    a = _run(gpu, "uncoalesced.cu", "every_other")
+    (load,) = [x for x in a.counts.accesses if x.buffer == "in"]
+    assert load.lane_stride == 2 and not load.streamed
+    assert _buffer(a, "in")[1] == pytest.approx(2 * ROWS * 2)
+
+
 def test_rows_a_block_walks_together_stay_in_l1(gpu: GpuProfile) -> None:
     # the same rows, each read by the 8 warps of a 32 x 8 block (threadIdx.y): of the
     # 104,448 threads running at once, 8 share each row, so their lines take 13,369,344 B

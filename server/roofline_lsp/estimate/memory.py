@@ -20,8 +20,9 @@ the launch) the model takes, per buffer:
   distinct element (up to the span the index reaches); walked by the thread over a loop
   (``a[i * n + j]`` over j, a per-thread row), the rest of the sector is used on its next
   iterations if its line is still cached: in L1 when the lines of the running threads fit
-  there (threads of a block the index does not tell apart walk one line), else in the share
-  of them L2 holds. An access in a branch one lane value takes
+  there (threads of a block the index does not tell apart walk one line; rows closer than a
+  line share it), else in the share of them L2 holds. A grid-stride loop is no such walk:
+  a thread's next trip is the whole launch further on. An access in a branch one lane value takes
   (``if (iz == 0)`` with iz moving across lanes: a grid's face) is apart from every other
   thread's: a sector per element, on top of the buffer's footprint (``APART``).
 
@@ -141,12 +142,14 @@ def estimate_traffic(
     threads = max(counts.threads, 1.0)
     running = min(threads, resident_threads) if resident_threads else threads
 
-    def thrash(sharers: float) -> float:
+    def thrash(a: Access) -> float:
         # a thread walking its own row (``a[i * n + j]`` over j) comes back to a sector on
         # its next iterations: it is still cached if the lines of the running threads fit in
         # their SMs' L1, else in the share of them L2 holds; threads with the same index
-        # (``sharers``) walk one stream, one line for them all
-        lines = running / max(sharers, 1.0) * model.line
+        # (``sharers``) walk one stream, one line for them all, and rows closer together
+        # than a line (``a[i * 6 + j]``: 24 B apart) share their lines
+        gap = abs(a.lane_stride) * a.elem if a.lane_stride is not None else model.line
+        lines = running / max(a.sharers, 1.0) * min(gap, model.line)
         return 0.0 if lines <= l1_bytes else min(max(1.0 - l2_bytes / lines, 0.0), 1.0)
 
     local_l, local_s = _local_memory(
@@ -197,7 +200,7 @@ def estimate_traffic(
                         if a.kind in (kind, "atomic"):
                             apart[kind] += extra
             else:
-                sectors.add(a, _uncoalesced(a, execs, unique, foot, span, thrash(a.sharers), model))
+                sectors.add(a, _uncoalesced(a, execs, unique, foot, span, thrash(a), model))
             if a.lane_stride is not None and a.lane_stride != APART:
                 first = unique * min(abs(a.lane_stride) * a.elem, model.sector)
                 for kind in ("load", "store"):

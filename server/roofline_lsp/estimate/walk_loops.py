@@ -102,6 +102,8 @@ class LoopWalker(CallWalker):
         if hinted is not None:
             n, source = hinted, "hint"
         dim = self.new_loop_dim(n)
+        if source in STRIDED:
+            self.dimensions.strided_dims.add(dim)
         if searched is not None and source == "bisection":  # (not a hint's trips)
             self.dimensions.searches[dim] = (searched, n)
         elif descent is not None and hinted is None:
@@ -426,6 +428,8 @@ class LoopWalker(CallWalker):
         )
         if unrolled:
             self.dimensions.unrolled_dims.add(dim)
+        if source in STRIDED:
+            self.dimensions.strided_dims.add(dim)
         saved_lane = self.par.lane
         if parallel and collapse_left == 0:
             self.par.lane = dim  # consecutive iterations go to consecutive threads

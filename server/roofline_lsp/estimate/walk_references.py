@@ -388,7 +388,10 @@ class ReferenceWalker(BranchWalker):
                 frozenset(
                     d
                     for d, _, par in self.cursor.loops
-                    if d in deps and not par and d not in self.dimensions.unrolled_dims
+                    if d in deps
+                    and not par
+                    and d not in self.dimensions.unrolled_dims
+                    and d not in self.dimensions.strided_dims
                 ),
                 offset,
                 run,

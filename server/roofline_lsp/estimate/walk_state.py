@@ -241,6 +241,9 @@ class Dimensions:
     dims: dict[str, float]
     loop_counter: int = 0
     unrolled_dims: set[str] = field(default_factory=set)
+    # grid-stride loops: a thread's next trip is the whole launch further on, so it never
+    # comes back to a sector it touched (not a per-thread stream)
+    strided_dims: set[str] = field(default_factory=set)
     # the loops that are binary searches (``mid = (lo + hi) / 2``): the elements searched
     # and the trips (its levels)
     searches: dict[str, tuple[float, float]] = field(default_factory=dict)
