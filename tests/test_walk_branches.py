@@ -225,3 +225,29 @@ def test_a_condition_macro_that_names_itself_is_expanded_once(gpu, tmp_path: Pat
         **LAUNCH,
     )
     assert a.counts.flops["fp32"] == pytest.approx(0.25)
+
+
+def test_a_bound_chosen_per_block_is_the_one_most_blocks_take(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # hotspot's valid range of a 16 x 16 block: the first block of a row starts at 1, the last
+    # stops at 14, the other 62 of 64 take 0 to 15, so `tx` in [vmin, vmax] holds for every
+    # thread of most blocks (before: each side of the test unknown, 1/2 x 1/2). With the
+    # pyramid step's own range, tx and ty in [1, 14], each side weighed apart (15/16 of the
+    # threads each, as IN_RANGE's test is written): (15/16)^4 of the threads run one FMA
+    # (2 FLOP), 1.54 FLOP a thread (before: 0.1)
+    a = count(
+        gpu,
+        tmp_path,
+        "#define IN_RANGE(x, min, max) ((x) >= (min) && (x) <= (max))\n"
+        "__global__ void k(float *a) {\n"
+        "  int tx = threadIdx.x, ty = threadIdx.y, bx = blockIdx.x;\n"
+        "  int vmin = (bx == 0) ? 1 : 0;\n"
+        "  int vmax = (bx == gridDim.x - 1) ? 14 : 15;\n"
+        "  float s = a[0];\n"
+        "  if (IN_RANGE(tx, 1, 14) && IN_RANGE(ty, 1, 14) && IN_RANGE(tx, vmin, vmax) &&\n"
+        "      IN_RANGE(ty, vmin, vmax))\n"
+        "    s = s * 0.5f + 1.0f;\n"
+        "  a[tx] = s;\n"
+        "}\n"
+        "int main() { float *a; k<<<dim3(64, 64), dim3(16, 16)>>>(a); }\n",
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(2 * (15 / 16) ** 4)

@@ -176,6 +176,16 @@ class BranchWalker(WalkerBase):
         if b.deps and not a.deps:
             a, b = b, a
             op = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}[op]
+        if (
+            b.val is not None
+            and self.chosen_per_block(b.deps)
+            and DATA not in b.deps
+            and a.deps
+            and not a.deps & b.deps
+        ):
+            # a bound chosen per block (``vmin = (bx == 0) ? 1 : 0``, a grid's edge blocks):
+            # the value most blocks take, against the thread's own index
+            b = Val(b.type, NOTHING, b.val)
         if b.deps and (DATA in b.deps or b.deps & THREAD_SET or b.deps & a.deps):
             return self.inputs.settings.default_branch  # both sides vary together: no simple model
         if a.deps and not b.deps and b.val is None and a.deps <= THREAD_SET:

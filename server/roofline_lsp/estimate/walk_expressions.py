@@ -12,7 +12,6 @@ from tree_sitter import Node
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.macro_expansion import macro_tree
 from roofline_lsp.estimate.value_domain import (
-    BLOCK_SET,
     COMPARISONS,
     DATA,
     NOTHING,
@@ -348,11 +347,6 @@ class ExpressionWalker(ReferenceWalker):
             return last
         finally:
             self.cursor.scopes.pop()
-
-    def chosen_per_block(self, deps: frozenset[str]) -> bool:
-        """A value that varies only from block to block (team to team): with the block
-        index, or the counter of a loop whose iterations go to the teams."""
-        return bool(deps) and deps <= BLOCK_SET | self.par.team_dims
 
     def binary(self, node: Node) -> Val:
         op_node = node.child_by_field_name("operator")

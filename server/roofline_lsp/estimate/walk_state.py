@@ -24,7 +24,7 @@ from tree_sitter import Node
 
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.thread_counts import Loop, Settings
-from roofline_lsp.estimate.value_domain import DATA, Val, Var, carried
+from roofline_lsp.estimate.value_domain import BLOCK_SET, DATA, Val, Var, carried
 from roofline_lsp.syntax.datatypes import PRECISION_OF_KIND, DataType, parse_type
 from roofline_lsp.syntax.declarations import (
     StructTemplate,
@@ -615,6 +615,11 @@ class WalkerBase:
         if "<" not in full:
             return None
         return template_instance(full, self.inputs.struct_templates, self.inputs.member_types)
+
+    def chosen_per_block(self, deps: frozenset[str]) -> bool:
+        """A value that varies only from block to block (team to team): with the block
+        index, or the counter of a loop whose iterations go to the teams."""
+        return bool(deps) and deps <= BLOCK_SET | self.par.team_dims
 
     def type_bytes(self, ty: DataType) -> float:
         """The bytes of a value of type ``ty`` (a pointer's 8, a struct the program declares
