@@ -22,6 +22,7 @@ from roofline_lsp.estimate.value_domain import (
     THREAD_DIMS,
     Val,
     Var,
+    fold_binary,
     lane_slope,
 )
 from roofline_lsp.estimate.walk_calls import CallWalker
@@ -289,8 +290,8 @@ class LoopWalker(CallWalker):
             v = self.expr_quiet(side)
             if v.val is None or DATA in v.deps:
                 return None
-            x = float(v.val)
-            return {"<": x < b, "<=": x <= b, ">": x > b, ">=": x >= b, "!=": x != b}[o]
+            held = fold_binary(o, float(v.val), b, NOTHING)
+            return None if held is None else bool(held)
 
         saved = var.val, var.deps, var.rng
         try:

@@ -30,6 +30,7 @@ from roofline_lsp.syntax.expr import (
     declared_name,
     detached_body,
     has_effects,
+    initializer_length,
     reads_memory,
     text,
     unparenthesized,
@@ -572,8 +573,8 @@ class StatementWalker(LoopWalker):
         init = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
         for i, size in enumerate(array_sizes(d) if d is not None else []):
             v = self.expr_quiet(size).val if size is not None else None
-            if v is None and i == 0 and init is not None and init.type == "initializer_list":
-                v = float(sum(c.type != "comment" for c in init.named_children))
+            if v is None and i == 0:
+                v = initializer_length(init)
             if v is None or v <= 0:
                 return
             n *= v

@@ -18,7 +18,7 @@ from roofline_lsp.model.kernel import Macro
 from roofline_lsp.syntax.cexpr import evaluate, split_args
 from roofline_lsp.syntax.conditionals import branch_taken, defined_before
 from roofline_lsp.syntax.datatypes import parse_type
-from roofline_lsp.syntax.expr import text, value
+from roofline_lsp.syntax.expr import initializer_length, text, value
 
 _TYPE_WORD = re.compile(
     r"(?:(?:const|unsigned|signed|long|short|struct)\s+)*"
@@ -512,10 +512,10 @@ def _global(node: Node, d: Declarations) -> None:
     for decl in node.children_by_field_name("declarator"):
         dn = decl.child_by_field_name("declarator") if decl.type == "init_declarator" else decl
         sizes, levels, dn = _declarator_chain(dn, d) if dn is not None else ([], "", None)
-        value = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
-        if sizes and sizes[-1] is None and value is not None and value.type == "initializer_list":
+        value_node = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+        if sizes and sizes[-1] is None:
             # ``float w[] = {1, 2, 3}``: the first dimension is the initializer's length
-            sizes[-1] = float(sum(c.type != "comment" for c in value.named_children))
+            sizes[-1] = initializer_length(value_node)
         stars = ("[]" if tyt in d.array_aliases else "") + levels
         # a pointer's target is allocated elsewhere: no elements of its own
         count = _count(sizes) if "*" not in levels else None
@@ -525,7 +525,6 @@ def _global(node: Node, d: Declarations) -> None:
         name = text(dn)
         if space == "global" and "__device__" not in head and "__managed__" not in head:
             if not stars and tyt.split()[-1] not in d.structs:
-                value_node = decl.child_by_field_name("value")
                 if re.search(r"\b(?:const|constexpr)\b", head + " " + tyt) and value_node:
                     # ``static constexpr auto N = 8;``: a size the arrays after it may use
                     d.macro_env.setdefault(name, text(value_node))

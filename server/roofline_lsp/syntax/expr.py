@@ -369,9 +369,7 @@ def while_header(node: Node) -> LoopHeader | None:
         if h is not None:
             # while (lo < hi) { ...; lo++; hi--; }: the other side steps the other way
             other = body_update(body, text(bound)) if bound.type == "identifier" else None
-            closing = None
-            if other is not None and {h[1], other[1]} == {"+", "-"}:
-                closing = other[0] if other[0] is not None else expression("1")
+            closing = _closing(h[1], other)
             return LoopHeader(text(var_node), None, bound, bound_op, h[0], h[1], closing=closing)
     return None
 
@@ -508,17 +506,23 @@ def loop_header(node: Node) -> LoopHeader | None:
 
 
 def _closing_step(update: Node | None, bound: Node | None, step_op: str) -> Node | None:
-    """The step of the second counter a loop's bound is when it moves the other way
-    (``for (i = 0, j = n - 1; i < j; i++, j--)``: ``j--``, a step of 1), else None."""
-    if update is None or bound is None or bound.type != "identifier" or step_op not in ("+", "-"):
+    """The step of the second counter a ``for`` loop's bound is, stepped the other way in its
+    header (``for (i = 0, j = n - 1; i < j; i++, j--)``: ``j--``, a step of 1), else None."""
+    if update is None or bound is None or bound.type != "identifier":
         return None
     for other in (step_of(u) for u in comma_parts(update)):
-        if other is None or other[0] != text(bound) or other[2] not in ("+", "-"):
-            continue
-        if other[2] == step_op:
-            return None  # both counters move the same way: the gap does not close
-        return other[1] if other[1] is not None else expression("1")
+        if other is not None and other[0] == text(bound):
+            return _closing(step_op, (other[1], other[2]))
     return None
+
+
+def _closing(step_op: str, other: tuple[Node | None, str] | None) -> Node | None:
+    """The other counter's step (a missing one is 1) when it moves against ``step_op``:
+    the gap between the two closes by both steps a trip; else None (the same way, or not
+    an additive step, it does not close)."""
+    if other is None or {step_op, other[1]} != {"+", "-"}:
+        return None
+    return other[0] if other[0] is not None else expression("1")
 
 
 def always_true(c: Node) -> bool:
@@ -607,6 +611,14 @@ def _header_update(
         if p[0] == var:
             return p
     return steps[0] if steps else None
+
+
+def initializer_length(node: Node | None) -> float | None:
+    """The elements a brace initializer lists (``{1, 2, 3}``: 3, comments left out), which
+    size an array declared without a length (``float w[] = {...}``); None for anything else."""
+    if node is None or node.type != "initializer_list":
+        return None
+    return float(sum(c.type != "comment" for c in node.named_children))
 
 
 def string_length(node: Node) -> int | None:
