@@ -110,6 +110,30 @@ def test_fields_of_one_buffer_merge() -> None:
     assert m.bytes_loaded == pytest.approx(16 * 1000)
 
 
+def test_a_diagonal_read_beside_rows_of_structs_moves_a_sector_each() -> None:
+    # chemv's AT (8-byte complex structs): 512 threads read .re and .im of adjacent structs
+    # along 512 rows (lanes 8 B apart: 512 x 512 structs, 2 MiB, read whole), and .re of one
+    # diagonal struct each (lanes 513 structs = 4104 B apart: a 32 B sector per element,
+    # 16 KiB). Loads: 2 MiB + 16 KiB, not a sector for every struct of the rows (the
+    # diagonal's distance is not the rows')
+    def field(name: str, weight: float, distinct: float, lane_bytes: float) -> Access:
+        return Access(name, "global", 4, "load", weight, distinct, 1, lane_bytes=lane_bytes)
+
+    m = estimate_traffic(
+        counts(
+            512,
+            field("AT.re", 512, 512 * 512, 8),
+            field("AT.im", 512, 512 * 512, 8),
+            field("AT.re", 1, 512, 513 * 8),
+        ),
+        {},
+        L2,
+        MODEL,
+    )
+    assert [b.buffer for b in m.buffers] == ["AT"]
+    assert m.bytes_loaded == pytest.approx(512 * 512 * 8 + 512 * 32)
+
+
 def test_resident_writes_stay_in_l2() -> None:
     # a 1 MiB working set (fits the 5 MiB L2): reads reach DRAM, half the writes do
     m = estimate_traffic(

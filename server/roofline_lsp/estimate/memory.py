@@ -228,8 +228,9 @@ def estimate_traffic(
             walked_buffers.add(name)
         loaded = max(foot_l, sectors.total("load"))
         stored = max(foot_s, sectors.total("store"))
-        gap = max((a.lane_bytes or 0.0 for a in accs), default=0.0)
-        structs = foot_l / elem if "." in name and gap > elem else 0.0  # structs read
+        struct_sectors, struct_bytes = _struct_reads(
+            name, accs, foot_l / elem, threads, cap, model.sector
+        )
         buffers.append(
             BufferTraffic(
                 name,
@@ -241,8 +242,8 @@ def estimate_traffic(
                 refs_l,
                 (loaded - foot_l, stored - foot_s) if sectors.strided else None,
                 probes,
-                structs * min(gap, model.sector),
-                structs * gap,
+                struct_sectors,
+                struct_bytes,
             )
         )
     buffers = _merge_fields(buffers)
@@ -577,6 +578,41 @@ def _local_memory(
         else:
             stores += refs
     return loads, stores
+
+
+def _struct_reads(
+    name: str,
+    accs: list[Access],
+    structs: float,
+    threads: float,
+    cap: float | None,
+    sector: float,
+) -> tuple[float, float]:
+    """For field ``name`` (``p.x``) read by consecutive threads from structs ``lane_bytes``
+    apart, ``structs`` of them (its footprint's elements): the sectors those reads fetch and
+    the struct bytes they lie in (:func:`_merge_fields` takes the sectors of all fields, up
+    to the struct bytes). Each read counts at its own lanes' distance: the field walked
+    along the rows (``AT[t + 370 * c].Re``, structs 8 B apart, the most structs read) reads
+    whole structs; another read of it lanes further apart (the diagonal ``AT[371 * t].Re``,
+    2968 B) fetches a sector per element, not the structs in between. (0, 0) for a plain
+    buffer or a field no thread reads from its own struct."""
+    wide = [a for a in accs if a.kind != "store" and (a.lane_bytes or 0.0) > a.elem]
+    if "." not in name or not wide:
+        return 0.0, 0.0
+
+    def reads(a: Access) -> float:
+        n = min(a.distinct if a.distinct is not None else math.inf, a.weight * threads)
+        return min(n, cap) if cap is not None else n
+
+    spacing = max(wide, key=reads).lane_bytes or 0.0
+    sectors = size = 0.0
+    for a in wide:
+        n, gap = reads(a), a.lane_bytes or 0.0
+        sectors += n * min(gap, sector)
+        size += n * (gap if gap == spacing else min(gap, sector))
+    # no more than the footprint's structs at the widest spacing (reads that overlap)
+    widest = max(a.lane_bytes or 0.0 for a in wide)
+    return min(sectors, structs * min(widest, sector)), min(size, structs * widest)
 
 
 def _merge_fields(buffers: list[BufferTraffic]) -> list[BufferTraffic]:
