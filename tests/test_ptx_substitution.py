@@ -642,6 +642,16 @@ def test_the_kernel_code_is_read_from_dram_once():
     assert src.memory.code_bytes == 0
 
 
+# continued_call.ptx: the kernel's lines hold 23 instructions; series() keeps its loop as a
+# .func of 13 instructions, whose cost its call line does not carry (the line keeps the
+# source count). Its code runs all the same: (23 + 13) x 16 = 576 bytes read from DRAM once.
+def test_the_code_of_a_helper_left_a_call_is_read_too():
+    k, _, module = kernel_of("continued_call")
+    kp = kernel_ptx(module, k)
+    assert kp is not None and 10 in kp.fallback
+    assert kp.code_bytes == (23 + 13) * 16
+
+
 def test_a_call_with_a_loop_whose_arguments_continue_keeps_its_statement_s_count() -> None:
     # call_with_continued_args.cu, m = 100: series() (a .func with a loop) is called on line
     # 9, the statement's first line, and its result is used on line 10 (`* 3.0f + a[i] *
