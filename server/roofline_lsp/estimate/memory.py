@@ -175,17 +175,7 @@ def estimate_traffic(
         for a in accs:
             execs = a.weight * threads
             refs = execs * a.elem
-            # an index with no bound on its distinct values (one the walk could not
-            # follow) is charged every reference, up to the allocation
-            unique = execs if a.distinct is None else min(a.distinct, execs)
-            if a.gathered and cap is None:
-                # a gather (``x[col[j]]``) from a table of unknown size: indirectly
-                # indexed data is about the size of the problem, an element per thread
-                unique = min(unique, threads)
-            if cap is not None:
-                unique = min(unique, cap)
-            if a.searched is not None:  # a search's probes stay in the range it searches
-                unique = min(unique, a.searched[0])
+            unique = _elements(a, threads, cap)
             foot = unique * a.elem
             reach = a.distinct * a.elem if a.distinct is not None else math.inf
             part = (foot, a.interval, a.unfollowed, a.offset, reach, a.run)
@@ -580,6 +570,24 @@ def _local_memory(
     return loads, stores
 
 
+def _elements(a: Access, threads: float, cap: float | None) -> float:
+    """The distinct elements access ``a`` touches over a launch of ``threads``, in a buffer
+    of ``cap`` elements (None: size unknown)."""
+    execs = a.weight * threads
+    # an index with no bound on its distinct values (one the walk could not follow) is
+    # charged every reference, up to the allocation
+    unique = execs if a.distinct is None else min(a.distinct, execs)
+    if a.gathered and cap is None:
+        # a gather (``x[col[j]]``) from a table of unknown size: indirectly indexed data is
+        # about the size of the problem, an element per thread
+        unique = min(unique, threads)
+    if cap is not None:
+        unique = min(unique, cap)
+    if a.searched is not None:  # a search's probes stay in the range it searches
+        unique = min(unique, a.searched[0])
+    return unique
+
+
 def _struct_reads(
     name: str,
     accs: list[Access],
@@ -600,14 +608,10 @@ def _struct_reads(
     if "." not in name or not wide:
         return 0.0, 0.0
 
-    def reads(a: Access) -> float:
-        n = min(a.distinct if a.distinct is not None else math.inf, a.weight * threads)
-        return min(n, cap) if cap is not None else n
-
-    spacing = max(wide, key=reads).lane_bytes or 0.0
+    spacing = max(wide, key=lambda a: _elements(a, threads, cap)).lane_bytes or 0.0
     sectors = size = 0.0
     for a in wide:
-        n, gap = reads(a), a.lane_bytes or 0.0
+        n, gap = _elements(a, threads, cap), a.lane_bytes or 0.0
         sectors += n * min(gap, sector)
         size += n * (gap if gap == spacing else min(gap, sector))
     # no more than the footprint's structs at the widest spacing (reads that overlap)
