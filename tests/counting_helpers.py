@@ -1,6 +1,7 @@
 """Counting a small kernel for the walker tests: ``count(gpu, tmp_path, src, **launch)``
 writes ``src`` to a file, detects its first kernel and estimates it on ``gpu``;
-``detected(tmp_path, src, name)`` is the file's detection (all its kernels)."""
+``detected(tmp_path, src, name)`` is the file's detection (all its kernels);
+``loop_trips(estimate)`` its loops' trips and where they came from, by loop variable."""
 
 from __future__ import annotations
 
@@ -28,3 +29,8 @@ def count(
     det = detected(tmp_path, src, name)
     assert det.kernels, "no kernel detected"
     return analyze(det.kernels[0], det, gpu, Inputs(**inputs))
+
+
+def loop_trips(a: KernelEstimate) -> dict[str | None, tuple[float, str]]:
+    """Each loop's (trips, source) by its variable (None: a loop without one)."""
+    return {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}

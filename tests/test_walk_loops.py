@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import LAUNCH, count, detected
+from counting_helpers import LAUNCH, count, detected, loop_trips
 
 from roofline_lsp.estimate.roofline import Inputs, analyze
 from roofline_lsp.model.config import Config
@@ -28,7 +28,7 @@ def test_loop_trip_counts(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyp
         "int main() { float *x; k<<<1024, 256>>>(x, 9); }\n"
     )
     a = count(gpu, tmp_path, src)
-    trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
+    trips = loop_trips(a)
     assert trips["a"] == (50, "constant")
     assert trips["b"] == (10, "argument")
     assert trips["c"] == (10, "constant")
@@ -312,7 +312,7 @@ def test_a_bound_in_a_field_of_a_struct_passed_by_value(gpu, tmp_path: Path) -> 
         "}\n"
     )
     a = count(gpu, tmp_path, src, name="s.cpp")
-    trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
+    trips = loop_trips(a)
     assert trips["i"][0] == 4096
     assert trips["j"] == (1024, "argument")
 
@@ -400,7 +400,7 @@ def test_a_loop_distributed_over_teams_only_gets_one_team_an_iteration(gpu, tmp_
         "}\n"
     )
     a = count(gpu, tmp_path, src, name="dots.cpp", block=(128, 1, 1), grid=(1000, 1, 1))
-    trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
+    trips = loop_trips(a)
     assert trips == {"m": (1000, "launch"), "k": (1024, "default")}
     out = next(b for b in a.memory.buffers if b.buffer == "out")
     assert out.footprint == 1000 * 8
@@ -513,7 +513,7 @@ def test_a_block_s_share_of_rows_from_floor_and_ceil(gpu, tmp_path: Path) -> Non
         "}\n"
         "int main() { float *in, *out; k<<<dim3(1, 93), dim3(64, 16)>>>(in, out, 1000, 1500); }\n",
     )
-    trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
+    trips = loop_trips(a)
     assert trips["r"][1] == "grid-stride"
     assert trips["r"][0] == pytest.approx(0.78, abs=0.01)
 
@@ -646,7 +646,7 @@ def test_a_loop_over_one_row_runs_the_average_row(gpu, tmp_path: Path) -> None: 
         "}\n"
     )
     a = count(gpu, tmp_path, src)
-    trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
+    trips = loop_trips(a)
     assert trips["k"] == (pytest.approx(64.0), "average over the rows")
     assert trips["j"] == (pytest.approx(64.0), "average over the rows")
     assert trips["m"] == (pytest.approx(64.0), "average over the rows")
@@ -772,7 +772,7 @@ def test_a_loop_counted_by_its_opening_break_runs_its_body_every_trip(gpu, tmp_p
         "int main() { int n = 1 << 20; float *a; k<<<n / 256, 256>>>(a, n, 100); }\n"
     )
     a = count(gpu, tmp_path, src)
-    assert {lp.var: (lp.trips, lp.source) for lp in a.counts.loops} == {
+    assert loop_trips(a) == {
         "j": (100, "argument"),
         "t": (100, "argument"),
     }
@@ -797,7 +797,7 @@ def test_a_counter_inside_its_test_is_stepped_to_it(gpu, tmp_path: Path) -> None
         "int main() { int n = 1 << 20; float *a; k<<<n / 256, 256>>>(a, n, 10000); }\n"
     )
     a = count(gpu, tmp_path, src)
-    trips = {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
+    trips = loop_trips(a)
     assert trips["j"] == (100, "stepped to its test")
     assert trips["t"] == (14, "stepped to its test")
     assert trips["u"] == (3333, "stepped to its test")
@@ -852,7 +852,7 @@ def test_a_loop_tested_through_a_warp_vote_counts_the_lane_s_test(gpu, tmp_path:
         "int main() { int n = 1 << 20; float *a, *b; k<<<1024, 256>>>(a, b, n); }\n"
     )
     a = count(gpu, tmp_path, src)
-    assert {lp.var: (lp.trips, lp.source) for lp in a.counts.loops} == {
+    assert loop_trips(a) == {
         "v": (pytest.approx(4), "grid-stride"),
         "w": (pytest.approx(4), "grid-stride"),
     }
@@ -873,7 +873,7 @@ def test_an_unknown_count_stays_under_the_min_that_bounds_it(gpu, tmp_path: Path
         "}\n"
     )
     a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(1024, 1, 1))
-    assert {lp.var: (lp.trips, lp.source) for lp in a.counts.loops} == {
+    assert loop_trips(a) == {
         "j": (6, "default"),
         "q": (3, "default"),
         "r": (16, "default"),

@@ -102,9 +102,7 @@ class LoopWalker(CallWalker):
         hinted = hinted_trips(node)
         if hinted is not None:
             n, source = hinted, "hint"
-        dim = self.new_loop_dim(n)
-        if source in STRIDED:
-            self.dimensions.strided_dims.add(dim)
+        dim = self.new_loop_dim(n, source)
         if searched is not None and source == "bisection":  # (not a hint's trips)
             self.dimensions.searches[dim] = (searched, n)
         elif descent is not None and hinted is None:
@@ -352,10 +350,14 @@ class LoopWalker(CallWalker):
             v.val = None
             v.rng = None
 
-    def new_loop_dim(self, trips_: float) -> str:
+    def new_loop_dim(self, trips_: float, source: str) -> str:
+        """A thread dimension for a loop of ``trips_`` trips counted from ``source`` (a
+        grid-stride loop's is recorded as such: not a per-thread stream)."""
         self.dimensions.loop_counter += 1
         dim = f"L{self.dimensions.loop_counter}"
         self.dimensions.dims[dim] = max(trips_, 1.0)
+        if source in STRIDED:
+            self.dimensions.strided_dims.add(dim)
         return dim
 
     def for_stmt(self, node: Node) -> None:
@@ -395,7 +397,7 @@ class LoopWalker(CallWalker):
                 n = max(units / self.par.parallel_product, 1.0)
                 source = "default" if self.par.parallel_assumed else "launch"
         var_name = hdr.var if hdr else None
-        dim = self.new_loop_dim(n)
+        dim = self.new_loop_dim(n, source)
         descent = (
             None
             if parallel
@@ -429,8 +431,6 @@ class LoopWalker(CallWalker):
         )
         if unrolled:
             self.dimensions.unrolled_dims.add(dim)
-        if source in STRIDED:
-            self.dimensions.strided_dims.add(dim)
         saved_lane = self.par.lane
         if parallel and collapse_left == 0:
             self.par.lane = dim  # consecutive iterations go to consecutive threads
