@@ -69,5 +69,7 @@ def test_eval_json_has_attribution_and_confidence_bands(tmp_path):
         assert block["confidence_bands"]["high"]["kernels"] == 1
     pred = json.loads(out_json.read_text())["predictions"][0]
     assert pred["confidence"] >= 0.8 and pred["counts_from"] == "source"
+    # the launch and every count came from the source and the row: nothing assumed
+    assert pred["assumed"] == [] and printed["dataset"] == tmp_path.name
     assert pred["attribution"]["fp32"]["log10_ratio"] == 0.0
     assert pred["attribution"]["threads"]["measured"] == threads

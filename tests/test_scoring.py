@@ -4,9 +4,12 @@ the balanced subset), the confidence bands and the error attribution."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.evaluation.dataset import Row
 from roofline_lsp.evaluation.scoring import EvalResult, spearman
+from roofline_lsp.model.terms import AssumptionTerm
 from roofline_lsp.model.verdict import Bound, Counts, Verdict
 
 SOURCE = b"__global__ void k(float *x) { x[threadIdx.x] = 0.0f; }\n"
@@ -62,6 +65,22 @@ def test_summary_blocks_hold_bands_attribution_and_false_compute_share() -> None
         "log10_ratio": 0.0,
     }
     assert "confidence" not in missing and missing["attribution"]["fp32"]["estimated"] is None
+
+
+def test_a_prediction_names_the_kinds_of_value_its_verdict_assumed() -> None:
+    r = row("a", "bandwidth", "bandwidth")
+    assert r.verdict is not None
+    terms = (
+        AssumptionTerm("trips", 16.0, "while", line=3),
+        AssumptionTerm("trips", 16.0, "data", line=5),
+        AssumptionTerm("trips", 16.0, "while", line=7),
+    )
+    r.verdict = replace(r.verdict, terms=terms)
+    plain = row("b", "bandwidth", "bandwidth")
+    preds = EvalResult([r, plain, row("c", "bandwidth", None)], 1.0, False).summary()
+    # each kind once, in the order the terms name them; [] for an estimate that assumed
+    # nothing; no field for a kernel not found (no estimate to have assumed anything)
+    assert [p.get("assumed") for p in preds["predictions"]] == [["while", "data"], [], None]
 
 
 def test_detection_only_has_no_scores_beyond_recall() -> None:

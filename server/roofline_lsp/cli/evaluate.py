@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 from typing import TextIO
 
 from roofline_lsp.cli.arguments import EXIT_OK, Progress, UsageError
@@ -30,7 +31,11 @@ def cmd_eval(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError(str(e)) from None
     if ws.config.backend != "static" and not ns.detection_only:
         asyncio.run(ask_llm_for_rows(ws, result, Progress("asking the LLM", err)))
-    summary = {"gpu": ws.file_config(ns.dataset)[1][0].name, **result.summary()}
+    summary = {
+        "dataset": os.path.basename(os.path.normpath(ns.dataset)),
+        "gpu": ws.file_config(ns.dataset)[1][0].name,
+        **result.summary(),
+    }
     for pred in summary["predictions"]:
         if pred["id"] in counts_from:
             pred["counts_from"] = counts_from[pred["id"]]

@@ -188,7 +188,19 @@ def attribution_summary(rows: Iterable[Row]) -> dict[str, dict[str, Any]]:
 def assumed(verdict: Verdict) -> bool:
     """Whether the verdict rests on a value the source did not give: a launch size, a trip
     count or a type the estimator assumed (what its explanation names with a hint)."""
-    return any(isinstance(t, AssumptionTerm | TypeTerm) for t in verdict.terms)
+    return bool(assumed_kinds(verdict))
+
+
+def assumed_kinds(verdict: Verdict) -> tuple[str, ...]:
+    """What kinds of value the verdict assumed (``AssumptionTerm.why``: ``input``, ``data``,
+    ...; ``type`` for a ``TypeTerm``), each once, in the order its terms name them."""
+    kinds: list[str] = []
+    for t in verdict.terms:
+        if isinstance(t, AssumptionTerm | TypeTerm):
+            kind = t.why if isinstance(t, AssumptionTerm) else "type"
+            if kind not in kinds:
+                kinds.append(kind)
+    return tuple(kinds)
 
 
 def assumption_split(rows: Iterable[Row]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -209,12 +221,7 @@ def assumption_kinds(rows: Iterable[Row]) -> dict[str, dict[str, dict[str, Any]]
     for r in rows:
         if r.verdict is None or r.verdict.counts is None:
             continue
-        kinds = {
-            t.why if isinstance(t, AssumptionTerm) else "type"
-            for t in r.verdict.terms
-            if isinstance(t, AssumptionTerm | TypeTerm)
-        }
-        for kind in kinds:
+        for kind in assumed_kinds(r.verdict):
             groups.setdefault(kind, []).append(r)
     ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     return {kind: attribution_summary(group) for kind, group in ranked}

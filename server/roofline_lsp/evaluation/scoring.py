@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline_lsp.evaluation.attribution import (
+    assumed_kinds,
     assumption_kinds,
     assumption_split,
     attribution_summary,
@@ -70,10 +71,14 @@ class EvalResult:
 
 
 def _row_figures(r: Row) -> dict[str, Any]:
-    """A prediction's confidence and its launch totals beside the measured ones."""
+    """A prediction's confidence, its launch totals beside the measured ones and, for an
+    estimate, what kinds of value it assumed (``[]``: none; the rows of
+    ``attribution_by_assumption``)."""
+    v = r.verdict
     return {
-        **({"confidence": r.verdict.confidence} if r.verdict else {}),
+        **({"confidence": v.confidence} if v else {}),
         "attribution": row_attribution(r),
+        **({"assumed": list(assumed_kinds(v))} if v is not None and v.counts is not None else {}),
     }
 
 
