@@ -19,8 +19,11 @@ import json
 import sys
 from typing import Any
 
-COMPONENTS = ("fp32", "fp64", "int", "dram_bytes", "seconds")
-TWO_X = 0.30103  # log10(2)
+from roofline_lsp.evaluation import attribution
+from roofline_lsp.evaluation.attribution import WITHIN_2X
+
+# eval's components but the launch's threads (OpenMP's are iterations, not a count to match)
+COMPONENTS = tuple(c for c in attribution.COMPONENTS if c != "threads")
 # (a move of less than 0.005 in log10 is not reported: the ratios print with 2 decimals)
 
 
@@ -72,8 +75,8 @@ def moves(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str,
             if x is None or y is None or abs(y - x) < 0.005:
                 continue
             kind = "closer" if abs(y) < abs(x) else "farther"
-            if (abs(x) <= TWO_X) != (abs(y) <= TWO_X):
-                kind = "into 2x" if abs(y) <= TWO_X else "out of 2x"
+            if (abs(x) <= WITHIN_2X) != (abs(y) <= WITHIN_2X):
+                kind = "into 2x" if abs(y) <= WITHIN_2X else "out of 2x"
             out.append((p["id"], f"{c} {kind}", f"{x:+.2f} -> {y:+.2f}"))
     return out
 

@@ -54,6 +54,8 @@ COMPONENTS: tuple[str, ...] = ("fp32", "fp64", "int", "dram_bytes", "threads", "
 MEASURED_KEY = {"fp32": "sp_flop", "fp64": "dp_flop", "int": "int_ops"}
 MEASURED_BYTES = "traffic_bytes"
 MEASURED_TIME = "time_ns"
+# the largest |log10(estimated / measured)| within 2x (a float's slack for exactly 2x)
+WITHIN_2X = math.log10(2) + 1e-12
 # ``Verdict.ai`` is capped here (``estimate.roofline``): above it the product is not the total
 _AI_CAP = 1e9
 
@@ -169,7 +171,7 @@ def component_summary(pairs: Iterable[Pair]) -> dict[str, Any]:
     return {
         "scored": n,
         "median_abs_log10": None if median is None or math.isinf(median) else round(median, 4),
-        "within_2x": _share(sum(e <= math.log10(2) + 1e-12 for e in errors), n),
+        "within_2x": _share(sum(e <= WITHIN_2X for e in errors), n),
         "within_10x": _share(sum(e <= 1 + 1e-12 for e in errors), n),
         "no_estimate": no_estimate,
         "estimated_zero": estimated_zero,
