@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from typing import Any
 
@@ -114,4 +115,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if hasattr(signal, "SIGPIPE"):  # piped into ``head``: stop quietly when it has read enough
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())

@@ -78,3 +78,23 @@ def test_rows_are_not_listed_for_val_or_an_unnamed_dataset(tmp_path: Path) -> No
         assert done.returncode == 2
         assert "   1 int into 2x\n" in done.stdout  # the aggregate figures still print
         assert "p/k0" not in done.stdout and "not val" in done.stdout
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
+    # ``eval_compare.py A B --rows | head -1``: the reader closes the pipe after one line
+    # while thousands of moved rows are still to print
+    n = 5000
+    before = run_json(tmp_path / "a.json", "dev", [-0.40] * n, ["bandwidth"] * n)
+    after = run_json(tmp_path / "b.json", "dev", [-0.10] * n, ["bandwidth"] * n)
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), before, after, "--rows"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith("before:")
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err, err
