@@ -36,8 +36,8 @@ A launch takes the longest of these times:
 The time matters to the verdict through the display: a card driving a display (the RTX 3080
 of the eval labels, ``GpuProfile.display_frame_bytes``) has its display engine read a frame
 from DRAM every refresh, and Nsight Compute counts those bytes in the kernel's DRAM traffic.
-A launch spanning ``n`` refreshes is charged ``n`` frames (rounded to the nearest whole one:
-a launch shorter than half a refresh most often sees none). That decides kernels that run long
+A launch is charged a frame once it runs a third of a refresh (:data:`FIRST_FRAME_SHARE`),
+and one more each refresh after. That decides kernels that run long
 on little data: a few threads spinning for 170 ms read 10 kB themselves but are measured with
 200 MB, which puts their intensity below the ridge.
 
@@ -227,10 +227,19 @@ def roof_time(
     return max(times)
 
 
+# the share of a refresh a launch runs before its DRAM traffic holds a display frame. On the
+# eval labels (dev split, RTX 3080 at 60 Hz), launches of little traffic of their own show
+# none up to 4.5 ms (13 launches of 2.1-4.5 ms) and one from 6.1 ms (matern 6.1 ms, expdist
+# 6.3 ms, up to 19.6 ms), the second from 26 ms: the first frame comes at ~5.3 ms, 0.32 of
+# a refresh, and each next one a refresh later
+FIRST_FRAME_SHARE = 0.32
+
+
 def display_bytes(gpu: GpuProfile, seconds: float) -> float:
-    """DRAM bytes ``gpu``'s display engine reads during ``seconds``: a frame per refresh, to
-    the nearest whole number of refreshes (0 for a GPU without a display, or a launch of
-    no finite time)."""
+    """DRAM bytes ``gpu``'s display engine reads during ``seconds``: a frame once the launch
+    runs :data:`FIRST_FRAME_SHARE` of a refresh, then one per refresh (0 for a GPU without a
+    display, or a launch of no finite time)."""
     if not gpu.display_frame_bytes or not gpu.display_hz or not math.isfinite(seconds):
         return 0.0
-    return gpu.display_frame_bytes * math.floor(seconds * gpu.display_hz + 0.5)
+    frames = math.floor(seconds * gpu.display_hz + 1.0 - FIRST_FRAME_SHARE)
+    return gpu.display_frame_bytes * frames
