@@ -421,3 +421,9 @@ INT_DIV_VAR = 20.0  # 32-bit division by a variable: float reciprocal + IMAD ref
 # ~70-instruction slow path
 INT_DIV_VAR64 = INT_DIV_VAR + 2.0
 WARP_TREE = 5.0  # steps of a shuffle reduction over a warp's 32 lanes (log2 32)
+# integer instructions of each step besides its combine (the OpenMP runtime's generic
+# shuffle-and-reduce: the lane's offset, the test of which lanes take part, the shuffle's
+# operands): on the dev labels the OpenMP loops with a ``reduction`` clause ran ~20 integer
+# instructions per iteration more than the model's loop control and body (26 regions, a median
+# 10^-0.15 under; atomicReduction 50-61 measured against 24, BabelStream's dot 39 against 20)
+WARP_TREE_STEP_INTS = 4.0

@@ -520,6 +520,7 @@ class LoopWalker(CallWalker):
                         self.add_flop(t, costs.WARP_TREE)
                     else:
                         self.add_int(costs.WARP_TREE)
+                    self.add_int(costs.WARP_TREE * costs.WARP_TREE_STEP_INTS)
         elif unrolled:
             factor = math.inf
         elif unroll is None and source in STRIDED and not self.inputs.settings.unroll_strided:
