@@ -604,18 +604,23 @@ def _struct_reads(
     whole structs; another read of it lanes further apart (the diagonal ``AT[371 * t].Re``,
     2968 B) fetches a sector per element, not the structs in between. (0, 0) for a plain
     buffer or a field no thread reads from its own struct."""
-    wide = [a for a in accs if a.kind != "store" and (a.lane_bytes or 0.0) > a.elem]
-    if "." not in name or not wide:
+    if "." not in name:
         return 0.0, 0.0
-
-    spacing = max(wide, key=lambda a: _elements(a, threads, cap)).lane_bytes or 0.0
+    # (elements read, lanes' distance in bytes) of each read with lanes a struct apart
+    wide = [
+        (_elements(a, threads, cap), a.lane_bytes)
+        for a in accs
+        if a.kind != "store" and a.lane_bytes is not None and a.lane_bytes > a.elem
+    ]
+    if not wide:
+        return 0.0, 0.0
+    spacing = max(wide, key=lambda w: w[0])[1]  # the lanes' distance of the most structs read
     sectors = size = 0.0
-    for a in wide:
-        n, gap = _elements(a, threads, cap), a.lane_bytes or 0.0
+    for n, gap in wide:
         sectors += n * min(gap, sector)
         size += n * (gap if gap == spacing else min(gap, sector))
     # no more than the footprint's structs at the widest spacing (reads that overlap)
-    widest = max(a.lane_bytes or 0.0 for a in wide)
+    widest = max(gap for _, gap in wide)
     return min(sectors, structs * min(widest, sector)), min(size, structs * widest)
 
 
