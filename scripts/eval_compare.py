@@ -46,12 +46,19 @@ def headline(d: dict[str, Any]) -> str:
         f"{100 * (d['attribution'][c]['within_2x'] or 0):.1f}" for c in COMPONENTS[:4]
     )
     high = d.get("confidence_bands", {}).get("high", {})
+    misses = d.get("dram_misses")  # (absent from the JSON of older runs)
+    under = (
+        f"; DRAM under 2x: reuse removed {misses['under_reuse_removed']}, unseen "
+        f"{misses['under_unseen']}"
+        if misses
+        else ""
+    )
     return (
         f"balanced {bal(d)} (CUDA {bal(lang.get('cuda'))}, OpenMP {bal(lang.get('omp'))}, "
         f"subset {bal(d.get('balanced_subset'))}); bandwidth called compute "
         f"{100 * (d.get('bandwidth_called_compute') or 0):.1f}%; within 2x FP32 / FP64 / int / "
         f"DRAM {within}; top band {100 * (high.get('accuracy') or 0):.0f}% of "
-        f"{high.get('kernels', 0)}"
+        f"{high.get('kernels', 0)}{under}"
     )
 
 

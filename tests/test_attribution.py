@@ -19,9 +19,13 @@ from roofline_lsp.evaluation.attribution import (
     assumption_split,
     attribution_summary,
     component_summary,
+    dram_miss,
+    dram_misses,
     estimated_totals,
     measured_totals,
+    row_attribution,
     row_pairs,
+    unreused_bytes,
 )
 from roofline_lsp.model.config import Config
 from roofline_lsp.model.verdict import Counts, Verdict
@@ -237,3 +241,63 @@ def test_the_assumed_rows_split_by_what_was_assumed(tmp_path: Path) -> None:
         kinds["unknown values"]["fp32"]["scored"],
         kinds["unknown values"]["fp32"]["within_2x"],
     ) == (1, 0.0)
+
+
+TABLE_KERNEL = """\
+__global__ void table_sum(const float *t, float *out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0.0f;
+    for (int j = 0; j < 64; j++) s += t[j];
+    out[i] = s;
+}
+
+int main()
+{
+    float *t, *out;
+    cudaMalloc(&t, 64 * sizeof(float));
+    cudaMalloc(&out, 65536 * sizeof(float));
+    table_sum<<<256, 256>>>(t, out);
+    return 0;
+}
+"""
+
+
+def test_dram_misses_say_whether_the_reuse_model_removed_the_bytes(tmp_path: Path) -> None:
+    # 65536 threads each read the 64 floats of one table and write one float: they reference
+    # 65536 x (64 + 1) x 4 B = 17.04 MB, of which the model keeps a few hundred kB (the 256 B
+    # table once, the 256 kB written, the launch's own). Measured at 17 MB, the model removed
+    # bytes the hardware moved; at 1.7 GB even every referenced byte falls short (traffic the
+    # model does not see); at the estimate itself it is within 2x; at a tenth of it, over.
+    (tmp_path / "sources" / "p").mkdir(parents=True)
+    (tmp_path / "sources" / "p" / "t.cu").write_text(TABLE_KERNEL)
+    referenced = 65536 * 65 * 4.0
+    base = {"file": "p/t.cu", "line": 1, "label": "bandwidth", "language": "cuda",
+            "block": [256, 1, 1], "grid": [256, 1, 1]}  # fmt: skip
+    rows = [{**base, "id": "p/once"}]  # the estimate, to set the other rows' measurements
+    (tmp_path / "kernels.jsonl").write_text(json.dumps(rows[0]) + "\n")
+    result, _ = run_dataset(Workspace(Config(gpu="rtx3080", counts="source")), str(tmp_path))
+    assert unreused_bytes(result.rows[0].verdict) == pytest.approx(referenced)
+    est = row_pairs(result.rows[0])["dram_bytes"].estimated
+    assert est is not None and est < referenced / 20
+    measured = {"reuse": 17e6, "unseen": 1.7e9, "within": est * 1.5, "over": est / 10}
+    rows = [{**base, "id": f"p/{k}", "measured": {"traffic_bytes": v}} for k, v in measured.items()]
+    rows.append({**base, "id": "p/unmeasured"})
+    (tmp_path / "kernels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result, _ = run_dataset(Workspace(Config(gpu="rtx3080", counts="source")), str(tmp_path))
+    assert [dram_miss(r) for r in result.rows] == [
+        "under_reuse_removed",
+        "under_unseen",
+        "within_2x",
+        "over",
+        None,
+    ]
+    assert dram_misses(result.rows) == {
+        "within_2x": 1,
+        "over": 1,
+        "under_reuse_removed": 1,
+        "under_unseen": 1,
+    }
+    assert row_attribution(result.rows[0])["dram_bytes"]["unreused"] == pytest.approx(referenced)
+    # a verdict without counts (an LLM's) has no memory estimate
+    assert unreused_bytes(verdict(None, {})) is None and unreused_bytes(None) is None

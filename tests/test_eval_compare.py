@@ -58,11 +58,18 @@ def test_what_moved_between_two_dev_runs(tmp_path: Path) -> None:
     # from bandwidth (right) to compute (wrong)
     before = run_json(tmp_path / "a.json", "dev", [-0.40, 0.20], ["bandwidth", "bandwidth"])
     after = run_json(tmp_path / "b.json", "dev", [-0.10, 0.50], ["bandwidth", "compute"])
+    # the newer run also splits its DRAM misses (an older JSON has no such key)
+    data = json.loads(Path(after).read_text())
+    data["dram_misses"] = {"within_2x": 1, "over": 0, "under_reuse_removed": 1, "under_unseen": 0}
+    Path(after).write_text(json.dumps(data))
     done = compare(before, after, "--rows")
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith("before: balanced 0.500 (CUDA 0.500, OpenMP -, subset -)")
     assert "within 2x FP32 / FP64 / int / DRAM 50.0 / 50.0 / 50.0 / 50.0" in out
+    before_line, after_line = out.splitlines()[:2]
+    assert "DRAM under" not in before_line
+    assert after_line.endswith("top band 100% of 1; DRAM under 2x: reuse removed 1, unseen 0")
     assert "   1 int into 2x\n" in out
     assert "   1 int out of 2x (assumed)\n" in out
     assert "   1 verdict wrong (assumed)\n" in out

@@ -36,6 +36,12 @@ counting model's error from the guesses the explanation already owns up to.
 :func:`assumption_kinds` splits the second group by what was assumed and why
 (``AssumptionTerm.why``: a value the program sets at run time, ``input``; a bound read from
 memory, ``data``; ...; a template type, ``type``), a row in each kind its verdict names.
+
+:func:`dram_misses` says where the DRAM estimates that miss by more than 2x went wrong. Under
+the measured bytes, either the reuse and L2 model removed traffic the hardware moved (the bytes
+the threads reference, plus the display's, would be within 2x or over: ``under_reuse_removed``),
+or the model does not see the traffic at all (even those are under: ``under_unseen``: a trip
+count, the launch, accesses it does not count, or a launch time that misses a display frame).
 """
 
 from __future__ import annotations
@@ -141,8 +147,47 @@ def row_pairs(row: Row) -> dict[str, Pair]:
 
 
 def row_attribution(row: Row) -> dict[str, dict[str, float | None]]:
-    """The per-row figures for ``eval --json``'s predictions."""
-    return {comp: pair.as_json() for comp, pair in row_pairs(row).items()}
+    """The per-row figures for ``eval --json``'s predictions; the DRAM bytes also give the
+    bytes with none reused (:func:`unreused_bytes`)."""
+    out = {comp: pair.as_json() for comp, pair in row_pairs(row).items()}
+    out["dram_bytes"]["unreused"] = unreused_bytes(row.verdict)
+    return out
+
+
+def unreused_bytes(verdict: Verdict | None) -> float | None:
+    """A launch's DRAM bytes had the reuse and L2 model removed none: every byte its threads
+    reference in global memory, and what the display reads while it runs (None for a verdict
+    without a memory estimate)."""
+    if verdict is None or verdict.counts is None:
+        return None
+    m = next((t for t in verdict.terms if isinstance(t, MemoryTerm)), None)
+    return None if m is None else m.references + m.display_bytes
+
+
+DRAM_MISSES: tuple[str, ...] = ("within_2x", "over", "under_reuse_removed", "under_unseen")
+
+
+def dram_miss(row: Row) -> str | None:
+    """Which of :data:`DRAM_MISSES` a row's DRAM estimate is (module docstring); None for a
+    row not scored: no estimate, or no positive measurement."""
+    pair = row_pairs(row)["dram_bytes"]
+    ratio = pair.log10_ratio
+    if ratio is None or pair.measured is None:
+        return None
+    if abs(ratio) <= WITHIN_2X:
+        return "within_2x"
+    if ratio > 0:
+        return "over"
+    unreused = unreused_bytes(row.verdict)
+    if unreused is not None and unreused > 0 and math.log10(unreused / pair.measured) >= -WITHIN_2X:
+        return "under_reuse_removed"
+    return "under_unseen"
+
+
+def dram_misses(rows: Iterable[Row]) -> dict[str, int]:
+    """How many of ``rows`` fall in each of :data:`DRAM_MISSES`."""
+    kinds = [dram_miss(r) for r in rows]
+    return {kind: kinds.count(kind) for kind in DRAM_MISSES}
 
 
 def component_summary(pairs: Iterable[Pair]) -> dict[str, Any]:

@@ -8,7 +8,8 @@ its ``signature`` reach the estimator;
 Each score block (all rows, per language, the balanced subset) has the confusion matrix,
 accuracy, balanced accuracy, the share of bandwidth-bound kernels called compute-bound, the
 error attribution of the launch totals (``attribution.py``; again split by whether the verdict
-assumed a launch size, trip count or type) and the accuracy per confidence band
+assumed a launch size, trip count or type; the DRAM misses by whether the reuse model removed
+the bytes, ``dram_misses``) and the accuracy per confidence band
 (``confidence_bands.py``).
 """
 
@@ -24,6 +25,7 @@ from roofline_lsp.evaluation.attribution import (
     assumption_kinds,
     assumption_split,
     attribution_summary,
+    dram_misses,
     row_attribution,
 )
 from roofline_lsp.evaluation.confidence_bands import confidence_bands
@@ -116,6 +118,7 @@ def _scores(rows: list[Row], detection_only: bool) -> dict[str, Any]:
     out["attribution"] = attribution_summary(rows)
     out["attribution_by_assumption"] = assumption_split(rows)
     out["attribution_by_assumption_kind"] = assumption_kinds(rows)
+    out["dram_misses"] = dram_misses(rows)
     return out
 
 
