@@ -172,14 +172,15 @@ def dram_miss(row: Row) -> str | None:
     row not scored: no estimate, or no positive measurement."""
     pair = row_pairs(row)["dram_bytes"]
     ratio = pair.log10_ratio
-    if ratio is None or pair.measured is None:
+    if ratio is None:
         return None
     if abs(ratio) <= WITHIN_2X:
         return "within_2x"
     if ratio > 0:
         return "over"
-    unreused = unreused_bytes(row.verdict)
-    if unreused is not None and unreused > 0 and math.log10(unreused / pair.measured) >= -WITHIN_2X:
+    # the bytes with none reused against the measured ones (None: no memory estimate)
+    unreused = Pair(unreused_bytes(row.verdict), pair.measured).log10_ratio
+    if unreused is not None and unreused >= -WITHIN_2X:
         return "under_reuse_removed"
     return "under_unseen"
 
