@@ -86,6 +86,19 @@ def test_dot_fp64_loop_weights_and_loop_control():
     assert comp.ai["fp64"] == pytest.approx(comp.totals["fp64"] / comp.memory.dram_bytes)
 
 
+# dot_fp64.cu's loop (line 14) with m a run-time value the -O3 build unrolls by 4: its 4
+# per-iteration control instructions run once per group of 4 and on every trip of the
+# remainder, which the build runs in a rolled loop of its own; 3 run once:
+#   m = 100: 25 groups                  3 + 4 x 25      = 103
+#   m = 6:   1 group + 2 remainder trips 3 + 4 x (1 + 2) = 15  (not 3 + 4 x 6 / 4 = 9)
+#   m = 2:   2 remainder trips           3 + 4 x 2       = 11  (not 3 + 4 x 2 / 4 = 5)
+@pytest.mark.parametrize(("m", "ints"), [(100.0, 103.0), (6.0, 15.0), (2.0, 11.0)])
+def test_the_remainder_of_an_unrolled_loop_runs_its_control_every_trip(m, ints) -> None:
+    inputs = Inputs(block=(256, 1, 1), grid=(64, 1, 1), values=(("m", m),))
+    _, comp = both("dot_fp64", inputs)
+    assert comp.counts.lines[14][3] == pytest.approx(ints)
+
+
 # int_hash.cu: lines 6-14 once each: 1 + 1 + 1 (ld index) + 2 (shr, xor) + 1 (mul)
 #   + 2 + 1 + 2 + 2 (and for % 1024 + the store address) = 13 integer instructions
 def test_int_hash_integer_counts():

@@ -70,6 +70,27 @@ def test_pragma_unroll_removes_loop_control(gpu, tmp_path: Path) -> None:  # typ
     assert plain.counts.int_ops - unrolled.counts.int_ops == pytest.approx(2 * 64 / 4)
 
 
+@pytest.mark.parametrize(("n", "passes"), [(64, 16), (6, 3), (2, 2)])
+def test_the_remainder_of_an_unrolled_loop_runs_its_control_every_trip(  # type: ignore[no-untyped-def]
+    gpu, tmp_path: Path, n: int, passes: int
+) -> None:
+    # nvcc unrolls the run-time-count loop by 4 and runs what is left in a rolled loop: its
+    # control (j < n, j++: 2 integer instructions) runs once per group of 4 and on every
+    # remainder trip: 64 -> 16 groups; 6 -> 1 group + 2 trips; 2 -> 2 trips (not 2 / 4)
+    body = (
+        "__global__ void k(float *x, int n) {\n"
+        "  float s = 0.f;\n"
+        "  {P}\n"
+        "  for (int j = 0; j < n; j++) s += 1.0f;\n"
+        "  x[threadIdx.x] = s;\n"
+        "}\n"
+        f"int main() {{ float *x; k<<<1, 256>>>(x, {n}); }}\n"
+    )
+    plain = count(gpu, tmp_path, body.replace("{P}", ""), name="a.cu")
+    unrolled = count(gpu, tmp_path, body.replace("{P}", "#pragma unroll"), name="b.cu")
+    assert plain.counts.int_ops - unrolled.counts.int_ops == pytest.approx(2 * passes)
+
+
 def _assigned_reference(body):  # type: ignore[no-untyped-def]
     """Every identifier assigned in ``body``, walked naively (the definition)."""
     out = set()
@@ -676,7 +697,7 @@ def test_a_grid_stride_loop_is_unrolled_by_nvcc_and_not_by_clang(gpu, tmp_path: 
     (loop,) = by["clang"].counts.loops
     assert loop.source == "grid-stride" and loop.trips == pytest.approx(1024, rel=1e-3)
     assert by["clang"].counts.lines[3][3] == pytest.approx(1 + 2 * loop.trips)
-    assert by["nvcc"].counts.lines[3][3] == pytest.approx(1 + 2 * loop.trips / 4)
+    assert by["nvcc"].counts.lines[3][3] == pytest.approx(1 + 2 * 1024 / 4, rel=1e-5)
 
 
 def test_a_value_the_loop_stores_is_not_hoisted_out_of_it(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -36,8 +36,9 @@ Mapping PTX lines onto the counter's lines:
 - A loop statement's line holds the loop control (counter increment, compare, pointer bumps)
   that runs once per iteration in the ``-O1`` code. The build that runs (``-O3``) unrolls a loop
   of unknown trip count by 4 and a small constant one completely, as the counter assumes
-  (``Settings.unroll_default`` / ``Loop.unrolled``): its integer instructions are weighted by
-  ``trips / unroll`` executions (once when fully unrolled). clang leaves a grid-stride loop
+  (``Settings.unroll_default`` / ``Loop.unrolled``): its integer instructions run once per
+  group of ``unroll`` trips and on every trip of the remainder, which runs in a rolled loop of
+  its own (none when fully unrolled). clang leaves a grid-stride loop
   (a run-time step, ``Settings.unroll_strided``) rolled: its control runs every iteration.
   Work inlined or called on that line inside the loop (``for (...) a = f(a);`` on one
   line, ``f`` a ``.func``) is body work: it runs every iteration

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from roofline_lsp.compiler.demangle import spells_template_args
 from roofline_lsp.compiler.kernel_ptx import UNROLL_DEFAULT, KernelPtx, Placement, line_quad
-from roofline_lsp.estimate.thread_counts import STRIDED, Loop, ThreadCounts
+from roofline_lsp.estimate.thread_counts import STRIDED, Loop, ThreadCounts, control_passes
 from roofline_lsp.model.kernel import Kernel
 
 _NONE = (0.0, 0.0, 0.0, 0.0)
@@ -279,13 +279,13 @@ def substitute(
         # a loop statement: its per-iteration part (the part inside the PTX loops compiled
         # from it when no loop control sits on its line; all of it when PTX found no loop
         # there) runs trips times per entry: the body work inlined or called on the line
-        # every iteration, the loop control (integer) once per unrolled group
+        # every iteration, the loop control (integer) once per unrolled group and remainder trip
         trips = max(lp.trips, 0.0)
         each = ptx.per_iteration.get(ln) or _in_loops(ln, line, ptx, compiled)
         body = ptx.per_iteration_body.get(ln, (0, 0, 0, 0))
         once = [max(line[i] - each[i] - body[i], 0) for i in range(4)]
         unroll = 1.0 if lp.source in STRIDED and not unroll_strided else unroll_default
-        groups = 0.0 if lp.unrolled else trips / max(unroll, 1.0)
+        groups = 0.0 if lp.unrolled else control_passes(trips, unroll)
         fp = [(once[i] + (each[i] + body[i]) * trips) * w for i in range(3)]
         ints = (once[3] + each[3] * groups + body[3] * trips) * w
         new[ln] = (fp[0], fp[1], fp[2], ints)

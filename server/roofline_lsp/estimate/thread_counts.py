@@ -4,6 +4,7 @@ kernel (:class:`ThreadCounts`) with its memory references (:class:`Access`) and 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -57,6 +58,17 @@ class Access:
 # trip-count sources of a loop whose step is a run-time value (``i += blockDim.x *
 # gridDim.x``): clang does not unroll those (their trip count needs a division), nvcc does
 STRIDED = frozenset({"grid-stride"})
+
+
+def control_passes(trips: float, unroll: float) -> float:
+    """How often the loop control of a loop unrolled ``unroll`` times runs in ``trips``
+    iterations: once per unrolled group, and every iteration of the remainder, which the
+    compiler runs in a rolled loop of its own (two trips of a loop unrolled by 4 are two
+    passes of the remainder loop, not half a group)."""
+    if unroll <= 1.0:
+        return trips
+    groups = math.floor(trips / unroll)
+    return groups + (trips - groups * unroll)
 
 
 @dataclass(frozen=True)

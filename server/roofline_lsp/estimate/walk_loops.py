@@ -15,7 +15,7 @@ from tree_sitter import Node
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.row_ranges import row_range
 from roofline_lsp.estimate.sampled_trips import sampled_trips
-from roofline_lsp.estimate.thread_counts import STRIDED, Loop
+from roofline_lsp.estimate.thread_counts import STRIDED, Loop, control_passes
 from roofline_lsp.estimate.value_domain import (
     DATA,
     NOTHING,
@@ -507,6 +507,7 @@ class LoopWalker(CallWalker):
         cond = node.child_by_field_name("condition")
         update = node.child_by_field_name("update")
         # loop control: the test and the increment run once per unrolled group of iterations
+        # and on every trip of the remainder
         # (nvcc unrolls unknown-count loops by 4, small constant ones completely; clang
         # leaves a grid-stride loop rolled)
         if parallel:
@@ -528,7 +529,10 @@ class LoopWalker(CallWalker):
         else:
             factor = max(unroll if unroll else self.inputs.settings.unroll_default, 1.0)
         saved_inner = self.cursor.w
-        self.cursor.w = saved_inner / factor
+        if parallel or math.isinf(factor):
+            self.cursor.w = saved_inner / factor
+        else:
+            self.cursor.w = saved * control_passes(n, factor)
         if cond is not None:
             self.expr(cond)
         if update is not None:
