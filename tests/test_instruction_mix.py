@@ -86,3 +86,15 @@ def test_a_float_atomic_add_is_a_flop_only_where_the_sm_runs_it() -> None:
     # integer and other float atomics: no FLOP
     assert c("atom.shared.add.u32").flops_fp32 == 0 and c("atom.shared.add.u32").fp32 == 0
     assert c("atom.shared.exch.b32").flops_fp32 == 0
+
+
+def test_vectors_of_bytes_are_unpacked_and_packed_in_integer_instructions() -> None:
+    c = opcode_mix
+    # sm_86 SASS of `uchar4 v = in[i]; out[i] = make_uchar4(v.w + 1, ...)`: one 32-bit LDG
+    # and 4 PRMT to take the bytes apart, 3 PRMT to put 4 bytes together for one 32-bit STG;
+    # a uchar2: 2 PRMT after the LDG.U16, 1 before the STG.U16. Wider elements need none.
+    assert c("ld.global.nc.v4.u8").int_ops == 4 and c("ld.global.nc.v4.u8").ld_global_bytes == 4
+    assert c("ld.shared.v2.s8").int_ops == 2
+    assert c("st.global.v4.u8").int_ops == 3 and c("st.global.v2.u8").int_ops == 1
+    assert c("ld.global.u8").int_ops == 0 and c("st.global.u8").int_ops == 0
+    assert c("ld.global.v4.u16").int_ops == 0 and c("st.global.v4.f32").int_ops == 0

@@ -30,6 +30,9 @@ that ``ptxas`` emits for sm_86 (checked with ``nvdisasm`` on small kernels):
   (``and.pred`` ...) 0 (folded into ISETP), ``mov`` 0. 64-bit ``add`` counts 1 (ptxas
   splits a lone one in two, IADD3 + IADD3.X, but folds constant offsets into the address),
   and a ``mul.wide`` whose result feeds a 64-bit ``add`` counts 0: the pair is one IMAD.WIDE.
+  A vector of bytes (``ld.v4.u8``, a ``uchar4``) is one 32-bit load whose bytes SASS takes
+  apart with a PRMT each (4; ``v2`` 2), and a stored one is put together with 3 PRMT (``v2``
+  1).
   Check on the eval set's loop-free CUDA kernels (static PTX count vs ncu's per-thread count):
   integer median ratio 1.00 (quartiles 0.79-1.33), FP32 FLOPs 1.00, FP64 FLOPs 1.00.
 - Memory: loads/stores by state space (``global``, ``shared``, ``local``, ``const``,
@@ -223,6 +226,13 @@ def _vec(tokens: Sequence[str]) -> int:
     return 1
 
 
+def _byte_lanes(tokens: Sequence[str], t: str) -> int:
+    """The bytes of a vector of bytes (``v4.u8``: 4) that SASS moves as one word and takes
+    apart (or puts together) in integer instructions; 0 for any other access."""
+    vec = _vec(tokens)
+    return vec if vec > 1 and _TYPE_BYTES.get(t, 4) == 1 else 0
+
+
 @functools.lru_cache(maxsize=4096)
 def opcode_mix(opcode: str) -> LineMix:
     """The counts of one instruction, from its opcode with modifiers (``"fma.rn.f32"``).
@@ -244,7 +254,7 @@ def opcode_mix(opcode: str) -> LineMix:
         if space == "param":
             return add(ld_param=1)
         size = _TYPE_BYTES.get(t, 4) * _vec(mods)
-        return add(**{f"ld_{space}": 1, f"ld_{space}_bytes": size})
+        return add(int_ops=_byte_lanes(mods, t), **{f"ld_{space}": 1, f"ld_{space}_bytes": size})
     if base == "st":
         space = _space(mods)
         if space == "param":
@@ -252,7 +262,8 @@ def opcode_mix(opcode: str) -> LineMix:
         if space == "const":
             space = "global"
         size = _TYPE_BYTES.get(t, 4) * _vec(mods)
-        return add(**{f"st_{space}": 1, f"st_{space}_bytes": size})
+        packs = max(_byte_lanes(mods, t) - 1, 0)
+        return add(int_ops=packs, **{f"st_{space}": 1, f"st_{space}_bytes": size})
     if base in ("atom", "red"):
         space = _space(mods)
         space = space if space in ("global", "shared") else "generic"
