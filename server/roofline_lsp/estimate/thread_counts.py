@@ -67,6 +67,8 @@ def control_passes(trips: float, unroll: float) -> float:
     passes of the remainder loop, not half a group)."""
     if unroll <= 1.0:
         return trips
+    if not math.isfinite(trips):
+        return trips / unroll
     groups = math.floor(trips / unroll)
     return groups + (trips - groups * unroll)
 
