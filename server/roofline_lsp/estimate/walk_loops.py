@@ -529,7 +529,7 @@ class LoopWalker(CallWalker):
         else:
             factor = max(unroll if unroll else self.inputs.settings.unroll_default, 1.0)
         saved_inner = self.cursor.w
-        if parallel or math.isinf(factor):
+        if parallel or unrolled:
             self.cursor.w = saved_inner / factor
         else:
             self.cursor.w = saved * control_passes(n, factor)
