@@ -228,6 +228,60 @@ def test_one_division_serves_quotient_and_remainder(gpu, tmp_path: Path) -> None
     assert ints("i / n + i / m") == pytest.approx(apart)
 
 
+@pytest.mark.parametrize(
+    ("divisor", "cost"),
+    [
+        ("n", 20.0),  # a kernel argument: the launch passes 48, but only at run time
+        ("W", 4.0),  # #define W 48: a multiply-high and shifts
+        ("V", 4.0),  # const int V = 48 at file scope
+        ("(W / 2)", 4.0),  # arithmetic of constants is a constant
+        ("c", 4.0),  # const int c = 48 in the kernel
+        ("d", 20.0),  # const int d = n: const, but only the run fixes it
+        ("B", 4.0),  # a template parameter (the launch instantiates k<48>)
+    ],
+)
+def test_a_division_costs_a_constant_one_only_by_a_constant_the_compiler_sees(
+    gpu, tmp_path: Path, divisor: str, cost: float
+) -> None:  # type: ignore[no-untyped-def]
+    # i / 48 costs 4 (IMAD.HI + shifts) when the compiler sees the 48, and the 20 of the
+    # reciprocal sequence when only the run gives it, however well the estimate knows it
+    def ints(expr: str) -> float:
+        src = (
+            "#define W 48\n"
+            "const int V = 48;\n"
+            "template <int B> __global__ void k(int *x, int n) {\n"
+            "  int i = threadIdx.x;\n"
+            "  const int c = 48;\n"
+            "  const int d = n;\n"
+            f"  x[i] = {expr};\n"
+            "}\n"
+            "int main() { int *x; k<48><<<1024, 256>>>(x, 48); }\n"
+        )
+        return count(gpu, tmp_path, src, **LAUNCH).counts.int_ops
+
+    # the same expression with an add for the division: an add of a value the same for every
+    # thread costs half an instruction (it folds into the next IADD3 or IMAD half the time)
+    assert ints(f"i / {divisor}") - ints(f"i + {divisor}") == pytest.approx(cost - 0.5)
+
+
+def test_a_loop_divides_by_an_unchanging_value_without_its_reciprocal(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # j % m in an 8-trip loop: nvcc hoists m's reciprocal out of the loop and each trip runs
+    # the 12 instructions of the estimate and its corrections (sm_86 SASS); j % (m + j)
+    # divides by a new value each trip: the whole 20, plus the add
+    def ints(expr: str) -> float:
+        src = (
+            "__global__ void k(int *x, int m) {\n"
+            "  for (int j = 0; j < 8; j++)\n"
+            f"    x[j * blockDim.x + threadIdx.x] = {expr};\n"
+            "}\n"
+        )
+        return count(gpu, tmp_path, src, **LAUNCH).counts.int_ops
+
+    plain = ints("j + m")
+    assert ints("j % m") - plain == pytest.approx(8 * (12.0 - 1.0))
+    assert ints("j % (m + j)") - plain == pytest.approx(8 * 20.0)
+
+
 def test_a_64_bit_division_of_32_bit_values_costs_a_32_bit_one_and_a_test(
     gpu, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]

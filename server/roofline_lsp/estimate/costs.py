@@ -420,6 +420,10 @@ INT_DIV_VAR = 20.0  # 32-bit division by a variable: float reciprocal + IMAD ref
 # values that fit in 32 bits (indices, sizes) as 32-bit unsigned ones; only larger ones call the
 # ~70-instruction slow path
 INT_DIV_VAR64 = INT_DIV_VAR + 2.0
+# ... in a loop, by a value the same on every trip: the compiler hoists the reciprocal (I2F,
+# MUFU.RCP, F2I and its refinement); each trip runs the IMAD.HI estimate and its corrections
+# (sm_86 SASS of ``x[i] = i % m`` in a grid-stride loop: 12 per trip)
+INT_DIV_HOISTED = 12.0
 WARP_TREE = 5.0  # steps of a shuffle reduction over a warp's 32 lanes (log2 32)
 # integer instructions of each step besides its combine (the OpenMP runtime's generic
 # shuffle-and-reduce: the lane's offset, the test of which lanes take part, the shuffle's

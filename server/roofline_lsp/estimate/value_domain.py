@@ -51,6 +51,7 @@ class Var:
         "tname",
         "test",
         "host_name",
+        "fixed",
     )
 
     def __init__(
@@ -88,6 +89,16 @@ class Var:
         # a struct passed by value down from a kernel parameter: the parameter's name, under
         # which the host knows its fields (``params.octaves``)
         self.host_name = ""
+        # a template parameter's value (``f<4>``, a default, a template instance's member):
+        # the compiler sees it, as a literal (``ExpressionWalker.compile_time``)
+        self.fixed = False
+
+
+def fixed_constant(v: float) -> Var:
+    """A template parameter's value in a function's scope: an int the compiler sees."""
+    var = Var(INT, NOTHING, v, const=True)
+    var.fixed = True
+    return var
 
 
 def held_test(value: Node) -> Node | None:

@@ -31,6 +31,7 @@ from roofline_lsp.estimate.value_domain import (
     clamped_slope,
     converted,
     extreme_range,
+    fixed_constant,
     fold_binary,
     fold_call,
     slope_of,
@@ -576,7 +577,7 @@ class CallWalker(GroupWalker):
         ]
         if not closure:
             constants.update(self.deduced_lengths(fnode, vals, constants))
-        scope: dict[str, Var] = {n: Var(INT, NOTHING, v, const=True) for n, v in constants.items()}
+        scope: dict[str, Var] = {n: fixed_constant(v) for n, v in constants.items()}
         for i, (ptype, pname) in enumerate(params):
             if not pname:
                 continue
@@ -629,7 +630,7 @@ class CallWalker(GroupWalker):
             for member in instance.values:
                 number = instance.number(member)
                 if number is not None:
-                    scope.setdefault(member, Var(INT, NOTHING, number, const=True))
+                    scope.setdefault(member, fixed_constant(number))
         ret_t = self.type_of(return_type_text(fnode)) if not closure else UNKNOWN
         body = fnode.child_by_field_name("body")
         if body is None:

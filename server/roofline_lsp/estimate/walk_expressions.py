@@ -478,6 +478,43 @@ class ExpressionWalker(ReferenceWalker):
         finally:
             self.cursor.narrowed = saved
 
+    def division_cost(self, divisor: Val, wide: float = 1.0) -> float:
+        """Integer instructions of a division by a run-time value (``wide``: of 64-bit
+        operands): the reciprocal sequence; in a loop, by a value no thread or trip changes,
+        its per-trip part only (the compiler computes the reciprocal before the loop)."""
+        looping = any(trips > 1 for _dim, trips, _par in self.cursor.loops)
+        cost = costs.INT_DIV_HOISTED if looping and not divisor.deps else costs.INT_DIV_VAR
+        return cost + (costs.INT_DIV_VAR64 - costs.INT_DIV_VAR if wide > 1 else 0.0)
+
+    def compile_time(self, node: Node, depth: int = 0) -> bool:
+        """``node`` is a constant the compiler sees: literals, ``sizeof``, macros and named,
+        enum and template constants, and arithmetic of them; not a value only the run fixes
+        (a kernel argument, a host variable, ``blockDim.x``), however well the estimate knows
+        it. Dividing by the one is a multiply-high, by the other a full division."""
+        n = unparenthesized(node)
+        if n.type in ("number_literal", "char_literal", "true", "false", "sizeof_expression"):
+            return True
+        if n.type in ("identifier", "qualified_identifier"):
+            name = text(n)
+            if name in self.inputs.literal_constants:
+                return True
+            v = self.var(name)
+            if v is not None:
+                return v.fixed
+            if name in self.inputs.constants or name in self.inputs.template_names:
+                return True
+            m = self.inputs.macros.get(name)
+            if m is None or m[0] is not None or depth > 4:
+                return False
+            body = macro_tree(m[1], expression=True)
+            return body is not None and self.compile_time(body, depth + 1)
+        if n.type in ("binary_expression", "unary_expression", "conditional_expression"):
+            return all(self.compile_time(c, depth + 1) for c in n.named_children)
+        if n.type == "cast_expression":
+            value = n.child_by_field_name("value")
+            return value is not None and self.compile_time(value, depth + 1)
+        return False
+
     def float_operand(self, node: Node, v: Val) -> bool:
         """An operand of a double operation that is a float widened, or a constant the
         compiler sees (a literal, a macro or named constant) exact in float; not a value
@@ -551,7 +588,7 @@ class ExpressionWalker(ReferenceWalker):
         if op == "*":
             return costs.INT_OP * (wide if wide == 1 else 3.0)
         if op in ("/", "%"):
-            d = b.val if not b.deps else None
+            d = b.val if not b.deps and self.compile_time(right) else None
             if d is not None and is_pow2(d):
                 return costs.INT_DIV_POW2 * wide * 0.5
             if d is not None:
@@ -562,7 +599,7 @@ class ExpressionWalker(ReferenceWalker):
             if ("/", text(left), text(right)) in seen or ("%", text(left), text(right)) in seen:
                 return 0.0 if (op, text(left), text(right)) in seen else costs.INT_OP * wide
             seen.add((op, text(left), text(right)))
-            return costs.INT_DIV_VAR64 if wide > 1 else costs.INT_DIV_VAR
+            return self.division_cost(b, wide)
         return costs.INT_OP * wide
 
     def test_held_by(self, value: Node, target: str = "") -> Node | None:
@@ -688,13 +725,13 @@ class ExpressionWalker(ReferenceWalker):
                 self.add_flop(tt, 1.0, w)
         elif t.kind == "int":
             if base in ("/", "%"):
-                d = r.val if not r.deps else None
+                d = r.val if not r.deps and right is not None and self.compile_time(right) else None
                 if d is not None and is_pow2(d):
                     self.add_int(costs.INT_DIV_POW2 * 0.5, w)
                 elif d is not None:
                     self.add_int(costs.INT_DIV_CONST, w)
                 else:
-                    self.add_int(costs.INT_DIV_VAR, w)
+                    self.add_int(self.division_cost(r), w)
             else:
                 self.add_int(costs.INT_OP * (2 if t.size > 4 and base == "*" else 1), w)
 

@@ -455,6 +455,8 @@ class StatementWalker(LoopWalker):
                     val = float(math.trunc(val)) if not v.deps else val
                 g = v.group if v.group is not None else group
                 local = Var(vt, v.deps, val, const=const, rng=v.rng, group=g)
+                # (``const int im = 134456``: a constant the compiler sees)
+                local.fixed = const and val is not None and self.compile_time(value_node)
                 local.gathered = reads_memory(value_node)
                 local.slope = v.slope
                 local.test = self.test_held_by(value_node)
