@@ -352,6 +352,19 @@ def test_a_complete_unroll_makes_a_geometric_counter_and_a_division_by_it_consta
     assert line(f.lines, "tree_sum.cu", 11)["int_ops"] == 17 + 1
 
 
+# loop_division.cu: in the grid-stride loop, `i % m` (line 7) divides by the kernel argument
+# m, which no instruction of the loop writes: ptxas computes its reciprocal where m is loaded
+# (line 4, once per thread: the 6 of the 17 integer instructions of a signed remainder that
+# are not the per-trip estimate and corrections, sm_86 SASS) and each trip runs 11; `i / (m +
+# i)` (line 8) divides by a value computed on each trip: the whole 18 of a signed division.
+# Each line also computes its element's address (mul.wide + add: 1) and line 8 its `m + i` (1).
+def test_a_division_by_a_value_the_loop_does_not_change_leaves_its_reciprocal_outside() -> None:
+    f = load("loop_division.ptx").functions["_Z13loop_divisionPiS_ii"]
+    assert line(f.lines, "loop_division.cu", 4)["int_ops"] == 17 - 11  # only the loads else
+    assert line(f.lines, "loop_division.cu", 7)["int_ops"] == 11 + 1
+    assert line(f.lines, "loop_division.cu", 8)["int_ops"] == 18 + 1 + 1
+
+
 def test_a_header_with_many_back_edges_is_one_loop_of_all_their_blocks() -> None:
     # $H, then 50 blocks each ending `@%p bra $H` (a back edge: $H dominates them all), then
     # the ret block: one natural loop of the 51 blocks before the ret

@@ -188,14 +188,27 @@ _DIVISION_INTS = {("div", True): 18, ("div", False): 14, ("rem", True): 17, ("re
 # adds the rounding fix): ``t / 3`` IMAD.HI + LEA.HI, ``t % 4`` SHF + LEA.HI + LOP3 + IADD,
 # ``u % 4`` LOP3, ``u / 3`` IMAD.WIDE + SHF
 _CONSTANT_DIVISION_INTS = {("div", True): 3, ("div", False): 2, ("rem", True): 4, ("rem", False): 2}
+# ... and each trip of a loop dividing by a value the loop does not change: ptxas computes the
+# reciprocal before the loop (``x[i] = i % m`` in a grid-stride loop: IABS, the IMAD.HI
+# estimate and its ISETP/IADD3 corrections, the sign fix)
+_HOISTED_DIVISION_INTS = {
+    ("div", True): 13,
+    ("div", False): 8,
+    ("rem", True): 11,
+    ("rem", False): 7,
+}
 _FP_NOFLOP = {"neg", "abs", "min", "max", "setp", "set", "selp", "copysign", "testp", "slct"}
 
 
-def division_ints(base: str, t: str, constant: bool = False) -> int:
+def division_ints(base: str, t: str, constant: bool = False, hoisted: bool = False) -> int:
     """Integer instructions of a 32-bit ``div``/``rem`` of PTX type ``t`` (``s32``, ``u32``)
     by a run-time value, or by a ``constant`` one (as each copy of a completely unrolled loop
-    divides by its induction variable)."""
-    table = _CONSTANT_DIVISION_INTS if constant else _DIVISION_INTS
+    divides by its induction variable), or per trip of a loop that does not change the
+    divisor (``hoisted``: its reciprocal computed before the loop)."""
+    if constant:
+        table = _CONSTANT_DIVISION_INTS
+    else:
+        table = _HOISTED_DIVISION_INTS if hoisted else _DIVISION_INTS
     return table[base, t.startswith("s")]
 
 

@@ -390,8 +390,12 @@ def _build_function(
     calls: list[str] = []
     signs = _materialized_signs(instrs)
     far = _far_offsets(instrs)
+    cfg = _Cfg(instrs, labels)
+    hoisted = _hoisted_divisions(instrs, cfg)
     for j, ins in enumerate(instrs):
         sp = _sparse(opcode_mix(ins.opcode))
+        if j in hoisted:
+            sp = sp + ((_INT_OPS, hoisted[j]),)
         if j in signs:
             sp = sp + ((_SIGN_FLOP[ins.opcode.rsplit(".", 1)[-1]], 1),)
         if j in far:
@@ -425,7 +429,6 @@ def _build_function(
     total = [0] * nf
     # consecutive instructions of one call-site line in one basic block:
     # [key, counts, calls, first index]
-    cfg = _Cfg(instrs, labels)
     leaders = cfg.leaders
     runs: list[tuple[Key, list[int], list[str], int]] = []
     for j, (ins, sp, target) in enumerate(zip(instrs, sparse, targets, strict=True)):
@@ -679,6 +682,41 @@ def _folded_lines(
                 k = key(instrs[j].direct)
                 old = out.get(k, (0, 0))
                 out[k] = (old[0] + n, old[1]) if part == 0 else (old[0], old[1] + n)
+    return out
+
+
+def _hoisted_divisions(instrs: list[_Instr], cfg: _Cfg) -> dict[int, int]:
+    """Integer instructions to move between instructions (negative: off it) for the 32-bit
+    divisions in a loop by a register the innermost loop around them does not write (a kernel
+    argument, a value computed before the loop): ptxas computes the divisor's reciprocal where
+    the divisor is computed, once for all the divisions by it, not on every trip."""
+    writers: dict[str, list[int]] = {}
+    for j, ins in enumerate(instrs):
+        ops = _operands(ins.operands)
+        if ops and ops[0].startswith("%"):
+            writers.setdefault(ops[0], []).append(j)
+    innermost: dict[int, set[int]] = {}  # division -> the instructions of its innermost loop
+    for body in cfg.natural_loops():
+        order = {j for b in body for j in range(cfg.blocks[b][0], cfg.blocks[b][1] + 1)}
+        for j in order:
+            held = innermost.get(j)
+            if _DIVISION_RE.match(instrs[j].opcode) and (held is None or len(order) < len(held)):
+                innermost[j] = order
+    out: dict[int, int] = {}
+    charged: set[str] = set()
+    for j, loop in sorted(innermost.items()):
+        m = _DIVISION_RE.match(instrs[j].opcode)
+        ops = _operands(instrs[j].operands)
+        if m is None or len(ops) != 3:
+            continue
+        defs = writers.get(ops[2], [])
+        if len(defs) != 1 or defs[0] in loop:
+            continue
+        reciprocal = division_ints(m[1], m[2]) - division_ints(m[1], m[2], hoisted=True)
+        out[j] = out.get(j, 0) - reciprocal
+        if ops[2] not in charged:
+            charged.add(ops[2])
+            out[defs[0]] = out.get(defs[0], 0) + reciprocal
     return out
 
 
