@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from counting_helpers import LAUNCH, count, detected, loop_trips
 
+from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.roofline import Inputs, analyze
 from roofline_lsp.model.config import Config
 
@@ -886,3 +887,46 @@ def test_an_unknown_count_stays_under_the_min_that_bounds_it(gpu, tmp_path: Path
         "r": (16, "default"),
     }
     assert a.counts.flops["fp32"] == pytest.approx(2 * (6 + 3 + 16))
+
+
+def test_clang_splits_off_the_remainder_of_each_loop_of_a_run_time_count(
+    gpu, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    # each iteration of the offloaded loop enters the j loop (n = 3 trips, from main) once and
+    # its k loop (m = 5 trips) 3 times: 4 entries of a loop LLVM unrolls by 4 with a run-time
+    # count, each splitting off its remainder (REMAINDER_SETUP, 8 integer instructions).
+    # The c loop's count is a constant (64: unrolled by 4 with no remainder to split at run
+    # time) and the w loop's is unknown (16 assumed): neither pays it. Nor does a CUDA kernel.
+    region = (
+        "void f(float *a, const float *b, int n, int m, const int *len) {\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < 4096; i++) {\n"
+        "    float s = 0.f;\n"
+        "    for (int j = 0; j < n; j++)\n"
+        "      for (int k = 0; k < m; k++) s += b[i * 16 + j * m + k];\n"
+        "    for (int c = 0; c < 64; c++) s += b[c];\n"
+        "    for (int w = 0; w < len[i]; w++) s += b[w];\n"
+        "    a[i] = s;\n"
+        "  }\n"
+        "}\n"
+        "int main() { float *a, *b; int *len; f(a, b, 3, 5, len); }\n"
+    )
+    kernel = (
+        "__global__ void k(float *a, const float *b, int n, int m) {\n"
+        "  int i = threadIdx.x;\n"
+        "  float s = 0.f;\n"
+        "  for (int j = 0; j < n; j++)\n"
+        "    for (int k = 0; k < m; k++) s += b[i * 16 + j * m + k];\n"
+        "  a[i] = s;\n"
+        "}\n"
+        "int main() { float *a, *b; k<<<16, 256>>>(a, b, 3, 5); }\n"
+    )
+
+    def ints(src: str, name: str) -> float:
+        return count(gpu, tmp_path, src, name=name, **LAUNCH).counts.int_ops
+
+    with_setup = ints(region, "r.cpp"), ints(kernel, "k.cu")
+    monkeypatch.setattr(costs, "REMAINDER_SETUP", 0.0)
+    without = ints(region, "r.cpp"), ints(kernel, "k.cu")
+    assert with_setup[0] - without[0] == pytest.approx(4 * 8.0)
+    assert with_setup[1] == pytest.approx(without[1])

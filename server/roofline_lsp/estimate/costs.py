@@ -424,6 +424,12 @@ INT_DIV_VAR64 = INT_DIV_VAR + 2.0
 # MUFU.RCP, F2I and its refinement); each trip runs the IMAD.HI estimate and its corrections
 # (sm_86 SASS of ``x[i] = i % m`` in a grid-stride loop: 12 per trip)
 INT_DIV_HOISTED = 12.0
+# each entry of a loop LLVM unrolls by 4 with a run-time trip count (clang's OpenMP builds):
+# the split of the count and the remainder loop's setup. sm_86 SASS of convolution3D's 5-trip
+# tap loop (clang 16 with its device runtime linked) runs 9 between the unrolled part and the
+# remainder: the test of the leftover count, an IMAD.IADD and an IMAD.WIDE per pointer, 4
+# IMAD.MOV copies; the test is the loop's own (its control runs once more), 8 remain
+REMAINDER_SETUP = 8.0
 WARP_TREE = 5.0  # steps of a shuffle reduction over a warp's 32 lanes (log2 32)
 # integer instructions of each step besides its combine (the OpenMP runtime's generic
 # shuffle-and-reduce: the lane's offset, the test of which lanes take part, the shuffle's

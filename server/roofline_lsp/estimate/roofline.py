@@ -275,6 +275,7 @@ def analyze(
         # OpenMP regions are clang's (its libdevice sqrtf is the approximation)
         prec_sqrt=not offload and (config is None or config.build_compiler == "nvcc"),
         unroll_strided=not offload and (config is None or config.build_compiler == "nvcc"),
+        split_remainder=offload,
     )
     dims = {
         "tx": float(block[0]),

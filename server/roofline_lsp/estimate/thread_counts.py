@@ -128,6 +128,9 @@ class Settings:
     # ... and a grid- or block-stride loop (a run-time step) too; clang leaves those rolled
     unroll_strided: bool = True
     unroll_full_max: float = 32.0  # constant-trip loops up to this are unrolled completely
+    # each entry of a loop unrolled with a run-time count splits off its remainder
+    # (``costs.REMAINDER_SETUP``): clang's OpenMP builds
+    split_remainder: bool = False
     int_entry: float = 2.0  # kernel prologue (global index, bound check)
     omp_iteration_ints: float = 15.0  # OpenMP work-shared loop: runtime loop control
     # iterations per thread of an offloaded loop of unknown size the launch is not sized to
