@@ -503,6 +503,8 @@ class ExpressionWalker(ReferenceWalker):
                 return v.fixed
             if name in self.inputs.constants or name in self.inputs.template_names:
                 return True
+            if name in _STANDARD_CONSTANTS:  # ``M_PI``, ``FLT_MAX``
+                return True
             m = self.inputs.macros.get(name)
             if m is None or m[0] is not None or depth > 4:
                 return False
@@ -525,15 +527,7 @@ class ExpressionWalker(ReferenceWalker):
             return True
         if v.val is None or v.deps or not exact_in_float(v.val):
             return False
-        inner = unparenthesized(node)
-        if inner.type == "unary_expression":
-            inner = unparenthesized(inner.child_by_field_name("argument") or inner)
-        if inner.type == "number_literal":
-            return True
-        name = text(inner)
-        return inner.type == "identifier" and (
-            self.var(name) is None or name in self.inputs.literal_constants
-        )
+        return self.compile_time(node)
 
     def lvalue_type(self, left: Node) -> DataType | None:
         """The type stored into by an assignment to ``left`` (``x``, ``b[i]``, ``m[i][j]``,
