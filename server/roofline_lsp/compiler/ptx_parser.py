@@ -391,7 +391,8 @@ def _build_function(
     signs = _materialized_signs(instrs)
     far = _far_offsets(instrs)
     cfg = _Cfg(instrs, labels)
-    hoisted = _hoisted_divisions(instrs, cfg)
+    bodies = cfg.natural_loops()
+    hoisted = _hoisted_divisions(instrs, cfg, bodies)
     for j, ins in enumerate(instrs):
         sp = _sparse(opcode_mix(ins.opcode))
         if j in hoisted:
@@ -490,7 +491,7 @@ def _build_function(
                 ),
                 _folded_lines(instrs, sparse, cfg, body, key),
             )
-            for body in cfg.natural_loops()
+            for body in bodies
         ),
         {k: frozenset(v) for k, v in steered.items()},
         {k: frozenset(v) for k, v in skipped_by.items() if v and k[1] > 0},
@@ -685,23 +686,26 @@ def _folded_lines(
     return out
 
 
-def _hoisted_divisions(instrs: list[_Instr], cfg: _Cfg) -> dict[int, int]:
+def _hoisted_divisions(instrs: list[_Instr], cfg: _Cfg, bodies: list[set[int]]) -> dict[int, int]:
     """Integer instructions to move between instructions (negative: off it) for the 32-bit
-    divisions in a loop by a register the innermost loop around them does not write (a kernel
-    argument, a value computed before the loop): ptxas computes the divisor's reciprocal where
-    the divisor is computed, once for all the divisions by it, not on every trip."""
-    writers: dict[str, list[int]] = {}
-    for j, ins in enumerate(instrs):
-        ops = _operands(ins.operands)
-        if ops and ops[0].startswith("%"):
-            writers.setdefault(ops[0], []).append(j)
+    divisions in a loop (``bodies``: the natural loops' blocks) by a register the innermost
+    loop around them does not write (a kernel argument, a value computed before the loop):
+    ptxas computes the divisor's reciprocal where the divisor is computed, once for all the
+    divisions by it, not on every trip."""
     innermost: dict[int, set[int]] = {}  # division -> the instructions of its innermost loop
-    for body in cfg.natural_loops():
+    for body in bodies:
         order = {j for b in body for j in range(cfg.blocks[b][0], cfg.blocks[b][1] + 1)}
         for j in order:
             held = innermost.get(j)
             if _DIVISION_RE.match(instrs[j].opcode) and (held is None or len(order) < len(held)):
                 innermost[j] = order
+    if not innermost:
+        return {}  # (most functions: no operand is parsed for this)
+    writers: dict[str, list[int]] = {}
+    for j, ins in enumerate(instrs):
+        ops = _operands(ins.operands)
+        if ops and ops[0].startswith("%"):
+            writers.setdefault(ops[0], []).append(j)
     out: dict[int, int] = {}
     charged: set[str] = set()
     for j, loop in sorted(innermost.items()):
