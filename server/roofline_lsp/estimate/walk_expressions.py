@@ -478,6 +478,17 @@ class ExpressionWalker(ReferenceWalker):
         finally:
             self.cursor.narrowed = saved
 
+    def constant_division(self, divisor: Val, right: Node, wide: float = 1.0) -> float | None:
+        """Integer instructions of a division by ``right`` (its value ``divisor``) when it is a
+        constant the compiler sees (:meth:`compile_time`): a shift and a sign fix for a power
+        of two, a multiply-high and shifts otherwise; None for a run-time divisor
+        (:meth:`division_cost`)."""
+        if divisor.val is None or divisor.deps or not self.compile_time(right):
+            return None
+        if is_pow2(divisor.val):
+            return costs.INT_DIV_POW2 * wide * 0.5
+        return costs.INT_DIV_CONST * wide
+
     def division_cost(self, divisor: Val, wide: float = 1.0) -> float:
         """Integer instructions of a division by a run-time value (``wide``: of 64-bit
         operands): the reciprocal sequence; in a loop, by a value no thread or trip changes,
@@ -582,11 +593,9 @@ class ExpressionWalker(ReferenceWalker):
         if op == "*":
             return costs.INT_OP * (wide if wide == 1 else 3.0)
         if op in ("/", "%"):
-            d = b.val if not b.deps and self.compile_time(right) else None
-            if d is not None and is_pow2(d):
-                return costs.INT_DIV_POW2 * wide * 0.5
-            if d is not None:
-                return costs.INT_DIV_CONST * wide
+            fixed = self.constant_division(b, right, wide)
+            if fixed is not None:
+                return fixed
             # one division serves x / n and x % n (and a repeat of either) in a loop body:
             # the compiler computes the remainder from the quotient with one multiply-add
             seen = self.cursor.seen[-1]
@@ -719,13 +728,8 @@ class ExpressionWalker(ReferenceWalker):
                 self.add_flop(tt, 1.0, w)
         elif t.kind == "int":
             if base in ("/", "%"):
-                d = r.val if not r.deps and right is not None and self.compile_time(right) else None
-                if d is not None and is_pow2(d):
-                    self.add_int(costs.INT_DIV_POW2 * 0.5, w)
-                elif d is not None:
-                    self.add_int(costs.INT_DIV_CONST, w)
-                else:
-                    self.add_int(self.division_cost(r), w)
+                fixed = self.constant_division(r, right) if right is not None else None
+                self.add_int(fixed if fixed is not None else self.division_cost(r), w)
             else:
                 self.add_int(costs.INT_OP * (2 if t.size > 4 and base == "*" else 1), w)
 
