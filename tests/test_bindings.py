@@ -432,6 +432,25 @@ def test_elements_of_a_local_array_of_sizes(tmp_path: Path) -> None:
     assert (ctx.get("n"), ctx.get("dim"), ctx.get("extra")) == (4096, 2, None)
 
 
+def test_an_allocation_of_records_holds_records(tmp_path: Path) -> None:
+    """``cudaMalloc(&d_rv, n * sizeof(FOUR_VECTOR))`` of 16-byte records holds n = 1000 of
+    them, not the 4000 words of its 16000 bytes: the extent caps the footprint of ``rv[i]``
+    reads, which came out 4x the array."""
+    src = (
+        "typedef struct { float v, x, y, z; } FOUR_VECTOR;\n"
+        "__global__ void k(FOUR_VECTOR *rv) { rv[threadIdx.x].v = 0.f; }\n"
+        "int main() {\n"
+        "  int n = 1000;\n"
+        "  long mem = n * sizeof(FOUR_VECTOR);\n"
+        "  FOUR_VECTOR *d_rv;\n"
+        "  cudaMalloc((void **)&d_rv, mem);\n"
+        "  k<<<1, 1000>>>(d_rv);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"a.cu": src}, "a.cu", struct_sizes={"FOUR_VECTOR": 16})
+    assert ctx.extents["rv"] == 1000
+
+
 def test_openmp_region_host_values_and_map_extents(tmp_path: Path) -> None:
     src = (
         "void f(float *a, int n) {\n"

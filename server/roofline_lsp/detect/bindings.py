@@ -2240,7 +2240,12 @@ def _record_alloc(ctx: HostContext, name: str, size: str, argv: list[str], bytes
         return
     if bytes_:
         t = ctx.types.get(name)
-        elem = parse_type(t).size if t else 4
+        pointee = parse_type(t) if t else None
+        elem = pointee.size if pointee is not None else 4
+        if pointee is not None and pointee.kind == "unknown":
+            # an array of records (``FOUR_VECTOR *rv = malloc(n * sizeof(FOUR_VECTOR))``): n
+            # elements of the record's size, not of a word
+            elem = ctx.struct_sizes.get(pointee.name, elem)
         v = v / max(elem, 1)
     ctx.extents[name] = v
 
