@@ -134,6 +134,22 @@ def test_a_diagonal_read_beside_rows_of_structs_moves_a_sector_each() -> None:
     assert m.bytes_loaded == pytest.approx(512 * 512 * 8 + 512 * 32)
 
 
+def test_a_thread_walking_its_structs_reads_them_whole() -> None:
+    # 384 threads each walk their own row of 8-byte structs (.re and .im of AT[187 * t + c]
+    # over 2930 trips of c: lanes 187 structs apart, 1,125,120 structs, 9 MB). A lane's read
+    # fetches a 32 B sector, and the thread reads the rest of it on its next three trips:
+    # the lines of 384 threads stay cached, so the structs are read once (9 MB), not a sector
+    # per struct and field (36 MB)
+    def field(name: str) -> Access:
+        return Access(
+            name, "global", 4, "load", 2930, 384 * 2930, 1, streamed=frozenset({"c"}),
+            lane_bytes=187 * 8,
+        )  # fmt: skip
+
+    m = estimate_traffic(counts(384, field("AT.re"), field("AT.im")), {}, L2, MODEL)
+    assert m.bytes_loaded == pytest.approx(384 * 2930 * 8)
+
+
 def test_resident_writes_stay_in_l2() -> None:
     # a 1 MiB working set (fits the 5 MiB L2): reads reach DRAM, half the writes do
     m = estimate_traffic(

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from roofline_lsp.estimate.thread_counts import Access, ThreadCounts
@@ -219,7 +219,7 @@ def estimate_traffic(
         loaded = max(foot_l, sectors.total("load"))
         stored = max(foot_s, sectors.total("store"))
         struct_sectors, struct_bytes = _struct_reads(
-            name, accs, foot_l / elem, threads, cap, model.sector
+            name, accs, foot_l / elem, threads, cap, model.sector, thrash
         )
         buffers.append(
             BufferTraffic(
@@ -595,6 +595,7 @@ def _struct_reads(
     threads: float,
     cap: float | None,
     sector: float,
+    thrash: Callable[[Access], float],
 ) -> tuple[float, float]:
     """For field ``name`` (``p.x``) read by consecutive threads from structs ``lane_bytes``
     apart, ``structs`` of them (its footprint's elements): the sectors those reads fetch and
@@ -602,13 +603,17 @@ def _struct_reads(
     to the struct bytes). Each read counts at its own lanes' distance: the field walked
     along the rows (``AT[t + 370 * c].Re``, structs 8 B apart, the most structs read) reads
     whole structs; another read of it lanes further apart (the diagonal ``AT[371 * t].Re``,
-    2968 B) fetches a sector per element, not the structs in between. (0, 0) for a plain
-    buffer or a field no thread reads from its own struct."""
+    2968 B) fetches a sector per element, not the structs in between. A thread that walks
+    its structs over a loop (``AT[187 * t + c].Re`` over c) uses the rest of each sector on
+    its next iterations unless its line was evicted first (``thrash``, as for a plain
+    buffer's walked rows). (0, 0) for a plain buffer or a field no thread reads from its own
+    struct."""
     if "." not in name:
         return 0.0, 0.0
-    # (elements read, lanes' distance in bytes) of each read with lanes a struct apart
+    # (elements read, lanes' distance in bytes, share of a sector's rest fetched again) of
+    # each read with lanes a struct apart
     wide = [
-        (_elements(a, threads, cap), a.lane_bytes)
+        (_elements(a, threads, cap), a.lane_bytes, thrash(a) if a.streamed else 1.0, a.elem)
         for a in accs
         if a.kind != "store" and a.lane_bytes is not None and a.lane_bytes > a.elem
     ]
@@ -616,11 +621,12 @@ def _struct_reads(
         return 0.0, 0.0
     spacing = max(wide, key=lambda w: w[0])[1]  # the lanes' distance of the most structs read
     sectors = size = 0.0
-    for n, gap in wide:
-        sectors += n * min(gap, sector)
-        size += n * (gap if gap == spacing else min(gap, sector))
+    for n, gap, again, elem in wide:
+        per = min(gap, sector)
+        sectors += n * (elem + (per - elem) * again)
+        size += n * (gap if gap == spacing else per)
     # no more than the footprint's structs at the widest spacing (reads that overlap)
-    widest = max(gap for _, gap in wide)
+    widest = max(w[1] for w in wide)
     return min(sectors, structs * min(widest, sector)), min(size, structs * widest)
 
 
