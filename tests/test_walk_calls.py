@@ -168,6 +168,24 @@ def test_a_global_atomic_add_is_no_flop(gpu, tmp_path: Path) -> None:  # type: i
     assert a.counts.flops["fp64"] == 0
 
 
+def test_an_atomic_hands_each_thread_a_slot_of_its_own(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # stream compaction: pos = atomicAdd(counter, 1) is a different value for each of the
+    # 262,144 threads, so out[pos] writes 262,144 floats (1 MiB), as many as in[i] reads;
+    # the value an atomic returns was taken for the counter's, one for all threads (4 B)
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *in, float *out, int *counter) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  int pos = atomicAdd(counter, 1);\n"
+        "  out[pos] = in[i];\n"
+        "}\n",
+        **LAUNCH,
+    )
+    (out,) = (b for b in a.memory.buffers if b.buffer == "out")
+    assert out.footprint == 262144 * 4
+
+
 def test_half_to_float_intrinsics_give_floats(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # __low2float/__high2float of a half2 are floats: their sum is one add.f32 (nvcc -ptx),
     # not a half2 add (it counted 2 FP16 before)

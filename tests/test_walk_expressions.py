@@ -700,3 +700,23 @@ def test_a_sign_change_stored_as_it_is_costs_one_flop(gpu, tmp_path: Path) -> No
     )
     assert a.counts.flops["fp64"] == pytest.approx(3)
     assert a.counts.flops["fp32"] == pytest.approx(1)
+
+
+def test_an_atomic_capture_hands_each_iteration_a_slot_of_its_own(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # ``#pragma omp atomic capture`` of pos = counter[0]++: each of the 65,536 iterations
+    # gets its own pos, so out[pos] writes 65,536 floats (256 kB), not the one float of a
+    # value read at one address
+    src = (
+        "void k(const float *in, float *out, int *counter) {\n"
+        "  #pragma omp target teams distribute parallel for map(to: in[0:65536])\n"
+        "  for (int i = 0; i < 65536; i++) {\n"
+        "    int pos;\n"
+        "    #pragma omp atomic capture\n"
+        "    pos = counter[0]++;\n"
+        "    out[pos] = in[i];\n"
+        "  }\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="capture.cpp")
+    (out,) = (b for b in a.memory.buffers if b.buffer == "out")
+    assert out.footprint == 65536 * 4

@@ -456,7 +456,7 @@ class CallWalker(GroupWalker):
                 self.add_flop(t, 1.0)
         else:
             self.add_int(1.0)
-        return Val(t, lv.deps | {DATA})
+        return Val(t, lv.deps | self.each_update())  # the value before the update
 
     def callable_object(self, fn: Node, short: str, node: Node) -> tuple[str, Node] | None:
         """What a call of something that is not a function runs: a lambda bound to a local

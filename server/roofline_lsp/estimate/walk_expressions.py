@@ -679,6 +679,9 @@ class ExpressionWalker(ReferenceWalker):
             else:
                 new_val = r.val
                 deps = r.deps
+            if self.cursor.atomic:  # ``#pragma omp atomic capture``: the value before the update
+                new_val = None
+                deps = deps | self.each_update()
             if self.cursor.loops and not self.cursor.loops[-1][2]:
                 deps = deps | {self.cursor.loops[-1][0]}
                 if self.cursor.loops[-1][0] not in r.deps:

@@ -24,7 +24,7 @@ from tree_sitter import Node
 
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.thread_counts import Loop, Settings
-from roofline_lsp.estimate.value_domain import BLOCK_SET, DATA, Val, Var, carried
+from roofline_lsp.estimate.value_domain import BLOCK_SET, DATA, THREAD_SET, Val, Var, carried
 from roofline_lsp.syntax.datatypes import PRECISION_OF_KIND, DataType, parse_type
 from roofline_lsp.syntax.declarations import (
     StructTemplate,
@@ -550,6 +550,18 @@ class WalkerBase:
         if DATA in deps:
             return None
         return self.reach(deps)
+
+    def each_update(self) -> frozenset[str]:
+        """The dimensions an atomic update's old value varies over: every thread and trip
+        that runs it sees the address as the update before left it (``pos =
+        atomicAdd(&count, 1)``, ``#pragma omp atomic capture``: a slot of its own)."""
+        return (
+            frozenset(
+                d for d in self.dimensions.dims if d in THREAD_SET or d in self.par.parallel_dims
+            )
+            | frozenset(d for d, _n, _par in self.cursor.loops)
+            | {DATA}
+        )
 
     def reach(self, deps: frozenset[str]) -> float | None:
         """At most how many distinct values a quantity depending on ``deps`` takes over the
