@@ -610,8 +610,8 @@ def _struct_reads(
     struct."""
     if "." not in name:
         return 0.0, 0.0
-    # (elements read, lanes' distance in bytes, share of a sector's rest fetched again) of
-    # each read with lanes a struct apart
+    # (elements read, lanes' distance in bytes, share of a sector's rest fetched again, the
+    # field's bytes) of each read with lanes a struct apart
     wide = [
         (_elements(a, threads, cap), a.lane_bytes, thrash(a) if a.streamed else 1.0, a.elem)
         for a in accs
