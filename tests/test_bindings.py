@@ -12,6 +12,7 @@ from roofline_lsp.detect.bindings import (
     host_context,
     option_values,
     pointer_base,
+    sizeof,
     substitute_host,
 )
 from roofline_lsp.detect.kernels import detect
@@ -449,6 +450,25 @@ def test_an_allocation_of_records_holds_records(tmp_path: Path) -> None:
     )
     ctx = ctx_for(tmp_path, {"a.cu": src}, "a.cu", struct_sizes={"FOUR_VECTOR": 16})
     assert ctx.extents["rv"] == 1000
+
+
+def test_sizeof_through_a_pointer_is_its_elements(tmp_path: Path) -> None:
+    """``sizeof(*rv)`` of ``FOUR_VECTOR *rv`` is the 16-byte record (it counted a word), and
+    an allocation of n row pointers holds n 8-byte elements (it counted 2n words)."""
+    types = {"rv": "FOUR_VECTOR *", "rows": "float **"}
+    assert sizeof("*rv", types, {"FOUR_VECTOR": 16}) == 16
+    assert sizeof("rv[0]", types, {"FOUR_VECTOR": 16}) == 16
+    assert sizeof("*rows", types) == 8
+    src = (
+        "__global__ void k(float **r) { r[threadIdx.x][0] = 0.f; }\n"
+        "int main() {\n"
+        "  int n = 1000;\n"
+        "  float **rows;\n"
+        "  cudaMalloc((void **)&rows, n * sizeof(float *));\n"
+        "  k<<<1, 1000>>>(rows);\n"
+        "}\n"
+    )
+    assert ctx_for(tmp_path, {"a.cu": src}, "a.cu").extents["r"] == 1000
 
 
 def test_openmp_region_host_values_and_map_extents(tmp_path: Path) -> None:

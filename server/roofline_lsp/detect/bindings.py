@@ -354,6 +354,8 @@ def sizeof(
             return int(n) * t.size
         if t.pointer > deref:
             return 8
+        if t.kind == "unknown" and sizes and t.name in sizes:
+            return sizes[t.name]  # ``sizeof(*rv)`` of ``FOUR_VECTOR *rv``: the record's
         return t.size
     if inner.endswith("*"):
         return 8
@@ -2239,13 +2241,9 @@ def _record_alloc(ctx: HostContext, name: str, size: str, argv: list[str], bytes
             ctx.extents[name] = math.nan
         return
     if bytes_:
-        t = ctx.types.get(name)
-        pointee = parse_type(t) if t else None
-        elem = pointee.size if pointee is not None else 4
-        if pointee is not None and pointee.kind == "unknown":
-            # an array of records (``FOUR_VECTOR *rv = malloc(n * sizeof(FOUR_VECTOR))``): n
-            # elements of the record's size, not of a word
-            elem = ctx.struct_sizes.get(pointee.name, elem)
+        # the bytes of one element, ``sizeof(*name)``: a record's (``FOUR_VECTOR *rv =
+        # malloc(n * sizeof(FOUR_VECTOR))`` holds n), a pointer's 8 for an array of pointers
+        elem = sizeof(f"*{name}", ctx.types, ctx.struct_sizes) if name in ctx.types else 4
         v = v / max(elem, 1)
     ctx.extents[name] = v
 
