@@ -1,7 +1,8 @@
 """Counting a small kernel for the walker tests: ``count(gpu, tmp_path, src, **launch)``
 writes ``src`` to a file, detects its first kernel and estimates it on ``gpu``;
 ``detected(tmp_path, src, name)`` is the file's detection (all its kernels);
-``loop_trips(estimate)`` its loops' trips and where they came from, by loop variable."""
+``loop_trips(estimate)`` its loops' trips and where they came from, by loop variable;
+``buffer_of(estimate, name)`` the traffic of one buffer."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
+from roofline_lsp.estimate.memory import BufferTraffic
 from roofline_lsp.estimate.roofline import Inputs, analyze
 from roofline_lsp.model.gpus import GpuProfile
 from roofline_lsp.model.kernel import Detection
@@ -34,3 +36,9 @@ def count(
 def loop_trips(a: KernelEstimate) -> dict[str | None, tuple[float, str]]:
     """Each loop's (trips, source) by its variable (None: a loop without one)."""
     return {lp.var: (lp.trips, lp.source) for lp in a.counts.loops}
+
+
+def buffer_of(a: KernelEstimate, name: str) -> BufferTraffic:
+    """The traffic of buffer ``name`` in ``a`` (there is exactly one)."""
+    (b,) = (b for b in a.memory.buffers if b.buffer == name)
+    return b

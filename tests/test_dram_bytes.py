@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from counting_helpers import buffer_of
 
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.explanation import verdict_terms
@@ -30,7 +31,7 @@ def _run(gpu: GpuProfile, name: str, kernel: str, inputs: Inputs | None = None) 
 
 
 def _buffer(a: KernelEstimate, name: str) -> tuple[float, float, float]:
-    b = next(b for b in a.memory.buffers if b.buffer == name)
+    b = buffer_of(a, name)
     return b.footprint, b.loaded, b.stored
 
 
@@ -365,7 +366,7 @@ def test_a_byte_read_from_memory_indexes_at_most_256_bins(gpu: GpuProfile) -> No
     # at most 384 x 4 B (the values of a signed or unsigned byte), not a bin per thread
     # (before: 256 MiB of bins, 9x the kernel's real traffic)
     a = _run(gpu, "byte_index.cu", "byte_histogram")
-    bins = next(b for b in a.memory.buffers if b.buffer == "bins")
+    bins = buffer_of(a, "bins")
     assert bins.footprint == pytest.approx(384 * 4)
     assert a.memory.bytes_loaded == pytest.approx(64 * MIB + 384 * 4 + FLOOR)
 
@@ -377,7 +378,7 @@ def test_a_grid_stride_while_loop_reads_new_elements_each_trip(gpu: GpuProfile) 
     a = _run(gpu, "grid_stride_while.cu", "reduce_while")
     loop = a.counts.loops[0]
     assert (loop.var, loop.trips) == ("i", pytest.approx(128, rel=1e-3))
-    in_ = next(b for b in a.memory.buffers if b.buffer == "in")
+    in_ = buffer_of(a, "in")
     assert in_.footprint == pytest.approx(256 * MIB, rel=1e-5)
     assert a.memory.bytes_loaded == pytest.approx(256 * MIB + FLOOR, rel=1e-5)
 

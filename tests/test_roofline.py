@@ -24,7 +24,7 @@ import math
 from pathlib import Path
 
 import pytest
-from counting_helpers import count, detected
+from counting_helpers import buffer_of, count, detected
 
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
@@ -100,7 +100,7 @@ def test_stencil_2d_reuse(gpu) -> None:  # type: ignore[no-untyped-def]
     # the four index ranges overlap: their union is [-4096, 4096^2 + 4095] (the rows above
     # and below the grid included, the bounds check is not in the ranges), 4096^2 + 8192
     # elements
-    loaded = next(b.loaded for b in a.memory.buffers if b.buffer == "in")
+    loaded = buffer_of(a, "in").loaded
     assert loaded == pytest.approx(4 * (4096 * 4096 + 8192))
     # int: x, y -> 1 + 1; four comparisons (p ~ 1 each) -> ~4; indices:
     #   y*NX+x-1 -> 1, y*NX+x+1 -> 1, (y-1)*NX+x -> 1.5, (y+1)*NX+x -> 1.5, y*NX+x -> 1
@@ -175,7 +175,7 @@ def test_histogram_atomics(gpu) -> None:  # type: ignore[no-untyped-def]
     assert sum(a.counts.flops.values()) == 0
     atomics = [x for x in a.counts.accesses if x.kind == "atomic"]
     assert len(atomics) == 1 and atomics[0].buffer == "bins"
-    bins = next(b for b in a.memory.buffers if b.buffer == "bins")
+    bins = buffer_of(a, "bins")
     assert bins.footprint == pytest.approx(1024)  # 256 x 4 B (data-dependent index, capped
     # by the 256-element allocation)
     assert a.memory.bytes_loaded == pytest.approx(2**26 + 1024 + FLOOR)
@@ -853,7 +853,7 @@ def test_the_profiled_instance_binds_the_launching_template_function(gpu, tmp_pa
         k, det, gpu, Inputs(block=(256, 1, 1), grid=(4096, 1, 1), instantiation=("unsigned char",))
     )
     assert a.context.value("n") == 2**20
-    (src,) = [b for b in a.memory.buffers if b.buffer == "in"]
+    src = buffer_of(a, "in")
     assert src.footprint == pytest.approx(2**20)
 
 
@@ -880,7 +880,7 @@ def test_the_profiled_instance_binds_an_openmp_region_s_function_template(
     (k,) = det.kernels
     a = analyze(k, det, gpu, Inputs(instantiation=("unsigned char",)))
     assert a.threads == 2**20
-    (src,) = [b for b in a.memory.buffers if b.buffer == "in"]
+    src = buffer_of(a, "in")
     assert src.footprint == pytest.approx(2**20)
 
 
@@ -907,7 +907,7 @@ def test_sizeof_a_struct_in_host_code_is_its_declared_size(gpu, tmp_path: Path) 
     a = analyze(k, det, gpu, Inputs())
     assert a.context.value("n") == 2**16
     assert a.threads == 2**16
-    (src,) = [b for b in a.memory.buffers if b.buffer == "in"]
+    src = buffer_of(a, "in")
     assert src.footprint == pytest.approx(2**20)
 
 

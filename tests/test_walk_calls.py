@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import LAUNCH, count, detected
+from counting_helpers import LAUNCH, buffer_of, count, detected
 
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.roofline import Inputs, analyze
@@ -182,7 +182,7 @@ def test_an_atomic_hands_each_thread_a_slot_of_its_own(gpu, tmp_path: Path) -> N
         "}\n",
         **LAUNCH,
     )
-    (out,) = (b for b in a.memory.buffers if b.buffer == "out")
+    out = buffer_of(a, "out")
     assert out.footprint == 262144 * 4
 
 
@@ -462,7 +462,7 @@ def test_a_macro_naming_an_element_stores_into_it(gpu, tmp_path: Path) -> None: 
     )
     kinds = sorted((x.buffer, x.kind) for x in a.counts.accesses)
     assert kinds == [("a_lu", "load"), ("a_lu", "store"), ("a_u", "load")]
-    (lu,) = [b for b in a.memory.buffers if b.buffer == "a_lu"]
+    lu = buffer_of(a, "a_lu")
     assert lu.stored == pytest.approx(1024 * 4)
 
 
@@ -486,7 +486,7 @@ def test_a_method_assigning_members_of_an_array_element_stores_it(gpu, tmp_path:
         "}\n"
         "int main() { Pix *p; float *y; k<<<4, 256>>>(p, y); }\n",
     )
-    (pix,) = [b for b in a.memory.buffers if b.buffer == "p"]
+    pix = buffer_of(a, "p")
     assert pix.footprint == pytest.approx(1024 * 4)
     assert [x.kind for x in a.counts.accesses if x.buffer == "p" and x.kind == "store"]
     assert pix.stored == pytest.approx(1024 * 4)

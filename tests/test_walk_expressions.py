@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import LAUNCH, count, detected
+from counting_helpers import LAUNCH, buffer_of, count, detected
 
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.roofline import Inputs, analyze
@@ -718,5 +718,5 @@ def test_an_atomic_capture_hands_each_iteration_a_slot_of_its_own(gpu, tmp_path:
         "}\n"
     )
     a = count(gpu, tmp_path, src, name="capture.cpp")
-    (out,) = (b for b in a.memory.buffers if b.buffer == "out")
+    out = buffer_of(a, "out")
     assert out.footprint == 65536 * 4

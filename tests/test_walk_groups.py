@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import count
+from counting_helpers import buffer_of, count
 
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.roofline import Inputs, analyze
@@ -119,8 +119,8 @@ def test_a_group_s_coordinates_are_the_built_ins(gpu, tmp_path: Path) -> None:  
     # memory: 16 trips by default, and a 16 kB working set)
     (lp,) = a.counts.loops
     assert (lp.trips, lp.source) == (pytest.approx(256.0), "grid-stride")
-    reads = next(b for b in a.memory.buffers if b.buffer == "in")
+    reads = buffer_of(a, "in")
     assert reads.footprint == pytest.approx(4 * 2**26)
     # the store's index is the thread's global index: one element each, 1 MiB
-    writes = next(b for b in a.memory.buffers if b.buffer == "out")
+    writes = buffer_of(a, "out")
     assert writes.footprint == pytest.approx(4 * 1024 * 256)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import LAUNCH, count, detected, loop_trips
+from counting_helpers import LAUNCH, buffer_of, count, detected, loop_trips
 
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.roofline import Inputs, analyze
@@ -410,7 +410,7 @@ def test_a_loop_distributed_over_teams_only_gets_one_team_an_iteration(gpu, tmp_
     a = count(gpu, tmp_path, src, name="dots.cpp", block=(128, 1, 1), grid=(1000, 1, 1))
     trips = loop_trips(a)
     assert trips == {"m": (1000, "launch"), "k": (1024, "default")}
-    out = next(b for b in a.memory.buffers if b.buffer == "out")
+    out = buffer_of(a, "out")
     assert out.footprint == 1000 * 8
 
 

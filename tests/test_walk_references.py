@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import count, detected
+from counting_helpers import buffer_of, count, detected
 
 from roofline_lsp.estimate.roofline import Inputs, analyze
 
@@ -212,7 +212,7 @@ def test_the_components_of_a_structure_of_arrays_are_disjoint(gpu, tmp_path: Pat
         "}\n"
     )
     a = count(gpu, tmp_path, src, name="soa.cu")
-    (u,) = (b for b in a.memory.buffers if b.buffer == "u")
+    u = buffer_of(a, "u")
     assert u.footprint == pytest.approx(3 * 8 * 65536, rel=0.01)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import LAUNCH, count, detected
+from counting_helpers import LAUNCH, buffer_of, count, detected
 
 from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
 from roofline_lsp.model.terms import AssumptionTerm
@@ -48,7 +48,7 @@ def test_openmp_teams_parallel_region(gpu, tmp_path: Path) -> None:  # type: ign
     a = count(gpu, tmp_path, src, name="spmd.cpp")
     assert a.threads == 512 * 128
     assert a.counts.flops["fp32"] == pytest.approx(2.0)
-    x = next(b for b in a.memory.buffers if b.buffer == "x")
+    x = buffer_of(a, "x")
     assert x.footprint == pytest.approx(512 * 128 * 4)
 
 
@@ -113,7 +113,7 @@ def test_a_firstprivate_array_the_region_only_reads_keeps_the_host_s_values(
     a = count(gpu, tmp_path, src, name="cfg.cpp")
     assert [(lp.var, lp.trips) for lp in a.counts.loops] == [("i", 4096), ("k", 8)]
     assert a.counts.local_bytes == {}
-    x = next(b for b in a.memory.buffers if b.buffer == "a")
+    x = buffer_of(a, "a")
     assert x.footprint == pytest.approx(4096 * 8 * 4)
 
 
