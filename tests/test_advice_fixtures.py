@@ -144,12 +144,17 @@ def test_fp64_literal_is_not_flagged_when_the_ptx_has_no_fp64_instruction() -> N
     assert [a for a in kept if a.code == "RL001"]
 
 
-def test_integer_division_is_never_offered_a_float_reciprocal() -> None:
+def test_each_division_is_offered_only_what_applies_to_it() -> None:
     """`i / w` on ints: a reciprocal or `__fdividef` would change the quotient; the advice
-    offers what keeps it (a precomputed fast divisor, or two loop dimensions)."""
+    offers what keeps it (a precomputed fast divisor, or two loop dimensions). A float
+    division gets a reciprocal hoisted out of the loop only when its divisor is the same on
+    every trip (`(v + k) / c`, not `v / (c + k)`)."""
     src, advice = _advice(FIXTURES / "rl004_slow_math.cu")
     by_text = {src[a.start : a.end].decode(): a.message for a in advice if a.code == "RL004"}
     assert "__fdividef" in by_text["v / (c + k)"]
+    # the divisor changes every trip: no reciprocal computed once serves the loop
+    assert "reciprocal" not in by_text["v / (c + k)"]
+    assert "reciprocal computed once outside the loop" in by_text["(v + k) / c"]
     integer = by_text["i / w"]
     assert integer.startswith("integer division by a run-time value")
     assert "same quotient" in integer

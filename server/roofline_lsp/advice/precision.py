@@ -248,6 +248,7 @@ class PrecisionChecks(KernelContext):
         integer_divisions: set[int] = set()
         for n in self.nodes:
             what = None
+            divisor: Node | None = None  # of a float division, whose hint depends on it
             if n.type == "call_expression" and call_name(n) in SPECIAL_FUNCTIONS:
                 if (
                     call_name(n) in ("pow", "powf")
@@ -282,10 +283,8 @@ class PrecisionChecks(KernelContext):
                 else:
                     what = "division"
                     cost = slow
-                    hint = (
-                        "multiply by a reciprocal computed once outside the loop, or use "
-                        "`__fdividef` where the accuracy allows"
-                    )
+                    hint = "use `__fdividef` where the accuracy allows"
+                    divisor = right
             if what is None:
                 continue
             loop = self.index.enclosing_loop(n, self.k.body)
@@ -295,6 +294,9 @@ class PrecisionChecks(KernelContext):
                 changed[loop.id] = _changed_in(loop)
             if not identifiers(n) & changed[loop.id]:
                 continue  # nothing in it changes in the loop: hoisted out of it
+            if divisor is not None and not identifiers(divisor) & changed[loop.id]:
+                # only the dividend changes: one reciprocal serves every trip
+                hint = f"multiply by a reciprocal computed once outside the loop, or {hint}"
             rows.setdefault(n.start_point.row, []).append((n, what, cost, hint))
         for found in rows.values():
             n, what, cost, hint = found[0]  # once per line, weighed with every slow one on it
