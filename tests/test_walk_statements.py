@@ -295,6 +295,33 @@ def test_a_value_one_path_does_not_know_is_unknown_after_the_if(
     assert a.counts.flops["fp64"] == pytest.approx(0.5 + 14)
 
 
+def test_a_clamp_at_the_edge_leaves_the_index_the_threads_own(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a 3-tap stencil over 2^20 floats with its index clamped at the edges: the clamps run for
+    # 1 and 2 of the 2^20 threads, so k stays the thread's own index, and a warp's 32 loads
+    # of x[k] read consecutive floats. The 3 x 2^20 loads touch the 2^20 + 2 elements of
+    # the index's range (not the few the clamped values take, as when the join took the
+    # clamp's description): x's footprint is its 4 MiB
+    src = (
+        "__global__ void k(const float *x, float *y, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float s = 0.0f;\n"
+        "  for (int d = -1; d <= 1; d++) {\n"
+        "    int k = i + d;\n"
+        "    if (k < 0) k = 0;\n"
+        "    if (k > n - 1) k = n - 1;\n"
+        "    s += x[k];\n"
+        "  }\n"
+        "  y[i] = s;\n"
+        "}\n"
+        "int main() { float *x, *y; k<<<4096, 256>>>(x, y, 1 << 20); }\n"
+    )
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(4096, 1, 1))
+    (load,) = (r for r in a.counts.accesses if r.buffer == "x")
+    assert load.lane_stride == 1.0
+    assert load.distinct == pytest.approx(2**20, rel=0.01)
+    assert buffer_of(a, "x").footprint == pytest.approx(4 * 2**20, rel=0.01)
+
+
 def test_a_shared_value_one_thread_sets_is_every_threads(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # thread 0 sets the __shared__ k = 8; after the barrier every thread reads it: the loop
     # runs 8 trips of one FP32 add for every thread (not a trip count made unknown because

@@ -302,7 +302,10 @@ class InlineCache:
 
 
 # a variable in scope: the object, its name, its value, its assignments so far
-VarState = tuple[Var, str, float | None, int]
+# a variable, its name, what it holds (value, dependences, lane slope, range), its version
+VarState = tuple[
+    Var, str, float | None, frozenset[str], float | None, tuple[float, float] | None, int
+]
 
 
 class WalkerBase:
@@ -462,7 +465,7 @@ class WalkerBase:
         """What the variables in scope hold now (to join the arms of a branch)."""
         versions = self.cursor.versions
         return {
-            id(v): (v, name, v.val, versions.get(name, 0))
+            id(v): (v, name, v.val, v.deps, v.slope, v.rng, versions.get(name, 0))
             for scope in self.cursor.scopes
             for name, v in scope.items()
         }
@@ -476,19 +479,29 @@ class WalkerBase:
         unknown: ``x = theta_S`` in the ``else`` of ``x = f(psi[i])`` does not make x the
         constant (a ``sqrt(x)`` after it is not folded away); two numbers give their mean
         (``val`` is exact or mean)."""
-        for key, (v, name, val, version) in taken.items():
+        for key, (v, name, val, deps, slope, rng, version) in taken.items():
             if key not in before or v.space == "shared":
                 # first assigned in the arm: no value on the other path; a ``__shared__``
                 # value one thread sets (``if (lid == 0) k = ...``) is every thread's
                 continue
             reassigned = self.cursor.versions.get(name, 0) != version  # by the second arm
-            other = v.val if reassigned else before[key][2]
+            if reassigned:
+                other, o_deps, o_slope, o_rng = v.val, v.deps, v.slope, v.rng
+            else:
+                other, o_deps, o_slope, o_rng = before[key][2:6]
             if val == other:
                 v.val = val
             elif val is None or other is None:
                 v.val = None
             else:
                 v.val = share * val + (1 - share) * other
+            # what it varies with, how it moves across a warp's lanes and its range: those of
+            # the path most executions take (a clamp at the edge, ``if (k > w - 1) k = w -
+            # 1``, leaves k the thread's own index for all threads but the last)
+            if share >= 0.5:
+                v.deps, v.slope, v.rng = deps, slope, rng
+            else:
+                v.deps, v.slope, v.rng = o_deps, o_slope, o_rng
 
     def assigned(self, name: str) -> None:
         """``name`` holds a new value: what was computed from the old one is stale."""
