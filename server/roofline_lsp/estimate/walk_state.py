@@ -18,7 +18,7 @@ import re
 from collections import ChainMap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from tree_sitter import Node
 
@@ -301,11 +301,17 @@ class InlineCache:
     lambdas: dict[int, dict[str, list[tuple[int, Node]]]] = field(default_factory=dict)
 
 
-# a variable in scope: the object, its name, its value, its assignments so far
-# a variable, its name, what it holds (value, dependences, lane slope, range), its version
-VarState = tuple[
-    Var, str, float | None, frozenset[str], float | None, tuple[float, float] | None, int
-]
+class VarState(NamedTuple):
+    """A variable in scope at one point of the walk: the object, its name, what it holds
+    then (value, dependences, lane slope, range) and its assignments so far."""
+
+    var: Var
+    name: str
+    val: float | None
+    deps: frozenset[str]
+    slope: float | None
+    rng: tuple[float, float] | None
+    version: int
 
 
 class WalkerBase:
@@ -465,7 +471,7 @@ class WalkerBase:
         """What the variables in scope hold now (to join the arms of a branch)."""
         versions = self.cursor.versions
         return {
-            id(v): (v, name, v.val, v.deps, v.slope, v.rng, versions.get(name, 0))
+            id(v): VarState(v, name, v.val, v.deps, v.slope, v.rng, versions.get(name, 0))
             for scope in self.cursor.scopes
             for name, v in scope.items()
         }
@@ -479,29 +485,30 @@ class WalkerBase:
         unknown: ``x = theta_S`` in the ``else`` of ``x = f(psi[i])`` does not make x the
         constant (a ``sqrt(x)`` after it is not folded away); two numbers give their mean
         (``val`` is exact or mean)."""
-        for key, (v, name, val, deps, slope, rng, version) in taken.items():
+        for key, first in taken.items():
+            v = first.var
             if key not in before or v.space == "shared":
                 # first assigned in the arm: no value on the other path; a ``__shared__``
                 # value one thread sets (``if (lid == 0) k = ...``) is every thread's
                 continue
-            reassigned = self.cursor.versions.get(name, 0) != version  # by the second arm
-            if reassigned:
-                other, o_deps, o_slope, o_rng = v.val, v.deps, v.slope, v.rng
-            else:
-                other, o_deps, o_slope, o_rng = before[key][2:6]
-            if val == other:
-                v.val = val
-            elif val is None or other is None:
+            # the other path: as the second arm left the variable, or as it was before the test
+            reassigned = self.cursor.versions.get(first.name, 0) != first.version
+            other = (
+                VarState(v, first.name, v.val, v.deps, v.slope, v.rng, first.version)
+                if reassigned
+                else before[key]
+            )
+            if first.val == other.val:
+                v.val = first.val
+            elif first.val is None or other.val is None:
                 v.val = None
             else:
-                v.val = share * val + (1 - share) * other
+                v.val = share * first.val + (1 - share) * other.val
             # what it varies with, how it moves across a warp's lanes and its range: those of
             # the path most executions take (a clamp at the edge, ``if (k > w - 1) k = w -
             # 1``, leaves k the thread's own index for all threads but the last)
-            if share >= 0.5:
-                v.deps, v.slope, v.rng = deps, slope, rng
-            else:
-                v.deps, v.slope, v.rng = o_deps, o_slope, o_rng
+            major = first if share >= 0.5 else other
+            v.deps, v.slope, v.rng = major.deps, major.slope, major.rng
 
     def assigned(self, name: str) -> None:
         """``name`` holds a new value: what was computed from the old one is stale."""
