@@ -527,3 +527,24 @@ def test_a_histogram_s_bins_are_the_range_its_index_is_kept_in(gpu, tmp_path: Pa
         )
         a = count(gpu, tmp_path, src)
         assert a.memory.kernel_bytes == pytest.approx(4 * 2**22, rel=0.01), index
+
+
+def test_an_index_helper_keeps_the_lanes_apart(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # x[at(i + 1)] and x[clampi(i + 2, 0, n - 1)]: the helpers return their argument (the
+    # clamp bends only the last two of the 2^20 threads), so a warp's 32 loads read 32
+    # consecutive floats, lane stride 1, as x[i + 1] does. Before, the value a device
+    # function returned had lost the argument's growth across the lanes (stride unknown).
+    src = (
+        "__device__ int at(int v) { return v; }\n"
+        "__device__ int clampi(int v, int lo, int hi) {\n"
+        "  return v < lo ? lo : (v > hi ? hi : v);\n"
+        "}\n"
+        "__global__ void k(const float *x, const float *z, float *y, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  y[i] = x[at(i + 1)] + z[clampi(i + 2, 0, n - 1)];\n"
+        "}\n"
+        "int main() { float *x, *z, *y; k<<<4096, 256>>>(x, z, y, 1 << 20); }\n"
+    )
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(4096, 1, 1))
+    strides = {r.buffer: r.lane_stride for r in a.counts.accesses}
+    assert strides == {"x": 1.0, "z": 1.0, "y": 1.0}

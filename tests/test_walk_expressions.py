@@ -720,3 +720,19 @@ def test_an_atomic_capture_hands_each_iteration_a_slot_of_its_own(gpu, tmp_path:
     a = count(gpu, tmp_path, src, name="capture.cpp")
     out = buffer_of(a, "out")
     assert out.footprint == 65536 * 4
+
+
+def test_a_clamp_written_as_conditionals_keeps_the_lane_stride(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # k < 0 ? 0 : (k > n - 1 ? n - 1 : k) takes a bound only at the edges: the load reads
+    # consecutive floats across a warp's lanes (stride 1), not an unknown pattern
+    src = (
+        "__global__ void k(const float *x, float *y, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  int k = i - 1;\n"
+        "  y[i] = x[k < 0 ? 0 : (k > n - 1 ? n - 1 : k)];\n"
+        "}\n"
+        "int main() { float *x, *y; k<<<4096, 256>>>(x, y, 1 << 20); }\n"
+    )
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(4096, 1, 1))
+    (load,) = (r for r in a.counts.accesses if r.buffer == "x")
+    assert load.lane_stride == 1.0

@@ -603,7 +603,9 @@ class CallWalker(GroupWalker):
                         continue
                     scope[pname] = Var(pt, v.deps, v.val)
                 else:
+                    # a copy of the argument: its value and growth across the lanes
                     scope[pname] = Var(pt, v.deps, v.val)
+                    scope[pname].slope = v.slope
                     src = self.var(text(args[i])) if i < len(args) else None
                     record = not pt.pointer and pt.name in self.inputs.structs
                     if record and src is not None and src.const and not v.deps:
@@ -643,7 +645,7 @@ class CallWalker(GroupWalker):
         values = returned_expression(body) is not None
         key = (
             name,
-            tuple(call_signature(v) + ((v.val,) if values else ()) for v in vals),
+            tuple(call_signature(v) + ((v.val, v.slope) if values else ()) for v in vals),
             tuple(sorted(constants.items())),
             kind,
             receiver[0] if receiver is not None else "",  # whose members it reads
@@ -686,7 +688,18 @@ class CallWalker(GroupWalker):
             space = next((r.space for r in frame.returns if r.space), None)
             if buf is None and space is None:
                 space = frame.own_space
-        result = Val(ret_t, deps, val, buf, space)
+        # one return: its range and lane growth too (``return v < lo ? lo : v;``: an index
+        # helper keeps the index's)
+        one = frame.returns[0] if len(frame.returns) == 1 and not ret_t.pointer else None
+        result = Val(
+            ret_t,
+            deps,
+            val,
+            buf,
+            space,
+            rng=one.rng if one is not None else None,
+            slope=one.slope if one is not None else None,
+        )
         if w0 > 0:
             ops_d = [(a - b) / w0 for a, b in zip(self.tally.ops, ops0, strict=True)]
             acc_d = [

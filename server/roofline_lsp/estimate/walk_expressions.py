@@ -195,6 +195,11 @@ class ExpressionWalker(ReferenceWalker):
                 slope = sa if cv.val else sb
             elif _is_clamp(node):  # ``#define min(x, y) ((x) < (y) ? (x) : (y))``
                 slope = clamped_slope("min", [a, b], self.par.lane)
+            elif (bound := _clamp_bound(node)) is not None:
+                # ``v < lo ? lo : (v > hi ? hi : v)``: a bound the lanes share, taken at the
+                # edge, else the other side's growth
+                shared, other = (sa, sb) if bound == "consequence" else (sb, sa)
+                slope = other if shared == 0.0 else None
             else:
                 slope = sa if sa == sb and self.par.lane not in cv.deps else None
             return Val(ty, deps, val, a.buffer or b.buffer, a.space or b.space, rng, slope=slope)
@@ -855,20 +860,38 @@ def _array_cast_misread(node: Node) -> Node | None:
     return macro_tree(f"{text(ty)} {text(value)}", expression=True)
 
 
-def _is_clamp(node: Node) -> bool:
-    """``a < b ? a : b`` (``min``/``max`` as a macro): a comparison of the two values chosen
-    between."""
+def _texts(node: Node, fields: tuple[str, ...]) -> list[str]:
+    kids = [node.child_by_field_name(f) for f in fields]
+    return sorted(text(unparenthesized(k)) for k in kids if k is not None)
+
+
+def _compared(node: Node) -> list[str]:
+    """The two operands a conditional expression's condition orders (``a < b ? ..``: a
+    and b), none when it is not such a comparison."""
     cond = node.child_by_field_name("condition")
     if cond is None:
-        return False
+        return []
     cond = unparenthesized(cond)
     op = cond.child_by_field_name("operator")
     if cond.type != "binary_expression" or op is None or op.type not in ("<", ">", "<=", ">="):
-        return False
+        return []
+    return _texts(cond, ("left", "right"))
 
-    def texts(n: Node, fields: tuple[str, str]) -> list[str]:
-        kids = [n.child_by_field_name(f) for f in fields]
-        return sorted(text(unparenthesized(k)) for k in kids if k is not None)
 
-    compared = texts(cond, ("left", "right"))
-    return len(compared) == 2 and compared == texts(node, ("consequence", "alternative"))
+def _clamp_bound(node: Node) -> str | None:
+    """The side of ``v < lo ? lo : w`` that is a bound the condition compares with (here
+    ``"consequence"``): a clamp at that bound (``w`` the value clamped, or a clamp of it at
+    another bound). None when neither side is one of the compared operands."""
+    compared = _compared(node)
+    for side in ("consequence", "alternative"):
+        chosen = _texts(node, (side,))
+        if chosen and chosen[0] in compared:
+            return side
+    return None
+
+
+def _is_clamp(node: Node) -> bool:
+    """``a < b ? a : b`` (``min``/``max`` as a macro): a comparison of the two values chosen
+    between."""
+    compared = _compared(node)
+    return len(compared) == 2 and compared == _texts(node, ("consequence", "alternative"))
