@@ -17,7 +17,6 @@ from roofline_lsp.estimate.value_domain import (
     NOTHING,
     Val,
     Var,
-    clamped_slope,
     converted,
     float_slope,
     fold_binary,
@@ -193,13 +192,12 @@ class ExpressionWalker(ReferenceWalker):
             sa, sb = lane_slope(a, self.par.lane), lane_slope(b, self.par.lane)
             if cv.val is not None and not cv.deps:
                 slope = sa if cv.val else sb
-            elif _is_clamp(node):  # ``#define min(x, y) ((x) < (y) ? (x) : (y))``
-                slope = clamped_slope("min", [a, b], self.par.lane)
-            elif (bound := _clamp_bound(node)) is not None:
-                # ``v < lo ? lo : (v > hi ? hi : v)``: a bound the lanes share, taken at the
-                # edge, else the other side's growth
-                shared, other = (sa, sb) if bound == "consequence" else (sb, sa)
-                slope = other if shared == 0.0 else None
+            elif bounds := _clamp_bounds(node):
+                # a clamp (``min`` as a macro, ``a < b ? a : b``; ``v < lo ? lo : (v > hi ?
+                # hi : v)``): a bound the lanes share, taken at the edge, leaves the other
+                # side's growth
+                sides = {"consequence": (sa, sb), "alternative": (sb, sa)}
+                slope = next((o for sh, o in (sides[b] for b in bounds) if sh == 0.0), None)
             else:
                 slope = sa if sa == sb and self.par.lane not in cv.deps else None
             return Val(ty, deps, val, a.buffer or b.buffer, a.space or b.space, rng, slope=slope)
@@ -878,20 +876,13 @@ def _compared(node: Node) -> list[str]:
     return _texts(cond, ("left", "right"))
 
 
-def _clamp_bound(node: Node) -> str | None:
-    """The side of ``v < lo ? lo : w`` that is a bound the condition compares with (here
-    ``"consequence"``): a clamp at that bound (``w`` the value clamped, or a clamp of it at
-    another bound). None when neither side is one of the compared operands."""
+def _clamp_bounds(node: Node) -> tuple[str, ...]:
+    """The sides of a conditional expression that are one of the operands its condition
+    compares (``v < lo ? lo : w``: ``("consequence",)``; ``a < b ? a : b``: both): the
+    bounds a clamp takes at the edge."""
     compared = _compared(node)
-    for side in ("consequence", "alternative"):
-        chosen = _texts(node, (side,))
-        if chosen and chosen[0] in compared:
-            return side
-    return None
-
-
-def _is_clamp(node: Node) -> bool:
-    """``a < b ? a : b`` (``min``/``max`` as a macro): a comparison of the two values chosen
-    between."""
-    compared = _compared(node)
-    return len(compared) == 2 and compared == _texts(node, ("consequence", "alternative"))
+    return tuple(
+        side
+        for side in ("consequence", "alternative")
+        if (chosen := _texts(node, (side,))) and chosen[0] in compared
+    )

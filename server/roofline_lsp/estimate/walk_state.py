@@ -313,6 +313,11 @@ class VarState(NamedTuple):
     rng: tuple[float, float] | None
     version: int
 
+    @classmethod
+    def of(cls, var: Var, name: str, version: int) -> VarState:
+        """What ``var`` holds now."""
+        return cls(var, name, var.val, var.deps, var.slope, var.rng, version)
+
 
 class WalkerBase:
     """State and bookkeeping of the walk (booking costs on lines, scopes, types)."""
@@ -471,7 +476,7 @@ class WalkerBase:
         """What the variables in scope hold now (to join the arms of a branch)."""
         versions = self.cursor.versions
         return {
-            id(v): VarState(v, name, v.val, v.deps, v.slope, v.rng, versions.get(name, 0))
+            id(v): VarState.of(v, name, versions.get(name, 0))
             for scope in self.cursor.scopes
             for name, v in scope.items()
         }
@@ -493,11 +498,7 @@ class WalkerBase:
                 continue
             # the other path: as the second arm left the variable, or as it was before the test
             reassigned = self.cursor.versions.get(first.name, 0) != first.version
-            other = (
-                VarState(v, first.name, v.val, v.deps, v.slope, v.rng, first.version)
-                if reassigned
-                else before[key]
-            )
+            other = VarState.of(v, first.name, first.version) if reassigned else before[key]
             if first.val == other.val:
                 v.val = first.val
             elif first.val is None or other.val is None:
