@@ -135,17 +135,20 @@ DOT_LOOP = {
 #                                                                    -> int 1, 1 load 4 B
 #   line 9  h ^= h >> 16      shr.u32 + xor.b32                       -> int 2
 #   line 10 h *= 0x85ebca6b   mul.lo.s32                              -> int 1
-#   line 11 h ^= h >> 13      -> int 2;  line 12 h *= ... -> int 1;  line 13 -> int 2
+#   line 11 h ^= h >> 13      -> int 2;  line 12 h *= ... -> int 1
+#   line 13 h ^= h >> 16      shr.u32 + xor.b32, whose only use is line 14's and.b32: SASS
+#                             merges the two into one LOP3 (0x48)      -> int 1
 #   line 14 out[i] = h % 1024u  the modulo by a power of two is an and.b32, + add.s64 (out+i)
 #           st.global.u32                                              -> int 2, 1 store 4 B
-#   whole kernel: lines 6 (mad) 1 + 7 (setp) 1 + 1+2+1+2+1+2+2           -> int 13
+#   whole kernel: lines 6 (mad) 1 + 7 (setp) 1 + 1+2+1+2+1+1+2           -> int 12
+#   (nvdisasm of the sm_86 cubin: IMAD, ISETP, IMAD.WIDE, 3 SHF, 3 LOP3, 2 IMAD, IMAD.WIDE)
 HASH_LINES = {
     8: {"instructions": 3, "int_ops": 1, "other": 1, "ld_global": 1, "ld_global_bytes": 4},
     9: {"instructions": 2, "int_ops": 2},
     10: {"instructions": 1, "int_ops": 1},
     11: {"instructions": 2, "int_ops": 2},
     12: {"instructions": 1, "int_ops": 1},
-    13: {"instructions": 2, "int_ops": 2},
+    13: {"instructions": 2, "int_ops": 1, "other": 1},
     14: {"instructions": 3, "int_ops": 2, "st_global": 1, "st_global_bytes": 4},
 }
 
@@ -178,7 +181,7 @@ def check_hash(module: PtxModule) -> None:
     for n, expected in HASH_LINES.items():
         assert line(dict(kc.lines), "int_hash.cu", n) == expected, n
     total = kc.total
-    assert total.int_ops == 13
+    assert total.int_ops == 12
     assert total.flops("fp32") == total.flops("fp64") == total.flops("fp16") == 0
-    assert total.flops("int") == 13
+    assert total.flops("int") == 12
     assert total.global_load_bytes == 4 and total.global_store_bytes == 4

@@ -315,8 +315,8 @@ def test_hoisted_code_lies_outside_the_natural_loop() -> None:
 # What a complete unroll folds, per line of each loop's body, as (control, address arithmetic):
 # - the load loop's line 14: `shl i, 4` and its sign extension (2) are the counter's (each
 #   copy's is a constant); the two address chains (`cvt`'s sum with the row's offset, `shl 2`,
-#   the add to `src`: 3; the tile column `+ i*16`, `shl 2`, the add to the row's base: 3)
-#   end in a load's and a store's address: each copy's is `[base + imm]`;
+#   the add to `src`: 3; the tile column `+ i*16`, then `shl 2` and the add to the row's base,
+#   one LEA: 2) end in a load's and a store's address: each copy's is `[base + imm]`;
 # - the tap loop's line 20: both pointer bumps, the counter and its exit test, all control (4);
 # - the store `dst[i * 16]` (line 22): the sign extension of `i << 4` (1), then 3 of address;
 # - the loop of no pragma at line 25: its pointer bump, counter and test (3), nothing else.
@@ -324,12 +324,13 @@ def test_a_complete_unroll_folds_the_counter_and_the_address_arithmetic() -> Non
     f = load("unrolled_rows.ptx").functions["_Z4rowsPfPKfi"]
     folded = [{ln: n for (_, ln), n in loop.folded.items()} for loop in f.cfg_loops]
     assert folded == [
-        {13: (2, 0), 14: (2, 6)},
-        {0: (1, 0), 17: (2, 0), 20: (1, 0), 22: (1, 3)},  # line 0: `i << 4`, on no line
+        {13: (2, 0), 14: (2, 5)},
+        # line 0: `i << 4`, on no line; line 20's `i << 6` feeds an add (one LEA with it)
+        {0: (1, 0), 17: (2, 0), 22: (1, 3)},
         {20: (4, 0)},
         {25: (3, 0)},
     ]
-    assert line(f.lines, "unrolled_rows.cu", 14)["int_ops"] == 8  # all of it folds
+    assert line(f.lines, "unrolled_rows.cu", 14)["int_ops"] == 7  # all of it folds
 
 
 # tree_sum.cu in the counting build: the stride s doubles each trip (`shl s, 1`), a geometric
@@ -451,6 +452,53 @@ def test_an_offset_beyond_sass_reach_costs_a_64_bit_add_per_window() -> None:
     lines = parse_ptx(FAR).functions["k"].lines
     ints = {ln: lines[("k.cu", ln)].int_ops for ln in range(1, 7)}
     assert ints == {1: 0, 2: 2, 3: 0, 4: 2, 5: 1, 6: 2}
+
+
+# Three-input merges as ptxas compiles them for sm_86 (nvdisasm of `a + b + c + d` and
+# `(a ^ b ^ c) & d | s`: IADD3 R8, R6, R5, R0 then IADD3 R8, R7, R8, RZ; LOP3 0x96 then
+# LOP3 0xf8; `(y << 7) + x` is LEA R9, R9, R26, 0x7).
+MERGES = _kernel_module(
+    """\
+\t.loc 1 1 0
+\tadd.s32 %r5, %r1, %r2;
+\t.loc 1 2 0
+\tadd.s32 %r6, %r5, %r3;
+\t.loc 1 3 0
+\tadd.s32 %r7, %r6, %r4;
+\t.loc 1 4 0
+\txor.b32 %r8, %r1, %r2;
+\t.loc 1 5 0
+\txor.b32 %r9, %r8, %r3;
+\t.loc 1 6 0
+\tand.b32 %r10, %r9, %r4;
+\t.loc 1 7 0
+\tshl.b32 %r11, %r1, 7;
+\t.loc 1 8 0
+\tadd.s32 %r12, %r11, %r2;
+\t.loc 1 9 0
+\tadd.s32 %r13, %r1, %r3;
+\t.loc 1 10 0
+\tadd.s32 %r14, %r13, %r4;
+\tadd.s32 %r15, %r13, %r2;
+\t.loc 1 11 0
+\tsub.s32 %r16, %r2, %r3;
+\tbra $L_next;
+$L_next:
+\t.loc 1 12 0
+\tadd.s32 %r17, %r16, %r4;
+\tret;
+""",
+)
+
+
+def test_a_32_bit_add_or_logic_feeding_its_like_alone_merges_into_one_instruction() -> None:
+    # line 1 merges into line 2 (IADD3 of three inputs), which is then full: line 3 stays;
+    # line 4 into 5 (LOP3), line 5's three inputs leave line 6 alone; line 7's shift by a
+    # constant into line 8's add (LEA); line 9's sum has two uses (lines 10), so both stay;
+    # line 11's difference feeds an add in another block: no merge
+    lines = parse_ptx(MERGES).functions["k"].lines
+    ints = {ln: lines[("k.cu", ln)].int_ops for ln in range(1, 13)}
+    assert ints == {1: 0, 2: 1, 3: 1, 4: 0, 5: 1, 6: 1, 7: 0, 8: 1, 9: 1, 10: 2, 11: 1, 12: 1}
 
 
 def _chain_of_exits(n: int) -> str:

@@ -367,6 +367,72 @@ def _far_offsets(instrs: list[_Instr]) -> set[int]:
     return out
 
 
+# 32-bit integer operations SASS merges with their single-use operand's producer into one
+# three-input instruction: adds (``IADD3 R0, R1, R2, R3``: ``a + b + c``, a subtraction as a
+# negated operand) and bitwise logic (``LOP3``: any function of three inputs)
+_THREE_INPUT = {
+    "add": "add", "sub": "add", "and": "logic", "or": "logic", "xor": "logic", "not": "logic",
+}  # fmt: skip
+_WORD_TYPES = frozenset({"s32", "u32", "b32"})
+
+
+def _three_input_merges(instrs: list[_Instr], leaders: frozenset[int]) -> set[int]:
+    """The 32-bit adds and logic operations that SASS folds into the next one of their kind
+    in the same basic block: the producer's result has no other use, and the merged operation
+    takes at most three inputs (``s = a + b; t = s + c`` is one IADD3, ``x ^ y ^ z`` one
+    LOP3; a chain of adds, a reduction's unrolled sum, merges in pairs). Also a left shift
+    by a constant feeding an add (``LEA``). Those producers count no integer instruction."""
+    defs: dict[str, int] = {}
+    uses: dict[str, int] = {}
+    operands: list[list[str]] = []
+    block: list[int] = []  # the basic block of each instruction
+    for j, ins in enumerate(instrs):
+        block.append((block[-1] if block else 0) + (j in leaders and j > 0))
+        base = ins.opcode.split(".", 1)[0]
+        toks = [t.strip() for t in ins.operands.split(",")]
+        if base in _NO_DEST or not toks or not toks[0]:
+            operands.append([])
+            srcs = toks
+        else:
+            operands.append(toks[1:])
+            srcs = toks[1:]
+            for r in _REG_RE.findall(toks[0]):
+                defs[r] = -1 if r in defs else j
+        for t in srcs:
+            for r in _REG_RE.findall(t):
+                uses[r] = uses.get(r, 0) + 1
+
+    def family(ins: _Instr) -> str | None:
+        parts = ins.opcode.split(".")
+        if ins.guarded or len(parts) != 2 or parts[1] not in _WORD_TYPES:
+            return None
+        if parts[0] == "shl":
+            return "shift"
+        return _THREE_INPUT.get(parts[0])
+
+    merged: set[int] = set()
+    inputs = [len(ops) for ops in operands]
+    for j, ins in enumerate(instrs):
+        kind = family(ins)
+        if kind not in ("add", "logic"):
+            continue
+        for t in operands[j]:
+            i = defs.get(t, -1)
+            if not (0 <= i < j) or uses.get(t) != 1 or i in merged or block[i] != block[j]:
+                continue
+            producer = family(instrs[i])
+            if producer == "shift":
+                lea = kind == "add" and inputs[j] == 2 and not _REG_RE.search(operands[i][-1])
+                if lea and not instrs[j].opcode.startswith("sub"):
+                    merged.add(i)
+                    inputs[j] = 3
+                continue
+            if producer == kind and inputs[j] - 1 + inputs[i] <= 3:
+                merged.add(i)
+                inputs[j] += inputs[i] - 1
+    return merged
+
+
 def _build_function(
     name: str,
     is_kernel: bool,
@@ -391,6 +457,7 @@ def _build_function(
     signs = _materialized_signs(instrs)
     far = _far_offsets(instrs)
     cfg = _Cfg(instrs, labels)
+    merged = _three_input_merges(instrs, cfg.leaders)
     bodies = cfg.natural_loops()
     hoisted = _hoisted_divisions(instrs, cfg, bodies)
     for j, ins in enumerate(instrs):
@@ -401,6 +468,8 @@ def _build_function(
             sp = sp + ((_SIGN_FLOP[ins.opcode.rsplit(".", 1)[-1]], 1),)
         if j in far:
             sp = sp + _FAR_BASE
+        if j in merged:
+            sp = _FUSED
         base = ins.opcode.split(".", 1)[0]
         target = None
         if ins.opcode.startswith("mul.wide.") and add64_operands:
