@@ -731,3 +731,22 @@ def test_a_division_by_a_doubling_stride_costs_a_division_by_a_constant() -> Non
     assert comp.counts.lines[11][3] == pytest.approx(25.0)
     assert comp.counts.lines[10][3] == 0
     assert comp.counts.int_ops == pytest.approx(34.59375)
+
+
+# strided_columns.cu (n = 4096), integer instructions of one thread, PTX counts. The counting
+# build keeps the loop (line 9): its counter, its test and the bump of `values` by 4 B fold in
+# the release build's complete unroll; the bump of the column pointer by n * 4 B, a run-time
+# stride, does not: each copy computes its address (1 a trip).
+#   line 8, i: mad = 1
+#   line 9: the start address before the loop (mul.wide, add.s64: one IMAD.WIDE) 1, and
+#     5 trips x 1 = 5 (n * 4, a mul.wide feeding the bump, is the bump's IMAD.WIDE): 6
+# -> 7 (the release build's SASS: 9, IMAD, 5 IMAD.WIDE, SHF, LEA, IADD3); before, the whole
+# loop line folded: 2
+def test_a_complete_unroll_keeps_a_pointer_bump_by_a_run_time_stride() -> None:
+    k, det, module = kernel_of("strided_columns")
+    kp = kernel_ptx(module, k)
+    assert kp is not None
+    inputs = Inputs(block=(192, 1, 1), grid=(64, 1, 1), values=(("n", 4096.0),))
+    comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
+    assert comp.counts.lines[9][3] == pytest.approx(6.0)
+    assert comp.counts.int_ops == pytest.approx(7.0)

@@ -38,7 +38,8 @@ Mapping PTX lines onto the counter's lines:
   of unknown trip count by 4 and a small constant one completely, as the counter assumes
   (``Settings.unroll_default`` / ``Loop.unrolled``): its integer instructions run once per
   group of ``unroll`` trips and on every trip of the remainder, which runs in a rolled loop of
-  its own (none when fully unrolled). clang leaves a grid-stride loop
+  its own (when fully unrolled, only what the unroll cannot fold: a pointer bumped by a
+  run-time stride, every trip). clang leaves a grid-stride loop
   (a run-time step, ``Settings.unroll_strided``) rolled: its control runs every iteration.
   Work inlined or called on that line inside the loop (``for (...) a = f(a);`` on one
   line, ``f`` a ``.func``) is body work: it runs every iteration

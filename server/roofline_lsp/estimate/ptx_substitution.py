@@ -155,6 +155,25 @@ def _folded(
     return float(best)
 
 
+def _unfolded_control(
+    lp: Loop, each: float, ptx: KernelPtx, compiled: Mapping[int, frozenset[int]]
+) -> float:
+    """Of the integer instructions a completely unrolled loop's statement line runs each
+    iteration in the counting build (``each``), those the unroll does not fold
+    (``KernelPtx.loop_folded``): a pointer bumped by a run-time stride (``a[i + j * n]``
+    over j) needs its address computed in every copy (an IMAD.WIDE), where the counter, its
+    test and bumps by a constant become constants (as ``_folded`` has it for the body's
+    lines). None where the counting build kept no loop to tell them apart."""
+    loops = [i for i in compiled.get(lp.line, ()) if i < len(ptx.loop_folded)]
+    if not loops:
+        return 0.0
+    folded = max(
+        control + (addressing if lp.forced else 0)
+        for control, addressing in (ptx.loop_folded[i].get(lp.line, (0, 0)) for i in loops)
+    )
+    return max(each - folded, 0.0)
+
+
 def _in_place(
     ln: int,
     line: tuple[int, int, int, int],
@@ -288,6 +307,8 @@ def substitute(
         groups = 0.0 if lp.unrolled else control_passes(trips, unroll)
         fp = [(once[i] + (each[i] + body[i]) * trips) * w for i in range(3)]
         ints = (once[3] + each[3] * groups + body[3] * trips) * w
+        if lp.unrolled:
+            ints += _unfolded_control(lp, each[3], ptx, compiled) * trips * w
         new[ln] = (fp[0], fp[1], fp[2], ints)
     tot = [0.0, 0.0, 0.0, 0.0]
     for row in new.values():
