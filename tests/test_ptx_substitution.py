@@ -750,3 +750,23 @@ def test_a_complete_unroll_keeps_a_pointer_bump_by_a_run_time_stride() -> None:
     comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
     assert comp.counts.lines[9][3] == pytest.approx(6.0)
     assert comp.counts.int_ops == pytest.approx(7.0)
+
+
+# bit_count.cu, integer instructions of one thread, PTX counts, the loop's 16 assumed trips:
+#   line 5, i: 1; line 6, the bound check: 1; line 7, the load's index and address: 2
+#   line 9, `while (x)`: the entry test 1, and each trip's and, add, shift and exit test:
+#     4 x 16 = 64. A loop with no counter is not unrolled (nvdisasm: LOP3, SHF, IADD,
+#     ISETP every trip), so its test and shift run every trip: 65 (17 when they ran once
+#     per group of 4, as in a counted loop)
+#   line 10, the store's address: 2
+# -> 71 (the release build's SASS: 7 + 4 x 16 = 71)
+def test_a_loop_without_a_counter_runs_its_control_every_trip() -> None:
+    k, det, module = kernel_of("bit_count")
+    kp = kernel_ptx(module, k)
+    assert kp is not None
+    inputs = Inputs(block=(256, 1, 1), grid=(64, 1, 1), values=(("n", 16384.0),))
+    comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
+    (loop,) = comp.counts.loops
+    assert (loop.var, loop.trips, loop.source) == (None, 16.0, "default")
+    assert comp.counts.lines[9][3] == pytest.approx(65.0)
+    assert comp.counts.int_ops == pytest.approx(71.0)

@@ -40,7 +40,8 @@ Mapping PTX lines onto the counter's lines:
   group of ``unroll`` trips and on every trip of the remainder, which runs in a rolled loop of
   its own (when fully unrolled, only what the unroll cannot fold: a pointer bumped by a
   run-time stride, every trip). clang leaves a grid-stride loop
-  (a run-time step, ``Settings.unroll_strided``) rolled: its control runs every iteration.
+  (a run-time step, ``Settings.unroll_strided``) rolled: its control runs every iteration;
+  so does a loop with no counter (``while (x) { ...; x >>= 1; }``: no trip count to unroll by).
   Work inlined or called on that line inside the loop (``for (...) a = f(a);`` on one
   line, ``f`` a ``.func``) is body work: it runs every iteration
   (``KernelPtx.per_iteration_body``).

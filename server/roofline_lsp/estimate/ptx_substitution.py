@@ -303,7 +303,10 @@ def substitute(
         each = ptx.per_iteration.get(ln) or _in_loops(ln, line, ptx, compiled)
         body = ptx.per_iteration_body.get(ln, (0, 0, 0, 0))
         once = [max(line[i] - each[i] - body[i], 0) for i in range(4)]
-        unroll = 1.0 if lp.source in STRIDED and not unroll_strided else unroll_default
+        # left rolled: a grid-stride loop (clang), and one with no counter (LLVM unrolls a
+        # loop by a trip count it computes on entry: ``while (x)`` has none)
+        rolled = lp.source in STRIDED and not unroll_strided or lp.var is None
+        unroll = 1.0 if rolled else unroll_default
         groups = 0.0 if lp.unrolled else control_passes(trips, unroll)
         fp = [(once[i] + (each[i] + body[i]) * trips) * w for i in range(3)]
         ints = (once[3] + each[3] * groups + body[3] * trips) * w
