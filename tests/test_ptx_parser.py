@@ -333,6 +333,36 @@ def test_a_complete_unroll_folds_the_counter_and_the_address_arithmetic() -> Non
     assert line(f.lines, "unrolled_rows.cu", 14)["int_ops"] == 7  # all of it folds
 
 
+# A counter the -O1 build carries through another register, as it does when the body reads the
+# next value (`for (iter = 3; iter > 0; iter--) x[iter - 1]`): `t = iter - 1` on line 2, then
+# `iter = t` before the back branch.
+CARRIED = _kernel_module(
+    """\
+\t.loc 1 1 0
+\tmov.u32 %r1, 3;
+$L_loop:
+\t.loc 1 2 0
+\tadd.s32 %r2, %r1, -1;
+\tmul.wide.s32 %rd2, %r2, 4;
+\tadd.s64 %rd3, %rd1, %rd2;
+\tld.local.f32 %f1, [%rd3];
+\t.loc 1 3 0
+\tsetp.gt.s32 %p1, %r1, 1;
+\tmov.u32 %r1, %r2;
+\t@%p1 bra $L_loop;
+\tret;
+""",
+)
+
+
+def test_a_counter_carried_through_a_move_is_an_induction_variable() -> None:
+    # line 2: `iter - 1` is the counter's (control, 1; its mul.wide is the add.s64's IMAD.WIDE)
+    # and the element's address `x + 4 * (iter - 1)` address arithmetic (1); line 3: the exit
+    # test on the counter (control, 1)
+    (loop,) = parse_ptx(CARRIED).functions["k"].cfg_loops
+    assert {ln: n for (_, ln), n in loop.folded.items()} == {2: (1, 1), 3: (1, 0)}
+
+
 # tree_sum.cu in the counting build: the stride s doubles each trip (`shl s, 1`), a geometric
 # induction variable, a constant in each copy of the complete unroll as a counter is.
 # - line 10: the doubling and the exit test `s < 17` fold (2);

@@ -593,6 +593,28 @@ def _steps(ins: _Instr, values: list[str], reg: str) -> bool:
     )
 
 
+def _steps_through(
+    instrs: list[_Instr],
+    parsed: Mapping[int, tuple[str, list[str], list[str]]],
+    defs: Mapping[str, list[int]],
+    j: int,
+    reg: str,
+) -> bool:
+    """Whether ``instrs[j]`` steps ``reg`` by a constant through another register: ``mov reg,
+    t`` where the loop's one definition of ``t`` steps ``reg`` (``t = iter - 1``, used in the
+    body too, then ``iter = t``: how ``-O1`` PTX carries a counter whose next value the body
+    reads)."""
+    ins = instrs[j]
+    values = parsed[j][1]
+    if not ins.opcode.startswith("mov") or len(values) != 1:
+        return False
+    where = defs.get(values[0], [])
+    if len(where) != 1:
+        return False
+    k = where[0]
+    return _steps(instrs[k], parsed[k][1], reg)
+
+
 def _resets(ins: _Instr, values: list[str]) -> bool:
     """Whether ``ins`` (its source operands: ``values``) sets its register to a constant."""
     return (
@@ -655,6 +677,7 @@ def _unroll_folded(
     kept: dict[int, int] = {}  # divisions by them: what a division by a constant keeps
     for reg, where in defs.items():
         steps = [j for j in where if _steps(instrs[j], parsed[j][1], reg)]
+        steps += [j for j in where if _steps_through(instrs, parsed, defs, j, reg)]
         resets = [j for j in where if _resets(instrs[j], parsed[j][1])]
         if len(steps) == 1 and len(steps) + len(resets) == len(where):
             pure[reg] = True
