@@ -345,7 +345,7 @@ $L_loop:
 \tadd.s32 %r2, %r1, -1;
 \tmul.wide.s32 %rd2, %r2, 4;
 \tadd.s64 %rd3, %rd1, %rd2;
-\tld.local.f32 %f1, [%rd3];
+\tld.global.f32 %f1, [%rd3];
 \t.loc 1 3 0
 \tsetp.gt.s32 %p1, %r1, 1;
 \tmov.u32 %r1, %r2;
@@ -361,6 +361,37 @@ def test_a_counter_carried_through_a_move_is_an_induction_variable() -> None:
     # test on the counter (control, 1)
     (loop,) = parse_ptx(CARRIED).functions["k"].cfg_loops
     assert {ln: n for (_, ln), n in loop.folded.items()} == {2: (1, 1), 3: (1, 0)}
+
+
+# A per-thread array filled in a loop of constant count (`float t[4]; for (i...) t[i] = x;`,
+# line 2), and a global store in the same loop (line 3).
+LOCAL_FILL = _kernel_module(
+    """\
+\t.loc 1 1 0
+\tmov.u32 %r1, 0;
+$L_loop:
+\t.loc 1 2 0
+\tmul.wide.s32 %rd2, %r1, 4;
+\tadd.s64 %rd3, %SPL, %rd2;
+\tst.local.f32 [%rd3], %f1;
+\t.loc 1 3 0
+\tadd.s64 %rd4, %rd1, %rd2;
+\tst.global.f32 [%rd4], %f1;
+\t.loc 1 1 0
+\tadd.s32 %r1, %r1, 1;
+\tsetp.ne.s32 %p1, %r1, 4;
+\t@%p1 bra $L_loop;
+\tret;
+""",
+)
+
+
+def test_a_complete_unroll_folds_the_addresses_of_a_per_thread_array() -> None:
+    # line 2: each copy's element is at a constant index: the array becomes registers and its
+    # address goes with it (control, 1); line 3: the global store's address is
+    # `[base + imm]` in each copy (address arithmetic, 1); line 1: the counter and its test
+    (loop,) = parse_ptx(LOCAL_FILL).functions["k"].cfg_loops
+    assert {ln: n for (_, ln), n in loop.folded.items()} == {1: (2, 0), 2: (1, 0), 3: (0, 1)}
 
 
 # tree_sum.cu in the counting build: the stride s doubles each trip (`shl s, 1`), a geometric

@@ -8,7 +8,7 @@ import bisect
 import functools
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from roofline_lsp.compiler.demangle import ptx_base_name
@@ -615,6 +615,21 @@ def _steps_through(
     return _steps(instrs[k], parsed[k][1], reg)
 
 
+def _local_address(
+    instrs: list[_Instr],
+    parsed: Mapping[int, tuple[str, list[str], list[str]]],
+    users: Sequence[int],
+    reg: str,
+) -> bool:
+    """Whether every use of ``reg`` is the address of a load or store of local memory."""
+    return bool(users) and all(
+        instrs[k].opcode.split(".", 2)[:2] in (["ld", "local"], ["st", "local"])
+        and reg in parsed[k][2]
+        and reg not in parsed[k][1]
+        for k in users
+    )
+
+
 def _resets(ins: _Instr, values: list[str]) -> bool:
     """Whether ``ins`` (its source operands: ``values``) sets its register to a constant."""
     return (
@@ -654,11 +669,13 @@ def _unroll_folded(
     constant: ``i += 1``, ``offset >>= 1``; an inner loop's counter, reset to a constant on each
     entry, too), values computed from them and constants alone (each copy's is a constant), the
     tests on those, and divisions by them, but for the few instructions of a division by a
-    constant (``ty % i``: ``ty & 3`` in the copy where i is 4). Its address arithmetic: code the
-    loop does not change (computed from values set before it), and affine arithmetic
-    ``base + c * i`` whose every use is a memory operand's address or more such arithmetic
-    (each copy's address is ``[base + imm]``). A value used otherwise (a bound check, a stored
-    index) keeps its instruction."""
+    constant (``ty % i``: ``ty & 3`` in the copy where i is 4), and the address of a per-thread
+    array's element (at a constant index in each copy, the array becomes registers); a counter
+    may step through another register (``t = iter - 1; ...; iter = t``). Its address
+    arithmetic: code the loop does not change (computed from values set before it), and
+    affine arithmetic ``base + c * i`` whose every use is a memory operand's address or more
+    such arithmetic (each copy's address is ``[base + imm]``). A value used otherwise (a bound
+    check, a stored index) keeps its instruction."""
     defs: dict[str, list[int]] = {}
     parsed: dict[int, tuple[str, list[str], list[str]]] = {}  # dest, value operands, addresses
     for j in body:
@@ -738,6 +755,10 @@ def _unroll_folded(
         dest, values, _ = parsed[j]
         if j in affine:
             if pure.get(dest):
+                control.add(j)
+            elif dest not in hoisted and _local_address(instrs, parsed, uses.get(dest, ()), dest):
+                # an element of a per-thread array at a constant index in each copy: the
+                # array becomes registers (SROA), its addresses go with it
                 control.add(j)
             elif dest in hoisted or all(
                 k in affine or dest in parsed[k][2] and dest not in parsed[k][1]
