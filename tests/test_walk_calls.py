@@ -548,3 +548,20 @@ def test_an_index_helper_keeps_the_lanes_apart(gpu, tmp_path: Path) -> None:  # 
     a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(4096, 1, 1))
     strides = {r.buffer: r.lane_stride for r in a.counts.accesses}
     assert strides == {"x": 1.0, "z": 1.0, "y": 1.0}
+
+
+def test_a_mirror_at_the_edge_keeps_the_lane_stride(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # x[abs(i - 1)] (a reflecting boundary: thread 0 reads x[1]) and z[abs(i - n)] (a reversed
+    # row: i - n is negative for every thread, so abs(i - n) = n - i falls as i grows): a
+    # warp's loads are 32 consecutive floats, lane strides 1 and -1. Before, abs had lost the
+    # argument's growth across the lanes (stride unknown).
+    src = (
+        "__global__ void k(const float *x, const float *z, float *y, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  y[i] = x[abs(i - 1)] + z[abs(i - n)];\n"
+        "}\n"
+        "int main() { float *x, *z, *y; k<<<4096, 256>>>(x, z, y, 1 << 20); }\n"
+    )
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(4096, 1, 1))
+    strides = {r.buffer: r.lane_stride for r in a.counts.accesses}
+    assert strides == {"x": 1.0, "z": -1.0, "y": 1.0}

@@ -237,7 +237,12 @@ _CLAMPS_AND_ROUNDINGS = frozenset(
 def clamped_slope(name: str, vals: list[Val], lane: str) -> float | None:
     """The lane slope of ``min(v, c)``, ``fmaxf(v, 0.0f)``, ``floorf(v)``: the slope of the one
     argument that varies with the lane, when the others do not (a clamp bends only the edge
-    lanes, rounding keeps the mean growth)."""
+    lanes, rounding keeps the mean growth); of ``abs(i - 1)`` (a mirror at the edge), the
+    argument's, its sign that of the argument's middle value."""
+    if name in ("abs", "fabs", "labs", "llabs") and len(vals) == 1:
+        s = lane_slope(vals[0], lane)
+        bounds = _bounds(vals[0])
+        return -s if s is not None and bounds is not None and sum(bounds) < 0 else s
     if name not in _CLAMPS_AND_ROUNDINGS:
         return None
     slopes = [lane_slope(v, lane) for v in vals]
