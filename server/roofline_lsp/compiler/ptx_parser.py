@@ -389,7 +389,7 @@ def _three_input_merges(instrs: list[_Instr], leaders: frozenset[int]) -> set[in
     for j, ins in enumerate(instrs):
         block.append((block[-1] if block else 0) + (j in leaders and j > 0))
         base = ins.opcode.split(".", 1)[0]
-        toks = [t.strip() for t in ins.operands.split(",")]
+        toks = _operands(ins.operands)
         if base in _NO_DEST or not toks or not toks[0]:
             operands.append([])
             srcs = toks
