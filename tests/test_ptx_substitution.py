@@ -743,11 +743,8 @@ def test_a_division_by_a_doubling_stride_costs_a_division_by_a_constant() -> Non
 # -> 7 (the release build's SASS: 9, IMAD, 5 IMAD.WIDE, SHF, LEA, IADD3); before, the whole
 # loop line folded: 2
 def test_a_complete_unroll_keeps_a_pointer_bump_by_a_run_time_stride() -> None:
-    k, det, module = kernel_of("strided_columns")
-    kp = kernel_ptx(module, k)
-    assert kp is not None
     inputs = Inputs(block=(192, 1, 1), grid=(64, 1, 1), values=(("n", 4096.0),))
-    comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
+    _, comp = both("strided_columns", inputs)
     assert comp.counts.lines[9][3] == pytest.approx(6.0)
     assert comp.counts.int_ops == pytest.approx(7.0)
 
@@ -761,11 +758,8 @@ def test_a_complete_unroll_keeps_a_pointer_bump_by_a_run_time_stride() -> None:
 #   line 10, the store's address: 2
 # -> 71 (the release build's SASS: 7 + 4 x 16 = 71)
 def test_a_loop_without_a_counter_runs_its_control_every_trip() -> None:
-    k, det, module = kernel_of("bit_count")
-    kp = kernel_ptx(module, k)
-    assert kp is not None
     inputs = Inputs(block=(256, 1, 1), grid=(64, 1, 1), values=(("n", 16384.0),))
-    comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp))
+    _, comp = both("bit_count", inputs)
     (loop,) = comp.counts.loops
     assert (loop.var, loop.trips, loop.source) == (None, 16.0, "default")
     assert comp.counts.lines[9][3] == pytest.approx(65.0)
