@@ -624,10 +624,15 @@ def _local_address(
     """Whether every use of ``reg`` is the address of a load or store of local memory."""
     return bool(users) and all(
         instrs[k].opcode.split(".", 2)[:2] in (["ld", "local"], ["st", "local"])
-        and reg in parsed[k][2]
-        and reg not in parsed[k][1]
+        and _only_address(parsed[k], reg)
         for k in users
     )
+
+
+def _only_address(parsed: tuple[str, list[str], list[str]], reg: str) -> bool:
+    """Whether an instruction (``parsed``: dest, value operands, address registers) takes
+    ``reg`` as a memory operand's address and not as a value."""
+    return reg in parsed[2] and reg not in parsed[1]
 
 
 def _resets(ins: _Instr, values: list[str]) -> bool:
@@ -761,8 +766,7 @@ def _unroll_folded(
                 # array becomes registers (SROA), its addresses go with it
                 control.add(j)
             elif dest in hoisted or all(
-                k in affine or dest in parsed[k][2] and dest not in parsed[k][1]
-                for k in uses.get(dest, ())
+                k in affine or _only_address(parsed[k], dest) for k in uses.get(dest, ())
             ):
                 addressing.add(j)
         elif (
