@@ -410,6 +410,33 @@ def test_an_array_member_of_a_global_struct_is_global_memory(gpu, tmp_path: Path
     }
 
 
+@pytest.mark.parametrize("decl, name", [("Acc acc;", "acc.v"), ("float v[64];", "v")])
+def test_an_array_member_of_a_thread_s_own_struct_is_a_per_thread_array(
+    gpu, tmp_path: Path, decl: str, name: str
+) -> None:  # type: ignore[no-untyped-def]
+    # each thread fills its own 64-float array and reads it back at a rolled loop's index:
+    # the array cannot live in registers, so it is in local memory, 64 x 4 B a thread,
+    # whether it is a plain array or the member of a struct the thread declares. Before,
+    # ``acc.v`` was one 256-byte array in global memory that all 2^20 threads shared (its
+    # working set 256 B, against 1 GiB for the threads' copies)
+    src = (
+        "struct Acc { float v[64]; int n; };\n"
+        "__global__ void k(const float *a, float *out, int m) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        f"  {decl}\n"
+        "  for (int j = 0; j < 64; j++) NAME[j] = a[i] * j;\n"
+        "  float s = 0.f;\n"
+        "  for (int r = 0; r < m; r++) s += NAME[(r * 7) % 64];\n"
+        "  out[i] = s;\n"
+        "}\n"
+        "int main() { float *a, *o; k<<<4096, 256>>>(a, o, 256); }\n"
+    ).replace("NAME", name)
+    a = count(gpu, tmp_path, src)
+    assert a.counts.local_bytes == {f"local:{name}": 64 * 4}
+    assert {x.buffer for x in a.counts.accesses if x.space == "localmem"} == {f"local:{name}"}
+    assert all(x.space != "global" for x in a.counts.accesses if name in x.buffer)
+
+
 def test_an_element_that_is_a_pointer_to_a_struct_moves_a_pointer(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # out[i] = ptrs[i] copies one 8-byte pointer per thread, whatever the 128-byte struct it
     # points to: 2^24 threads x (8 B read + 8 B written) = 268 MB, not 2^24 x 256 B = 4.3 GB

@@ -96,6 +96,10 @@ class ReferenceWalker(BranchWalker):
         elif (whole := self.global_array_member(base)) is not None:
             # ``gs.u[i]`` of a global struct's array member: its own run of global memory
             bt, space, buffer, arrdims = whole, "global", text(base).replace(".", "->"), 0
+        elif (own := self.local_array_member(base)) is not None:
+            # ``acc.v[j]`` of a struct the thread declared: a per-thread array like
+            # ``float v[256]`` (in local memory when indexed at run time)
+            bt, space, buffer, arrdims = own, "local", text(base), 0
         else:
             member = base.type == "field_expression"
             bv = self.field(base, "address") if member else self.expr(base)
@@ -203,6 +207,30 @@ class ReferenceWalker(BranchWalker):
             return None
         elem = self.type_of(self.inputs.structs.get(struct, {}).get(fname, ""))
         return elem.pointer_to() if elem.kind != "unknown" or elem.name else None
+
+    def local_array_member(self, node: Node) -> DataType | None:
+        """``acc.v`` of a struct variable the kernel's body declares (``Acc acc;``) whose member
+        ``v`` is an array: a pointer to its elements, with the member's bytes booked as a
+        per-thread array (``local_sizes``); None for anything else."""
+        if node.type != "field_expression":
+            return None
+        arg = node.child_by_field_name("argument")
+        op = node.child_by_field_name("operator")
+        if arg is None or arg.type != "identifier" or (op is not None and op.type == "->"):
+            return None
+        name = text(arg)
+        # declared in the kernel's body, not a parameter or host object (the outer scope)
+        held = next((sc[name] for sc in reversed(self.cursor.scopes[1:]) if name in sc), None)
+        if held is None or held.type.pointer or held.arrdims or held.space not in (None, "local"):
+            return None
+        struct = held.tname if held.tname in self.inputs.struct_arrays else held.type.name
+        fname = text(node.child_by_field_name("field"))
+        count = self.inputs.struct_arrays.get(struct, {}).get(fname)
+        elem = self.type_of(self.inputs.structs.get(struct, {}).get(fname, ""))
+        if not count or (elem.kind == "unknown" and not elem.name) or elem.pointer:
+            return None
+        self.tally.local_sizes.setdefault(text(node), count * self.type_bytes(elem))
+        return elem.pointer_to()
 
     def stored_in_loops(self, name: str | None) -> frozenset[str]:
         """The enclosing loops that store to buffer ``name``, as :func:`carried` marks: a
