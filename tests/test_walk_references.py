@@ -437,6 +437,32 @@ def test_an_array_member_of_a_thread_s_own_struct_is_a_per_thread_array(
     assert all(x.space != "global" for x in a.counts.accesses if name in x.buffer)
 
 
+@pytest.mark.parametrize(
+    "elem, size", [("struct P { float x, y, z; };", 12), ("typedef float4 P;", 16)]
+)
+def test_a_per_thread_array_of_structs_is_in_local_memory_whole(
+    gpu, tmp_path: Path, elem: str, size: int
+) -> None:  # type: ignore[no-untyped-def]
+    # p[(r * 5) % 64].x read at a rolled loop's index: the thread's 64 structs are in local
+    # memory, 64 x 12 B (three floats; a float4 16 B). Before, the field accesses were
+    # dropped (``p.x`` is no per-thread array) and the array was sized by 4-byte elements
+    src = (
+        f"{elem}\n"
+        "__global__ void k(const float *a, float *out, int m) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  P p[64];\n"
+        "  for (int j = 0; j < 64; j++) { p[j].x = a[i] * j; p[j].y = 0.f; }\n"
+        "  float s = 0.f;\n"
+        "  for (int r = 0; r < m; r++) s += p[(r * 5) % 64].x;\n"
+        "  out[i] = s;\n"
+        "}\n"
+        "int main() { float *a, *o; k<<<4096, 256>>>(a, o, 256); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert a.counts.local_bytes == {"local:p": 64 * size}
+    assert {x.buffer for x in a.counts.accesses if x.space == "localmem"} == {"local:p"}
+
+
 def test_an_element_that_is_a_pointer_to_a_struct_moves_a_pointer(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # out[i] = ptrs[i] copies one 8-byte pointer per thread, whatever the 128-byte struct it
     # points to: 2^24 threads x (8 B read + 8 B written) = 268 MB, not 2^24 x 256 B = 4.3 GB

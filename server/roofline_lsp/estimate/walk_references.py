@@ -376,7 +376,11 @@ class ReferenceWalker(BranchWalker):
             # in local memory (cached in L1/L2, backed by DRAM), all its accesses with it
             # (``result`` drops those of the others)
             if buffer not in self.tally.local_sizes:
-                return
+                # ``p[j].x`` of a per-thread array of structs (``P p[64]``): the array's
+                base = buffer.partition(".")[0]
+                if base not in self.tally.local_sizes:
+                    return
+                buffer = base
             if any(d not in self.dimensions.unrolled_dims for d in deps):
                 self.tally.local_dynamic.add(buffer)
             buffer, space = "local:" + buffer, "localmem"

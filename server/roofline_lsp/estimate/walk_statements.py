@@ -562,7 +562,7 @@ class StatementWalker(LoopWalker):
                     elem = v.type.deref(dims)
                     if not n > 0 or elem.pointer:
                         continue
-                    self.tally.local_sizes[name] = n * elem.size
+                    self.tally.local_sizes[name] = n * self.type_bytes(elem)
                     self.declare(name, Var(v.type, NOTHING, None, "local", name, dims))
                 elif c.name not in ("firstprivate", "reduction") and not v.type.pointer:
                     self.declare(name, Var(v.type))
@@ -580,9 +580,8 @@ class StatementWalker(LoopWalker):
             if v is None or v <= 0:
                 return
             n *= v
-        self.tally.local_sizes[name] = n * (
-            vt.size if not vt.pointer or vt.pointer > 1 else vt.size
-        )
+        dims = len(array_sizes(d)) if d is not None else 0
+        self.tally.local_sizes[name] = n * self.type_bytes(vt.deref(dims))
 
 
 # a function's identifiers and how often each occurs, by its node (kept across walks: the
