@@ -111,7 +111,7 @@ DOT_LINE17 = {
     "flops_fp32": 2,  # the fp64 division's FFMA range check
     "fp64": 8,
     "flops_fp64": 15,
-    "int_ops": 3,
+    "int_ops": 8,  # 2 + the division's range check (1) and its slow path's share (5)
     "special": 1,
     "divisions": 1,
     "ld_global": 1,

@@ -10,7 +10,7 @@ import pytest
 from ptx_helpers import NVCC, needs_nvcc
 
 from roofline_lsp.compiler.compile_jobs import compile_ptx
-from roofline_lsp.compiler.instruction_mix import LineMix
+from roofline_lsp.compiler.instruction_mix import LineMix, opcode_mix
 from roofline_lsp.compiler.ptx_parser import PtxModule, parse_ptx
 from roofline_lsp.estimate.costs import MATH_F32, MATH_F64
 
@@ -78,3 +78,10 @@ def test_a_function_with_branches_costs_at_most_every_path(compiled, name):
     table = MATH_F64[name] if f64 else MATH_F32[name[:-1]]
     # the common path is most of it: a table far below every path has missed a part
     assert 0.5 * flops <= table[0] <= flops, (name, flops)
+
+
+def test_the_table_s_divisions_cost_what_the_compiled_counts_charge() -> None:
+    # an IEEE division's integer instructions: the fp64 fast path's range check (1) and the
+    # slow path's expected share (fp32 2, fp64 5), the same in source and compiled counts
+    assert MATH_F32["div"][1] == opcode_mix("div.rn.f32").int_ops == 2
+    assert MATH_F64["div"][1] == opcode_mix("div.rn.f64").int_ops == 6

@@ -60,7 +60,9 @@ def test_classify_widths_and_spaces() -> None:
     # two corrections, the sign fix), unsigned 14; remainders 17 and 11
     assert c("div.s32").int_ops == 18 and c("div.u32").int_ops == 14
     assert c("rem.s32").int_ops == 17 and c("rem.u32").int_ops == 11
-    assert c("rcp.approx.f32").int_ops == 0 and c("div.rn.f32").int_ops == 0
+    assert c("rcp.approx.f32").int_ops == 0
+    # the slow path's expected share (SLOW_DIVISION_INTS_*), and the fp64 range check
+    assert c("div.rn.f32").int_ops == 2 and c("div.rn.f64").int_ops == 1 + 5
     assert c("shfl.sync.bfly.b32").warp_ops == 1
     assert c("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32").flops_tensor == 128
     mix = c("add.s32") + c("fma.rn.f32")

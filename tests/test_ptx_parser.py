@@ -182,11 +182,11 @@ def test_synthetic_module_classes_calls_and_inlining() -> None:
     assert l24.calls == ("_Z6helperi",) and l24.call_count == 2  # one direct, one indirect
     l25 = k.lines[("/src/kernel.cu", 25)].nonzero()
     # sqrt.rn.f32 (MUFU + 6 FLOP, 2 int, slow-path branch), div.rn.f32 (MUFU + 5 FFMA + FCHK,
-    # branch), rem.s32 (17 int + MUFU + 2 conversions), 64-bit setp (2), predicate and (0),
-    # the branch and two rets
+    # branch, its slow path's expected 2 int), rem.s32 (17 int + MUFU + 2 conversions), 64-bit
+    # setp (2), predicate and (0), the branch and two rets
     assert l25["special"] == 3
     assert l25["flops_fp32"] == 6 + 10
-    assert l25["int_ops"] == 2 + 17 + 2
+    assert l25["int_ops"] == 2 + 2 + 17 + 2
     assert l25["branches"] == 1 + 1 + 1
     # callees merged in once, keyed by their own lines
     counts = counts_for_kernel(m, "kernel")

@@ -89,7 +89,9 @@ MATH_F32: dict[str, tuple[float, float]] = {
     "signbit": (0.0, 1.0),
 }
 MATH_F64: dict[str, tuple[float, float]] = {
-    "div": (16.0, 4.0),
+    # the fast path's 1 range check, and the slow path's expected share (per division, as
+    # ``instruction_mix.SLOW_DIVISION_INTS_F64``: zero or extreme operands call it)
+    "div": (16.0, 6.0),
     "sqrt": (14.0, 4.0),
     "rsqrt": (10.0, 4.0),
     "cbrt": (16.0, 8.0),
