@@ -16,6 +16,7 @@ from roofline_lsp.estimate.value_domain import (
     NOTHING,
     THREAD_DIMS,
     Val,
+    Var,
     carried,
     host_constant,
     lane_slope,
@@ -38,6 +39,18 @@ COMPONENT_STRIDE = float(2**40)
 # 32-bit unsigned values: a sum with a constant wraps, so it is no address immediate
 _UNSIGNED = re.compile(r"\bunsigned\b|\buint(?:32_t)?\b")
 _UNSIGNED_BUILTINS = frozenset(("threadIdx", "blockIdx", "blockDim", "gridDim"))
+
+
+def _dot_member(node: Node) -> tuple[str, str] | None:
+    """(``s``, ``u``) of ``s.u``: a member of a struct variable named in place (not of a
+    pointer's target, ``p->u``); None for anything else."""
+    if node.type != "field_expression":
+        return None
+    arg = node.child_by_field_name("argument")
+    op = node.child_by_field_name("operator")
+    if arg is None or arg.type != "identifier" or (op is not None and op.type == "->"):
+        return None
+    return text(arg), text(node.child_by_field_name("field"))
 
 
 class ReferenceWalker(BranchWalker):
@@ -189,48 +202,42 @@ class ReferenceWalker(BranchWalker):
         """``gs.u`` of a struct held in global memory (a file-scope or mapped host struct,
         not a local or a kernel's by-value parameter) whose member ``u`` is an array: a
         pointer to its elements; None for anything else."""
-        if node.type != "field_expression":
+        member = _dot_member(node)
+        if member is None or any(member[0] in scope for scope in self.cursor.scopes):
             return None
-        arg = node.child_by_field_name("argument")
-        op = node.child_by_field_name("operator")
-        if arg is None or arg.type != "identifier" or (op is not None and op.type == "->"):
-            return None
-        name = text(arg)
-        if any(name in scope for scope in self.cursor.scopes):
-            return None
-        held = self.inputs.globals.get(name)
+        held = self.inputs.globals.get(member[0])
         if held is None or held.type.pointer or held.space in ("shared", "local"):
             return None
-        struct = held.tname if held.tname in self.inputs.struct_arrays else held.type.name
-        fname = text(node.child_by_field_name("field"))
-        if fname not in self.inputs.struct_arrays.get(struct, {}):
-            return None
-        elem = self.type_of(self.inputs.structs.get(struct, {}).get(fname, ""))
-        return elem.pointer_to() if elem.kind != "unknown" or elem.name else None
+        found = self._array_member(held, member[1])
+        return found[0].pointer_to() if found is not None else None
 
     def local_array_member(self, node: Node) -> DataType | None:
         """``acc.v`` of a struct variable the kernel's body declares (``Acc acc;``) whose member
         ``v`` is an array: a pointer to its elements, with the member's bytes booked as a
         per-thread array (``local_sizes``); None for anything else."""
-        if node.type != "field_expression":
+        member = _dot_member(node)
+        if member is None:
             return None
-        arg = node.child_by_field_name("argument")
-        op = node.child_by_field_name("operator")
-        if arg is None or arg.type != "identifier" or (op is not None and op.type == "->"):
-            return None
-        name = text(arg)
         # declared in the kernel's body, not a parameter or host object (the outer scope)
-        held = next((sc[name] for sc in reversed(self.cursor.scopes[1:]) if name in sc), None)
+        scopes = reversed(self.cursor.scopes[1:])
+        held = next((sc[member[0]] for sc in scopes if member[0] in sc), None)
         if held is None or held.type.pointer or held.arrdims or held.space not in (None, "local"):
             return None
+        found = self._array_member(held, member[1])
+        if found is None or not found[1] or found[0].pointer:
+            return None
+        self.tally.local_sizes.setdefault(text(node), found[1] * self.type_bytes(found[0]))
+        return found[0].pointer_to()
+
+    def _array_member(self, held: Var, fname: str) -> tuple[DataType, float] | None:
+        """The element type and count of array member ``fname`` of the struct variable
+        ``held``; None when it is no array member of a struct the program declares."""
         struct = held.tname if held.tname in self.inputs.struct_arrays else held.type.name
-        fname = text(node.child_by_field_name("field"))
         count = self.inputs.struct_arrays.get(struct, {}).get(fname)
         elem = self.type_of(self.inputs.structs.get(struct, {}).get(fname, ""))
-        if not count or (elem.kind == "unknown" and not elem.name) or elem.pointer:
+        if count is None or (elem.kind == "unknown" and not elem.name):
             return None
-        self.tally.local_sizes.setdefault(text(node), count * self.type_bytes(elem))
-        return elem.pointer_to()
+        return elem, count
 
     def stored_in_loops(self, name: str | None) -> frozenset[str]:
         """The enclosing loops that store to buffer ``name``, as :func:`carried` marks: a
@@ -376,7 +383,8 @@ class ReferenceWalker(BranchWalker):
             # in local memory (cached in L1/L2, backed by DRAM), all its accesses with it
             # (``result`` drops those of the others)
             if buffer not in self.tally.local_sizes:
-                # ``p[j].x`` of a per-thread array of structs (``P p[64]``): the array's
+                # ``p[j].x`` of a per-thread array of structs (``P p[64]``): an access to
+                # the array whose element it is a field of
                 base = buffer.partition(".")[0]
                 if base not in self.tally.local_sizes:
                     return

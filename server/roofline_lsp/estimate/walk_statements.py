@@ -573,15 +573,15 @@ class StatementWalker(LoopWalker):
         n = 1.0
         d = decl.child_by_field_name("declarator") if decl.type == "init_declarator" else decl
         init = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
-        for i, size in enumerate(array_sizes(d) if d is not None else []):
+        sizes = array_sizes(d) if d is not None else []
+        for i, size in enumerate(sizes):
             v = self.expr_quiet(size).val if size is not None else None
             if v is None and i == 0:
                 v = initializer_length(init)
             if v is None or v <= 0:
                 return
             n *= v
-        dims = len(array_sizes(d)) if d is not None else 0
-        self.tally.local_sizes[name] = n * self.type_bytes(vt.deref(dims))
+        self.tally.local_sizes[name] = n * self.type_bytes(vt.deref(len(sizes)))
 
 
 # a function's identifiers and how often each occurs, by its node (kept across walks: the
