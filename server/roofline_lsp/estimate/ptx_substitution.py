@@ -173,7 +173,7 @@ def _unfolded_control(
     (``KernelPtx.loop_folded``): a pointer bumped by a run-time stride (``a[i + j * n]``
     over j) needs its address computed in every copy (an IMAD.WIDE), where the counter, its
     test and bumps by a constant become constants (as ``_folded`` has it for the body's
-    lines). None where the counting build kept no loop to tell them apart."""
+    lines). 0 where the counting build kept no loop to tell them apart."""
     folded = _unroll_folds(lp, lp.line, ptx, compiled)
     return 0.0 if folded is None else max(each - folded, 0.0)
 
