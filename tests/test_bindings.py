@@ -398,6 +398,41 @@ def test_launch_in_another_file_and_caller_values(tmp_path: Path) -> None:
     assert ctx.get("n") == 4096
 
 
+def test_a_wrapper_s_default_argument_reaches_the_launch(tmp_path: Path) -> None:
+    # run(d) leaves m to its default 4096: grid 4096 / 64 = 64, n = 4096
+    host = (
+        "__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n"
+        "void run(float *d, int m = 4096) { k<<<m / 64, 64>>>(d, m); }\n"
+        "int main() { float *d; run(d); }\n"
+    )
+    ctx = ctx_for(tmp_path, {"main.cu": host}, "main.cu")
+    assert ctx.grid == (64, 1, 1)
+    assert ctx.get("n") == 4096
+
+
+def test_a_kernel_s_default_argument(tmp_path: Path) -> None:
+    # k<<<...>>>(d) leaves steps to its default 24
+    host = (
+        "__global__ void k(float *x, int steps = 24) {\n"
+        "  for (int s = 0; s < steps; s++) x[threadIdx.x] += s;\n"
+        "}\n"
+        "int main() { float *d; k<<<16, 64>>>(d); }\n"
+    )
+    ctx = ctx_for(tmp_path, {"main.cu": host}, "main.cu")
+    assert ctx.get("steps") == 24
+
+
+def test_a_helper_s_default_argument_sets_its_caller_s_variable(tmp_path: Path) -> None:
+    # configure(n) leaves scale to its default 8: n = 8 * 512 = 4096
+    host = (
+        "__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n"
+        "void configure(int &n, int scale = 8) { n = scale * 512; }\n"
+        "int main() { float *d; int n = 0; configure(n); k<<<n / 64, 64>>>(d, n); }\n"
+    )
+    ctx = ctx_for(tmp_path, {"main.cu": host}, "main.cu")
+    assert ctx.get("n") == 4096
+
+
 def test_a_launch_in_another_file_sees_that_file_s_constants(tmp_path: Path) -> None:
     # BLOCKS is a constant of the launching file only: grid 4096 / 128 = 32
     kernel = "__global__ void k(float *x) { x[threadIdx.x] = 0; }\n"

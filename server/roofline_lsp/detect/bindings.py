@@ -397,6 +397,18 @@ def function_params(fn: Node) -> list[tuple[str, str]]:
     return out
 
 
+def with_defaults(fn: Node, args: list[str]) -> list[str]:
+    """A call's argument texts followed by the default values of the parameters it leaves
+    out (``void run(float *a, int n, int m = 32)`` called as ``run(a, n)``: ``m`` is 32)."""
+    out = list(args)
+    for p in parameter_declarations(fn)[len(args) :]:
+        default = p.child_by_field_name("default_value")
+        if default is None:
+            break
+        out.append(text(default))
+    return out
+
+
 def array_reference_sizes(fn: Node) -> dict[int, str]:
     """The sizes of a function's parameters that are references to arrays (``T
     (&items)[N]``), by parameter position: a call deduces a template parameter ``N`` from
@@ -1365,7 +1377,7 @@ def _call_effects(
             _assign(ctx, key, value, argv)  # it changes nothing its caller sees
         return
     args_node = call.child_by_field_name("arguments")
-    args = [text(a) for a in (args_node.named_children if args_node else [])]
+    args = with_defaults(callee, [text(a) for a in (args_node.named_children if args_node else [])])
     params = function_params(callee)
     refs = _reference_params(callee)
     sub = HostContext(
@@ -2375,6 +2387,7 @@ def _bind_callers(
         args = [text(a) for a in (args_node.named_children if args_node else [])]
         if len(args) > len(params) and not is_variadic(fn):
             continue
+        args = with_defaults(fn, args)
         sub, start = _caller_scope(
             caller, call.start_byte, detection, ctx, argv, depth + 1, view, looked
         )
@@ -2620,7 +2633,10 @@ def host_context(
         bound: dict[str, float] = {}
         unknown: list[str] = []
         extents: dict[str, float] = {}
-        for (_ptype, pname), a in zip(kernel.params, site.args, strict=False):
+        launch_args = list(site.args)
+        if kernel.node is not None:
+            launch_args = with_defaults(kernel.node, launch_args)
+        for (_ptype, pname), a in zip(kernel.params, launch_args, strict=False):
             if not pname:
                 continue
             pv = ctx.eval_value(ctx.host_text(a, argv))
@@ -2640,7 +2656,7 @@ def host_context(
         for pname, pval in bound.items():
             ctx.fixed[pname] = pval
             ctx.origin.setdefault(pname, "launch")
-        passed = dict(zip((p for _t, p in kernel.params), site.args, strict=False))
+        passed = dict(zip((p for _t, p in kernel.params), launch_args, strict=False))
         for pname in unknown:
             behind = ctx.set_at_run_time(passed[pname])
             if behind:  # an argument the program sets at run time (``k<<<...>>>(cols)``)
