@@ -410,6 +410,19 @@ def test_a_wrapper_s_default_argument_reaches_the_launch(tmp_path: Path) -> None
     assert ctx.get("n") == 4096
 
 
+def test_a_program_argument_passed_straight_to_a_wrapper(tmp_path: Path) -> None:
+    # run(d, atoi(argv[1])) with the program run as `prog 2048`: m = 2048, grid 2048 / 64
+    host = (
+        "#include <cstdlib>\n"
+        "__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n"
+        "template <typename T> void run(T *d, int m) { k<<<m / 64, 64>>>(d, m); }\n"
+        "int main(int argc, char **argv) { float *d; run(d, atoi(argv[1])); }\n"
+    )
+    ctx = ctx_for(tmp_path, {"main.cu": host}, "main.cu", args="2048")
+    assert ctx.get("n") == 2048
+    assert ctx.grid == (32, 1, 1)
+
+
 def test_a_kernel_s_default_argument(tmp_path: Path) -> None:
     # k<<<...>>>(d) leaves steps to its default 24
     host = (

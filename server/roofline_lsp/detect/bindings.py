@@ -2405,7 +2405,7 @@ def _bind_callers(
         for (_ptype, pname), a in zip(params, args, strict=False):
             if not pname:
                 continue
-            v = sub.eval_value(a)
+            v = sub.eval_value(sub.host_text(a, argv))  # (``run(d, atoi(argv[1]))``)
             if v is not None:
                 ctx.texts[pname] = repr(v)
             elif behind := sub.set_at_run_time(a):  # the caller set it at run time
