@@ -284,9 +284,11 @@ def test_a_template_parameter_bound_is_settled_by_a_hint(gpu, tmp_path: Path) ->
     assert 7 not in left and 8 in left  # the dim loop settled; the data-bound one stays
 
 
-def test_tensor_core_operations_are_named_as_not_counted(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    # a WMMA tile product in a device function the kernel calls: the counts leave
-    # tensor-core work out, and the verdict says so; SAXPY has no such note
+def test_tensor_core_multiply_adds_are_counted_at_the_tensor_core_peak(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a WMMA tile product in a device function the kernel calls: one 16 x 16 x 16 half
+    # multiply-add per warp, 2 * 16 * 16 * 16 / 32 = 256 FLOP per thread, weighed against
+    # the FP16 tensor-core peak (50.1 TFLOP/s / 760.3 GB/s: ridge 65.9); the verdict says
+    # the fragments' loads and stores are not counted; SAXPY has no such note
     src = (
         "#include <mma.h>\n"
         "using namespace nvcuda;\n"
@@ -303,8 +305,14 @@ def test_tensor_core_operations_are_named_as_not_counted(gpu, tmp_path: Path) ->
     )
     det = _detected(tmp_path, src)
     k = next(k for k in det.kernels if k.name == "k")
-    note = "tensor-core (wmma/mma) loads, stores and multiply-adds are not counted"
-    assert note in explanation(estimate(k, det, gpu))
+    v = estimate(k, det, gpu)
+    assert v.counts is not None and v.counts.flops["tensor"] == 256
+    assert v.ridge["tensor"] == pytest.approx(50.13504e12 / 760.3e9)
+    assert v.bound == "compute" and v.deciding == "tensor"
+    text = explanation(v)
+    assert "256 tensor-core FLOP" in text
+    note = "their loads and stores are not counted"
+    assert note in text
     plain = _detected(tmp_path, SAXPY, "saxpy.cu")
     assert note not in explanation(estimate(plain.kernels[0], plain, gpu))
 

@@ -92,6 +92,23 @@ def test_hover_card_has_verdict_ridges_counts_source_and_other_gpus() -> None:
     assert "A100" not in card
 
 
+def test_a_tensor_core_verdict_shows_its_tensor_row_and_flops() -> None:
+    # a WMMA kernel's tensor-core intensity decides: its own row in the table, at its ridge,
+    # and its FLOPs among the counts
+    v = verdict("rtx-3080", "compute", 0.0)
+    assert v.counts is not None
+    v = dataclasses.replace(
+        v,
+        ai={**v.ai, "fp64": 0.0, "tensor": 200.0},
+        ridge={**v.ridge, "tensor": 66.0},
+        deciding="tensor",
+        counts=dataclasses.replace(v.counts, flops={"fp64": 0.0, "tensor": 256.0}),
+    )
+    card = hover_markdown(kernel_report(v))
+    assert "| tensor core | 200 | 66 | **decides** |" in card
+    assert "Per thread: 256 tensor-core FLOPs, 8 integer ops" in card
+
+
 def test_the_display_s_bytes_are_named_among_the_dram_bytes() -> None:
     # 8 loaded + 8 stored + 1 read by the display per thread: 17 DRAM bytes, as ncu counts
     v = verdict("rtx-3080", "compute", 3.0)

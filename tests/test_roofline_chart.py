@@ -201,3 +201,19 @@ def test_five_hundred_kernels_stay_under_two_megabytes(tmp_path):
 def test_a_chart_needs_a_gpu():
     with pytest.raises(ValueError):
         build_chart([], ())
+
+
+def test_a_tensor_core_kernel_is_placed_under_its_tensor_core_roof():
+    # the WMMA GEMM fixture on an A100: the tensor-core intensity decides (its ridge: the
+    # tf32 peak of 156 TFLOP/s over the DRAM bandwidth), the point at min(peak, AI x B/s)
+    fixture = Path(__file__).parent / "fixtures" / "estimator" / "wmma_tf32_4096.cu"
+    gpu = load_registry().get("a100-sxm4-40gb")
+    kernels = analyse([fixture], "a100-sxm4-40gb")
+    v = kernels[0]["verdicts"][0]
+    v["deciding"] = "tensor"  # (int may decide too: the tiles' loads are not counted)
+    chart = build_chart(kernels, (gpu,))
+    p = chart.kernels[0].estimated[0]
+    assert p is not None and p.deciding == "tensor" and p.x == v["ai"]["tensor"]
+    peak = v["ridge"]["tensor"] * gpu.dram_bandwidth
+    assert peak == pytest.approx(156e12)
+    assert p.y == pytest.approx(min(peak, p.x * gpu.dram_bandwidth))

@@ -73,6 +73,7 @@ class ThreadCounter(StatementWalker):
                 "fp64": self.tally.ops[0] * inv,
                 "fp32": self.tally.ops[1] * inv,
                 "fp16": self.tally.ops[2] * inv,
+                **({"tensor": self.tally.tensor * inv} if self.tally.tensor else {}),
             },
             int_ops=self.tally.ops[3] * inv,
             accesses=accesses,
@@ -90,4 +91,5 @@ class ThreadCounter(StatementWalker):
             local_bytes={"local:" + k: v for k, v in self.tally.local_sizes.items()},
             dead_lines=dict(self.tally.dead_lines),
             truncated_at=self.tally.truncated_at,
+            tensor_kind=self.tally.tensor_kind,
         )

@@ -340,9 +340,10 @@ def substitute(
             ln: (*new.get(ln, _NONE)[:3], counts.lines.get(ln, _NONE)[3])
             for ln in new.keys() | counts.lines.keys()
         }
+    tensor = {"tensor": counts.flops["tensor"]} if "tensor" in counts.flops else {}
     return replace(
         counts,
-        flops={"fp64": tot[0], "fp32": tot[1], "fp16": tot[2]},
+        flops={"fp64": tot[0], "fp32": tot[1], "fp16": tot[2], **tensor},
         int_ops=tot[3],
         lines=new,
     )

@@ -450,13 +450,16 @@ def analyze(
         code_bytes=float(compiled.ptx.code_bytes) if compiled and compiled.ptx else 0.0,
     )
     totals = {p: counts.flops.get(p, 0.0) * threads for p in ("fp64", "fp32", "fp16")}
+    tensor_peak = gpu.tensor_peak(counts.tensor_kind) if counts.flops.get("tensor") else None
+    if tensor_peak:  # tensor-core FLOPs, where the GPU has tensor cores for their type
+        totals["tensor"] = counts.flops["tensor"] * threads
     totals["int"] = counts.int_ops * threads
     # every thread of an offloaded region runs the runtime's set-up, and a loop of fewer
     # iterations than the launch's threads keeps only as many of them busy (100 iterations
     # over 256 teams: 100 threads walk the whole work)
     thread_ints = cal.omp_thread_ints if offload else 0.0
     timing = launch_time(
-        totals,
+        {p: n for p, n in totals.items() if p != "tensor"},  # (its pace: not modelled)
         mem.kernel_bytes,
         gpu_threads,
         gpu,
@@ -478,7 +481,7 @@ def analyze(
     mem = replace(mem, display_bytes=display_bytes(gpu, timing.seconds))
     dram = mem.dram_bytes
     ai: dict[str, float | None] = {}
-    for p in ("fp64", "fp32", "fp16", "int"):
+    for p in totals:
         ops = totals[p]
         ai[p] = ops / dram if dram > 0 else (math.inf if ops > 0 else 0.0)
     return KernelEstimate(
@@ -518,6 +521,9 @@ def estimate(
     ridge = gpu.ridges()
     try:
         a = analyze(kernel, detection, gpu, inputs, config, compiled=compiled, read=read)
+        tensor_peak = gpu.tensor_peak(a.counts.tensor_kind) if "tensor" in a.ai else None
+        if tensor_peak:
+            ridge["tensor"] = tensor_peak / gpu.dram_bandwidth
     except RecursionError:
         return Verdict(
             kernel=kernel.name,
@@ -534,7 +540,7 @@ def estimate(
     bound, deciding = classify_bound(ai, ridge)
     terms = verdict_terms(a)
     if _tensor_core_ops(kernel, detection):
-        terms = (*terms, NoteTerm(TENSOR_NOTE))
+        terms = (*terms, NoteTerm(TENSOR_COUNTED if "tensor" in ridge else TENSOR_NOTE))
     if compiled is not None:
         terms = (*terms, NoteTerm(compiled.note))
     return Verdict(
@@ -593,6 +599,10 @@ def _line_instructions(
 _ADDRESS_TAKEN = re.compile(r"&\s*([A-Za-z_]\w*)")
 _TENSOR_OPS = re.compile(r"\b(?:mma_sync|load_matrix_sync|store_matrix_sync|wgmma)\b|\bmma\.sync\b")
 TENSOR_NOTE = "tensor-core (wmma/mma) loads, stores and multiply-adds are not counted"
+TENSOR_COUNTED = (
+    "tensor-core (wmma) multiply-adds are counted against the tensor-core peak; their loads "
+    "and stores are not counted"
+)
 
 
 def _tensor_core_ops(kernel: Kernel, detection: Detection) -> bool:

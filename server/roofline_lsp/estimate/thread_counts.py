@@ -113,6 +113,8 @@ class ThreadCounts:
     dead_lines: dict[int, tuple[int, int]] = field(default_factory=dict)
     # the line from which the walk stopped counting (``Settings.max_nodes``), 0 if it did not
     truncated_at: int = 0
+    # the PTX type of the operands of its tensor-core multiply-adds (``flops["tensor"]``)
+    tensor_kind: str = ""
 
 
 @dataclass

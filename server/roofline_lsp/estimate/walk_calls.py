@@ -22,6 +22,7 @@ from roofline_lsp.detect.bindings import (
 from roofline_lsp.detect.treewalk import function_declarator, returned_expression
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.macro_expansion import call_tree
+from roofline_lsp.estimate.tensor_ops import file_fragments, mma_flops, operand_name
 from roofline_lsp.estimate.value_domain import (
     DATA,
     NOTHING,
@@ -116,6 +117,19 @@ class CallWalker(GroupWalker):
         self.record(text(obj), "global", size, kind, deps, short[:4], interval)
         return Val(VOID, deps) if write else Val(elem, deps | {DATA})
 
+    def tensor_mma(self, node: Node, args: list[Node]) -> Val:
+        """``wmma::mma_sync(d, a, b, c)``: a warp's tile multiply-add on the tensor cores,
+        its FLOPs per thread (``tensor_ops.mma_flops``) at the line's weight; none when no
+        fragment declaration in the file gives its shape."""
+        known = file_fragments(node)
+        a = known.get(operand_name(text(args[1])))
+        counted = mma_flops(a, known, self.shape_value)
+        if counted is not None:
+            flops, kind = counted
+            self.tally.tensor += flops * self.cursor.w
+            self.tally.tensor_kind = self.tally.tensor_kind or kind
+        return Val(VOID, NOTHING)
+
     def call(self, node: Node, kind: str = "load") -> Val:
         """A call's cost and value; ``kind``: how the caller uses the reference it returns
         (``domain.f(i) = v`` stores through it)."""
@@ -151,6 +165,8 @@ class CallWalker(GroupWalker):
         group = self.group_call(fn, short, args)
         if group is not None:
             return group
+        if short == "mma_sync" and len(args) >= 3:
+            return self.tensor_mma(node, args)
         if short in costs.ATOMICS:
             return self.atomic(short, args)
         if short in OMP_IDS:

@@ -10,6 +10,12 @@ import re
 from tree_sitter import Node
 
 from roofline_lsp.estimate.memory import APART
+from roofline_lsp.estimate.tensor_ops import (
+    Fragment,
+    elements_per_thread,
+    file_fragments,
+    fragment_type,
+)
 from roofline_lsp.estimate.value_domain import (
     AXES,
     DATA,
@@ -24,6 +30,7 @@ from roofline_lsp.estimate.value_domain import (
 from roofline_lsp.estimate.walk_branches import BranchWalker
 from roofline_lsp.estimate.walk_state import UNFOLLOWED, AccessRecord
 from roofline_lsp.syntax.carith import TREE_DIALECT, parse_literal
+from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import INT, UNKNOWN, DataType
 from roofline_lsp.syntax.expr import binary_operands, has_effects, reads_memory, text
 
@@ -106,6 +113,9 @@ class ReferenceWalker(BranchWalker):
                     space = "global" if bt.pointer else "local"
                 if buffer is None:
                     buffer = bname
+        elif base.type == "field_expression" and self.fragment_of(base) is not None:
+            # ``a_frag.x[t]``: an element of a tensor-core fragment, held in registers
+            return Val(self.type_of("float"), deps)
         elif (whole := self.global_array_member(base)) is not None:
             # ``gs.u[i]`` of a global struct's array member: its own run of global memory
             bt, space, buffer, arrdims = whole, "global", text(base).replace(".", "->"), 0
@@ -539,9 +549,33 @@ class ReferenceWalker(BranchWalker):
                 stride = None if bs is None else stride + bs
         return stride
 
+    def fragment_of(self, node: Node) -> Fragment | None:
+        """The tensor-core fragment the object of member access ``node`` is (``a_frag`` of
+        ``a_frag.x``), else None."""
+        obj = node.child_by_field_name("argument")
+        while obj is not None and obj.type == "subscript_expression":  # ``c[i][j].x``
+            obj = obj.child_by_field_name("argument")
+        if obj is None or obj.type != "identifier":
+            return None
+        held = self.var(text(obj))
+        if held is None:
+            return None
+        declared = fragment_type(held.tname) if held.tname else None
+        return declared or file_fragments(obj).get(text(obj))  # (``auto a = fragment<...>()``)
+
+    def shape_value(self, shape: str) -> float | None:
+        """A tile dimension's text (``16``, ``WMMA_M``, a template parameter) as a number."""
+        macros = {n: body for n, (params, body) in self.inputs.macros.items() if params is None}
+        v = evaluate(self.bound_text(shape), macros)
+        return v if v is not None else self.inputs.lookup_host(shape.strip())
+
     def field(self, node: Node, kind: str) -> Val:
         arg = node.child_by_field_name("argument")
         fname = text(node.child_by_field_name("field"))
+        if fname == "num_elements" and (frag := self.fragment_of(node)) is not None:
+            count = elements_per_thread(frag, self.shape_value)
+            if count is not None:
+                return Val(INT, NOTHING, count)
         op = node.child_by_field_name("operator")
         arrow = op is not None and op.type == "->"
         if arg is None:

@@ -169,6 +169,8 @@ class Tally:
     strides: dict[str, bool] = field(default_factory=dict)
     dead_lines: dict[int, tuple[int, int]] = field(default_factory=dict)  # ThreadCounts'
     truncated_at: int = 0  # ThreadCounts'
+    tensor: float = 0.0  # tensor-core FLOPs (``tensor_ops``), weighted
+    tensor_kind: str = ""  # ... and the PTX type of their operands
 
 
 @dataclass

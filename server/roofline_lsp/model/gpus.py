@@ -129,6 +129,9 @@ def normalize_name(name: str) -> str:
     return re.sub(r"[-_\s]+", "", name).lower()
 
 
+# operand types of 8 bits or fewer a tensor core multiplies (PTX spelling)
+NARROW_TENSOR_KINDS = frozenset({"s8", "u8", "s4", "u4", "b1", "e4m3", "e5m2"})
+
 # per-vendor limits of ``cudaDeviceProp``/``hipDeviceProp_t`` every GPU of the vendor shares
 _VENDOR_LIMITS: dict[str, dict[str, float]] = {
     "NVIDIA": {"warpSize": 32.0, "maxThreadsPerBlock": 1024.0, "sharedMemPerBlock": 49152.0},
@@ -198,6 +201,23 @@ class GpuProfile:
         if value is None:
             raise ValueError(f"{self.name} has no {precision} peak")
         return float(value)
+
+    def tensor_peak(self, kind: str) -> float | None:
+        """Peak dense tensor-core (matrix-unit) rate in FLOP/s for multiply-adds on operands of
+        ``kind`` (a PTX type: ``f16``, ``bf16``, ``tf32``, ``f64``, ``s8``, ...), with FP32
+        accumulation; None where the GPU has no such unit. TF32 runs at half the FP16 rate,
+        8-bit (and narrower) operands at twice it: NVIDIA Ampere, Ada and Hopper; a lower
+        bound for 8-bit operands where FP32 accumulation runs at half rate (GeForce)."""
+        if kind == "f64":
+            return self.fp64_tensor_flops
+        base = (self.bf16_tensor_flops if kind == "bf16" else None) or self.fp16_tensor_flops
+        if base is None:
+            return None
+        if kind == "tf32":
+            return base / 2
+        if kind in NARROW_TENSOR_KINDS:
+            return base * 2
+        return base
 
     def ridge(self, precision: str) -> float:
         """Ridge point: the arithmetic intensity (ops per DRAM byte) where compute = bandwidth."""

@@ -9,7 +9,9 @@ from roofline_lsp.model.terms import Term
 
 Bound = Literal["compute", "bandwidth", "unknown"]
 VerdictSource = Literal["static", "llm", "profile"]
-# Precisions of the roofline: floating point by width, and integer instructions.
+# Precisions of the roofline: floating point by width, and integer instructions. A kernel
+# with tensor-core multiply-adds has one more, "tensor", against its operands' tensor-core
+# peak (``GpuProfile.tensor_peak``).
 PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "fp16", "int")
 
 
@@ -29,7 +31,7 @@ class LineInstructions:
 class Counts:
     """Work of one thread (CUDA) or one iteration of the offloaded loop nest (OpenMP/OpenACC)."""
 
-    flops: dict[str, float]  # keyed by "fp64", "fp32", "fp16"
+    flops: dict[str, float]  # keyed by "fp64", "fp32", "fp16" (and "tensor")
     int_ops: float
     bytes_loaded: float  # DRAM bytes after the reuse and cache model
     bytes_stored: float
@@ -100,6 +102,12 @@ class Verdict:
         if a is None or not r:
             return None
         return a / r
+
+
+def precisions_of(v: Verdict) -> tuple[str, ...]:
+    """The roofline precisions of verdict ``v``: ``PRECISIONS`` and any other it has a ridge
+    for (``tensor``)."""
+    return (*PRECISIONS, *(p for p in v.ridge if p not in PRECISIONS))
 
 
 def classify_bound(

@@ -84,11 +84,16 @@ def card_assumptions(v: Verdict) -> tuple[str, ...]:
 _OTHER_TYPE = {"float": "double", "double": "float", "long": "int", "int": "long", "short": "int"}
 
 
+def _flop_kind(precision: str) -> str:
+    """``FP32`` of fp32 FLOPs, ``tensor-core`` of tensor-core multiply-adds."""
+    return "tensor-core" if precision == "tensor" else precision.upper()
+
+
 def term_text(t: Term) -> str:
     """One term in words, e.g. ``loop over j (line 17, 32768 trips, argument): 19 FP32 FLOP,
     4 int ops and 16 B referenced per iteration``."""
     if isinstance(t, WorkTerm):
-        ops = [f"{fmt_count(n)} {p.upper()} FLOP" for p, n in t.flops]
+        ops = [f"{fmt_count(n)} {_flop_kind(p)} FLOP" for p, n in t.flops]
         ops.append(f"{fmt_count(t.int_ops)} integer ops")
         return f"per {t.per}: " + ", ".join(ops)
     if isinstance(t, LoopTerm):
@@ -97,7 +102,7 @@ def term_text(t: Term) -> str:
         if t.per_iteration is None:
             return head
         flops, int_ops, refs = t.per_iteration
-        parts = [f"{fmt_count(n)} {p.upper()} FLOP" for p, n in flops]
+        parts = [f"{fmt_count(n)} {_flop_kind(p)} FLOP" for p, n in flops]
         parts.append(f"{fmt_count(int_ops)} int ops")
         return f"{head}: {', '.join(parts)} and {fmt_count(refs)} B referenced per iteration"
     if isinstance(t, MemoryTerm):

@@ -16,7 +16,7 @@ from roofline_lsp.advice.catalogue import Advice
 from roofline_lsp.estimate.line_shares import LineShare
 from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.model.report import KernelReport
-from roofline_lsp.model.verdict import PRECISIONS, Verdict
+from roofline_lsp.model.verdict import Verdict, precisions_of
 from roofline_lsp.present.explanations import card_assumptions
 from roofline_lsp.present.markdown import (
     PRECISION_LABELS,
@@ -57,7 +57,7 @@ def verdict_line(kr: KernelReport, plain: bool = True) -> list[str]:
 
 def _ai_rows(v: Verdict) -> list[tuple[str, str, str, str]]:
     rows = []
-    for p in PRECISIONS:
+    for p in precisions_of(v):
         ai, ridge = v.ai.get(p), v.ridge.get(p)
         if not ai and p != v.deciding:
             continue  # no such work: a row would only take room

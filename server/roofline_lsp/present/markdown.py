@@ -12,7 +12,7 @@ from roofline_lsp.advice.catalogue import Advice
 from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.model.report import FileReport, KernelReport
 from roofline_lsp.model.terms import WorkTerm
-from roofline_lsp.model.verdict import PRECISIONS, Verdict
+from roofline_lsp.model.verdict import Verdict, precisions_of
 from roofline_lsp.present.explanations import below_everywhere, shown_precision, term_text
 from roofline_lsp.present.text_output import verdict_summary
 
@@ -21,7 +21,13 @@ SOURCE_LABELS = {
     "llm": "LLM",
     "profile": "measured profile (Nsight Compute)",
 }
-PRECISION_LABELS = {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16", "int": "int"}
+PRECISION_LABELS = {
+    "fp64": "fp64",
+    "fp32": "fp32",
+    "fp16": "fp16",
+    "int": "int",
+    "tensor": "tensor core",
+}
 
 
 def intensity_text(v: Verdict, ridge_word: bool = True) -> str:
@@ -108,7 +114,11 @@ def counts_line(v: Verdict, detail: bool = True) -> str | None:
     if c is None:
         return None
     per = "thread" if c.per == "thread" else "iteration"
-    parts = [f"{fmt_num(c.flops[p])} {p} FLOPs" for p in ("fp64", "fp32", "fp16") if c.flops.get(p)]
+    parts = [
+        f"{fmt_num(c.flops[p])} {'tensor-core' if p == 'tensor' else p} FLOPs"
+        for p in ("fp64", "fp32", "fp16", "tensor")
+        if c.flops.get(p)
+    ]
     if c.int_ops:
         parts.append(f"{fmt_num(c.int_ops)} {'integer' if detail else 'int'} ops")
     dram = f"{fmt_num(c.dram_bytes)} DRAM bytes"
@@ -129,7 +139,7 @@ def counts_line(v: Verdict, detail: bool = True) -> str | None:
 
 def _ai_table(v: Verdict) -> list[str]:
     rows = ["| precision | AI (ops/byte) | ridge | |", "|---|---:|---:|---|"]
-    for p in PRECISIONS:
+    for p in precisions_of(v):
         ai = v.ai.get(p)
         ridge = v.ridge.get(p)
         if not ai and p != v.deciding:

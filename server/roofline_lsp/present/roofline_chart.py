@@ -39,7 +39,13 @@ KernelJson = Mapping[str, Any]  # one kernel as ``check --format json`` writes i
 BOUND_COLOURS = {"compute": "#d62728", "bandwidth": "#1f77b4", "unknown": "#7f7f7f"}
 LANGUAGE_SHAPES = {"cuda": "circle", "hip": "square", "omp": "triangle", "acc": "diamond"}
 LANGUAGE_NAMES = {"cuda": "CUDA", "hip": "HIP", "omp": "OpenMP", "acc": "OpenACC"}
-PRECISION_NAMES = {"fp64": "FP64", "fp32": "FP32", "fp16": "FP16", "int": "INT32"}
+PRECISION_NAMES = {
+    "fp64": "FP64",
+    "fp32": "FP32",
+    "fp16": "FP16",
+    "int": "INT32",
+    "tensor": "tensor core",
+}
 CEILING_DASH = {"fp64": "", "fp32": "6 3", "fp16": "2 3", "int": "8 3 2 3"}
 WHY_CHARS = 600  # the tooltip's "assumed" text is cut here: 500 kernels stay well under 2 MB
 
@@ -91,11 +97,20 @@ def _point(v: KernelJson, gpu: GpuProfile) -> ChartPoint:
     deciding = v.get("deciding")
     x: float | None = None
     y: float | None = None
-    if isinstance(deciding, str) and deciding in PRECISIONS:
+    ridges = dict(v.get("ridge") or {})
+    tensor_ridge = ridges.get("tensor")
+    if isinstance(deciding, str) and (deciding in PRECISIONS or deciding == "tensor"):
         a = ai.get(deciding)
-        if a is not None and a > 0 and math.isfinite(a):
+        peak = (
+            gpu.peak(deciding)
+            if deciding in PRECISIONS
+            else float(tensor_ridge) * gpu.dram_bandwidth
+            if isinstance(tensor_ridge, int | float)
+            else None
+        )
+        if a is not None and a > 0 and math.isfinite(a) and peak is not None:
             x = a
-            y = min(gpu.peak(deciding), a * gpu.dram_bandwidth)
+            y = min(peak, a * gpu.dram_bandwidth)
     else:
         deciding = None
     why = str(v.get("explanation") or "")
