@@ -109,6 +109,19 @@ def test_a_tensor_core_verdict_shows_its_tensor_row_and_flops() -> None:
     assert "Per thread: 256 tensor-core FLOPs, 8 integer ops" in card
 
 
+def test_a_bandwidth_bound_tensor_core_kernel_is_shown_by_its_tensor_intensity() -> None:
+    # below every ridge: the FLOP/byte shown is the one closest to its ridge, the tensor
+    # cores' (60 / 66) rather than the few fp32 FLOPs' (0.01 / 33)
+    v = verdict("rtx-3080", "bandwidth", 0.0)
+    v = dataclasses.replace(
+        v,
+        ai={"fp64": 0.0, "fp32": 0.01, "fp16": 0.0, "int": 0.5, "tensor": 60.0},
+        ridge={**v.ridge, "tensor": 66.0},
+        deciding="tensor",
+    )
+    assert inlay_label(v) == "bandwidth-bound · tensor AI 60 < 66"
+
+
 def test_the_display_s_bytes_are_named_among_the_dram_bytes() -> None:
     # 8 loaded + 8 stored + 1 read by the display per thread: 17 DRAM bytes, as ncu counts
     v = verdict("rtx-3080", "compute", 3.0)

@@ -39,7 +39,7 @@ def explanation(v: Verdict) -> str:
     return head + "; " + "; ".join(term_texts(v))
 
 
-FLOAT_PRECISIONS = ("fp64", "fp32", "fp16")
+FLOAT_PRECISIONS = ("fp64", "fp32", "fp16", "tensor")  # (tensor: tensor-core multiply-adds)
 
 
 def shown_precision(v: Verdict) -> str | None:
