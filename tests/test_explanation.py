@@ -288,7 +288,7 @@ def test_tensor_core_multiply_adds_are_counted_at_the_tensor_core_peak(gpu, tmp_
     # a WMMA tile product in a device function the kernel calls: one 16 x 16 x 16 half
     # multiply-add per warp, 2 * 16 * 16 * 16 / 32 = 256 FLOP per thread, weighed against
     # the FP16 tensor-core peak (50.1 TFLOP/s / 760.3 GB/s: ridge 65.9); the verdict says
-    # the fragments' loads and stores are not counted; SAXPY has no such note
+    # what it counted; SAXPY has no such note
     src = (
         "#include <mma.h>\n"
         "using namespace nvcuda;\n"
@@ -311,7 +311,7 @@ def test_tensor_core_multiply_adds_are_counted_at_the_tensor_core_peak(gpu, tmp_
     assert v.bound == "compute" and v.deciding == "tensor"
     text = explanation(v)
     assert "256 tensor-core FLOP" in text
-    note = "their loads and stores are not counted"
+    note = "counted against the tensor-core peak, the tiles they load and store as each lane's"
     assert note in text
     plain = _detected(tmp_path, SAXPY, "saxpy.cu")
     assert note not in explanation(estimate(plain.kernels[0], plain, gpu))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from counting_helpers import buffer_of
 
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.roofline import analyze, estimate
@@ -93,8 +94,10 @@ def test_a_wmma_tf32_gemm_is_compute_bound_on_every_gpu_with_tensor_cores(
     # warp per 16 x 16 tile of C. Each runs 4096 / 8 = 512 multiply-adds of 16 x 16 x 8, 128
     # FLOP a thread each: 65536 tensor-core FLOP a thread, 2 x 4096^3 = 137.4 GFLOP in all.
     # The fragments' tf32 conversions run over num_elements = 16 x 8 / 32 = 4 registers, no
-    # memory; the tiles' loads are not counted (the note says so), so the tensor-core
-    # intensity is far above every tensor-core ridge
+    # memory. Each tile load moves a lane's share (4 x 4 B) from a pointer that tells the
+    # 65536 warps' rows (a) or columns (b) apart: each matrix's 64 MiB is its footprint, as
+    # is C's, stored once (8 x 4 B a lane); the re-reads (16 GiB of each of a and b) come
+    # from L2, but for the capacity misses of buffers larger than L2 (2% of them)
     path = FIXTURES / "wmma_tf32_4096.cu"
     det = detect(path.read_bytes(), str(path))
     a = analyze(det.kernels[0], det, profile)
@@ -103,6 +106,10 @@ def test_a_wmma_tf32_gemm_is_compute_bound_on_every_gpu_with_tensor_cores(
     assert a.totals["tensor"] == pytest.approx(2 * 4096**3)
     assert a.counts.tensor_kind == "tf32"
     assert not a.memory.local_bytes  # fragment elements are registers
+    for name in ("a", "b", "c"):
+        assert buffer_of(a, name).footprint == pytest.approx(64 * 2**20)
+    assert buffer_of(a, "a").references == pytest.approx(2**21 * 512 * 16)
+    assert buffer_of(a, "c").stored == pytest.approx(64 * 2**20)
     v = estimate(det.kernels[0], det, profile)
     assert v.bound == "compute"
     assert v.ai["tensor"] is not None and v.ai["tensor"] > v.ridge["tensor"]

@@ -600,8 +600,8 @@ _ADDRESS_TAKEN = re.compile(r"&\s*([A-Za-z_]\w*)")
 _TENSOR_OPS = re.compile(r"\b(?:mma_sync|load_matrix_sync|store_matrix_sync|wgmma)\b|\bmma\.sync\b")
 TENSOR_NOTE = "tensor-core (wmma/mma) loads, stores and multiply-adds are not counted"
 TENSOR_COUNTED = (
-    "tensor-core (wmma) multiply-adds are counted against the tensor-core peak; their loads "
-    "and stores are not counted"
+    "tensor-core (wmma) multiply-adds are counted against the tensor-core peak, the tiles they "
+    "load and store as each lane's share"
 )
 
 

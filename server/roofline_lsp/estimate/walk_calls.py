@@ -22,7 +22,14 @@ from roofline_lsp.detect.bindings import (
 from roofline_lsp.detect.treewalk import function_declarator, returned_expression
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.macro_expansion import call_tree
-from roofline_lsp.estimate.tensor_ops import file_fragments, mma_flops, operand_name
+from roofline_lsp.estimate.tensor_ops import (
+    WARP,
+    elements_per_thread,
+    file_fragments,
+    fragment_type,
+    mma_flops,
+    operand_name,
+)
 from roofline_lsp.estimate.value_domain import (
     DATA,
     NOTHING,
@@ -130,6 +137,37 @@ class CallWalker(GroupWalker):
             self.tally.tensor_kind = self.tally.tensor_kind or kind
         return Val(VOID, NOTHING)
 
+    def tile_access(self, frag: Node, ptr: Node, kind: str) -> Val:
+        """``wmma::load_matrix_sync(a_frag, p, ld)`` (``store_matrix_sync`` alike): the warp
+        moves the fragment's tile, rows x columns elements from ``p`` on, each lane its share
+        (``num_elements`` of them). ``p`` is the same for the warp's lanes (the API's rule):
+        it tells warps apart, not lanes, so the distinct shares over the launch are the
+        distinct warps' pointers x 32 lanes. Nothing when the fragment's shape is not known."""
+        name = operand_name(text(frag))
+        held = self.var(name)
+        shape = fragment_type(held.tname) if held is not None and held.tname else None
+        shape = shape or file_fragments(frag).get(name)
+        share = elements_per_thread(shape, self.shape_value) if shape is not None else None
+        v = self.expr(ptr)
+        if share is None or not v.type.pointer:
+            return Val(VOID, v.deps)
+        t = v.type.deref()
+        lane = self.par.lane
+        warps = self.reach(v.deps - {lane})
+        if warps is not None and lane in v.deps:
+            warps *= max(self.dimensions.dims.get(lane, WARP) / WARP, 1.0)  # (tx / 32)
+        self.record(
+            v.buffer or text(ptr),
+            v.space or "global",
+            int(share * (8 if t.pointer else t.size)),
+            kind,
+            v.deps | {lane},
+            "tile:" + text(ptr),
+            lane_stride=1.0,
+            distinct=None if warps is None else warps * WARP,
+        )
+        return Val(VOID, v.deps)
+
     def call(self, node: Node, kind: str = "load") -> Val:
         """A call's cost and value; ``kind``: how the caller uses the reference it returns
         (``domain.f(i) = v`` stores through it)."""
@@ -167,6 +205,10 @@ class CallWalker(GroupWalker):
             return group
         if short == "mma_sync" and len(args) >= 3:
             return self.tensor_mma(node, args)
+        if short in ("load_matrix_sync", "store_matrix_sync") and len(args) >= 2:
+            load = short == "load_matrix_sync"
+            frag, ptr = (args[0], args[1]) if load else (args[1], args[0])
+            return self.tile_access(frag, ptr, "load" if load else "store")
         if short in costs.ATOMICS:
             return self.atomic(short, args)
         if short in OMP_IDS:

@@ -382,11 +382,13 @@ class ReferenceWalker(BranchWalker):
         center: float | None = None,
         lane_bytes: float | None = None,
         address_key: str | None = None,
+        distinct: float | None = None,
     ) -> None:
         """Book one access (merged with an identical one in the same loop body);
         ``interval``: the elements ``[lo, hi]`` its index spans, when known; ``gathered``:
         the index is a value read from memory; ``address_key``: what its address is computed
-        from, when not ``key`` (``x[b + 1]`` is ``[R + 4]`` of x[b]'s ``R``)."""
+        from, when not ``key`` (``x[b + 1]`` is ``[R + 4]`` of x[b]'s ``R``); ``distinct``:
+        the distinct elements it reaches over the launch, when not ``reach(deps)``."""
         if space == "local":
             # a per-thread array indexed anywhere by a value known only at run time (data,
             # the thread's index, a rolled loop's counter) cannot live in registers: it is
@@ -416,7 +418,7 @@ class ReferenceWalker(BranchWalker):
         if space in ("global", "shared", "constant") and address not in seen:
             seen.add(address)
             self.add_int(self.inputs.settings.int_address * (0.5 if space == "shared" else 1.0), w)
-        distinct = self.reach(deps)
+        distinct = self.reach(deps) if distinct is None else distinct
         if interval is not None and distinct is not None:
             distinct = min(distinct, max(interval[1] - interval[0] + 1, 1.0))
         akey = (buffer, kind, key, self.cursor.line)
