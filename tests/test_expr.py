@@ -7,6 +7,7 @@ import pytest
 from roofline_lsp.syntax.expr import (
     array_sizes,
     detached_body,
+    guarded_exit,
     loop_header,
     reads_memory,
     stored_names,
@@ -195,3 +196,26 @@ def test_stored_names_are_the_roots_of_assignment_and_increment_targets() -> Non
 def test_string_length(literal: str, expected: int | None) -> None:
     node = first(f"x = {literal};", "assignment_expression").child_by_field_name("right")
     assert string_length(node) == expected
+
+
+def test_a_loop_left_by_a_test_on_locals_computed_from_its_counter() -> None:
+    # the persistent-block loop of a tiled kernel: its exit test reads a local the body
+    # computes from the counter first
+    loop = first(
+        "for (unsigned p = blockIdx.x;; p += gridDim.x) {"
+        " const unsigned ti = (p * 8) / 512 * 8, tj = p % 64; if (ti >= 512) break; use(ti, tj); }",
+        "for_statement",
+    )
+    g = guarded_exit(loop)
+    assert g is not None
+    assert (g.var, text(g.start), text(g.step), g.step_op) == ("p", "blockIdx.x", "gridDim.x", "+")
+    assert g.names == {"ti", "tj"} and text(g.test) == "ti >= 512"
+    # a loop with a test of its own, a body that does not open with declarations then the
+    # exit, or one whose exit is not a break: none
+    for other in (
+        "for (int p = 0; p < n; p++) { const int t = p; if (t >= 9) break; }",
+        "for (int p = 0;; p++) { use(p); const int t = p; if (t >= 9) break; }",
+        "for (int p = 0;; p++) { const int t = p; if (t >= 9) return; }",
+        "for (int p = 0;; p++) { if (p >= 9) break; }",
+    ):
+        assert guarded_exit(first(other, "for_statement")) is None

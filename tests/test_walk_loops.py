@@ -930,3 +930,23 @@ def test_clang_splits_off_the_remainder_of_each_loop_of_a_run_time_count(
     without = ints(region, "r.cpp"), ints(kernel, "k.cu")
     assert with_setup[0] - without[0] == pytest.approx(4 * 8.0)
     assert with_setup[1] == pytest.approx(without[1])
+
+
+def test_a_persistent_block_loop_is_stepped_to_its_exit_test(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # 128 blocks walk 4096 tiles of 256 elements: block p takes tiles p, p + 128, ... while
+    # its row p / 64 is below 64, p < 4096. From the mean block (63.5) the first tile past
+    # the end is 32 steps on: 32 trips, one FADD each (32 FP32 FLOP per thread) instead of
+    # the 16 a loop without a test of its own was given
+    src = (
+        "__global__ void k(float *c) {\n"
+        "  for (unsigned int p = blockIdx.x;; p += gridDim.x) {\n"
+        "    const unsigned int row = p / 64;\n"
+        "    if (row >= 64) break;\n"
+        "    c[p * 256 + threadIdx.x] += 1.0f;\n"
+        "  }\n"
+        "}\n"
+        "int main() { float *c; k<<<128, 256>>>(c); }\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert loop_trips(a) == {None: (32, "stepped to its test")}
+    assert a.counts.flops["fp32"] == pytest.approx(32)

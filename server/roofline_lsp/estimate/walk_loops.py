@@ -31,12 +31,14 @@ from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import FLOAT, INT
 from roofline_lsp.syntax.expr import (
     FLIPPED,
+    GuardedExit,
     LoopHeader,
     body_update,
     condition_expr,
     counted_exit,
     declared_name,
     detached_body,
+    guarded_exit,
     identifiers,
     loop_header,
     reads_memory,
@@ -243,12 +245,19 @@ class LoopWalker(CallWalker):
             return None
         return 2 * start if start is not None and start >= 1 else 2.0**trips
 
-    def stepped_trips(self, hdr: LoopHeader, loop: Node) -> float | None:
+    def stepped_trips(
+        self, hdr: LoopHeader, loop: Node, guard: GuardedExit | None = None
+    ) -> float | None:
         """``for (j = 1; j * j <= m; j++)``, ``for (s = 0; (1 << s) < n; s++)``: a counter
         inside one side of the test, the other side known. Stepping the counter until the
         test fails counts the trips (the side taken as monotone in it: a doubling search,
-        then bisection); None when a value is unknown or read from memory."""
-        cond = loop.child_by_field_name("condition") if loop.type == "for_statement" else None
+        then bisection); None when a value is unknown or read from memory. ``guard``: a loop
+        without a test left by its body's ``if (test) break;`` after declarations of values
+        computed from the counter (:func:`guarded_exit`): it runs while the test fails."""
+        if guard is not None:
+            cond: Node | None = guard.test
+        else:
+            cond = loop.child_by_field_name("condition") if loop.type == "for_statement" else None
         var = self.var(hdr.var) if hdr.var else None
         if cond is None or cond.type != "binary_expression" or var is None or hdr.var is None:
             return None
@@ -257,7 +266,9 @@ class LoopWalker(CallWalker):
         o = op.type if op is not None else ""
         if left is None or right is None or o not in FLIPPED:
             return None
-        in_left, in_right = hdr.var in identifiers(left), hdr.var in identifiers(right)
+        counted = {hdr.var, *(guard.names if guard is not None else ())}
+        in_left = bool(counted.intersection(identifiers(left)))
+        in_right = bool(counted.intersection(identifiers(right)))
         if in_left == in_right:
             return None
         side, other, o = (left, right, o) if in_left else (right, left, FLIPPED[o])
@@ -285,11 +296,17 @@ class LoopWalker(CallWalker):
             if not math.isfinite(j):
                 return None
             var.val, var.deps, var.rng = j, NOTHING, (j, j)
-            v = self.expr_quiet(side)
+            self.cursor.scopes.append({})
+            try:
+                for d in guard.declarations if guard is not None else ():
+                    self.computed_locals(d)
+                v = self.expr_quiet(side)
+            finally:
+                self.cursor.scopes.pop()
             if v.val is None or DATA in v.deps:
                 return None
             held = fold_binary(o, float(v.val), b, NOTHING)
-            return None if held is None else bool(held)
+            return None if held is None else bool(held) != (guard is not None)
 
         saved = var.val, var.deps, var.rng
         try:
@@ -315,9 +332,22 @@ class LoopWalker(CallWalker):
         finally:
             var.val, var.deps, var.rng = saved
 
+    def computed_locals(self, declaration: Node) -> None:
+        """The values of a declaration's locals (``const int t = p / n * m``), in the
+        innermost scope, without booking their work: a loop's exit test reads them."""
+        vt = self.type_of(text(declaration.child_by_field_name("type")))
+        for d in declaration.children_by_field_name("declarator"):
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            if value is not None:
+                v = self.expr_quiet(value)
+                self.cursor.scopes[-1][declared_name(d)] = Var(vt, v.deps, v.val)
+
     def count_exit(self, loop: Node, source: str) -> None:
-        """A loop counted by its opening ``if (test) break;``: that statement is its test."""
+        """A loop counted by its opening ``if (test) break;`` (after declarations,
+        :func:`guarded_exit`): that statement is its test."""
         first = counted_exit(loop) if source != "default" else None
+        guard = guarded_exit(loop) if source == "stepped to its test" and first is None else None
+        first = guard.exit if guard is not None else first
         if first is not None:
             self.cursor.counted_exits.add(first.id)
 
@@ -586,6 +616,12 @@ class LoopWalker(CallWalker):
         (mean) value."""
         if hdr is not None and hdr.bound is None and loop is not None:
             stepped = self.stepped_trips(hdr, loop)
+            if stepped is not None:
+                return stepped, "stepped to its test", None
+        guard = guarded_exit(loop) if hdr is None and loop is not None else None
+        if guard is not None and loop is not None:
+            counter = LoopHeader(guard.var, guard.start, None, "<", guard.step, guard.step_op)
+            stepped = self.stepped_trips(counter, loop, guard)
             if stepped is not None:
                 return stepped, "stepped to its test", None
         if hdr is None or hdr.bound is None and hdr.step_op not in (">>", "/", "-"):

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections.abc import Callable, Collection
@@ -552,6 +553,61 @@ def exit_test(body: Node | None) -> Node | None:
     """The test of a loop body's opening ``if (test) break;``, else None."""
     first = leading_exit(body)
     return condition_expr(first) if first is not None else None
+
+
+@dataclass(frozen=True)
+class GuardedExit:
+    """A ``for`` loop without a test whose body opens with declarations, then ``if (test)
+    break;`` (``for (p = blockIdx.x;; p += gridDim.x) { const int t = p / n * m; if (t >=
+    rows) break; ...}``): its counter, start and step, the declarations and the test."""
+
+    var: str
+    start: Node | None
+    step: Node | None  # None: 1
+    step_op: str
+    declarations: tuple[Node, ...]
+    test: Node
+    exit: Node  # the ``if (test) break;``
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The locals the declarations declare."""
+        return frozenset(
+            declared_name(d)
+            for n in self.declarations
+            for d in n.children_by_field_name("declarator")
+        )
+
+
+def guarded_exit(loop: Node) -> GuardedExit | None:
+    """The :class:`GuardedExit` of ``loop``, else None."""
+    cond = loop.child_by_field_name("condition")
+    body = loop.child_by_field_name("body")
+    update = loop.child_by_field_name("update")
+    init = loop.child_by_field_name("initializer")
+    if loop.type != "for_statement" or body is None or update is None or init is None:
+        return None
+    if (cond is not None and not always_true(cond)) or body.type != "compound_statement":
+        return None
+    stmts = [st for st in body.named_children if st.type != "comment"]
+    decls = tuple(itertools.takewhile(lambda st: st.type == "declaration", stmts))
+    rest = stmts[len(decls) :]
+    exit_if = leading_exit(rest[0]) if decls and rest else None
+    stepped = step_of(update)
+    test = condition_expr(exit_if) if exit_if is not None else None
+    if test is None or stepped is None:
+        return None
+    var, step, step_op = stepped
+    if init.type == "declaration":
+        d = next((d for d in init.children_by_field_name("declarator")), None)
+        if d is None or d.type != "init_declarator" or declared_name(d) != var:
+            return None
+        start = d.child_by_field_name("value")
+    elif init.type == "assignment_expression" and text(init.child_by_field_name("left")) == var:
+        start = init.child_by_field_name("right")
+    else:
+        return None
+    return GuardedExit(var, start, step, step_op, decls, test, rest[0])
 
 
 def counted_exit(loop: Node) -> Node | None:
