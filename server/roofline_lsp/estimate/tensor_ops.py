@@ -1,6 +1,7 @@
 """Tensor-core matrix multiply-adds in source: ``wmma::mma_sync(d, a, b, c)`` multiplies an
 M x K tile by a K x N tile for a whole warp, 2 * M * N * K FLOP, which each of the warp's 32
-threads is charged a 32nd of (as the PTX counts charge ``wmma.mma``/``mma``). The tile shape
+threads is charged a 32nd of (as the PTX counts charge ``wmma.mma``/``mma``); a fragment's
+load or store moves its tile, each lane a 32nd of it (``elements_per_thread``). The tile shape
 and the operands' type come from the ``wmma::fragment<use, M, N, K, T, layout>`` declarations
 of the fragments passed.
 
@@ -16,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tree_sitter import Node
+
+from roofline_lsp.syntax.cexpr import split_args
 
 WARP = 32
 
@@ -72,7 +75,7 @@ def fragments(source: str) -> dict[str, Fragment]:
 
 
 def _fragment(args_text: str) -> Fragment | None:
-    args = [a.strip() for a in _split(args_text)]
+    args = split_args(args_text, angles=True)
     if len(args) < 4:
         return None
     use = args[0].rsplit("::", 1)[-1]
@@ -146,18 +149,3 @@ def mma_flops(
     if not element:
         element = next((f.element for f in known.values() if f.use == "matrix_a"), "")
     return 2.0 * m * n * k / WARP, operand_kind(element)
-
-
-def _split(args: str) -> list[str]:
-    """Template arguments split at the top-level commas."""
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(args):
-        if c in "<([":
-            depth += 1
-        elif c in ">)]":
-            depth -= 1
-        elif c == "," and depth == 0:
-            out.append(args[start:i])
-            start = i + 1
-    out.append(args[start:])
-    return out
