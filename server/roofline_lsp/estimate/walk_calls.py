@@ -26,7 +26,6 @@ from roofline_lsp.estimate.tensor_ops import (
     WARP,
     elements_per_thread,
     file_fragments,
-    fragment_type,
     mma_flops,
     operand_name,
 )
@@ -143,10 +142,7 @@ class CallWalker(GroupWalker):
         (``num_elements`` of them). ``p`` is the same for the warp's lanes (the API's rule):
         it tells warps apart, not lanes, so the distinct shares over the launch are the
         distinct warps' pointers x 32 lanes. Nothing when the fragment's shape is not known."""
-        name = operand_name(text(frag))
-        held = self.var(name)
-        shape = fragment_type(held.tname) if held is not None and held.tname else None
-        shape = shape or file_fragments(frag).get(name)
+        shape = self.fragment_named(operand_name(text(frag)), frag)
         share = elements_per_thread(shape, self.shape_value) if shape is not None else None
         v = self.expr(ptr)
         if share is None or not v.type.pointer:

@@ -557,13 +557,16 @@ class ReferenceWalker(BranchWalker):
         obj = node.child_by_field_name("argument")
         while obj is not None and obj.type == "subscript_expression":  # ``c[i][j].x``
             obj = obj.child_by_field_name("argument")
-        if obj is None or obj.type != "identifier":
+        if obj is None or obj.type != "identifier" or self.var(text(obj)) is None:
             return None
-        held = self.var(text(obj))
-        if held is None:
-            return None
-        declared = fragment_type(held.tname) if held.tname else None
-        return declared or file_fragments(obj).get(text(obj))  # (``auto a = fragment<...>()``)
+        return self.fragment_named(text(obj), obj)
+
+    def fragment_named(self, name: str, node: Node) -> Fragment | None:
+        """The tensor-core fragment variable ``name`` is: by its declared type, else by a
+        declaration in ``node``'s file (``auto a = fragment<...>()``); None if neither."""
+        held = self.var(name)
+        declared = fragment_type(held.tname) if held is not None and held.tname else None
+        return declared or file_fragments(node).get(name)
 
     def shape_value(self, shape: str) -> float | None:
         """A tile dimension's text (``16``, ``WMMA_M``, a template parameter) as a number."""
