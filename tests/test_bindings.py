@@ -398,6 +398,28 @@ def test_launch_in_another_file_and_caller_values(tmp_path: Path) -> None:
     assert ctx.get("n") == 4096
 
 
+def test_a_message_naming_the_wrapper_is_not_its_call(tmp_path: Path) -> None:
+    # the wrapper's caller is in main.cpp, after a printf whose text names it: the call is
+    # run(d, 3 * N) with N = 1 << 20, so n = 3,145,728 (the printf passes no n)
+    kernel = (
+        "__global__ void k(float *x, unsigned n) {\n"
+        "  for (unsigned i = threadIdx.x; i < n; i += blockDim.x) x[i] = 0;\n"
+        "}\n"
+        'extern "C" void run(float *d, unsigned n) { k<<<1, 128>>>(d, n); }\n'
+    )
+    host = (
+        '#include <cstdio>\nextern "C" void run(float *d, unsigned n);\n'
+        "const int N = 1 << 20;\n"
+        "int main() {\n"
+        "  float *d;\n"
+        '  printf("Testing run()...\\n");\n'
+        "  run(d, 3 * N);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"k.cu": kernel, "main.cpp": host}, "k.cu")
+    assert ctx.get("n") == 3 * (1 << 20)
+
+
 def test_a_wrapper_s_default_argument_reaches_the_launch(tmp_path: Path) -> None:
     # run(d) leaves m to its default 4096: grid 4096 / 64 = 64, n = 4096
     host = (

@@ -91,11 +91,16 @@ def call_sites(
                 node = None
                 break
             node = node.parent
-        if node is not None and node.type == "call_expression":
-            calls.append(node)
+        fn = node.child_by_field_name("function") if node is not None else None
+        if node is not None and node.type == "call_expression" and _covers(fn, m.start()):
+            calls.append(node)  # (not a call whose argument mentions it: ``printf("f()")``)
         if len(calls) >= limit:
             break
     return calls
+
+
+def _covers(node: Node | None, at: int) -> bool:
+    return node is not None and node.start_byte <= at < node.end_byte
 
 
 def unqualified_name(name: str) -> str:
