@@ -420,6 +420,44 @@ def test_a_message_naming_the_wrapper_is_not_its_call(tmp_path: Path) -> None:
     assert ctx.get("n") == 3 * (1 << 20)
 
 
+def test_the_call_taken_is_one_the_default_run_makes(tmp_path: Path) -> None:
+    # benchmark's first call is in shmoo (n = 1 on its first trip), which runTest calls only
+    # when the command line has "shmoo"; run without arguments, the flag is false and the
+    # call in the else branch runs: n = size = 1 << 24
+    host = (
+        "#include <cstring>\n"
+        "bool checkCmdLineFlag(int argc, const char **argv, const char *name) {\n"
+        "  for (int i = 1; i < argc; i++) if (!strcmp(argv[i], name)) return true;\n"
+        "  return false;\n"
+        "}\n"
+        "__global__ void k(float *x, int n) {\n"
+        "  for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] = 0;\n"
+        "}\n"
+        "void wrapper(float *d, int n) { k<<<1, 256>>>(d, n); }\n"
+        "void benchmark(float *d, int n) { wrapper(d, n); }\n"
+        "void shmoo(float *d, int minN, int maxN) {\n"
+        "  for (int i = minN; i <= maxN; i *= 2) benchmark(d, i);\n"
+        "}\n"
+        "bool runTest(int argc, char **argv) {\n"
+        "  float *d;\n"
+        "  int size = 1 << 24;\n"
+        '  bool runShmoo = checkCmdLineFlag(argc, (const char **)argv, "shmoo");\n'
+        "  if (runShmoo) {\n"
+        "    shmoo(d, 1, 1 << 25);\n"
+        "  } else {\n"
+        "    benchmark(d, size);\n"
+        "  }\n"
+        "  return true;\n"
+        "}\n"
+        "int main(int argc, char **argv) { runTest(argc, argv); }\n"
+    )
+    ctx = ctx_for(tmp_path, {"main.cu": host}, "main.cu")
+    assert ctx.get("n") == 1 << 24
+    # given "shmoo", the first call it makes: n = 1
+    ctx = ctx_for(tmp_path, {"main.cu": host}, "main.cu", args="shmoo")
+    assert ctx.get("n") == 1
+
+
 def test_a_wrapper_s_default_argument_reaches_the_launch(tmp_path: Path) -> None:
     # run(d) leaves m to its default 4096: grid 4096 / 64 = 64, n = 4096
     host = (

@@ -760,7 +760,7 @@ def _member_values(
                 args = _constructed_with(caller, obj, parts.cls, m.start())
                 if args is None:
                     continue
-                sub, _start = _caller_scope(caller, m.start(), found, ctx, argv, 1, view, [])
+                sub, _start, _runs = _caller_scope(caller, m.start(), found, ctx, argv, 1, view, [])
                 inner = _program_context(detection, argv, ctx.fixed, ctx.device)
                 for member, value in parts.initializers().items():
                     _assign(inner, member, value, argv)  # before the constructor's
@@ -1966,10 +1966,12 @@ def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bo
             cond = p.child_by_field_name("condition")
             cond_text = inner_text(text(cond)) if cond is not None else ""
             v = ctx.eval_text(ctx.host_text(cond_text, argv)) if cond_text else None
-            if v is None and not argv and "argv" in cond_text:
+            if v is None and not argv:
                 # run without arguments, a helper searching them (``checkCmdLineFlag(argc,
-                # argv, "wA")``) finds none
-                v = ctx.eval_text(ctx.host_text(_no_options(cond_text), argv))
+                # argv, "wA")``, or a flag set from one) finds none
+                flags = _searched_flags(cond_text, ctx)
+                if "argv" in flags:
+                    v = ctx.eval_text(ctx.host_text(_no_options(flags), argv))
             if v is None:
                 taken = None
             else:
@@ -1985,6 +1987,17 @@ def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bo
                 taken = None
         child, p = p, p.parent
     return taken
+
+
+def _searched_flags(cond: str, ctx: HostContext) -> str:
+    """``cond`` with each variable set from a search of the command line (``bool shmoo =
+    checkCmdLineFlag(argc, argv, "shmoo")``) replaced by that search."""
+
+    def flag(m: re.Match[str]) -> str:
+        t = ctx.texts.get(m.group(0)) or ""
+        return f"({t})" if "argv" in t else m.group(0)
+
+    return NAME.sub(flag, cond)
 
 
 def _in_case(node: Node, fn: Node) -> bool:
@@ -2328,17 +2341,18 @@ def _caller_scope(
     depth: int,
     view: SourceView | None,
     looked: list[str],
-) -> tuple[HostContext, dict[str, str]]:
+) -> tuple[HostContext, dict[str, str], bool]:
     """The host values at byte ``stop`` of host function ``caller`` (a call in it): the
     file's constants with ``ctx``'s user-given values, what ``caller``'s own callers pass it,
     its statements before ``stop`` and its allocations (a buffer ``main`` allocates and
-    passes down keeps its size); with the starting values (to tell what it set)."""
+    passes down keeps its size); with the starting values (to tell what it set) and whether
+    ``caller`` runs in the default run (``_bind_callers``)."""
     sub = _program_context(detection, argv, ctx.fixed, ctx.device)
     start = dict(sub.texts)  # the file's constants and argc
-    _bind_callers(caller, detection, sub, argv, depth, view, looked)
+    runs = _bind_callers(caller, detection, sub, argv, depth, view, looked)
     _scan_function(caller, stop, sub, argv)
     _allocations(compiled_text(caller), sub, argv)
-    return sub, start
+    return sub, start, runs
 
 
 # host call levels followed up from a launch towards main (main -> run -> sort -> scan ->
@@ -2354,15 +2368,17 @@ def _bind_callers(
     depth: int,
     view: SourceView | None,
     looked: list[str],
-) -> None:
+) -> bool:
     """Give the parameters of host function ``fn`` the values of a call site's arguments
     (in this file, else in the other files of its folder, read through ``view``; the files
     whose folder was searched are added to ``looked``), and the globals its caller set before
     the call (a function without parameters too: ``void run()`` launching with ``g_n``
-    that main set)."""
+    that main set). The call taken is the first that runs in the default run: not one in a
+    branch the host values decide against, nor in a function only such a call reaches
+    (``shmoo()`` run with ``--shmoo`` only), else the first. False when no call runs."""
     name = function_name(fn)
     if not name or name == "main" or depth > _CALLER_DEPTH:
-        return
+        return True
     params = function_params(fn)
     units = [Unit(detection.file, detection, _root(fn))]
     calls = call_sites(detection.source, units[0].root, name)
@@ -2379,6 +2395,8 @@ def _bind_callers(
             if calls:
                 detection = u.detection
                 break
+    chosen: _CallScope | None = None
+    tried = 0
     for call in calls:
         caller = enclosing_function(call)
         if caller is None or caller == fn:
@@ -2387,45 +2405,82 @@ def _bind_callers(
         args = [text(a) for a in (args_node.named_children if args_node else [])]
         if len(args) > len(params) and not is_variadic(fn):
             continue
-        args = with_defaults(fn, args)
-        sub, start = _caller_scope(
+        sub, start, runs = _caller_scope(
             caller, call.start_byte, detection, ctx, argv, depth + 1, view, looked
         )
-        # globals the caller (or its callers) set before the call (``cuda_num_SMs =
-        # deviceProp.multiProcessorCount`` in main), other than the file's constants
-        for name in _globals_set(sub, start):
-            if name in detection.constants:
-                continue
-            v = sub.eval_value(name)
-            if v is not None and name not in ctx.texts:
-                ctx.texts[name] = repr(v)
-        # a type that is the caller's own template parameter: what its instantiation gives,
-        # else nothing (the parameter's own declaration then applies)
-        instantiation = _instantiation(caller, detection, view)
-        for (_ptype, pname), a in zip(params, args, strict=False):
-            if not pname:
-                continue
-            v = sub.eval_value(sub.host_text(a, argv))  # (``run(d, atoi(argv[1]))``)
-            if v is not None:
-                ctx.texts[pname] = repr(v)
-            elif behind := sub.set_at_run_time(a):  # the caller set it at run time
-                ctx.runtime[pname] = behind
-            for f, fv in struct_fields(sub, a, pname).items():
-                ctx.texts[f] = repr(fv)
-            _point_at(ctx, sub, pname, a)
-            base = pointer_base(a)
-            ext = sub.extents.get(base)
-            if ext is not None and not math.isnan(ext):
-                ctx.extents[pname] = ext
-            if base in sub.types and pname not in ctx.types:
-                given = _element_type(sub.types[base], a)
-                word = type_name(given)[0]
-                if word in instantiation:
-                    given = re.sub(rf"\b{re.escape(word)}\b", instantiation[word], given)
-                if word not in instantiation or instantiation[word]:
-                    ctx.types[pname] = given
-        ctx._cache.clear()
-        return
+        runs = runs and _branch_taken(call, caller, sub, argv) is not False
+        if chosen is None or runs:
+            chosen = _CallScope(caller, with_defaults(fn, args), sub, start)
+        tried += 1
+        if runs or tried == _CALLS_TRIED:
+            break
+    if chosen is None:
+        return True
+    _bind_call(fn, params, chosen, detection, ctx, argv, view)
+    return runs
+
+
+# call sites of a function tried for one that runs in the default run
+_CALLS_TRIED = 3
+
+
+@dataclass(frozen=True)
+class _CallScope:
+    """A call site's caller, the call's arguments (defaults filled in), the caller's scope at
+    the call and the values it started with."""
+
+    caller: Node
+    args: list[str]
+    sub: HostContext
+    start: dict[str, str]
+
+
+def _bind_call(
+    fn: Node,
+    params: list[tuple[str, str]],
+    chosen: _CallScope,
+    detection: Detection,
+    ctx: HostContext,
+    argv: list[str],
+    view: SourceView | None,
+) -> None:
+    """``fn``'s parameters given the arguments of the call ``chosen`` (with its caller, the
+    arguments, the caller's scope and its starting values)."""
+    caller, args, sub, start = chosen.caller, chosen.args, chosen.sub, chosen.start
+    # globals the caller (or its callers) set before the call (``cuda_num_SMs =
+    # deviceProp.multiProcessorCount`` in main), other than the file's constants
+    for name in _globals_set(sub, start):
+        if name in detection.constants:
+            continue
+        v = sub.eval_value(name)
+        if v is not None and name not in ctx.texts:
+            ctx.texts[name] = repr(v)
+    # a type that is the caller's own template parameter: what its instantiation gives,
+    # else nothing (the parameter's own declaration then applies)
+    instantiation = _instantiation(caller, detection, view)
+    for (_ptype, pname), a in zip(params, args, strict=False):
+        if not pname:
+            continue
+        v = sub.eval_value(sub.host_text(a, argv))  # (``run(d, atoi(argv[1]))``)
+        if v is not None:
+            ctx.texts[pname] = repr(v)
+        elif behind := sub.set_at_run_time(a):  # the caller set it at run time
+            ctx.runtime[pname] = behind
+        for f, fv in struct_fields(sub, a, pname).items():
+            ctx.texts[f] = repr(fv)
+        _point_at(ctx, sub, pname, a)
+        base = pointer_base(a)
+        ext = sub.extents.get(base)
+        if ext is not None and not math.isnan(ext):
+            ctx.extents[pname] = ext
+        if base in sub.types and pname not in ctx.types:
+            given = _element_type(sub.types[base], a)
+            word = type_name(given)[0]
+            if word in instantiation:
+                given = re.sub(rf"\b{re.escape(word)}\b", instantiation[word], given)
+            if word not in instantiation or instantiation[word]:
+                ctx.types[pname] = given
+    ctx._cache.clear()
 
 
 # --------------------------------------------------------------------------------------------
