@@ -1212,6 +1212,65 @@ def test_device_limits_a_launch_queries_are_the_target_gpu_s(tmp_path: Path) -> 
         assert ctx.block == (lanes, 1, 1), gpu
 
 
+def test_a_launch_the_occupancy_api_sizes_is_the_target_gpu_s(tmp_path: Path) -> None:
+    # cudaOccupancyMaxPotentialBlockSize, from the SM's resident limits (registers and
+    # shared memory not counted): the largest block reaching the most resident threads.
+    # RTX 3080 (1536 threads, 16 blocks an SM): 1024 holds 1 block (1024 threads), 768
+    # holds 2 (1536, all): block 768, grid 2 x 68 SMs = 136. A100 (2048, 32): 1024 holds
+    # 2 (2048): block 1024, grid 2 x 108 = 216. A limit of 512: 3 x 512 = 1536 on the RTX
+    # 3080, grid 3 x 68 = 204.
+    # cudaOccupancyMaxActiveBlocksPerMultiprocessor of 256 threads: min(16, 1536 / 256) =
+    # 6 on the RTX 3080 (grid 6 x 68 = 408), min(32, 2048 / 256) = 8 on the A100 (864);
+    # of 32 threads: min(16, 48) = 16, the block limit (grid 1088).
+    def potential(limit: int) -> str:
+        return (
+            "__global__ void k(float *x) { x[threadIdx.x] = 0; }\n"
+            "int main() {\n"
+            "  int minGridSize, blockSize; float *x;\n"
+            f"  cudaOccupancyMaxPotentialBlockSize(&minGridSize, &blockSize, k, 0, {limit});\n"
+            "  k<<<minGridSize, blockSize>>>(x);\n"
+            "}\n"
+        )
+
+    def active(threads: int) -> str:
+        return (
+            "__global__ void k(float *x) { x[threadIdx.x] = 0; }\n"
+            "int main() {\n"
+            f"  int perSm = 0, numThreads = {threads}; float *x;\n"
+            "  cudaDeviceProp prop; cudaGetDeviceProperties(&prop, 0);\n"
+            "  checkCudaErrors(cudaOccupancyMaxActiveBlocksPerMultiprocessor(\n"
+            "      &perSm, k, numThreads, 0));\n"
+            "  k<<<prop.multiProcessorCount * perSm, numThreads>>>(x);\n"
+            "}\n"
+        )
+
+    for gpu, src, grid, block in (
+        ("rtx3080", potential(0), 136, 768),
+        ("a100", potential(0), 216, 1024),
+        ("rtx3080", potential(512), 204, 512),
+        ("rtx3080", active(256), 408, 256),
+        ("a100", active(256), 864, 256),
+        ("rtx3080", active(32), 1088, 32),
+    ):
+        device = load_registry().get(gpu).device_properties
+        ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", device=device)
+        assert (ctx.grid, ctx.block) == ((grid, 1, 1), (block, 1, 1)), (gpu, src)
+    # the limit queried as a device attribute: 1536 / 256 = 6 blocks an SM on the RTX 3080
+    src = (
+        "__global__ void k(float *x) { x[threadIdx.x] = 0; }\n"
+        "int main() { float *x; int t;\n"
+        "  cudaDeviceGetAttribute(&t, cudaDevAttrMaxThreadsPerMultiProcessor, 0);\n"
+        "  k<<<68 * (t / 256), 256>>>(x);\n"
+        "}\n"
+    )
+    device = load_registry().get("rtx3080").device_properties
+    assert ctx_for(tmp_path, {"k.cu": src}, "k.cu", device=device).grid == (408, 1, 1)
+    # a GPU whose limits are not modelled (AMD counts wavefronts per SIMD): unknown
+    device = load_registry().get("mi250x").device_properties
+    ctx = ctx_for(tmp_path, {"k.cu": potential(0)}, "k.cu", device=device)
+    assert ctx.grid is None
+
+
 def test_an_argument_a_helper_converts_is_the_program_argument(tmp_path: Path) -> None:
     # `int parse(const char *s) { return atoi(s); }` called with argv[1] ("2097152") and a
     # `std::stoi(std::string(argv[2]))` ("100"): the grid is 2097152 / 256 = 8192 blocks and

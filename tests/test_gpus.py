@@ -427,3 +427,24 @@ def test_to_json_describes_a_profile() -> None:
     # only the eval labels' RTX 3080 drives a display: 20 MB a refresh at 60 Hz
     assert data["display"] is None
     assert gpu_json(load_registry().get("rtx3080"))["display"] == {"frameBytes": 20e6, "hz": 60.0}
+
+
+def test_resident_limits_are_the_device_properties_of_nvidia_gpus(tmp_path: Path) -> None:
+    # the CUDA guide's per-SM limits: 1536 threads and 16 blocks at compute capability 8.6
+    # (RTX 3080), 2048 and 32 at 8.0 (A100); not modelled on AMD, whose occupancy counts
+    # wavefronts per SIMD
+    reg = load_registry()
+    props = reg.get("rtx3080").device_properties
+    assert (props["maxThreadsPerMultiProcessor"], props["maxBlocksPerMultiProcessor"]) == (
+        1536.0,
+        16.0,
+    )
+    assert reg.get("a100").device_properties["maxThreadsPerMultiProcessor"] == 2048.0
+    assert "maxThreadsPerMultiProcessor" not in reg.get("mi250x").device_properties
+    # a user profile gives them as whole numbers
+    path = tmp_path / "mine.toml"
+    path.write_text('[mine]\nbased_on = "rtx3080"\nmax_threads_per_sm = 1024\n')
+    assert load_registry(str(path)).get("mine").max_threads_per_sm == 1024
+    path.write_text('[mine]\nbased_on = "rtx3080"\nmax_blocks_per_sm = 2.5\n')
+    with pytest.raises(GpuProfileError, match=r"max_blocks_per_sm: expected a whole number"):
+        load_registry(str(path))

@@ -120,7 +120,14 @@ _DEVICE_ATTRIBUTES = {
     "warpsize": "warpSize",
     "maxthreadsperblock": "maxThreadsPerBlock",
     "maxsharedmemoryperblock": "sharedMemPerBlock",
+    "maxthreadspermultiprocessor": "maxThreadsPerMultiProcessor",
+    "maxblockspermultiprocessor": "maxBlocksPerMultiProcessor",
 }
+# the occupancy API: what it returns comes from the target's per-SM limits (``_occupancy``)
+_OCCUPANCY = re.compile(
+    r"\b(?:cuda|hip)Occupancy(MaxActiveBlocksPerMultiprocessor|MaxPotentialBlockSize)"
+    r"(?:VariableSMem)?(?:WithFlags)?\s*(?:<[^<>()]*>)?\s*\("
+)
 # copies whose first argument is the destination and the others are read
 _COPY_CALL = re.compile(
     r"(?:std::)?(?:memcpy|memmove)|(?:cuda|hip)Memcpy(?:Async)?|(?:cuda|hip)MemcpyToSymbol(?:Async)?"
@@ -978,6 +985,8 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
         prop = _DEVICE_ATTRIBUTES.get(query.group(2).lower())
         known = ctx.device.get(prop) if prop is not None else None
         _assign(ctx, query.group(1), repr(known) if known is not None else "", argv)
+    if node.type == "expression_statement" and _OCCUPANCY.search(text(node)):
+        _occupancy(text(node), ctx, argv)
     if node.type == "while_statement":
         ru = round_up(node)
         taken = _branch_taken(node, fn, ctx, argv) if ru is not None else False
@@ -2271,6 +2280,53 @@ def _record_alloc(ctx: HostContext, name: str, size: str, argv: list[str], bytes
         elem = sizeof(f"*{name}", ctx.types, ctx.struct_sizes) if name in ctx.types else 4
         v = v / max(elem, 1)
     ctx.extents[name] = v
+
+
+def _occupancy(statement: str, ctx: HostContext, argv: list[str]) -> None:
+    """What an occupancy query sets, on the target GPU, counting its resident-thread and
+    -block limits only (not the kernel's registers or shared memory: a kernel they limit
+    gets fewer blocks): ``cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, threads,
+    smem)`` the blocks of ``threads`` an SM holds; ``cudaOccupancyMaxPotentialBlockSize(&grid,
+    &block, k, smem, limit)`` the largest block (a multiple of 32, up to ``limit``) that
+    reaches the most resident threads, and the blocks of it that fill every SM."""
+    m = _OCCUPANCY.search(statement)
+    args = _call_args(statement, m.end() - 1) if m is not None else None
+    per_sm = ctx.device.get("maxThreadsPerMultiProcessor")
+    blocks_per_sm = ctx.device.get("maxBlocksPerMultiProcessor")
+    sms = ctx.device.get("multiProcessorCount")
+    if m is None or not args or not per_sm or not blocks_per_sm or not sms:
+        return
+    outs = [a.group(1) for x in args[:2] if (a := _ADDRESS_OF.fullmatch(x))]
+    warp = int(ctx.device.get("warpSize", 32.0))
+
+    def resident(threads: int) -> int:
+        return int(min(blocks_per_sm, per_sm // (-(-threads // warp) * warp)))
+
+    def known(arg: str) -> int | None:
+        v = ctx.eval_value(ctx.host_text(arg, argv))
+        return int(v) if v is not None and math.isfinite(v) else None
+
+    values: list[int | None]
+    if m.group(1) == "MaxActiveBlocksPerMultiprocessor":
+        threads = known(args[2]) if len(args) > 2 else None
+        values = [resident(threads) if threads is not None and threads > 0 else None]
+    else:
+        top = int(ctx.device.get("maxThreadsPerBlock", 1024.0))
+        limit = known(args[4]) if len(args) > 4 else 0
+        if limit is None:
+            values = [None, None]
+        else:
+            size, most = 0, 0
+            for tried in range(min(limit, top) if limit > 0 else top, 0, -warp):
+                if resident(tried) * tried > most:
+                    size, most = tried, resident(tried) * tried
+                if most >= per_sm:
+                    break
+            values = [int(resident(size) * sms), size]
+    for name, value in zip(outs, values, strict=False):
+        _assign(ctx, name, "" if value is None else str(value), argv)
+        if value is not None:
+            ctx.runtime.pop(name, None)
 
 
 def _call_args(src: str, open_paren: int) -> list[str] | None:

@@ -82,7 +82,10 @@ _NUMBER_FIELDS: dict[str, float] = {
     "l2_mib": float(MIB),
     "display_frame_mb": 1e6,
     "display_hz": 1.0,
+    "max_threads_per_sm": 1.0,
+    "max_blocks_per_sm": 1.0,
 }
+_WHOLE_FIELDS = frozenset({"sm_count", "max_threads_per_sm", "max_blocks_per_sm"})
 _STRING_FIELDS = ("vendor", "full_name", "unit_name", "cache_kind", "based_on")
 _KNOWN_FIELDS = (*_NUMBER_FIELDS, *_STRING_FIELDS, "aliases", "sources")
 #: Fields a new GPU must give (unless it is ``based_on`` another).
@@ -166,6 +169,9 @@ class GpuProfile:
     # a kernel's DRAM traffic on a card that drives a display (None: no display)
     display_frame_bytes: float | None = None
     display_hz: float | None = None
+    # resident threads and blocks an SM holds at most (None: not modelled for the vendor)
+    max_threads_per_sm: int | None = None
+    max_blocks_per_sm: int | None = None
     sources: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -183,6 +189,10 @@ class GpuProfile:
         limits = _VENDOR_LIMITS.get(self.vendor)
         if limits is not None:
             props.update(limits)
+        if self.max_threads_per_sm is not None:
+            props["maxThreadsPerMultiProcessor"] = float(self.max_threads_per_sm)
+        if self.max_blocks_per_sm is not None:
+            props["maxBlocksPerMultiProcessor"] = float(self.max_blocks_per_sm)
         return props
 
     def __post_init__(self) -> None:
@@ -462,9 +472,10 @@ def _check_entry(entry: dict[str, Any], err: _Err) -> dict[str, Any]:
                 raise err(key, f"expected a number, got {_show(value)}")
             if not _positive(value):
                 raise err(key, f"must be a positive number, got {_show(value)}")
-            if key == "sm_count" and value != int(value):
+            whole = key in _WHOLE_FIELDS
+            if whole and value != int(value):
                 raise err(key, f"expected a whole number, got {_show(value)}")
-            out[key] = int(value) if key == "sm_count" else float(value)
+            out[key] = int(value) if whole else float(value)
         elif key in _STRING_FIELDS:
             if not isinstance(value, str) or not value.strip():
                 raise err(key, f"expected a non-empty string, got {_show(value)}")
@@ -514,10 +525,16 @@ def _profile(name: str, f: dict[str, Any]) -> GpuProfile:
         bf16_tensor_flops=opt("bf16_tensor_tflops"),
         display_frame_bytes=opt("display_frame_mb"),
         display_hz=opt("display_hz"),
+        max_threads_per_sm=_whole(opt("max_threads_per_sm")),
+        max_blocks_per_sm=_whole(opt("max_blocks_per_sm")),
         dram_bandwidth=f["dram_gbs"] * 1e9,
         l2_bytes=round(f["l2_mib"] * MIB),
         sources=dict(f.get("sources", {})),
     )
+
+
+def _whole(v: float | None) -> int | None:
+    return None if v is None else int(v)
 
 
 class _Err:
