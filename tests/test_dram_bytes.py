@@ -223,6 +223,12 @@ def test_a_dynamically_indexed_array_is_in_local_memory(gpu: GpuProfile) -> None
     assert a.memory.local_bytes == pytest.approx(17 * 4 * 2**20 * miss)
     memory = next(t for t in verdict_terms(a) if isinstance(t, MemoryTerm))
     assert "of them per-thread arrays in local memory" in term_text(memory)
+    # an A100 holds 2048 threads an SM (its profile's limit): 108 x 2048 x 64 B = 14.2 MB
+    # of copies fit its 40 MiB L2, and half the lines written reach DRAM, as for a buffer
+    # that fits: 0.5 x 14.2 MB (with the RTX 3080's 1536 an SM it was 0.5 x 10.6 MB)
+    a100 = load_registry().get("a100")
+    wide = _run(a100, "local_arrays.cu", "lookup")
+    assert wide.memory.local_bytes == pytest.approx(0.5 * 108 * 2048 * 64)
     b = _run(gpu, "local_arrays.cu", "registers")
     assert b.memory.local_bytes == 0
     # the same lookup launched as 8 blocks of 256: the 2048 copies (128 kB) fit in L2, and

@@ -154,7 +154,9 @@ class Calibration:
     capped_trips: float = 8.0
     default_block: tuple[int, int, int] = (256, 1, 1)
     default_grid: tuple[int, int, int] = (4096, 1, 1)
-    threads_per_sm: int = 1536  # resident threads per SM (Ampere GA10x), for local memory
+    # resident threads per SM where the GPU's profile does not give them (Ampere GA10x's):
+    # local memory's footprint and a launch's waves
+    threads_per_sm: int = 1536
     l1_bytes_per_sm: int = 128 * 1024  # L1 data cache + shared memory per SM (Ampere GA10x)
     dependent_cycles: float = 32.0
     load_cycles: float = 200.0
@@ -445,7 +447,7 @@ def analyze(
             capacity_miss=cal.capacity_miss,
             launch_floor=cal.launch_floor,
         ),
-        resident_threads=float(gpu.sm_count * cal.threads_per_sm),
+        resident_threads=float(gpu.sm_count * (gpu.max_threads_per_sm or cal.threads_per_sm)),
         l1_bytes=float(gpu.sm_count * cal.l1_bytes_per_sm),
         code_bytes=float(compiled.ptx.code_bytes) if compiled and compiled.ptx else 0.0,
     )
@@ -467,7 +469,7 @@ def analyze(
         loads=global_loads(counts.accesses, threads),
         load_cycles=cal.load_cycles,
         wavefronts=l1_wavefronts(counts.accesses, threads),
-        threads_per_sm=cal.threads_per_sm,
+        threads_per_sm=gpu.max_threads_per_sm or cal.threads_per_sm,
         contended=contended_updates(counts.accesses, threads),
         atomic_cycles=cal.atomic_cycles,
         blocks=float(math.prod(grid)),
