@@ -458,6 +458,33 @@ def test_the_call_taken_is_one_the_default_run_makes(tmp_path: Path) -> None:
     assert ctx.get("n") == 1
 
 
+def test_a_field_each_element_gets_in_a_loop_over_the_devices(tmp_path: Path) -> None:
+    # the work split over the GPUs the program finds, one plan each: the verdict's GPU is
+    # the one found (GPU_N = 1), so plan[i].n = DATA_N / 1 = 2^25 for every element; the
+    # loop adding the remainder (DATA_N % 1 = 0 trips) changes nothing, nor does the loop
+    # giving each element its own slice of a buffer (another field)
+    host = (
+        "const int DATA_N = 1 << 25;\n"
+        "typedef struct { int n; float *d; } Plan;\n"
+        "__global__ void k(float *x, int n) {\n"
+        "  for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] = 0;\n"
+        "}\n"
+        "int main() {\n"
+        "  Plan plan[8]; int GPU_N, i;\n"
+        "  cudaGetDeviceCount(&GPU_N);\n"
+        "  for (i = 0; i < GPU_N; i++) plan[i].n = DATA_N / GPU_N;\n"
+        "  for (i = 0; i < DATA_N % GPU_N; i++) plan[i].n++;\n"
+        "  float *base; for (i = 0; i < GPU_N; i++) plan[i].d = base + i * 64;\n"
+        "  for (i = 0; i < GPU_N; i++) k<<<32, 256>>>(plan[i].d, plan[i].n);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"main.cu": host}, "main.cu")
+    assert ctx.get("n") == 1 << 25
+    # a field set from the element's own index is not every element's: unknown
+    varying = host.replace("plan[i].n = DATA_N / GPU_N;", "plan[i].n = i * 1024;")
+    assert ctx_for(tmp_path, {"main.cu": varying}, "main.cu").get("n") is None
+
+
 def test_a_wrapper_s_default_argument_reaches_the_launch(tmp_path: Path) -> None:
     # run(d) leaves m to its default 4096: grid 4096 / 64 = 64, n = 4096
     host = (

@@ -152,6 +152,16 @@ def test_a_field_through_a_pointer_is_one_name() -> None:
     assert evaluate("a - b", {"a": "3", "b": "1"}) == 2  # a minus, not an arrow
 
 
+def test_a_field_of_an_element() -> None:
+    # ``plan[0].n`` as recorded for that element, ``plan[i].n`` from every element's field
+    # (``plan[*].n``, set in a loop over the elements); without either: no value
+    assert evaluate("plan[0].n * 2", {"plan[0].n": "7"}) == 14
+    assert evaluate("plan[i].n / 4", {"plan[*].n": "64"}) == 16
+    assert evaluate("plan[i]->d.n", {"plan[*]->d.n": "5"}) == 5
+    assert evaluate("plan[i].n", {"plan[*].m": "64"}) is None
+    assert evaluate("plan[i].n", {}) is None
+
+
 def test_conversions_of_a_substituted_program_argument() -> None:
     # atoi(argv[1]) inside a helper sees the argument's number: the integer conversions
     # truncate it, the floating ones keep it; strto*'s end pointer and base are ignored

@@ -123,6 +123,9 @@ _DEVICE_ATTRIBUTES = {
     "maxthreadspermultiprocessor": "maxThreadsPerMultiProcessor",
     "maxblockspermultiprocessor": "maxBlocksPerMultiProcessor",
 }
+# the GPUs the program finds: the one the verdict is for (a program splitting its work over
+# them gives that GPU all of it)
+_DEVICE_COUNT = re.compile(r"\b(?:cuda|hip)GetDeviceCount\s*\(\s*&\s*([A-Za-z_]\w*)\s*\)")
 # the occupancy API: what it returns comes from the target's per-SM limits (``_occupancy``)
 _OCCUPANCY = re.compile(
     r"\b(?:cuda|hip)Occupancy(MaxActiveBlocksPerMultiprocessor|MaxPotentialBlockSize)"
@@ -987,6 +990,10 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
         _assign(ctx, query.group(1), repr(known) if known is not None else "", argv)
     if node.type == "expression_statement" and _OCCUPANCY.search(text(node)):
         _occupancy(text(node), ctx, argv)
+    count = _DEVICE_COUNT.search(text(node)) if node.type == "expression_statement" else None
+    if count is not None:
+        _assign(ctx, count.group(1), "1", argv)
+        ctx.runtime.pop(count.group(1), None)
     if node.type == "while_statement":
         ru = round_up(node)
         taken = _branch_taken(node, fn, ctx, argv) if ru is not None else False
@@ -1112,8 +1119,14 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             taken = _branch_taken(node, fn, ctx, argv) if target is not None else False
             if target is None or taken is False:
                 return
-            if target.endswith("[?]"):  # some element: none of them is known any more
-                for k in [k for k in ctx.texts if k.startswith(target[:-2])]:
+            every = _each_element_field(left, right, node, fn) if op.type == "=" else None
+            if every is not None:  # for (i = 0; i < n; i++) plan[i].count = N / n;
+                _assign(ctx, every, text(right) if taken else "", argv)
+                return
+            if "[?]" in target:  # some element (or a field of it): none is known any more
+                head, _, tail = target.partition("[?]")
+                same = re.compile(re.escape(head) + r"\[[^\]]*\]" + re.escape(tail))
+                for k in [k for k in ctx.texts if same.match(k)]:
                     _assign(ctx, k, "", argv)
                 return
             if taken is None and (depth > 0 or _in_case(node, fn)):
@@ -1938,9 +1951,38 @@ def _target(left: Node) -> str | None:
         arg = left.child_by_field_name("argument")
         fld = left.child_by_field_name("field")
         op = left.child_by_field_name("operator")
-        if arg is not None and fld is not None and arg.type == "identifier":
-            return f"{text(arg)}{text(op)}{text(fld)}" if text(op) in (".", "->") else None
+        if arg is None or fld is None or text(op) not in (".", "->"):
+            return None
+        if arg.type == "identifier":
+            return f"{text(arg)}{text(op)}{text(fld)}"
+        if arg.type == "subscript_expression":  # a field of an element: plan[i].n
+            element = _target(arg)
+            return f"{element}{text(op)}{text(fld)}" if element else None
     return None
+
+
+def _each_element_field(left: Node, right: Node, node: Node, fn: Node) -> str | None:
+    """``plan[*].n`` for ``plan[i].n = v`` in a loop over ``i`` of ``fn`` with ``v`` not
+    depending on ``i``: every element's field the loop sets (else None)."""
+    arg = left.child_by_field_name("argument") if left.type == "field_expression" else None
+    if arg is None or arg.type != "subscript_expression":
+        return None
+    array = arg.child_by_field_name("argument")
+    index = arg.child_by_field_name("index") or next(
+        (c for c in arg.named_children if c != array), None
+    )
+    counter = text(index).strip("[] ") if index is not None else ""
+    if array is None or array.type != "identifier" or not NAME.fullmatch(counter):
+        return None
+    loop = node.parent
+    while loop is not None and loop != fn and loop.type != "for_statement":
+        loop = loop.parent
+    hdr = loop_header(loop) if loop is not None and loop.type == "for_statement" else None
+    if hdr is None or hdr.var != counter or counter in _IDENT.findall(text(right)):
+        return None
+    op = left.child_by_field_name("operator")
+    fld = left.child_by_field_name("field")
+    return f"{text(array)}[*]{text(op)}{text(fld)}"
 
 
 def _no_options(expr: str) -> str:

@@ -72,6 +72,7 @@ _TOKEN = re.compile(
     r"|'(?P<char>[^'\\])'"
     r'|(?P<str>"(?:[^"\\]|\\.)*")'
     r"|(?P<name>[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*(?:(?:\.|->)[A-Za-z_]\w*)*)"
+    r"|(?P<member>(?:(?:\.|->)[A-Za-z_]\w*)+)"  # a field of an element: ``plan[i].n``
     r"|(?P<op><<|>>|<=|>=|==|!=|&&|\|\||\+\+|--|[-+*/%()<>?:,&|^~!\[\]]))"
 )
 _NAMED_CASTS = frozenset({"static_cast", "const_cast"})
@@ -163,6 +164,8 @@ def tokenize(text: str) -> tuple[tuple[str, str], ...] | None:
             out.append(("int", str(ord(m.group("char")))))  # 'C': its code, as in C
         elif m.group("name") is not None:
             out.append(("name", m.group("name")))
+        elif m.group("member") is not None:
+            out.append(("member", m.group("member")))
         elif m.group("str") is not None:
             out.append(("str", m.group("str")))  # a value only as getenv's argument
         else:
@@ -214,6 +217,24 @@ class _Parser:
             return self.expr()
         finally:
             self.skipping -= 1
+
+    def member_after_subscripts(self) -> str:
+        """The fields named after the subscripts starting here (``[i].n`` -> ``.n``)."""
+        j, depth = self.i, 0
+        while j < len(self.t):
+            tok = self.t[j]
+            if tok[0] == "op" and tok[1] == "[":
+                depth += 1
+            elif tok[0] == "op" and tok[1] == "]":
+                depth -= 1
+            elif depth == 0:
+                break
+            j += 1
+        fields = []
+        while j < len(self.t) and self.t[j][0] == "member":
+            fields.append(self.t[j][1])
+            j += 1
+        return "".join(fields)
 
     def subscript(self, optional: bool) -> float | None:
         """An index; None, its tokens skipped up to the closing ``]``, when it cannot be
@@ -350,12 +371,16 @@ class _Parser:
         every = None  # the value of each element of a vector filled with one value
         if self.peek() == ("op", "["):  # an element: ``sizes[1]`` is known as such
             key = value
-            every = self.lookup(value + "[*]")
+            # (or a field of each element: ``plan[i].n`` of ``plan[*].n``)
+            every = self.lookup(value + "[*]" + self.member_after_subscripts())
             while self.peek() == ("op", "["):
                 self.take("[")
                 index = self.subscript(every is not None)
                 self.take("]")
                 key += "[?]" if index is None or index != int(index) else f"[{int(index)}]"
+            while (tok := self.peek()) is not None and tok[0] == "member":
+                key += tok[1]
+                self.i += 1
             value = key
         v = self.lookup(value)
         if v is None and every is not None and value.count("[") == 1:
