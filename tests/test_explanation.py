@@ -13,7 +13,14 @@ from roofline_lsp.estimate.explanation import static_confidence, verdict_terms
 from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
 from roofline_lsp.model.gpus import load_registry
 from roofline_lsp.model.kernel import Detection
-from roofline_lsp.model.terms import AssumptionTerm, LoopTerm, MemoryTerm, TypeTerm, WorkTerm
+from roofline_lsp.model.terms import (
+    AssumptionTerm,
+    LoopTerm,
+    MemoryTerm,
+    NoteTerm,
+    TypeTerm,
+    WorkTerm,
+)
 from roofline_lsp.model.verdict import classify_bound
 from roofline_lsp.present.explanations import explanation, term_text
 
@@ -389,3 +396,29 @@ def test_a_value_the_program_reads_at_run_time_is_named_as_read(gpu, tmp_path: P
         " add `// roofline: m=...`"
     )
     assert term_text(launch).startswith("launch size unknown (rows set at run time): assumed")
+
+
+def test_a_launch_the_gpu_profile_sized_says_so(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the occupancy API's answer is the profile's per-SM limits (block 768, grid 136 on the
+    # RTX 3080), and the device count is taken as 1: each verdict names what it took
+    src = SAXPY + (
+        "int main() {\n"
+        "  int minGrid, block, gpus; float *x, *y;\n"
+        "  cudaGetDeviceCount(&gpus);\n"
+        "  cudaOccupancyMaxPotentialBlockSize(&minGrid, &block, k, 0, 0);\n"
+        "  k<<<minGrid, block>>>((1 << 24) / gpus, 2.0f, x, y);\n"
+        "}\n"
+    )
+    det = _detected(tmp_path, src)
+    v = estimate(det.kernels[0], det, gpu)
+    assert v.counts is not None and v.counts.threads == 136 * 768
+    notes = [term_text(t) for t in v.terms if isinstance(t, NoteTerm)]
+    assert notes == [
+        "cudaGetDeviceCount taken as 1: the GPU of the verdict does all the work",
+        "cudaOccupancyMaxPotentialBlockSize answered from the GPU's per-SM thread and block "
+        "limits; the kernel's registers or shared memory may allow fewer blocks",
+    ]
+    assert "cudaOccupancyMaxPotentialBlockSize answered" in explanation(v)
+    # a launch of its own numbers: no such note
+    plain = _detected(tmp_path, SAXPY + "int main() { float *x; k<<<64, 256>>>(1, 2.f, x, x); }\n")
+    assert not [t for t in estimate(plain.kernels[0], plain, gpu).terms if isinstance(t, NoteTerm)]

@@ -170,6 +170,9 @@ class HostContext:
     # properties of the GPU the verdict is for, by ``cudaDeviceProp`` field name
     # (``prop.multiProcessorCount``, ``cudaDeviceGetAttribute(&n, ...)``)
     device: Mapping[str, float] = field(default_factory=dict)
+    # runtime queries answered from the GPU's profile where the answer on the machine may
+    # differ (the occupancy API, the number of GPUs): the calls, for the explanation
+    modelled_queries: list[str] = field(default_factory=list)
     # the host functions of the file and the headers it includes, by name
     definitions: Mapping[str, Function] = field(default_factory=dict)
     # a CUDA kernel's pointer parameters whose memory the host filled from values it knows
@@ -994,6 +997,9 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
     if count is not None:
         _assign(ctx, count.group(1), "1", argv)
         ctx.runtime.pop(count.group(1), None)
+        call = count.group(0).split("(", 1)[0].strip()
+        if call not in ctx.modelled_queries:
+            ctx.modelled_queries.append(call)
     if node.type == "while_statement":
         ru = round_up(node)
         taken = _branch_taken(node, fn, ctx, argv) if ru is not None else False
@@ -2369,6 +2375,9 @@ def _occupancy(statement: str, ctx: HostContext, argv: list[str]) -> None:
         _assign(ctx, name, "" if value is None else str(value), argv)
         if value is not None:
             ctx.runtime.pop(name, None)
+    call = m.group(0).split("(", 1)[0].split("<", 1)[0].strip()
+    if any(v is not None for v in values) and call not in ctx.modelled_queries:
+        ctx.modelled_queries.append(call)
 
 
 def _call_args(src: str, open_paren: int) -> list[str] | None:
@@ -2545,6 +2554,7 @@ def _bind_call(
     """``fn``'s parameters given the arguments of the call ``chosen`` (with its caller, the
     arguments, the caller's scope and its starting values)."""
     caller, args, sub, start = chosen.caller, chosen.args, chosen.sub, chosen.start
+    ctx.modelled_queries.extend(q for q in sub.modelled_queries if q not in ctx.modelled_queries)
     # globals the caller (or its callers) set before the call (``cuda_num_SMs =
     # deviceProp.multiProcessorCount`` in main), other than the file's constants
     for name in _globals_set(sub, start):
