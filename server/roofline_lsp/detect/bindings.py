@@ -997,9 +997,7 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
     if count is not None:
         _assign(ctx, count.group(1), "1", argv)
         ctx.runtime.pop(count.group(1), None)
-        call = count.group(0).split("(", 1)[0].strip()
-        if call not in ctx.modelled_queries:
-            ctx.modelled_queries.append(call)
+        _modelled(ctx, count.group(0))
     if node.type == "while_statement":
         ru = round_up(node)
         taken = _branch_taken(node, fn, ctx, argv) if ru is not None else False
@@ -1945,14 +1943,11 @@ def _target(left: Node) -> str | None:
     if left.type == "pointer_expression":  # *cnt = m: what cnt points at, cnt[0]
         return pointee_name(left)
     if left.type == "subscript_expression":  # an element of a local array: sizes[1]
-        arr = left.child_by_field_name("argument")
-        idx = left.child_by_field_name("index") or next(
-            (c for c in left.named_children if c != arr), None
-        )
-        if arr is None or arr.type != "identifier" or idx is None:
+        element = _element(left)
+        if element is None:
             return None
-        i = text(idx).strip("[] ")
-        return f"{text(arr)}[{i if i.isdigit() else '?'}]"
+        array, i = element
+        return f"{array}[{i if i.isdigit() else '?'}]"
     if left.type == "field_expression":
         arg = left.child_by_field_name("argument")
         fld = left.child_by_field_name("field")
@@ -1962,24 +1957,30 @@ def _target(left: Node) -> str | None:
         if arg.type == "identifier":
             return f"{text(arg)}{text(op)}{text(fld)}"
         if arg.type == "subscript_expression":  # a field of an element: plan[i].n
-            element = _target(arg)
-            return f"{element}{text(op)}{text(fld)}" if element else None
+            of = _target(arg)
+            return f"{of}{text(op)}{text(fld)}" if of else None
     return None
+
+
+def _element(subscript: Node) -> tuple[str, str] | None:
+    """A local array's element: the array's name and the index's text (``sizes[i]``)."""
+    arr = subscript.child_by_field_name("argument")
+    idx = subscript.child_by_field_name("index") or next(
+        (c for c in subscript.named_children if c != arr), None
+    )
+    if arr is None or arr.type != "identifier" or idx is None:
+        return None
+    return text(arr), text(idx).strip("[] ")
 
 
 def _each_element_field(left: Node, right: Node, node: Node, fn: Node) -> str | None:
     """``plan[*].n`` for ``plan[i].n = v`` in a loop over ``i`` of ``fn`` with ``v`` not
     depending on ``i``: every element's field the loop sets (else None)."""
     arg = left.child_by_field_name("argument") if left.type == "field_expression" else None
-    if arg is None or arg.type != "subscript_expression":
+    element = _element(arg) if arg is not None and arg.type == "subscript_expression" else None
+    if element is None or not NAME.fullmatch(element[1]):
         return None
-    array = arg.child_by_field_name("argument")
-    index = arg.child_by_field_name("index") or next(
-        (c for c in arg.named_children if c != array), None
-    )
-    counter = text(index).strip("[] ") if index is not None else ""
-    if array is None or array.type != "identifier" or not NAME.fullmatch(counter):
-        return None
+    array, counter = element
     loop = node.parent
     while loop is not None and loop != fn and loop.type != "for_statement":
         loop = loop.parent
@@ -1988,7 +1989,7 @@ def _each_element_field(left: Node, right: Node, node: Node, fn: Node) -> str | 
         return None
     op = left.child_by_field_name("operator")
     fld = left.child_by_field_name("field")
-    return f"{text(array)}[*]{text(op)}{text(fld)}"
+    return f"{array}[*]{text(op)}{text(fld)}"
 
 
 def _no_options(expr: str) -> str:
@@ -2375,9 +2376,16 @@ def _occupancy(statement: str, ctx: HostContext, argv: list[str]) -> None:
         _assign(ctx, name, "" if value is None else str(value), argv)
         if value is not None:
             ctx.runtime.pop(name, None)
-    call = m.group(0).split("(", 1)[0].split("<", 1)[0].strip()
-    if any(v is not None for v in values) and call not in ctx.modelled_queries:
-        ctx.modelled_queries.append(call)
+    if any(v is not None for v in values):
+        _modelled(ctx, m.group(0))
+
+
+def _modelled(ctx: HostContext, call: str) -> None:
+    """Record the runtime query ``call`` (its text from the name on) as answered from the
+    GPU's profile."""
+    name = re.split(r"[\s(<]", call, maxsplit=1)[0]
+    if name not in ctx.modelled_queries:
+        ctx.modelled_queries.append(name)
 
 
 def _call_args(src: str, open_paren: int) -> list[str] | None:
