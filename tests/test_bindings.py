@@ -485,6 +485,31 @@ def test_a_field_each_element_gets_in_a_loop_over_the_devices(tmp_path: Path) ->
     assert ctx_for(tmp_path, {"main.cu": varying}, "main.cu").get("n") is None
 
 
+def test_host_memory_the_kernel_reads_in_place(tmp_path: Path) -> None:
+    # zero-copy: a is pinned and mapped (cudaHostAlloc), d_a its device pointer; b is
+    # registered host memory passed as is; c is pinned but copied to the device buffer d_c
+    # first, and the kernel's parameter named c gets d_c: only x and y are mapped
+    host = (
+        "__global__ void k(float *x, float *y, float *c, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) c[i] = x[i] + y[i];\n"
+        "}\n"
+        "int main() {\n"
+        "  int n = 1 << 20; size_t bytes = n * sizeof(float);\n"
+        "  float *a, *b = (float *)malloc(bytes), *c, *d_a, *d_c;\n"
+        "  cudaHostAlloc((void **)&a, bytes, cudaHostAllocMapped);\n"
+        "  cudaHostRegister(b, bytes, cudaHostRegisterMapped);\n"
+        "  cudaMallocHost((void **)&c, bytes);\n"
+        "  cudaMalloc((void **)&d_c, bytes);\n"
+        "  cudaHostGetDevicePointer((void **)&d_a, (void *)a, 0);\n"
+        "  k<<<n / 256, 256>>>(d_a, b, d_c, n);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"main.cu": host}, "main.cu")
+    assert ctx.mapped == {"x", "y"}
+    assert ctx.extents["x"] == ctx.extents["y"] == 1 << 20  # a's size, b's registered size
+
+
 def test_a_wrapper_s_default_argument_reaches_the_launch(tmp_path: Path) -> None:
     # run(d) leaves m to its default 4096: grid 4096 / 64 = 64, n = 4096
     host = (

@@ -419,6 +419,34 @@ def test_a_launch_the_gpu_profile_sized_says_so(gpu, tmp_path: Path) -> None:  #
         "limits; the kernel's registers or shared memory may allow fewer blocks",
     ]
     assert "cudaOccupancyMaxPotentialBlockSize answered" in explanation(v)
-    # a launch of its own numbers: no such note
-    plain = _detected(tmp_path, SAXPY + "int main() { float *x; k<<<64, 256>>>(1, 2.f, x, x); }\n")
+    # a launch of its own numbers, whatever the program queried: no such note
+    plain = _detected(
+        tmp_path,
+        SAXPY + "int main() { float *x; int g; cudaGetDeviceCount(&g);"
+        " k<<<64, 256>>>(1, 2.f, x, x); }\n",
+    )
     assert not [t for t in estimate(plain.kernels[0], plain, gpu).terms if isinstance(t, NoteTerm)]
+
+
+def test_host_memory_read_in_place_is_named_not_counted(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # SAXPY over 2^24 elements of host memory mapped into the device (x and y): x read, y
+    # read and written, 3 x 64 MiB = 201 MB cross the host link; DRAM sees only the floor
+    src = SAXPY + (
+        "int main() {\n"
+        "  int n = 1 << 24; float *hx, *hy, *x, *y;\n"
+        "  cudaHostAlloc((void **)&hx, n * sizeof(float), cudaHostAllocMapped);\n"
+        "  cudaHostAlloc((void **)&hy, n * sizeof(float), cudaHostAllocMapped);\n"
+        "  cudaHostGetDevicePointer((void **)&x, hx, 0);\n"
+        "  cudaHostGetDevicePointer((void **)&y, hy, 0);\n"
+        "  k<<<n / 256, 256>>>(n, 2.0f, x, y);\n"
+        "}\n"
+    )
+    det = _detected(tmp_path, src)
+    v = estimate(det.kernels[0], det, gpu)
+    memory = next(t for t in v.terms if isinstance(t, MemoryTerm))
+    assert memory.host_buffers == ("x", "y")
+    assert memory.host_bytes == pytest.approx(3 * 64 * 2**20, rel=0.01)
+    assert memory.dram_bytes < 64 * 1024
+    assert "x, y: host memory read in place (zero-copy), 201 MB over the host link" in (
+        term_text(memory)
+    )

@@ -6,7 +6,12 @@ import math
 
 import pytest
 
-from roofline_lsp.estimate.memory import CacheModel, estimate_traffic
+from roofline_lsp.estimate.memory import (
+    CacheModel,
+    MemoryEstimate,
+    estimate_traffic,
+    without_host_memory,
+)
 from roofline_lsp.estimate.thread_counts import Access, ThreadCounts
 
 L2 = 5 * 1024 * 1024
@@ -314,3 +319,20 @@ def test_components_of_a_structure_of_arrays_are_not_layers() -> None:
         counts(n, *(_layer(n / 2 + k * n, buffer="s", n=n) for k in range(3))), {}, L2, MODEL
     )
     assert m.layer_bytes == 0.0
+
+
+def test_host_memory_read_in_place_is_not_dram_traffic() -> None:
+    # c[i] = a[i] + b[i] over 1M threads, a and b host memory mapped into the device: a's
+    # and b's 8 MiB cross the host link, kept apart; c's 4 MiB alone fit the 5 MiB L2, half
+    # of them written back during the kernel (the write-back share): 2 MiB of DRAM
+    def traffic(c: ThreadCounts) -> MemoryEstimate:
+        return estimate_traffic(c, {}, L2, MODEL)
+
+    k = counts(
+        2**20, acc("a", "load", 1, 2**20), acc("b", "load", 1, 2**20), acc("c", "store", 1, 2**20)
+    )
+    m = without_host_memory(k, {"a", "b", "x"}, traffic)
+    assert (m.bytes_loaded, m.bytes_stored) == (0.0, 2 * 2**20) and m.resident
+    assert m.host_buffers == ("a", "b") and m.host_bytes == 8 * 2**20
+    # nothing mapped: the plain estimate
+    assert without_host_memory(k, set(), traffic) == traffic(k)

@@ -20,7 +20,7 @@ import math
 import re
 import shlex
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -126,6 +126,12 @@ _DEVICE_ATTRIBUTES = {
 # the GPUs the program finds: the one the verdict is for (a program splitting its work over
 # them gives that GPU all of it)
 _DEVICE_COUNT = re.compile(r"\b(?:cuda|hip)GetDeviceCount\s*\(\s*&\s*([A-Za-z_]\w*)\s*\)")
+# host memory the device may address (pinned, mapped or registered: with unified
+# addressing a kernel reads it in place), and the device pointer to it
+_HOST_MEMORY = re.compile(
+    r"\b(cudaHostAlloc|cudaMallocHost|hipHostMalloc|hipHostAlloc|hipMallocHost|cudaHostRegister"
+    r"|hipHostRegister|cudaHostGetDevicePointer|hipHostGetDevicePointer)\s*\("
+)
 # the occupancy API: what it returns comes from the target's per-SM limits (``_occupancy``)
 _OCCUPANCY = re.compile(
     r"\b(?:cuda|hip)Occupancy(MaxActiveBlocksPerMultiprocessor|MaxPotentialBlockSize)"
@@ -143,6 +149,15 @@ _TO_SYMBOL = re.compile(r"(?:cuda|hip)MemcpyToSymbol(?:Async)?")
 _SYMBOL_NAME = re.compile(r"(?:HIP_SYMBOL\s*\(\s*)?([A-Za-z_]\w*)\s*\)?")
 _ARRAY_VALUES = 64  # a local array's initializer elements kept as values, at most
 _VECTOR_DECL = re.compile(r"\bstd::vector\s*<\s*([\w:]+)\s*>\s+([A-Za-z_]\w*)\s*\(")
+
+
+@dataclass(frozen=True)
+class ModelledQuery:
+    """A runtime query answered from the GPU's profile (``cudaGetDeviceCount``) and the host
+    variables it set."""
+
+    call: str
+    names: tuple[str, ...]
 
 
 @dataclass
@@ -171,8 +186,14 @@ class HostContext:
     # (``prop.multiProcessorCount``, ``cudaDeviceGetAttribute(&n, ...)``)
     device: Mapping[str, float] = field(default_factory=dict)
     # runtime queries answered from the GPU's profile where the answer on the machine may
-    # differ (the occupancy API, the number of GPUs): the calls, for the explanation
-    modelled_queries: list[str] = field(default_factory=list)
+    # differ (the occupancy API, the number of GPUs), for the explanation: those the
+    # launch's values come from (``used_queries``)
+    modelled_queries: list[ModelledQuery] = field(default_factory=list)
+    # pointers to host memory the device may read in place (zero-copy): host variables a
+    # ``cudaHostGetDevicePointer`` set or holding pinned/registered host memory ...
+    host_memory: set[str] = field(default_factory=set)
+    # ... and the kernel's pointer parameters the launch gives them
+    mapped: set[str] = field(default_factory=set)
     # the host functions of the file and the headers it includes, by name
     definitions: Mapping[str, Function] = field(default_factory=dict)
     # a CUDA kernel's pointer parameters whose memory the host filled from values it knows
@@ -993,11 +1014,13 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
         _assign(ctx, query.group(1), repr(known) if known is not None else "", argv)
     if node.type == "expression_statement" and _OCCUPANCY.search(text(node)):
         _occupancy(text(node), ctx, argv)
+    if node.type == "expression_statement":
+        _host_memory(text(node), ctx, argv)
     count = _DEVICE_COUNT.search(text(node)) if node.type == "expression_statement" else None
     if count is not None:
         _assign(ctx, count.group(1), "1", argv)
         ctx.runtime.pop(count.group(1), None)
-        _modelled(ctx, count.group(0))
+        _modelled(ctx, count.group(0), (count.group(1),))
     if node.type == "while_statement":
         ru = round_up(node)
         taken = _branch_taken(node, fn, ctx, argv) if ru is not None else False
@@ -2331,6 +2354,23 @@ def _record_alloc(ctx: HostContext, name: str, size: str, argv: list[str], bytes
     ctx.extents[name] = v
 
 
+def _host_memory(statement: str, ctx: HostContext, argv: list[str]) -> None:
+    """Host memory a kernel may read in place: allocated pinned (``cudaHostAlloc(&a,
+    bytes, ...)``, ``cudaMallocHost``) or registered (``cudaHostRegister(a, bytes, ...)``),
+    with its size, and the device pointer to it (``cudaHostGetDevicePointer(&d_a, a, 0)``:
+    ``a``'s size)."""
+    for m in _HOST_MEMORY.finditer(statement):
+        args = _call_args(statement, m.end() - 1)
+        if not args or len(args) < 2:
+            continue
+        pointer, host = pointer_base(args[0]), pointer_base(args[1])
+        ctx.host_memory.add(pointer)
+        if not m.group(1).endswith("GetDevicePointer"):
+            _record_alloc(ctx, pointer, args[1], argv, True)  # (the bytes)
+        elif host in ctx.extents:
+            ctx.extents[pointer] = ctx.extents[host]
+
+
 def _occupancy(statement: str, ctx: HostContext, argv: list[str]) -> None:
     """What an occupancy query sets, on the target GPU, counting its resident-thread and
     -block limits only (not the kernel's registers or shared memory: a kernel they limit
@@ -2377,15 +2417,39 @@ def _occupancy(statement: str, ctx: HostContext, argv: list[str]) -> None:
         if value is not None:
             ctx.runtime.pop(name, None)
     if any(v is not None for v in values):
-        _modelled(ctx, m.group(0))
+        _modelled(ctx, m.group(0), outs)
 
 
-def _modelled(ctx: HostContext, call: str) -> None:
-    """Record the runtime query ``call`` (its text from the name on) as answered from the
-    GPU's profile."""
-    name = re.split(r"[\s(<]", call, maxsplit=1)[0]
-    if name not in ctx.modelled_queries:
-        ctx.modelled_queries.append(name)
+def _modelled(ctx: HostContext, call: str, names: Iterable[str]) -> None:
+    """Record the runtime query ``call`` (its text from the name on), which set ``names``, as
+    answered from the GPU's profile."""
+    query = ModelledQuery(re.split(r"[\s(<]", call, maxsplit=1)[0], tuple(names))
+    if query not in ctx.modelled_queries:
+        ctx.modelled_queries.append(query)
+
+
+def used_queries(ctx: HostContext, exprs: Iterable[str]) -> list[ModelledQuery]:
+    """The modelled queries of ``ctx`` whose variables ``exprs`` use, directly or through the
+    host values they name (``blocks = minGrid; k<<<blocks, ...>>>``, ``plan[i].n`` of
+    ``plan[*].n = N / gpus``)."""
+    seen: set[str] = set()
+    todo = list(exprs)
+    while todo and len(seen) < 200:
+        expr = todo.pop()
+        for name in {*_IDENT.findall(expr), *_fields_of_each(expr)} - seen:
+            seen.add(name)
+            if ctx.texts.get(name):
+                todo.append(ctx.texts[name])
+    return [q for q in ctx.modelled_queries if seen.intersection(q.names)]
+
+
+# a field of an array's element: ``plan[i].n`` (``_fields_of_each``)
+_ELEMENT_FIELD = re.compile(r"\b([A-Za-z_]\w*)\[[^\[\]]*\]((?:\.|->)[A-Za-z_]\w*)")
+
+
+def _fields_of_each(expr: str) -> list[str]:
+    """``plan[*].n`` for each ``plan[i].n`` in ``expr``."""
+    return [f"{m.group(1)}[*]{m.group(2)}" for m in _ELEMENT_FIELD.finditer(expr)]
 
 
 def _call_args(src: str, open_paren: int) -> list[str] | None:
@@ -2562,7 +2626,9 @@ def _bind_call(
     """``fn``'s parameters given the arguments of the call ``chosen`` (with its caller, the
     arguments, the caller's scope and its starting values)."""
     caller, args, sub, start = chosen.caller, chosen.args, chosen.sub, chosen.start
-    ctx.modelled_queries.extend(q for q in sub.modelled_queries if q not in ctx.modelled_queries)
+    for q in used_queries(sub, args):
+        if q not in ctx.modelled_queries:
+            ctx.modelled_queries.append(q)
     # globals the caller (or its callers) set before the call (``cuda_num_SMs =
     # deviceProp.multiProcessorCount`` in main), other than the file's constants
     for name in _globals_set(sub, start):
@@ -2589,6 +2655,8 @@ def _bind_call(
         ext = sub.extents.get(base)
         if ext is not None and not math.isnan(ext):
             ctx.extents[pname] = ext
+        if base in sub.host_memory:
+            ctx.host_memory.add(pname)
         if base in sub.types and pname not in ctx.types:
             given = _element_type(sub.types[base], a)
             word = type_name(given)[0]
@@ -2746,6 +2814,7 @@ def host_context(
             if block is not None and grid is not None:
                 _solve_iterations(kernel, ctx, block, grid, argv)
         ctx.block, ctx.grid = block, grid
+        ctx.modelled_queries = []  # (what an offloaded region sizes itself by is its own)
         return ctx
     unit: Unit | None = None
     sites = detection.launches_of(kernel)
@@ -2824,6 +2893,8 @@ def host_context(
             if base in ctx.extents:
                 extents[pname] = ctx.extents[base]
                 ctx.aliases[pname] = base
+            if base in ctx.host_memory:
+                ctx.mapped.add(pname)
         for pname, pval in bound.items():
             ctx.fixed[pname] = pval
             ctx.origin.setdefault(pname, "launch")
@@ -2845,6 +2916,8 @@ def host_context(
     else:
         _allocations(detection.source.decode("utf-8", "replace"), ctx, argv)
     ctx.block, ctx.grid = block, grid
+    launched = (site.grid, site.block, *site.args) if site is not None else ()
+    ctx.modelled_queries = used_queries(ctx, launched)
     return ctx
 
 
@@ -3208,8 +3281,31 @@ def _explicit_args(call: Node) -> list[str]:
 # the files whose folder was searched for callers, with the versions of the siblings seen
 # (a scan is valid while they are current)
 _Seen = tuple[tuple[str, tuple[FileStamp, ...]], ...]
-# texts, types, extents, runtime
-_State = tuple[dict[str, str], dict[str, str], dict[str, float], dict[str, tuple[str, ...]]]
+
+
+@dataclass(frozen=True)
+class _State:
+    """What a host function's scan has recorded so far (``HostContext``'s fields of the
+    same names)."""
+
+    texts: dict[str, str]
+    types: dict[str, str]
+    extents: dict[str, float]
+    runtime: dict[str, tuple[str, ...]]
+    modelled_queries: tuple[ModelledQuery, ...]
+    host_memory: frozenset[str]
+
+    def restore(self, ctx: HostContext) -> None:
+        """Put this state into ``ctx``."""
+        ctx.texts.update(self.texts)
+        ctx.types.update(self.types)
+        ctx.extents.update(self.extents)
+        ctx.runtime.update(self.runtime)
+        ctx.modelled_queries.extend(
+            q for q in self.modelled_queries if q not in ctx.modelled_queries
+        )
+        ctx.host_memory.update(self.host_memory)
+        ctx._cache.clear()
 
 
 def _siblings_seen(looked: list[str], view: SourceView | None) -> _Seen:
@@ -3218,7 +3314,14 @@ def _siblings_seen(looked: list[str], view: SourceView | None) -> _Seen:
 
 
 def _state(ctx: HostContext) -> _State:
-    return dict(ctx.texts), dict(ctx.types), dict(ctx.extents), dict(ctx.runtime)
+    return _State(
+        dict(ctx.texts),
+        dict(ctx.types),
+        dict(ctx.extents),
+        dict(ctx.runtime),
+        tuple(ctx.modelled_queries),
+        frozenset(ctx.host_memory),
+    )
 
 
 @dataclass
@@ -3291,11 +3394,7 @@ def _host_scope(
             scans[key] = scan
         if scan.state is None or stop < scan.stop:
             scan.scanned, scan.state = 0, scan.start
-        ctx.texts.update(scan.state[0])
-        ctx.types.update(scan.state[1])
-        ctx.extents.update(scan.state[2])
-        ctx.runtime.update(scan.state[3])
-        ctx._cache.clear()
+        scan.state.restore(ctx)
         statements, i = scan.statements, scan.scanned
         while i < len(statements) and statement_at(statements[i][0]) < stop:
             _scan_statement(*statements[i], fn, ctx, argv)

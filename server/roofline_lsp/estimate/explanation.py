@@ -53,10 +53,12 @@ def verdict_terms(a: KernelEstimate) -> tuple[Term, ...]:
             m.display_bytes,
             a.time.seconds if a.time is not None else 0.0,
             a.time is not None and a.time.limit == "contention",
+            m.host_buffers,
+            m.host_bytes,
         )
     )
     out.extend(assumptions(a))
-    out.extend(NoteTerm(modelled_query(q)) for q in a.context.modelled_queries)
+    out.extend(NoteTerm(modelled_query(q.call)) for q in a.context.modelled_queries)
     out.extend(TypeTerm(name, "float") for name in a.assumed_types)
     out.extend(TypeTerm(name, t, "undeclared") for name, t in a.named_types)
     return tuple(out)

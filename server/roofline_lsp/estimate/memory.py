@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
 
 from roofline_lsp.estimate.thread_counts import Access, ThreadCounts
 
@@ -113,6 +113,10 @@ class MemoryEstimate:
     # DRAM bytes a display engine reads while the launch runs (``launch_time``): not the
     # kernel's, but in the DRAM traffic a profiler counts for it
     display_bytes: float = 0.0
+    # host memory the device reads and writes in place (zero-copy, ``host_mapped_traffic``):
+    # its buffers and the bytes they move over the host link, not in DRAM's
+    host_buffers: tuple[str, ...] = ()
+    host_bytes: float = 0.0
 
     @property
     def kernel_bytes(self) -> float:
@@ -123,6 +127,29 @@ class MemoryEstimate:
     def dram_bytes(self) -> float:
         """All DRAM traffic during the launch: the kernel's and the display's."""
         return self.kernel_bytes + self.display_bytes
+
+
+def without_host_memory(
+    counts: ThreadCounts,
+    host: Collection[str],
+    traffic: Callable[[ThreadCounts], MemoryEstimate],
+) -> MemoryEstimate:
+    """``traffic`` of ``counts`` (``estimate_traffic`` with the launch's other arguments) with
+    the buffers of ``host`` taken out: host memory mapped into the device (zero-copy:
+    ``cudaHostGetDevicePointer``) is read and written over the host link, so its bytes are
+    not DRAM's; they are kept apart as ``host_bytes``, what the buffers would move from
+    DRAM."""
+    whole = traffic(counts)
+    mapped = {a.buffer for a in counts.accesses if a.space == "global" and a.buffer in host}
+    if not mapped:
+        return whole
+    link = sum(b.loaded + b.stored for b in whole.buffers if b.buffer in mapped)
+    rest = tuple(a for a in counts.accesses if a.buffer not in mapped)
+    return replace(
+        traffic(replace(counts, accesses=rest)),
+        host_buffers=tuple(sorted(mapped)),
+        host_bytes=link,
+    )
 
 
 def estimate_traffic(

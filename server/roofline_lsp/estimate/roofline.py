@@ -61,7 +61,7 @@ from roofline_lsp.estimate.launch_time import (
     launch_time,
 )
 from roofline_lsp.estimate.macro_expansion import loop_macro
-from roofline_lsp.estimate.memory import CacheModel, estimate_traffic
+from roofline_lsp.estimate.memory import CacheModel, estimate_traffic, without_host_memory
 from roofline_lsp.estimate.ptx_substitution import substitute
 from roofline_lsp.estimate.thread_counts import Settings
 from roofline_lsp.estimate.value_domain import Var
@@ -437,11 +437,11 @@ def analyze(
             chunk_share=min(1.0, gpu_threads / threads) if offload and threads > 0 else 1.0,
             template_args=inputs.instantiation if offload else ctx.template_args,
         )
-    mem = estimate_traffic(
-        counts,
-        ctx.extents,
-        float(gpu.l2_bytes),
-        CacheModel(
+    traffic = functools.partial(
+        estimate_traffic,
+        extents=ctx.extents,
+        l2_bytes=float(gpu.l2_bytes),
+        model=CacheModel(
             resident_fraction=cal.resident_fraction,
             resident_write_fraction=cal.resident_write_fraction,
             capacity_miss=cal.capacity_miss,
@@ -451,6 +451,7 @@ def analyze(
         l1_bytes=float(gpu.sm_count * cal.l1_bytes_per_sm),
         code_bytes=float(compiled.ptx.code_bytes) if compiled and compiled.ptx else 0.0,
     )
+    mem = without_host_memory(counts, ctx.mapped, traffic)
     totals = {p: counts.flops.get(p, 0.0) * threads for p in ("fp64", "fp32", "fp16")}
     tensor_peak = gpu.tensor_peak(counts.tensor_kind) if counts.flops.get("tensor") else None
     if tensor_peak:  # tensor-core FLOPs, where the GPU has tensor cores for their type

@@ -53,6 +53,10 @@ class MemoryTerm:
     display_bytes: float = 0.0
     seconds: float = 0.0
     contended: bool = False  # the time is that of atomic updates of one address in turn
+    # host memory mapped into the device (zero-copy): the buffers, and the bytes their
+    # accesses move over the host link instead of DRAM (not in ``dram_bytes``)
+    host_buffers: tuple[str, ...] = ()
+    host_bytes: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ def term_text(t: Term) -> str:
         parts.append(f"{fmt_count(int_ops)} int ops")
         return f"{head}: {', '.join(parts)} and {fmt_count(refs)} B referenced per iteration"
     if isinstance(t, MemoryTerm):
-        return _memory_text(t) + _display_text(t)
+        return _memory_text(t) + _display_text(t) + _host_text(t)
     if isinstance(t, AssumptionTerm):
         return assumption_text(t)
     if isinstance(t, TypeTerm) and t.kind == "undeclared":
@@ -171,6 +171,18 @@ def _display_text(t: MemoryTerm) -> str:
     return (
         f"; + {fmt_bytes(t.display_bytes)} the display reads during the launch's"
         f" ~{fmt_duration(t.seconds * 1e9)}{why} (counted by the profiler)"
+    )
+
+
+def _host_text(t: MemoryTerm) -> str:
+    """``; x, y: host memory read in place, 8.39 MB over the host link, not DRAM ...`` when
+    the kernel reads host memory mapped into the device."""
+    if not t.host_buffers:
+        return ""
+    return (
+        f"; {', '.join(t.host_buffers)}: host memory read in place (zero-copy),"
+        f" {fmt_bytes(t.host_bytes)} over the host link, not DRAM: the link, slower than"
+        " DRAM, bounds those accesses and this roofline does not show it"
     )
 
 
