@@ -113,7 +113,7 @@ class MemoryEstimate:
     # DRAM bytes a display engine reads while the launch runs (``launch_time``): not the
     # kernel's, but in the DRAM traffic a profiler counts for it
     display_bytes: float = 0.0
-    # host memory the device reads and writes in place (zero-copy, ``host_mapped_traffic``):
+    # host memory the device reads and writes in place (zero-copy, ``without_host_memory``):
     # its buffers and the bytes they move over the host link, not in DRAM's
     host_buffers: tuple[str, ...] = ()
     host_bytes: float = 0.0
