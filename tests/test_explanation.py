@@ -17,12 +17,12 @@ from roofline_lsp.model.terms import (
     AssumptionTerm,
     LoopTerm,
     MemoryTerm,
-    NoteTerm,
+    QueryTerm,
     TypeTerm,
     WorkTerm,
 )
 from roofline_lsp.model.verdict import classify_bound
-from roofline_lsp.present.explanations import explanation, term_text
+from roofline_lsp.present.explanations import card_assumptions, explanation, term_text
 
 SAXPY = (
     "__global__ void k(int n, float a, float *x, float *y) {\n"
@@ -412,20 +412,22 @@ def test_a_launch_the_gpu_profile_sized_says_so(gpu, tmp_path: Path) -> None:  #
     det = _detected(tmp_path, src)
     v = estimate(det.kernels[0], det, gpu)
     assert v.counts is not None and v.counts.threads == 136 * 768
-    notes = [term_text(t) for t in v.terms if isinstance(t, NoteTerm)]
+    notes = [term_text(t) for t in v.terms if isinstance(t, QueryTerm)]
     assert notes == [
         "cudaGetDeviceCount taken as 1: the GPU of the verdict does all the work",
         "cudaOccupancyMaxPotentialBlockSize answered from the GPU's per-SM thread and block "
         "limits; the kernel's registers or shared memory may allow fewer blocks",
     ]
     assert "cudaOccupancyMaxPotentialBlockSize answered" in explanation(v)
+    # what the estimate took from the profile is what it assumed: the hover card names it
+    assert card_assumptions(v) == (notes[0],)
     # a launch of its own numbers, whatever the program queried: no such note
     plain = _detected(
         tmp_path,
         SAXPY + "int main() { float *x; int g; cudaGetDeviceCount(&g);"
         " k<<<64, 256>>>(1, 2.f, x, x); }\n",
     )
-    assert not [t for t in estimate(plain.kernels[0], plain, gpu).terms if isinstance(t, NoteTerm)]
+    assert not [t for t in estimate(plain.kernels[0], plain, gpu).terms if isinstance(t, QueryTerm)]
 
 
 def test_host_memory_read_in_place_is_named_not_counted(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -15,7 +15,7 @@ from roofline_lsp.model.terms import (
     AssumptionTerm,
     LoopTerm,
     MemoryTerm,
-    NoteTerm,
+    QueryTerm,
     Term,
     TypeTerm,
     WorkTerm,
@@ -58,20 +58,10 @@ def verdict_terms(a: KernelEstimate) -> tuple[Term, ...]:
         )
     )
     out.extend(assumptions(a))
-    out.extend(NoteTerm(modelled_query(q.call)) for q in a.context.modelled_queries)
+    out.extend(QueryTerm(q.call) for q in a.context.modelled_queries)
     out.extend(TypeTerm(name, "float") for name in a.assumed_types)
     out.extend(TypeTerm(name, t, "undeclared") for name, t in a.named_types)
     return tuple(out)
-
-
-def modelled_query(call: str) -> str:
-    """What the estimate took for a runtime query the GPU's profile answered."""
-    if "GetDeviceCount" in call:
-        return f"{call} taken as 1: the GPU of the verdict does all the work"
-    return (
-        f"{call} answered from the GPU's per-SM thread and block limits; the kernel's "
-        "registers or shared memory may allow fewer blocks"
-    )
 
 
 def assumptions(a: KernelEstimate) -> tuple[AssumptionTerm, ...]:

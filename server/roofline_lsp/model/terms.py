@@ -107,7 +107,17 @@ class TypeTerm:
     kind: Literal["template", "undeclared"] = "template"
 
 
-Term = WorkTerm | LoopTerm | MemoryTerm | NoteTerm | AssumptionTerm | TypeTerm
+@dataclass(frozen=True)
+class QueryTerm:
+    """A runtime query whose answer the estimate took from the GPU's profile, where the
+    machine's may differ: the occupancy API (``call`` ``cudaOccupancy...``: the SM's thread
+    and block limits, not the kernel's registers or shared memory) or the number of GPUs
+    (``...GetDeviceCount``: one, the verdict's)."""
+
+    call: str
+
+
+Term = WorkTerm | LoopTerm | MemoryTerm | NoteTerm | AssumptionTerm | TypeTerm | QueryTerm
 
 
 def term_lines(term: Term) -> tuple[int, ...]:

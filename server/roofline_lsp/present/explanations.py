@@ -10,6 +10,7 @@ from roofline_lsp.model.terms import (
     LoopTerm,
     MemoryTerm,
     NoteTerm,
+    QueryTerm,
     Term,
     TypeTerm,
     WorkTerm,
@@ -69,16 +70,19 @@ def term_texts(v: Verdict) -> tuple[str, ...]:
 def assumed_texts(v: Verdict) -> tuple[str, ...]:
     """What the estimate assumed, in words, the launch first, then the heaviest loops, then
     template types."""
-    return tuple(term_text(t) for t in v.terms if isinstance(t, (AssumptionTerm, TypeTerm)))
+    return tuple(term_text(t) for t in v.terms if isinstance(t, _ASSUMED))
 
 
 def card_assumptions(v: Verdict) -> tuple[str, ...]:
     """The assumptions a hover card names: the first, and a template type when another came
     first (the type decides the precision, so the ridge the verdict is judged against)."""
-    made = [t for t in v.terms if isinstance(t, (AssumptionTerm, TypeTerm))]
+    made = [t for t in v.terms if isinstance(t, _ASSUMED)]
     shown = made[:1] + [t for t in made[1:] if isinstance(t, TypeTerm)][:1]
     return tuple(term_text(t) for t in shown)
 
+
+# the terms that say what the estimate assumed
+_ASSUMED = (AssumptionTerm, TypeTerm, QueryTerm)
 
 # the type a hint would most likely give instead of the one a name suggests
 _OTHER_TYPE = {"float": "double", "double": "float", "long": "int", "int": "long", "short": "int"}
@@ -119,6 +123,13 @@ def term_text(t: Term) -> str:
         return (
             f"template type {t.param} assumed {t.assumed} (no launch or call fixes it);"
             f" add `// roofline: {t.param}=double` (or another type)"
+        )
+    if isinstance(t, QueryTerm) and "GetDeviceCount" in t.call:
+        return f"{t.call} taken as 1: the GPU of the verdict does all the work"
+    if isinstance(t, QueryTerm):
+        return (
+            f"{t.call} answered from the GPU's per-SM thread and block limits; the kernel's"
+            " registers or shared memory may allow fewer blocks"
         )
     assert isinstance(t, NoteTerm)
     return t.text
