@@ -210,6 +210,12 @@ class HostContext:
         default_factory=dict
     )
 
+    def add_queries(self, queries: Iterable[ModelledQuery]) -> None:
+        """Record modelled queries, each once, in the order met."""
+        for q in queries:
+            if q not in self.modelled_queries:
+                self.modelled_queries.append(q)
+
     def get(self, name: str) -> float | None:
         """The numeric value of ``name`` if the host side determines it."""
         v = self.value(name)
@@ -1006,21 +1012,8 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             ctx.runtime[name] = (name,)
     if node.type != "declaration":
         _vector_updates(node, depth, fn, ctx, argv)
-    query = _DEVICE_QUERY.search(text(node)) if node.type == "expression_statement" else None
-    if query is not None:
-        # ``cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)``
-        prop = _DEVICE_ATTRIBUTES.get(query.group(2).lower())
-        known = ctx.device.get(prop) if prop is not None else None
-        _assign(ctx, query.group(1), repr(known) if known is not None else "", argv)
-    if node.type == "expression_statement" and _OCCUPANCY.search(text(node)):
-        _occupancy(text(node), ctx, argv)
     if node.type == "expression_statement":
-        _host_memory(text(node), ctx, argv)
-    count = _DEVICE_COUNT.search(text(node)) if node.type == "expression_statement" else None
-    if count is not None:
-        _assign(ctx, count.group(1), "1", argv)
-        ctx.runtime.pop(count.group(1), None)
-        _modelled(ctx, count.group(0), (count.group(1),))
+        _runtime_queries(text(node), ctx, argv)
     if node.type == "while_statement":
         ru = round_up(node)
         taken = _branch_taken(node, fn, ctx, argv) if ru is not None else False
@@ -2354,6 +2347,25 @@ def _record_alloc(ctx: HostContext, name: str, size: str, argv: list[str], bytes
     ctx.extents[name] = v
 
 
+def _runtime_queries(statement: str, ctx: HostContext, argv: list[str]) -> None:
+    """What a statement's calls to the runtime about the GPU set, as the target GPU (its
+    profile) answers them: device attributes, the occupancy API, the number of GPUs, and
+    host memory the device may read in place."""
+    query = _DEVICE_QUERY.search(statement)
+    if query is not None:
+        # ``cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)``
+        prop = _DEVICE_ATTRIBUTES.get(query.group(2).lower())
+        known = ctx.device.get(prop) if prop is not None else None
+        _assign(ctx, query.group(1), repr(known) if known is not None else "", argv)
+    _occupancy(statement, ctx, argv)
+    _host_memory(statement, ctx, argv)
+    count = _DEVICE_COUNT.search(statement)
+    if count is not None:
+        _assign(ctx, count.group(1), "1", argv)
+        ctx.runtime.pop(count.group(1), None)
+        _modelled(ctx, count.group(0), (count.group(1),))
+
+
 def _host_memory(statement: str, ctx: HostContext, argv: list[str]) -> None:
     """Host memory a kernel may read in place: allocated pinned (``cudaHostAlloc(&a,
     bytes, ...)``, ``cudaMallocHost``) or registered (``cudaHostRegister(a, bytes, ...)``),
@@ -2423,9 +2435,7 @@ def _occupancy(statement: str, ctx: HostContext, argv: list[str]) -> None:
 def _modelled(ctx: HostContext, call: str, names: Iterable[str]) -> None:
     """Record the runtime query ``call`` (its text from the name on), which set ``names``, as
     answered from the GPU's profile."""
-    query = ModelledQuery(re.split(r"[\s(<]", call, maxsplit=1)[0], tuple(names))
-    if query not in ctx.modelled_queries:
-        ctx.modelled_queries.append(query)
+    ctx.add_queries([ModelledQuery(re.split(r"[\s(<]", call, maxsplit=1)[0], tuple(names))])
 
 
 def used_queries(ctx: HostContext, exprs: Iterable[str]) -> list[ModelledQuery]:
@@ -2626,9 +2636,7 @@ def _bind_call(
     """``fn``'s parameters given the arguments of the call ``chosen`` (with its caller, the
     arguments, the caller's scope and its starting values)."""
     caller, args, sub, start = chosen.caller, chosen.args, chosen.sub, chosen.start
-    for q in used_queries(sub, args):
-        if q not in ctx.modelled_queries:
-            ctx.modelled_queries.append(q)
+    ctx.add_queries(used_queries(sub, args))
     # globals the caller (or its callers) set before the call (``cuda_num_SMs =
     # deviceProp.multiProcessorCount`` in main), other than the file's constants
     for name in _globals_set(sub, start):
@@ -3301,9 +3309,7 @@ class _State:
         ctx.types.update(self.types)
         ctx.extents.update(self.extents)
         ctx.runtime.update(self.runtime)
-        ctx.modelled_queries.extend(
-            q for q in self.modelled_queries if q not in ctx.modelled_queries
-        )
+        ctx.add_queries(self.modelled_queries)
         ctx.host_memory.update(self.host_memory)
         ctx._cache.clear()
 
