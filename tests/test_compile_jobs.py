@@ -381,6 +381,22 @@ def test_real_nvcc_finds_a_header_in_a_variant_folder(tmp_path: Path) -> None:
 
 
 @needs_nvcc
+def test_real_nvcc_finds_a_header_in_the_projects_include_folder(tmp_path: Path) -> None:
+    # proj/src/k.cu includes "scale.h" from proj/include/, which a build names with
+    # -I../include: without that folder the compile fails on the missing header
+    assert NVCC is not None
+    (tmp_path / "proj" / "src").mkdir(parents=True)
+    (tmp_path / "proj" / "include").mkdir()
+    (tmp_path / "proj" / "include" / "scale.h").write_text("#define SCALE 2.0f\n")
+    src = tmp_path / "proj" / "src" / "k.cu"
+    src.write_text('#include "scale.h"\n__global__ void k(float* y) { y[threadIdx.x] *= SCALE; }\n')
+    res = compile_ptx(str(src), None, NVCC, "sm_86")
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    counts = counts_for_kernel(parse_ptx(res.ptx), "k")
+    assert counts is not None and counts[(str(src), 2)].flops_fp32 == 1
+
+
+@needs_nvcc
 def test_real_nvcc_failure_is_clean() -> None:
     assert NVCC is not None
     res = compile_ptx(str(FIX / "broken.cu"), None, NVCC, "sm_86")

@@ -9,6 +9,7 @@ from pathlib import Path
 from roofline_lsp.syntax.sources import (
     FileStamp,
     SourceView,
+    fallback_folders,
     file_version,
     include_candidates,
     is_current,
@@ -114,3 +115,22 @@ def test_variant_folders_share_the_name_up_to_its_last_part(tmp_path: Path) -> N
     ]
     assert list(include_candidates("/abs/defs.h", str(here / "main.cpp"))) == []
     assert list(include_candidates("defs.h", "")) == []
+
+
+def test_fallback_folders_add_the_header_folder_a_build_names(tmp_path: Path) -> None:
+    # proj/src/k.cu with proj/include/ (a build's -I../include) and proj/src/inc/: both are
+    # searched, the file's own first; proj/lib/ is not a header folder
+    for sub in ("include", "src/inc", "lib"):
+        (tmp_path / "proj" / sub).mkdir(parents=True)
+    (tmp_path / "proj" / "src" / "include").write_text("a file, not a folder")
+    src = tmp_path / "proj" / "src"
+    assert fallback_folders(str(src)) == (str(src / "inc"), str(tmp_path / "proj" / "include"))
+    found = list(include_candidates("defs.h", str(src / "k.cu")))
+    assert found == [
+        str(src / "defs.h"),
+        str(src / "inc" / "defs.h"),
+        str(tmp_path / "proj" / "include" / "defs.h"),
+    ]
+    assert fallback_folders(str(tmp_path / "proj" / "lib")) == (str(tmp_path / "proj" / "include"),)
+    (tmp_path / "plain").mkdir()
+    assert fallback_folders(str(tmp_path / "plain")) == ()  # no header folder, no variant

@@ -47,7 +47,7 @@ from roofline_lsp.store.cache import ResultCache
 from roofline_lsp.syntax.datatypes import named_like, scalar_name
 from roofline_lsp.syntax.hints import parse_hints
 from roofline_lsp.syntax.required_macros import RequiredChoice, required_macros
-from roofline_lsp.syntax.sources import variant_folders
+from roofline_lsp.syntax.sources import fallback_folders
 
 __all__ = [
     "CACHE_NAMESPACE",
@@ -283,7 +283,7 @@ def _prepare(req: _Request) -> _Job | PtxFailure:
     for d in dirs:
         flags += ["-I", d]
     flags += proj + list(req.extra_flags)
-    for d in variant_folders(folder):  # searched last: headers shared with a variant folder
+    for d in fallback_folders(folder):  # searched last: `include/`, a variant folder's headers
         flags += ["-I", d]
     inc_dirs = [flags[i + 1] for i, f in enumerate(flags[:-1]) if f in ("-I", "-isystem")]
     includes = local_includes(path, source, inc_dirs)

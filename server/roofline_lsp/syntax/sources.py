@@ -36,14 +36,31 @@ MAX_VARIANTS = 8
 
 def include_candidates(rel: str, including: str) -> Iterator[str]:
     """Where the file of a local ``#include "rel"`` in ``including`` may be, in the order a
-    compiler given the variant folders as last ``-I`` looks: beside the including file, then
-    in its folder's variant folders (:func:`variant_folders`, listed only when asked for)."""
+    compiler given :func:`fallback_folders` as last ``-I`` looks: beside the including file,
+    then in the header folders a build would name (listed only when asked for)."""
     if not including or os.path.isabs(rel):
         return  # a buffer without a file has no folder; absolute paths are not local
     here = os.path.dirname(including)
     yield os.path.normpath(os.path.join(here, rel))
-    for folder in variant_folders(here):
+    for folder in fallback_folders(here):
         yield os.path.normpath(os.path.join(folder, rel))
+
+
+_HEADER_FOLDERS = ("include", "inc")
+
+
+def fallback_folders(folder: str) -> tuple[str, ...]:
+    """The folders searched, last, for a local include found neither beside the file nor on
+    the include path: a conventional header folder of the file's folder or of its parent
+    (``include/`` beside ``src/``: what a build's ``-I../include`` names), then the variant
+    folders (:func:`variant_folders`)."""
+    folder = os.path.abspath(folder)
+    headers = [
+        os.path.join(base, name)
+        for base in dict.fromkeys((folder, os.path.dirname(folder)))
+        for name in _HEADER_FOLDERS
+    ]
+    return (*(d for d in headers if os.path.isdir(d)), *variant_folders(folder))
 
 
 @functools.lru_cache(maxsize=256)
