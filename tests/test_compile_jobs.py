@@ -397,6 +397,27 @@ def test_real_nvcc_finds_a_header_in_the_projects_include_folder(tmp_path: Path)
 
 
 @needs_nvcc
+def test_real_nvcc_compiles_a_device_side_launch_as_relocatable_code(tmp_path: Path) -> None:
+    # a kernel launching a kernel (dynamic parallelism) compiles only with -rdc=true, which
+    # the project's build passes: the retry adds it and both kernels get counts
+    assert NVCC is not None
+    src = tmp_path / "cdp.cu"
+    src.write_text(
+        "__global__ void child(float* y) { y[threadIdx.x] *= 2.0f; }\n"
+        "__global__ void parent(float* y, int n) {\n"
+        "    if (threadIdx.x == 0) child<<<n / 32, 32>>>(y + blockIdx.x * n);\n"
+        "}\n"
+    )
+    res = compile_ptx(str(src), None, NVCC, "sm_86")
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    assert "-rdc=true" in res.command
+    module = parse_ptx(res.ptx)
+    child = counts_for_kernel(module, "child")
+    assert child is not None and child[(str(src), 1)].flops_fp32 == 1
+    assert counts_for_kernel(module, "parent") is not None
+
+
+@needs_nvcc
 def test_real_nvcc_failure_is_clean() -> None:
     assert NVCC is not None
     res = compile_ptx(str(FIX / "broken.cu"), None, NVCC, "sm_86")

@@ -119,7 +119,7 @@ def test_variant_folders_share_the_name_up_to_its_last_part(tmp_path: Path) -> N
 
 def test_fallback_folders_add_the_header_folder_a_build_names(tmp_path: Path) -> None:
     # proj/src/k.cu with proj/include/ (a build's -I../include) and proj/src/inc/: both are
-    # searched, the file's own first; proj/lib/ is not a header folder
+    # searched, the nearest first; proj/lib/ is not a header folder
     for sub in ("include", "src/inc", "lib"):
         (tmp_path / "proj" / sub).mkdir(parents=True)
     (tmp_path / "proj" / "src" / "include").write_text("a file, not a folder")
@@ -134,3 +134,16 @@ def test_fallback_folders_add_the_header_folder_a_build_names(tmp_path: Path) ->
     assert fallback_folders(str(tmp_path / "proj" / "lib")) == (str(tmp_path / "proj" / "include"),)
     (tmp_path / "plain").mkdir()
     assert fallback_folders(str(tmp_path / "plain")) == ()  # no header folder, no variant
+
+
+def test_fallback_folders_reach_three_levels_up_to_the_repository_root(tmp_path: Path) -> None:
+    # repo/Common/ serves repo/Samples/group/sample/ (three levels up); a folder four levels
+    # up, or one above the repository root (.git), is not searched
+    repo = tmp_path / "top" / "repo"
+    sample = repo / "Samples" / "group" / "sample"
+    deep = sample / "sub"
+    for d in (repo / "Common", sample / "sub", tmp_path / "top" / "include"):
+        d.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    assert fallback_folders(str(sample)) == (str(repo / "Common"),)
+    assert fallback_folders(str(deep)) == ()

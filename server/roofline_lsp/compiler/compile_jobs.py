@@ -159,7 +159,7 @@ _CLANG_LENIENT = ("-Wno-register",)
 # are not reused
 _KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": (*_CLANG_COUNTING, *_CLANG_LENIENT)}
 # ... and the retries after a failure (a cached failure from before them is not reused)
-_RETRY_TAG = "retries: -D for scalar-named types, device code only (noted, macros)"
+_RETRY_TAG = "retries: -D for scalar-named types, -rdc, device code only (noted, macros)"
 
 
 def clang_omp_command(
@@ -422,11 +422,11 @@ async def _run_job(
             if isinstance(ran, PtxFailure):
                 return ran
             result = wd.finish(job, cmd, *ran)
-            for _ in range(3):  # each retry may show another such type
-                types = assumed_type_flags(result, job)
-                if not types:
+            for _ in range(4):  # each retry may show another such type
+                retry = assumed_type_flags(result, job) or separate_compilation(result, job)
+                if not retry:
                     break
-                job = replace(job, flags=(*job.flags, *types))
+                job = replace(job, flags=(*job.flags, *retry))
                 cmd = job.command(wd.src, wd.out)
                 ran = await _execute(job, cmd, timeout)
                 if isinstance(ran, PtxFailure):
@@ -475,6 +475,23 @@ def assumed_type_flags(result: PtxResult | PtxFailure, job: _Job) -> tuple[str, 
         given = hinted if re.fullmatch(r"[A-Za-z_][\w ]*", hinted) else ""
         out.append(f"-D{name}={given or scalar_name(t)}")
     return tuple(out)
+
+
+# nvcc: a kernel launched from device code (dynamic parallelism) needs relocatable device code
+_DEVICE_LAUNCH = "requires separate compilation mode"
+
+
+def separate_compilation(result: PtxResult | PtxFailure, job: _Job) -> tuple[str, ...]:
+    """``-rdc=true`` when an nvcc compile failed because device code launches a kernel (the
+    project's build passes it), else empty."""
+    if (
+        isinstance(result, PtxFailure)
+        and job.compiler == "nvcc"
+        and _DEVICE_LAUNCH in f"{result.reason}\n{result.log}"
+        and "-rdc=true" not in job.flags
+    ):
+        return ("-rdc=true",)
+    return ()
 
 
 async def _execute(

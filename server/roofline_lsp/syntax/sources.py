@@ -46,21 +46,29 @@ def include_candidates(rel: str, including: str) -> Iterator[str]:
         yield os.path.normpath(os.path.join(folder, rel))
 
 
-_HEADER_FOLDERS = ("include", "inc")
+# the names a project gives its shared header folder, and how far above a file one may sit
+# (cuda-samples: Samples/<group>/<sample>/ includes from Common/, three levels up)
+_HEADER_FOLDERS = ("include", "inc", "common", "Common")
+_HEADER_LEVELS = 3
 
 
+@functools.lru_cache(maxsize=256)
 def fallback_folders(folder: str) -> tuple[str, ...]:
     """The folders searched, last, for a local include found neither beside the file nor on
-    the include path: a conventional header folder of the file's folder or of its parent
-    (``include/`` beside ``src/``: what a build's ``-I../include`` names), then the variant
-    folders (:func:`variant_folders`)."""
+    the include path: a shared header folder (:data:`_HEADER_FOLDERS`) of the file's folder
+    or of an ancestor up to :data:`_HEADER_LEVELS` above it, not past a repository root (a
+    folder with ``.git``), nearest first: what a build's ``-I../include`` names; then the
+    variant folders (:func:`variant_folders`)."""
     folder = os.path.abspath(folder)
-    headers = [
-        os.path.join(base, name)
-        for base in dict.fromkeys((folder, os.path.dirname(folder)))
-        for name in _HEADER_FOLDERS
-    ]
-    return (*(d for d in headers if os.path.isdir(d)), *variant_folders(folder))
+    found: list[str] = []
+    base = folder
+    for _ in range(_HEADER_LEVELS + 1):
+        found += [d for d in (os.path.join(base, n) for n in _HEADER_FOLDERS) if os.path.isdir(d)]
+        parent = os.path.dirname(base)
+        if parent == base or os.path.exists(os.path.join(base, ".git")):
+            break
+        base = parent
+    return (*found, *variant_folders(folder))
 
 
 @functools.lru_cache(maxsize=256)
