@@ -10,6 +10,9 @@
   (declaration declarator: (init_declarator) @const.decl) @const)
 (declaration_list
   (declaration declarator: (init_declarator) @const.decl) @const)
+; ... and those given C linkage one by one (extern "C" const unsigned N = 4;)
+(linkage_specification
+  body: (declaration declarator: (init_declarator) @const.decl) @const)
 ; ... also on the branches of a file-scope #if/#ifdef (the detector takes the kept one first)
 (translation_unit [(preproc_if) (preproc_ifdef)] @const.branch)
 ; enumerators are integer constants (enum { A, B = 4, C } -> 0, 4, 5)

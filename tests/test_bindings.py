@@ -420,6 +420,126 @@ def test_a_message_naming_the_wrapper_is_not_its_call(tmp_path: Path) -> None:
     assert ctx.get("n") == 3 * (1 << 20)
 
 
+def test_a_qualified_call_of_another_scope_or_from_device_code_is_not_its_call(
+    tmp_path: Path,
+) -> None:
+    # the wrapper reduce(size, threads, blocks) shares its name with cooperative groups'
+    # cg::reduce, which a device function of its own file calls, and a __device__ helper
+    # calls a reduce(...) of its own: neither call runs the host wrapper. Its caller is in
+    # main.cpp: reduce(1 << 24, 256, 64), so the launch is 64 x 256 and size 16,777,216
+    kernel = (
+        "namespace cg { template <class T> __device__ T reduce(T v) { return v; } }\n"
+        "__device__ float reduce(float v, int lane);\n"
+        "__device__ float sum(float v) { return cg::reduce(v) + reduce(v, 0); }\n"
+        "__global__ void k(float *x, int size) {\n"
+        "  for (int i = threadIdx.x; i < size; i += blockDim.x) x[i] = sum(x[i]);\n"
+        "}\n"
+        "void reduce(int size, int threads, int blocks, float *d) {\n"
+        "  k<<<blocks, threads>>>(d, size);\n"
+        "}\n"
+    )
+    host = (
+        "void reduce(int size, int threads, int blocks, float *d);\n"
+        "int main() {\n"
+        "  float *d;\n"
+        "  reduce(1 << 24, 256, 64, d);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"k.cu": kernel, "main.cpp": host}, "k.cu")
+    assert ctx.grid == (64, 1, 1) and ctx.block == (256, 1, 1)
+    assert ctx.get("size") == 1 << 24
+
+
+def test_a_c_linkage_constant_of_the_kernels_file_sizes_its_callers_loop(tmp_path: Path) -> None:
+    # scan.cu defines MIN_SIZE (extern "C": C linkage) and the wrapper; main.cpp declares it
+    # extern and calls the wrapper from a loop starting at it: len = 4 on the first call,
+    # batch = N / 4 = 1,703,936 and the grid 1,703,936 x 4 / 1024 = 6,656 blocks
+    kernel = (
+        'extern "C" const unsigned MIN_SIZE = 4;\n'
+        "__global__ void k(unsigned *d, unsigned len) { d[threadIdx.x] += len; }\n"
+        'extern "C" void run(unsigned *d, unsigned batch, unsigned len) {\n'
+        "  k<<<(batch * len) / (4 * 256), 256>>>(d, len);\n"
+        "}\n"
+    )
+    host = (
+        'extern "C" const unsigned MIN_SIZE;\n'
+        'extern "C" void run(unsigned *d, unsigned batch, unsigned len);\n'
+        "int main() {\n"
+        "  unsigned *d;\n"
+        "  const unsigned N = 13 * 1048576 / 2;\n"
+        "  for (unsigned len = MIN_SIZE; len <= 1024; len <<= 1) run(d, N / len, len);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"scan.cu": kernel, "main.cpp": host}, "scan.cu")
+    assert ctx.get("MIN_SIZE") == 4
+    assert ctx.get("len") == 4 and ctx.get("batch") == 1703936
+    assert ctx.grid == (6656, 1, 1)
+
+
+def test_an_option_read_in_the_loop_over_the_words_sets_what_follows_it(tmp_path: Path) -> None:
+    # run with "--warm-up --grid 256": the --grid branch reads 256 into nx, and make(nx)
+    # builds the grid from it right after the loop; --tsize is not given, so its branch (an
+    # else-if of the chain) leaves tsx at 10, and the --warm-up branch further down the chain
+    # runs for its own word: warm = 1. Launch: 256 / 8 = 32 blocks of 8, n = 256 * 256
+    src = (
+        "#include <cstring>\n#include <cstdlib>\n"
+        "struct G { long nx, ny; };\n"
+        "struct G make(long n) { struct G g; g.nx = n; g.ny = n; return g; }\n"
+        "__global__ void k(float *a, long n, long t, int w) { a[threadIdx.x] = n + t + w; }\n"
+        "int main(int argc, char *argv[]) {\n"
+        "  long nx = 100, tsx = 10;\n"
+        "  int warm = 0;\n"
+        "  for (int i = 1; i < argc; ++i) {\n"
+        '    if (strcmp(argv[i], "--grid") == 0) {\n'
+        "      ++i;\n"
+        "      nx = strtoll(argv[i], NULL, 10);\n"
+        '    } else if (strcmp(argv[i], "--tsize") == 0) {\n'
+        "      ++i;\n"
+        "      tsx = strtoll(argv[i], NULL, 10);\n"
+        '    } else if (strcmp(argv[i], "--warm-up") == 0) {\n'
+        "      warm = 1;\n"
+        "    }\n"
+        "  }\n"
+        "  struct G g = make(nx);\n"
+        "  float *a;\n"
+        "  k<<<g.nx / 8, 8>>>(a, g.nx * g.ny, tsx, warm);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"main.cu": src}, "main.cu", args="--warm-up --grid 256")
+    assert ctx.grid == (32, 1, 1)
+    assert ctx.get("n") == 65536 and ctx.get("t") == 10 and ctx.get("w") == 1
+    # without the options, the defaults: 12 blocks, n = 10,000, no warm-up
+    ctx = ctx_for(tmp_path, {"main.cu": src}, "main.cu", args="--tsize 4")
+    assert ctx.grid == (12, 1, 1) and ctx.get("n") == 10000
+    assert ctx.get("t") == 4 and ctx.get("w") == 0
+
+
+def test_a_profiled_launch_is_the_site_its_host_values_size_as_measured(tmp_path: Path) -> None:
+    # faces(u, 256, 27) launches the kernel once per face: front over z in [0, 27), top over
+    # [27, 229); a profile of grid 26 x 4 x 32 with 8 x 8 x 8 blocks is the top face's launch
+    # ((229 - 27 + 7) / 8 = 26, (27 + 7) / 8 = 4, 256 / 8 = 32), so z3 = 27 and z4 = 229
+    src = (
+        "__global__ void face(float *u, long z3, long z4) { u[z3 + threadIdx.x] = z4; }\n"
+        "void faces(float *u, long n, long d) {\n"
+        "  dim3 threads(8, 8, 8);\n"
+        "  dim3 front((d + 7) / 8, (n + 7) / 8, (n + 7) / 8);\n"
+        "  face<<<front, threads>>>(u, 0, d);\n"
+        "  dim3 top((n - 2 * d + 7) / 8, (d + 7) / 8, (n + 7) / 8);\n"
+        "  face<<<top, threads>>>(u, d, n - d);\n"
+        "}\n"
+        "int main() {\n"
+        "  float *u;\n"
+        "  faces(u, 256, 27);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"main.cu": src}, "main.cu", block=(8, 8, 8), grid=(26, 4, 32))
+    assert ctx.launch is not None and ctx.launch.line == 7
+    assert ctx.get("z3") == 27 and ctx.get("z4") == 229
+    ctx = ctx_for(tmp_path, {"main.cu": src}, "main.cu", block=(8, 8, 8), grid=(4, 32, 32))
+    assert ctx.launch is not None and ctx.launch.line == 5
+    assert ctx.get("z3") == 0 and ctx.get("z4") == 27
+
+
 def test_the_call_taken_is_one_the_default_run_makes(tmp_path: Path) -> None:
     # benchmark's first call is in shmoo (n = 1 on its first trip), which runTest calls only
     # when the command line has "shmoo"; run without arguments, the flag is false and the

@@ -7,9 +7,11 @@ import pytest
 
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.detect.treewalk import (
+    call_sites,
     effect_function,
     is_variadic,
     kernel_function,
+    may_call,
     parameter_declarations,
     text_function,
 )
@@ -151,3 +153,38 @@ def test_parameters_and_a_pack(signature: str, names: list[str], variadic: bool)
     ]
     assert got == names
     assert is_variadic(fn) is variadic
+
+
+def test_may_call_takes_the_scopes_a_function_sits_in() -> None:
+    # ns::run is called as run(...), ns::run<float>(...) and ::ns::run(...) in host code; not
+    # as std::run or other::run, nor from a __device__ function; a __host__ __device__ one may
+    src = (
+        "namespace ns { void run(int n) {} }\n"
+        "struct Box { static void run(int n); };\n"
+        "void Box::run(int n) {}\n"
+        "__device__ void dev() { run(1); }\n"
+        "__host__ __device__ void both() { run(2); }\n"
+        "void host() {\n"
+        "  run(3); ns::run(4); ns::run<float>(5); ::ns::run(6); std::run(7); other::run(8);\n"
+        "  Box::run(9);\n"
+        "}\n"
+    )
+    tree = parse(src.encode())
+    fns = [n for n in tree.root_node.named_children if n.type == "function_definition"]
+    box_run = fns[0]  # Box::run (namespace ns's run sits in a declaration_list)
+    ns_run = tree.root_node.named_children[0].child_by_field_name("body").named_children[0]
+    calls = call_sites(src.encode(), tree.root_node, "run", limit=20)
+    first_arg = [c.child_by_field_name("arguments").named_children[0].text.decode() for c in calls]
+    assert first_arg == ["1", "2", "3", "4", "5", "6", "7", "8", "9"]
+    assert [a for a, c in zip(first_arg, calls, strict=True) if may_call(c, ns_run)] == [
+        "2",
+        "3",
+        "4",
+        "5",
+        "6",
+    ]
+    assert [a for a, c in zip(first_arg, calls, strict=True) if may_call(c, box_run)] == [
+        "2",
+        "3",
+        "9",
+    ]

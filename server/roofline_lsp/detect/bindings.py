@@ -1132,10 +1132,16 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             if left is None or right is None or op is None:
                 return
             target = _target(left)
-            if _OPTION_VALUE.search(text(right)) and not _option_given(node, fn, argv):
-                # ``case 's': size = atoi(optarg)`` in the option loop, run without ``-s``:
-                # the default it had (given, ``_options`` reads its value)
-                return
+            if _OPTION_VALUE.search(text(right)):
+                if not _option_given(node, fn, argv):
+                    # ``case 's': size = atoi(optarg)`` in the option loop, run without
+                    # ``-s``: the default it had
+                    return
+                number = _option_number(node, fn, argv) if _CONVERTED.match(text(right)) else None
+                if target is not None and number is not None:
+                    # given: its number, here (``ny = nx`` after it sees it too)
+                    _assign(ctx, target, number, argv)
+                    return
             taken = _branch_taken(node, fn, ctx, argv) if target is not None else False
             if target is None or taken is False:
                 return
@@ -2046,13 +2052,22 @@ def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bo
                 flags = _searched_flags(cond_text, ctx)
                 if "argv" in flags:
                     v = ctx.eval_text(ctx.host_text(_no_options(flags), argv))
-            if v is None:
-                taken = None
-            else:
-                alt = p.child_by_field_name("alternative")
-                in_else = alt is not None and alt.start_byte <= child.start_byte < alt.end_byte
-                if bool(v) == in_else:
+            alt = p.child_by_field_name("alternative")
+            in_else = alt is not None and alt.start_byte <= child.start_byte < alt.end_byte
+            names = _OPTION_NAME.findall(cond_text) if v is None and "argv" in cond_text else []
+            if names:
+                # a test of a command-line word for an option (``strcmp(argv[i], "--grid")
+                # == 0``): its branch runs when the option is given; in the loop over the
+                # words the other branch runs for the other words (the next test of an
+                # ``else if`` chain decides), else it runs when the option is not given
+                given = {t.lstrip("-").partition("=")[0] for t in argv if t.startswith("-")}
+                named = bool({n.lstrip("-") for n in names} & given)
+                if named == in_else and (not in_else or not _in_word_loop(p, fn)):
                     return False
+            elif v is None:
+                taken = None
+            elif bool(v) == in_else:
+                return False
         elif p.type == "case_statement":
             runs = _case_runs(p, ctx, argv)
             if runs is False:
@@ -2061,6 +2076,19 @@ def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bo
                 taken = None
         child, p = p, p.parent
     return taken
+
+
+def _in_word_loop(node: Node, fn: Node) -> bool:
+    """Whether ``node`` is in a loop of ``fn`` over the command line's words (its test
+    reads ``argc``)."""
+    p = node.parent
+    while p is not None and p != fn:
+        if p.type in ("for_statement", "while_statement", "do_statement"):
+            cond = p.child_by_field_name("condition")
+            if cond is not None and re.search(r"\bargc\b", text(cond)):
+                return True
+        p = p.parent
+    return False
 
 
 def _searched_flags(cond: str, ctx: HostContext) -> str:
@@ -2129,6 +2157,8 @@ _GETOPT = re.compile(
     r"([A-Za-z_]\w*)\s*=\s*" + _CONVERT + r"optarg"
 )
 _OPTION_NAME = re.compile(r'"(-{1,2}[A-Za-z][\w-]*)"')  # "-n", "--iters" in a comparison
+# a conversion of the option's word to a number (``atoi(argv[++i])``, ``strtol(optarg, ...)``)
+_CONVERTED = re.compile(_CONVERT + r"(?:optarg\b|argv\s*\[)")
 _STRCMP_OPT = re.compile(
     _OPTION_NAME.pattern
     + r'[^";]{0,400}?[;{)]\s*([A-Za-z_](?:[\w.]|->)*)\s*=\s*'
@@ -2162,6 +2192,22 @@ def _option_given(node: Node, fn: Node, argv: list[str]) -> bool:
     """Whether the command line gives the option whose parsing ``node`` is in (the
     ``case 's':`` of a getopt loop, the ``if (!strcmp(argv[i], "-n"))`` around it); True
     when no option name is found around it."""
+    names = _option_names(node, fn)
+    given = {t.lstrip("-").partition("=")[0] for t in argv if t.startswith("-")}
+    return not names or bool(names & given)
+
+
+def _option_number(node: Node, fn: Node, argv: list[str]) -> str | None:
+    """The number the command line gives the option whose parsing ``node`` is in
+    (``--grid 256`` for ``if (strcmp(argv[i], "--grid") == 0) { ++i; nx = atoi(argv[i]); }``),
+    None when it gives none or no option name is found around ``node``."""
+    opts = option_values(argv)
+    found = [opts[n] for n in sorted(_option_names(node, fn)) if n in opts]
+    return found[0] if len(found) == 1 and _numeric(found[0]) else None
+
+
+def _option_names(node: Node, fn: Node) -> set[str]:
+    """The option names the ``case``/``if`` tests around ``node`` (in ``fn``) compare with."""
     names: set[str] = set()
     child, p = node, node.parent
     while p is not None and p != fn:
@@ -2174,8 +2220,7 @@ def _option_given(node: Node, fn: Node, argv: list[str]) -> bool:
         ):  # (an ``else if`` for "-e" is not in the option "-s" its first test names)
             names.update(n.lstrip("-") for n in _OPTION_NAME.findall(text(cond)))
         child, p = p, p.parent
-    given = {t.lstrip("-").partition("=")[0] for t in argv if t.startswith("-")}
-    return not names or bool(names & given)
+    return names
 
 
 def _options(fn_text: str, ctx: HostContext, argv: list[str]) -> None:
@@ -2537,7 +2582,8 @@ def _caller_scope(
     passes down keeps its size); with the starting values (to tell what it set) and whether
     ``caller`` runs in the default run (``_bind_callers``)."""
     sub = _program_context(detection, argv, ctx.fixed, ctx.device)
-    start = dict(sub.texts)  # the file's constants and argc
+    _extern_globals(detection, sub, view)
+    start = dict(sub.texts)  # the file's constants and argc, the globals it declares extern
     runs = _bind_callers(caller, detection, sub, argv, depth, view, looked)
     _scan_function(caller, stop, sub, argv)
     _allocations(compiled_text(caller), sub, argv)
@@ -2570,7 +2616,7 @@ def _bind_callers(
         return True
     params = function_params(fn)
     units = [Unit(detection.file, detection, _root(fn))]
-    calls = call_sites(detection.source, units[0].root, name)
+    calls = call_sites(detection.source, units[0].root, name, callee=fn)
     calls = [c for c in calls if enclosing_function(c) not in (None, fn)]
     if not calls:
         calls = _passed_calls(detection, units[0].root, name)
@@ -2579,7 +2625,9 @@ def _bind_callers(
         looked.append(detection.file)
         for u in units_mentioning(detection.file, pat, view):
             calls = [
-                c for c in call_sites(u.detection.source, u.root, name) if enclosing_function(c)
+                c
+                for c in call_sites(u.detection.source, u.root, name, callee=fn)
+                if enclosing_function(c)
             ]
             if calls:
                 detection = u.detection
@@ -2724,7 +2772,7 @@ def _program_context(
 
 
 # ``extern size_t even_sites_on_node;``: a global another file of the program defines
-_EXTERN = re.compile(rb"^[ \t]*extern\s+(?!\"C)[\w:<>\s*&]+?\b([A-Za-z_]\w*)\s*;", re.M)
+_EXTERN = re.compile(rb'^[ \t]*extern\s+(?:"C"\s+)?[\w:<>\s*&]+?\b([A-Za-z_]\w*)\s*;', re.M)
 
 
 def _extern_globals(detection: Detection, ctx: HostContext, view: SourceView | None) -> None:
@@ -2840,6 +2888,8 @@ def host_context(
     site = _pick_launch(sites, block, grid)
     if block is None and unit is not None and len(sites) > 1:
         site = _taken_launch(sites, unit, ctx, argv, view) or site
+    elif block is not None and grid is not None and unit is not None and len(sites) > 1:
+        site = _sized_launch(sites, unit, ctx, argv, view, block, grid) or site
     ctx.launch = site
     if site is not None and unit is not None:
         if unit.detection is not detection:
@@ -3076,12 +3126,12 @@ def _instantiation(
     if not params:
         return {}
     name = function_name(fn)
-    calls = in_file = call_sites(detection.source, _root(fn), name) if name else []
+    calls = in_file = call_sites(detection.source, _root(fn), name, callee=fn) if name else []
     site_detection = detection
     if name and not any(_explicit_args(c) for c in calls):
         pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*<[^;(){}]*>\s*\(")
         for u in units_mentioning(detection.file, pat, view):
-            calls = call_sites(u.detection.source, u.root, name)
+            calls = call_sites(u.detection.source, u.root, name, callee=fn)
             if any(_explicit_args(c) for c in calls):
                 site_detection = u.detection
                 break
@@ -3100,7 +3150,7 @@ def _instantiation(
         # (a template in a header, called from ``main.cu``)
         callers = [(detection, in_file)]
         if not any(enclosing_function(c) not in (None, fn) for c in in_file):
-            callers = _sibling_calls(detection, name, view)
+            callers = _sibling_calls(detection, fn, name, view)
         for site_det, found in callers:
             resolve = functools.partial(_resolved, detection=site_det, view=view, depth=_depth)
             deduced = _deduced_from_call(fn, found, resolve)
@@ -3124,8 +3174,8 @@ def _template_values(
     name = function_name(fn)
     if not values or not name:
         return
-    found = [(detection, call_sites(detection.source, _root(fn), name))]
-    found += _sibling_calls(detection, name, view)
+    found = [(detection, call_sites(detection.source, _root(fn), name, callee=fn))]
+    found += _sibling_calls(detection, fn, name, view)
     calls = {
         text(c).replace(" ", "")
         for _det, sites in found
@@ -3141,13 +3191,13 @@ def _template_values(
 
 
 def _sibling_calls(
-    detection: Detection, name: str, view: SourceView | None
+    detection: Detection, fn: Node, name: str, view: SourceView | None
 ) -> list[tuple[Detection, list[Node]]]:
-    """The calls of function ``name`` (``f(...)``, ``f<T>(...)``) in the sibling files of
-    ``detection``, by file."""
+    """The calls of function ``fn`` named ``name`` (``f(...)``, ``f<T>(...)``) in the
+    sibling files of ``detection``, by file."""
     pat = call_pattern(name)
     return [
-        (u.detection, call_sites(u.detection.source, u.root, name))
+        (u.detection, call_sites(u.detection.source, u.root, name, callee=fn))
         for u in units_mentioning(detection.file, pat, view)
     ]
 
@@ -3621,6 +3671,38 @@ def _taken_launch(
         if _branch_taken(call, fn, probe, argv) is not False:
             return site
     return None
+
+
+def _sized_launch(
+    sites: tuple[LaunchSite, ...],
+    unit: Unit,
+    ctx: HostContext,
+    argv: list[str],
+    view: SourceView | None,
+    block: Dim3,
+    grid: Dim3,
+) -> LaunchSite | None:
+    """The first launch whose host values size it as given (a profiled launch's ``block``
+    and ``grid``): of a kernel launched once per face of a box, each face's sizes and
+    arguments, the face that was measured; None when none does or one is sized as given
+    without its host values (:func:`_pick_launch` took it)."""
+    if any(s.block_value == block and s.grid_value == grid for s in sites):
+        return None
+    for site in sites[:_SIZED_TRIED]:
+        if site.file != unit.detection.file:
+            continue
+        call = unit.root.descendant_for_byte_range(site.span.start_byte, site.span.end_byte)
+        fn = enclosing_function(call) if call is not None else None
+        if call is None or fn is None:
+            continue
+        probe = _program_context(unit.detection, argv, dict(ctx.fixed), ctx.device)
+        _host_scope(probe, unit.detection, fn, site.span.start_byte, argv, view)
+        if _dim(probe, site.block, argv) == block and _dim(probe, site.grid, argv) == grid:
+            return site
+    return None
+
+
+_SIZED_TRIED = 8  # launch sites of one kernel sized in their scope to find a profiled one
 
 
 def _pick_launch(

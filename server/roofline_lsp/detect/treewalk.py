@@ -78,10 +78,16 @@ def call_pattern(name: str) -> re.Pattern[bytes]:
 
 
 def call_sites(
-    source: bytes, root: Node, name: str, within: Node | None = None, limit: int = 8
+    source: bytes,
+    root: Node,
+    name: str,
+    within: Node | None = None,
+    limit: int = 8,
+    callee: Node | None = None,
 ) -> list[Node]:
     """Calls of function ``name`` in a file (``source``, parsed as ``root``; found textually,
-    confirmed on the tree), or in the node ``within``; the first ``limit``."""
+    confirmed on the tree), or in the node ``within``; the first ``limit``. Given the
+    ``callee``'s definition, only the calls that can be of it (:func:`may_call`)."""
     start, end = (within.start_byte, within.end_byte) if within is not None else (0, len(source))
     calls: list[Node] = []
     for m in call_pattern(name).finditer(source, start, end):
@@ -92,8 +98,10 @@ def call_sites(
                 break
             node = node.parent
         fn = node.child_by_field_name("function") if node is not None else None
-        if node is not None and node.type == "call_expression" and _covers(fn, m.start()):
-            calls.append(node)  # (not a call whose argument mentions it: ``printf("f()")``)
+        # (not a call whose argument mentions it: ``printf("f()")``)
+        called = node is not None and node.type == "call_expression" and _covers(fn, m.start())
+        if called and node is not None and (callee is None or may_call(node, callee)):
+            calls.append(node)
         if len(calls) >= limit:
             break
     return calls
@@ -101,6 +109,41 @@ def call_sites(
 
 def _covers(node: Node | None, at: int) -> bool:
     return node is not None and node.start_byte <= at < node.end_byte
+
+
+def may_call(call: Node, fn: Node) -> bool:
+    """Whether ``call`` (a call site :func:`call_sites` found by ``fn``'s name) can call host
+    function ``fn``: not from a ``__device__``/``__global__`` function (device code cannot
+    call host code), and not through a qualifier naming another scope (``cg::reduce(...)``
+    is not a call of a file's own ``reduce``: only a namespace or class ``fn`` sits in, or
+    the global ``::``, may qualify it)."""
+    caller = enclosing_function(call)
+    if caller is not None and caller != fn:
+        quals = function_qualifiers(caller)
+        if ("__device__" in quals or "__global__" in quals) and "__host__" not in quals:
+            return False
+    called = call.child_by_field_name("function")
+    qualifier = ""  # the innermost scope named: ``b`` of ``a::b::f<T>``
+    while called is not None and called.type in ("qualified_identifier", "template_function"):
+        scope = called.child_by_field_name("scope")
+        if scope is not None:
+            qualifier = text(scope).split("<", 1)[0]
+        called = called.child_by_field_name("name")
+    if not qualifier:
+        return True  # ``f(...)``, ``::f(...)``
+    owners: set[str] = set()
+    decl = function_declarator(fn)
+    declared = qualified_declarator_name(decl.child_by_field_name("declarator") if decl else None)
+    if declared and "::" in declared:
+        owners.update(part.split("<", 1)[0] for part in declared.split("::")[:-1])
+    node = fn.parent
+    while node is not None:
+        if node.type in ("namespace_definition", "class_specifier", "struct_specifier"):
+            name = node.child_by_field_name("name")
+            if name is not None:
+                owners.update(text(name).split("::"))
+        node = node.parent
+    return qualifier in owners
 
 
 def unqualified_name(name: str) -> str:
