@@ -540,6 +540,28 @@ def test_a_profiled_launch_is_the_site_its_host_values_size_as_measured(tmp_path
     assert ctx.get("z3") == 0 and ctx.get("z4") == 27
 
 
+def test_a_vector_types_constructor_gives_its_components(tmp_path: Path) -> None:
+    # dim = make_int2(10000, 100), dir = dim - 1 per component, the ray as long as the
+    # longer one: 9,999 elements, ceil(9999 / 256) = 40 blocks; the kernel's n is dir.y = 99
+    src = (
+        "#include <cmath>\n"
+        "typedef unsigned int uint;\n"
+        "__global__ void k(float *a, int n) { a[threadIdx.x] = n; }\n"
+        "int main() {\n"
+        "  int2 dim = make_int2(10000, 100);\n"
+        "  int2 dir;\n"
+        "  dir = make_int2(dim.x - 1, dim.y - 1);\n"
+        "  int length = max(abs(dir.x), abs(dir.y));\n"
+        "  dim3 block(256);\n"
+        "  dim3 grid((uint)ceil(length / (double)block.x));\n"
+        "  float *a;\n"
+        "  k<<<grid, block>>>(a, dir.y);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"main.cu": src}, "main.cu")
+    assert ctx.grid == (40, 1, 1) and ctx.get("n") == 99
+
+
 def test_the_call_taken_is_one_the_default_run_makes(tmp_path: Path) -> None:
     # benchmark's first call is in shmoo (n = 1 on its first trip), which runTest calls only
     # when the command line has "shmoo"; run without arguments, the flag is false and the

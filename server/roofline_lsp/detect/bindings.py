@@ -1031,6 +1031,10 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             if "dim3" in ty and d.type in ("init_declarator", "identifier"):
                 v = d.child_by_field_name("value") if d.type == "init_declarator" else None
                 _assign_dim3(ctx, name, text(v) if v is not None else "", argv)
+            elif d.type == "init_declarator" and _assign_vector(
+                ctx, name, text(d.child_by_field_name("value") or d), argv
+            ):
+                pass
             elif d.type == "init_declarator":
                 v = d.child_by_field_name("value")
                 array = d.child_by_field_name("declarator")
@@ -1163,6 +1167,8 @@ def _scan_statement(node: Node, depth: int, fn: Node, ctx: HostContext, argv: li
             rt = text(right)
             if op.type == "=" and "dim3" in ctx.types.get(target, ""):
                 _assign_dim3(ctx, target, rt, argv)
+            elif op.type == "=" and _assign_vector(ctx, target, rt, argv):
+                pass
             elif op.type == "=" and depth > 0 and target in _IDENT.findall(rt):
                 # ``n = n * shape_i`` in a loop: accumulated (see ``_accumulated``)
                 _assign(ctx, target, _accumulated(node, fn, ctx, target, right), argv)
@@ -1909,6 +1915,25 @@ def _assign_dim3(ctx: HostContext, name: str, value: str, argv: list[str]) -> No
     for c, part in zip("xyz", parts, strict=True):
         _assign(ctx, f"{name}.{c}", part, argv)
     _assign(ctx, name, f"dim3({name}.x, {name}.y, {name}.z)", argv)
+
+
+# a CUDA vector type's constructor: ``make_int2(w, h)``, ``make_float3(0, 0, 2.0f)``
+_MAKE_VECTOR = re.compile(r"\s*make_[a-z]+([1-4])\s*(\(.*\))\s*\Z", re.S)
+
+
+def _assign_vector(ctx: HostContext, name: str, value: str, argv: list[str]) -> bool:
+    """``int2 name = make_int2(a, b)`` or ``name = make_int2(a, b)``: the components
+    ``name.x``/``.y`` (``.z``, ``.w``) get the arguments' texts; False (nothing assigned)
+    when ``value`` is not such a constructor."""
+    m = _MAKE_VECTOR.match(value)
+    if m is None or inner_text(m.group(2)) == m.group(2):
+        return False
+    parts = split_args(inner_text(m.group(2)))
+    if len(parts) != int(m.group(1)):
+        return False
+    for c, part in zip("xyzw", parts, strict=False):
+        _assign(ctx, f"{name}.{c}", part, argv)
+    return True
 
 
 def _read_at_run_time(node: Node) -> list[str]:
