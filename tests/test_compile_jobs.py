@@ -418,6 +418,37 @@ def test_real_nvcc_compiles_a_device_side_launch_as_relocatable_code(tmp_path: P
 
 
 @needs_nvcc
+def test_real_nvcc_leaves_the_host_code_out_of_the_projects_headers_too(tmp_path: Path) -> None:
+    # common.h declares a host handle of a library type from cublas_v2.h, which this
+    # toolkit may lack: its empty stand-in leaves the type undeclared, so the device code
+    # compiles only with the header's host code left out as well (a copy; the original is
+    # untouched). The kernel's multiply on line 3 keeps its line; the struct whose
+    # alignment macro the grammar misreads as a function stays: the kernel uses it
+    (tmp_path / "common.h").write_text(
+        '#include "cublas_v2.h"\n'
+        "cublasHandle_t handle;\n"
+        "void check(cublasStatus_t s) { if (s != CUBLAS_STATUS_SUCCESS) exit(1); }\n"
+        "struct __align__(8) Pair { float a, b; };\n"
+    )
+    src = tmp_path / "scale.cu"
+    src.write_text(
+        '#include "common.h"\n'
+        "__global__ void k(Pair *p, float *y) {\n"
+        "    y[threadIdx.x] = p[threadIdx.x].a * p[threadIdx.x].b;\n"
+        "}\n"
+        "int main() { cublasCreate(&handle); }\n"
+    )
+    res = compile_ptx(str(src), None, NVCC, "sm_86")
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    assert res.adapted == (
+        "device code only, host code left out of it and its headers: cublas_v2.h not found"
+    )
+    counts = counts_for_kernel(parse_ptx(res.ptx), "k")
+    assert counts is not None and counts[(str(src), 3)].flops_fp32 == 1
+    assert "cublasHandle_t handle;" in (tmp_path / "common.h").read_text()
+
+
+@needs_nvcc
 def test_real_nvcc_failure_is_clean() -> None:
     assert NVCC is not None
     res = compile_ptx(str(FIX / "broken.cu"), None, NVCC, "sm_86")

@@ -75,3 +75,16 @@ def test_the_header_a_failed_compile_could_not_find() -> None:
     assert missing_header(nvcc) == "SDKBitMap.h"
     assert missing_header(clang) == "../common/shrUtils.h"
     assert missing_header('k.cu(3): error: identifier "q" is undefined') is None
+
+
+def test_a_type_the_grammar_misreads_as_a_function_is_kept() -> None:
+    # ``struct __align__(8) T {...};``: tree-sitter cannot expand the macro and reads a
+    # function definition with no function declarator; it is a type device code uses
+    src = (
+        b"struct __align__(8) SumMax { float sum, max; };\n"
+        b"__device__ float total(SumMax s) { return s.sum; }\n"
+        b"void host(void) { }\n"
+    )
+    out = device_only(src)
+    assert out is not None
+    assert _lines(out) == ["struct __align__(8) SumMax { float sum, max; };", _lines(src)[1], ""]

@@ -159,7 +159,10 @@ _CLANG_LENIENT = ("-Wno-register",)
 # are not reused
 _KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": (*_CLANG_COUNTING, *_CLANG_LENIENT)}
 # ... and the retries after a failure (a cached failure from before them is not reused)
-_RETRY_TAG = "retries: -D for scalar-named types, -rdc, device code only (noted, macros)"
+_RETRY_TAG = (
+    "retries: -D for scalar-named types, -rdc, device code only (noted, macros, headers, "
+    "misread types)"
+)
 
 
 def clang_omp_command(
@@ -528,9 +531,12 @@ async def _execute(
 
 async def _device_code_only(job: _Job, timeout: float) -> PtxResult | PtxFailure | None:
     """The compile of the file's device code alone (``device_only``) after the whole file
-    failed, with an empty stand-in for each header still not found; None when that does not
-    compile either (the first failure is the one to show) or there is no host code to leave
-    out; a failure when a compile did not finish (a timeout)."""
+    failed, with an empty stand-in for each header still not found, and, when that fails
+    on another error, the device code alone of the project's own headers too (a header
+    declaring host variables of a library type the stand-in leaves undeclared:
+    ``cublasHandle_t handle;``); None when that does not compile either (the first failure
+    is the one to show) or there is no host code to leave out; a failure when a compile did
+    not finish (a timeout)."""
     reduced = await asyncio.to_thread(device_only, job.source)
     if reduced is None:
         return None
@@ -539,8 +545,9 @@ async def _device_code_only(job: _Job, timeout: float) -> PtxResult | PtxFailure
     stubs = os.path.join(wd.tmp, "stand-ins")
     trial = replace(trial, flags=(*trial.flags, "-I", stubs))
     missing: list[str] = []
+    headers = False  # the project's headers reduced too
     try:
-        for _ in range(8):
+        for _ in range(9):
             cmd = trial.command(wd.src, wd.out)
             ran = await _execute(trial, cmd, timeout)
             if isinstance(ran, PtxFailure):
@@ -548,8 +555,15 @@ async def _device_code_only(job: _Job, timeout: float) -> PtxResult | PtxFailure
             result = wd.finish(trial, cmd, *ran)
             if isinstance(result, PtxResult):
                 shown = f": {', '.join(missing)} not found" if missing else ""
-                return replace(result, adapted=f"device code only, host code left out{shown}")
+                where = (
+                    "host code left out of it and its headers" if headers else "host code left out"
+                )
+                return replace(result, adapted=f"device code only, {where}{shown}")
             header = missing_header(f"{result.reason}\n{result.log}")
+            if header is None and not headers:
+                headers = await asyncio.to_thread(_reduce_headers, job, wd.tmp)
+                if headers:
+                    continue
             if header is None or header in missing:
                 return None
             folder = _stand_in(stubs, header)
@@ -561,6 +575,27 @@ async def _device_code_only(job: _Job, timeout: float) -> PtxResult | PtxFailure
         return None
     finally:
         wd.close()
+
+
+def _reduce_headers(job: _Job, tmp: str) -> bool:
+    """Write into ``tmp`` (where the reduced source is compiled, the first folder its quoted
+    includes are looked up in) the device code alone of each local header the source reaches
+    in its own folder or below it; whether any had host code to leave out."""
+    folder = os.path.dirname(job.path)
+    dirs = [job.flags[i + 1] for i, f in enumerate(job.flags[:-1]) if f == "-I"]
+    wrote = False
+    for path, data in local_includes(job.path, job.source, dirs):
+        rel = os.path.relpath(path, folder)
+        if rel.startswith(os.pardir) or os.path.isabs(rel):
+            continue
+        reduced = device_only(data)
+        if reduced is None:
+            continue
+        target = os.path.join(tmp, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        Path(target).write_bytes(reduced)
+        wrote = True
+    return wrote
 
 
 def _stand_in(root: str, header: str) -> str | None:

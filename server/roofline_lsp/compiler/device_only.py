@@ -99,12 +99,23 @@ def _kept(
 ) -> bool:
     body = fn.child_by_field_name("body")
     head = source[fn.start_byte : body.start_byte if body is not None else fn.end_byte]
-    if body is None or device.search(head):
-        return True
+    if body is None or device.search(head) or not _declares_function(fn):
+        return True  # (``struct __align__(8) T {...};``: a type the grammar took for one)
     if any(a <= fn.start_byte and fn.end_byte <= b for a, b in keep_ranges):
         return True
     inside = source[body.start_byte : body.end_byte]
     return bool(_OFFLOAD.search(inside) or _TEMPLATE_LAUNCH.search(inside))
+
+
+def _declares_function(fn: Node) -> bool:
+    """Whether a ``function_definition`` node declares a function (its declarator is one),
+    not a type definition the grammar misread around a macro it cannot expand."""
+    d = fn.child_by_field_name("declarator")
+    while d is not None and d.type != "function_declarator":
+        d = d.child_by_field_name("declarator") or (
+            d.named_children[0] if d.type == "reference_declarator" and d.named_children else None
+        )
+    return d is not None
 
 
 def _host_variable(decl: Node, source: bytes) -> bool:
