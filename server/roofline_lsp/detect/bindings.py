@@ -3684,6 +3684,21 @@ def _taken_launch(
 ) -> LaunchSite | None:
     """The first launch the host values do not rule out: of ``if (block_size == 16)
     k<16><<<...>>>; else k<32><<<...>>>;`` with ``block_size = 32``, the second."""
+    for site, call, fn, probe in _probed_sites(sites, unit, ctx, argv, view):
+        if _branch_taken(call, fn, probe, argv) is not False:
+            return site
+    return None
+
+
+def _probed_sites(
+    sites: Iterable[LaunchSite],
+    unit: Unit,
+    ctx: HostContext,
+    argv: list[str],
+    view: SourceView | None,
+) -> Iterator[tuple[LaunchSite, Node, Node, HostContext]]:
+    """Each launch of ``sites`` in ``unit``'s file with its call, the function around it and
+    the host values there (a context of its own, with ``ctx``'s user-given values)."""
     for site in sites:
         if site.file != unit.detection.file:
             continue
@@ -3693,9 +3708,7 @@ def _taken_launch(
             continue
         probe = _program_context(unit.detection, argv, dict(ctx.fixed), ctx.device)
         _host_scope(probe, unit.detection, fn, site.span.start_byte, argv, view)
-        if _branch_taken(call, fn, probe, argv) is not False:
-            return site
-    return None
+        yield site, call, fn, probe
 
 
 def _sized_launch(
@@ -3713,15 +3726,7 @@ def _sized_launch(
     without its host values (:func:`_pick_launch` took it)."""
     if any(s.block_value == block and s.grid_value == grid for s in sites):
         return None
-    for site in sites[:_SIZED_TRIED]:
-        if site.file != unit.detection.file:
-            continue
-        call = unit.root.descendant_for_byte_range(site.span.start_byte, site.span.end_byte)
-        fn = enclosing_function(call) if call is not None else None
-        if call is None or fn is None:
-            continue
-        probe = _program_context(unit.detection, argv, dict(ctx.fixed), ctx.device)
-        _host_scope(probe, unit.detection, fn, site.span.start_byte, argv, view)
+    for site, _call, _fn, probe in _probed_sites(sites[:_SIZED_TRIED], unit, ctx, argv, view):
         if _dim(probe, site.block, argv) == block and _dim(probe, site.grid, argv) == grid:
             return site
     return None

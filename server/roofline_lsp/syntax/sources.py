@@ -52,13 +52,13 @@ _HEADER_FOLDERS = ("include", "inc", "common", "Common")
 _HEADER_LEVELS = 3
 
 
-@functools.lru_cache(maxsize=256)
 def fallback_folders(folder: str) -> tuple[str, ...]:
-    """The folders searched, last, for a local include found neither beside the file nor on
+    r"""The folders searched, last, for a local include found neither beside the file nor on
     the include path: a shared header folder (:data:`_HEADER_FOLDERS`) of the file's folder
     or of an ancestor up to :data:`_HEADER_LEVELS` above it, not past a repository root (a
     folder with ``.git``), nearest first: what a build's ``-I../include`` names; then the
-    variant folders (:func:`variant_folders`)."""
+    variant folders (:func:`variant_folders`). Looked up on every call (a few ``stat``\ s),
+    so a header folder made while the server runs is found."""
     folder = os.path.abspath(folder)
     found: list[str] = []
     base = folder
