@@ -355,6 +355,15 @@ def test_the_launch_hint_names_what_a_hint_can_give(gpu, tmp_path: Path) -> None
     det = _detected(tmp_path, "// roofline: img.n=4096\n" + second, "h.cu")
     (v,) = [estimate(k, det, gpu) for k in det.kernels]
     assert v.counts is not None and v.counts.threads == 4096
+    # a cast's type is not a name a hint gives: (uint)ceil(n / 256.0) names n alone
+    cast = src.replace("(n + 255) / 256, 256", "(uint)ceil(n / 256.0), 256")
+    det = _detected(tmp_path, "typedef unsigned int uint;\n" + cast, "c.cu")
+    launch = [
+        t.names
+        for t in estimate(det.kernels[0], det, gpu).terms
+        if isinstance(t, AssumptionTerm) and t.kind == "launch"
+    ]
+    assert launch == [("n",)]
 
 
 def test_a_value_the_program_reads_at_run_time_is_named_as_read(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

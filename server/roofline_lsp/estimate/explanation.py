@@ -135,6 +135,10 @@ _NOT_VALUES = frozenset({"dim3", "sizeof", "int", "unsigned", "long", "size_t", 
 _FIELDS = re.compile(r"(?:\s*\.\s*[A-Za-z_]\w*)+")
 
 
+# what follows the type of a cast: its closing parenthesis, then an operand
+_CAST_AFTER = re.compile(r"\s*\)\s*[A-Za-z_0-9(]")
+
+
 def unresolved(expr: str, ctx: HostContext, depth: int = 0) -> tuple[str, ...]:
     """The names in a launch expression the host side gives no value for, through the
     expressions of the names it knows (``grid`` -> ``(n + 255) / 256`` -> ``n``)."""
@@ -143,6 +147,8 @@ def unresolved(expr: str, ctx: HostContext, depth: int = 0) -> tuple[str, ...]:
         nm = m.group(0)
         if nm in _NOT_VALUES or nm in out or expr[m.end() :].lstrip().startswith("("):
             continue  # a type, a function
+        if _CAST_AFTER.match(expr, m.end()) and expr[: m.start()].rstrip().endswith("("):
+            continue  # the type of a cast: ``(uint)ceil(n / 256.0)``
         if expr[: m.start()].rstrip().endswith((".", "->")):
             continue  # a field
         if nm[0].isdigit() or ctx.get(nm) is not None:
