@@ -449,6 +449,27 @@ def test_real_nvcc_leaves_the_host_code_out_of_the_projects_headers_too(tmp_path
 
 
 @needs_nvcc
+def test_real_nvcc_a_missing_cuda_library_header_still_brings_the_numeric_types(
+    tmp_path: Path,
+) -> None:
+    # the kernel's __nv_bfloat16 comes in through cublas_v2.h (as the real header includes
+    # the toolkit's cuda_bf16.h): its stand-in includes those headers, so the device code
+    # compiles without cuBLAS installed (with it, the whole file compiles)
+    src = tmp_path / "bf.cu"
+    src.write_text(
+        "#include <cublas_v2.h>\n"
+        "__global__ void k(__nv_bfloat16 *y, float *x) {\n"
+        "    x[threadIdx.x] = __bfloat162float(y[threadIdx.x]) * 2.0f;\n"
+        "}\n"
+        "int main() { cublasHandle_t h; cublasCreate(&h); }\n"
+    )
+    res = compile_ptx(str(src), None, NVCC, "sm_86")
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    counts = counts_for_kernel(parse_ptx(res.ptx), "k")
+    assert counts is not None and counts[(str(src), 3)].flops_fp32 == 1
+
+
+@needs_nvcc
 def test_real_nvcc_failure_is_clean() -> None:
     assert NVCC is not None
     res = compile_ptx(str(FIX / "broken.cu"), None, NVCC, "sm_86")

@@ -161,7 +161,7 @@ _KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": (*_CLANG_COUNTING, *_CLANG_LEN
 # ... and the retries after a failure (a cached failure from before them is not reused)
 _RETRY_TAG = (
     "retries: -D for scalar-named types, -rdc, device code only (noted, macros, headers, "
-    "misread types)"
+    "misread types, library types)"
 )
 
 
@@ -566,7 +566,7 @@ async def _device_code_only(job: _Job, timeout: float) -> PtxResult | PtxFailure
                     continue
             if header is None or header in missing:
                 return None
-            folder = _stand_in(stubs, header)
+            folder = _stand_in(stubs, header, job.compiler)
             if folder is None:
                 return None
             missing.append(header)
@@ -598,9 +598,20 @@ def _reduce_headers(job: _Job, tmp: str) -> bool:
     return wrote
 
 
-def _stand_in(root: str, header: str) -> str | None:
-    """An empty ``header`` under ``root``, and the include folder that finds it as written
-    (``../common/x.h``: a folder one level below ``root``); None for an absolute path."""
+# CUDA's libraries, whose headers bring in the toolkit's numeric types (``cublas_v2.h``
+# includes cuda_fp16.h, library_types.h...: code using ``__nv_bfloat16`` may rely on them)
+_CUDA_LIBRARY = re.compile(r"(?:cublas|cusparse|cusolver|cufft|curand|cudnn|nccl|nvjpeg)\w*\.h")
+_LIBRARY_TYPES = b"".join(
+    b"#include <%s>\n" % h
+    for h in (b"cuda_runtime.h", b"cuda_fp16.h", b"cuda_bf16.h", b"library_types.h", b"cuComplex.h")
+)
+
+
+def _stand_in(root: str, header: str, compiler: Compiler = "nvcc") -> str | None:
+    """A stand-in for ``header`` under ``root``, and the include folder that finds it as
+    written (``../common/x.h``: a folder one level below ``root``); None for an absolute
+    path. It is empty, but for a CUDA library's header under nvcc: the toolkit's numeric
+    type headers, which the library's would have included."""
     if os.path.isabs(header):
         return None
     parts = os.path.normpath(header).split(os.sep)
@@ -614,7 +625,8 @@ def _stand_in(root: str, header: str) -> str | None:
     path = os.path.join(root, *rest)
     os.makedirs(folder, exist_ok=True)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    Path(path).write_bytes(b"")
+    library = compiler == "nvcc" and _CUDA_LIBRARY.fullmatch(os.path.basename(header))
+    Path(path).write_bytes(_LIBRARY_TYPES if library else b"")
     return folder
 
 
