@@ -239,6 +239,9 @@ class _Job:
     cuda_path: str | None = None
     lang: str = "c++"
     required: tuple[tuple[str, RequiredChoice], ...] = ()  # -D names the source demanded
+    # the local headers the source reaches (path, bytes): in the key, and reduced with it
+    # for a device-code-only compile
+    includes: tuple[tuple[str, bytes], ...] = ()
 
     def command(self, src: str, out: str) -> list[str]:
         if self.compiler == "clang":
@@ -314,6 +317,7 @@ def _prepare(req: _Request) -> _Job | PtxFailure:
         req.cuda_path,
         lang,
         required,
+        tuple(includes),
     )
 
 
@@ -582,9 +586,8 @@ def _reduce_headers(job: _Job, tmp: str) -> bool:
     includes are looked up in) the device code alone of each local header the source reaches
     in its own folder or below it; whether any had host code to leave out."""
     folder = os.path.dirname(job.path)
-    dirs = [job.flags[i + 1] for i, f in enumerate(job.flags[:-1]) if f == "-I"]
     wrote = False
-    for path, data in local_includes(job.path, job.source, dirs):
+    for path, data in job.includes:
         rel = os.path.relpath(path, folder)
         if rel.startswith(os.pardir) or os.path.isabs(rel):
             continue

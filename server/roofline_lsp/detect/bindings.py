@@ -2085,8 +2085,7 @@ def _branch_taken(node: Node, fn: Node, ctx: HostContext, argv: list[str]) -> bo
                 # == 0``): its branch runs when the option is given; in the loop over the
                 # words the other branch runs for the other words (the next test of an
                 # ``else if`` chain decides), else it runs when the option is not given
-                given = {t.lstrip("-").partition("=")[0] for t in argv if t.startswith("-")}
-                named = bool({n.lstrip("-") for n in names} & given)
+                named = bool({n.lstrip("-") for n in names} & _given_options(argv))
                 if named == in_else and (not in_else or not _in_word_loop(p, fn)):
                     return False
             elif v is None:
@@ -2218,8 +2217,12 @@ def _option_given(node: Node, fn: Node, argv: list[str]) -> bool:
     ``case 's':`` of a getopt loop, the ``if (!strcmp(argv[i], "-n"))`` around it); True
     when no option name is found around it."""
     names = _option_names(node, fn)
-    given = {t.lstrip("-").partition("=")[0] for t in argv if t.startswith("-")}
-    return not names or bool(names & given)
+    return not names or bool(names & _given_options(argv))
+
+
+def _given_options(argv: list[str]) -> set[str]:
+    """The option names the command line gives (``--grid 256 -v`` -> grid, v)."""
+    return {t.lstrip("-").partition("=")[0] for t in argv if t.startswith("-")}
 
 
 def _option_number(node: Node, fn: Node, argv: list[str]) -> str | None:
@@ -3175,7 +3178,7 @@ def _instantiation(
         # (a template in a header, called from ``main.cu``)
         callers = [(detection, in_file)]
         if not any(enclosing_function(c) not in (None, fn) for c in in_file):
-            callers = _sibling_calls(detection, fn, name, view)
+            callers = _sibling_calls(detection, fn, view)
         for site_det, found in callers:
             resolve = functools.partial(_resolved, detection=site_det, view=view, depth=_depth)
             deduced = _deduced_from_call(fn, found, resolve)
@@ -3200,7 +3203,7 @@ def _template_values(
     if not values or not name:
         return
     found = [(detection, call_sites(detection.source, _root(fn), name, callee=fn))]
-    found += _sibling_calls(detection, fn, name, view)
+    found += _sibling_calls(detection, fn, view)
     calls = {
         text(c).replace(" ", "")
         for _det, sites in found
@@ -3216,10 +3219,11 @@ def _template_values(
 
 
 def _sibling_calls(
-    detection: Detection, fn: Node, name: str, view: SourceView | None
+    detection: Detection, fn: Node, view: SourceView | None
 ) -> list[tuple[Detection, list[Node]]]:
-    """The calls of function ``fn`` named ``name`` (``f(...)``, ``f<T>(...)``) in the
-    sibling files of ``detection``, by file."""
+    """The calls of function ``fn`` (``f(...)``, ``f<T>(...)``) in the sibling files of
+    ``detection``, by file."""
+    name = function_name(fn)
     pat = call_pattern(name)
     return [
         (u.detection, call_sites(u.detection.source, u.root, name, callee=fn))

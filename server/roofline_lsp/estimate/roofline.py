@@ -437,6 +437,7 @@ def analyze(
             chunk_share=min(1.0, gpu_threads / threads) if offload and threads > 0 else 1.0,
             template_args=inputs.instantiation if offload else ctx.template_args,
         )
+    threads_per_sm = gpu.max_threads_per_sm or cal.threads_per_sm  # resident, per SM
     traffic = functools.partial(
         estimate_traffic,
         extents=ctx.extents,
@@ -447,7 +448,7 @@ def analyze(
             capacity_miss=cal.capacity_miss,
             launch_floor=cal.launch_floor,
         ),
-        resident_threads=float(gpu.sm_count * (gpu.max_threads_per_sm or cal.threads_per_sm)),
+        resident_threads=float(gpu.sm_count * threads_per_sm),
         l1_bytes=float(gpu.sm_count * cal.l1_bytes_per_sm),
         code_bytes=float(compiled.ptx.code_bytes) if compiled and compiled.ptx else 0.0,
     )
@@ -470,7 +471,7 @@ def analyze(
         loads=global_loads(counts.accesses, threads),
         load_cycles=cal.load_cycles,
         wavefronts=l1_wavefronts(counts.accesses, threads),
-        threads_per_sm=gpu.max_threads_per_sm or cal.threads_per_sm,
+        threads_per_sm=threads_per_sm,
         contended=contended_updates(counts.accesses, threads),
         atomic_cycles=cal.atomic_cycles,
         blocks=float(math.prod(grid)),
