@@ -165,6 +165,28 @@ def test_resident_writes_stay_in_l2() -> None:
     assert m.bytes_stored == 0.5 * 2**20
 
 
+@pytest.mark.parametrize(
+    ("stored_mib", "share"),
+    [
+        # 2 MiB of 5 MiB (40% of L2, under the half that keeps its dirty lines): half
+        (2, 0.5),
+        # 3.75 MiB (75%, halfway from 50% to a full L2): 0.5 + 0.5 * 0.5 of them
+        (3.75, 0.75),
+        # 5 MiB (a full L2): all of them, as if it had overflowed
+        (5, 1.0),
+    ],
+)
+def test_written_lines_are_evicted_as_the_working_set_fills_l2(
+    stored_mib: float, share: float
+) -> None:
+    # a write-only working set: what stays dirty in L2 at the end of the launch shrinks from
+    # half of it (while it fills half of L2 or less) to nothing as it fills L2
+    n = stored_mib * 2**18  # 4-byte elements
+    m = estimate_traffic(counts(n, acc("b", "store", 1, n)), {}, L2, MODEL)
+    assert m.resident
+    assert m.bytes_stored == pytest.approx(share * stored_mib * 2**20)
+
+
 def test_launch_floor() -> None:
     m = estimate_traffic(counts(1, acc("a", "store", 1, 1)), {}, L2, CacheModel())
     assert m.bytes_loaded == CacheModel().launch_floor
@@ -323,8 +345,9 @@ def test_components_of_a_structure_of_arrays_are_not_layers() -> None:
 
 def test_host_memory_read_in_place_is_not_dram_traffic() -> None:
     # c[i] = a[i] + b[i] over 1M threads, a and b host memory mapped into the device: a's
-    # and b's 8 MiB cross the host link, kept apart; c's 4 MiB alone fit the 5 MiB L2, half
-    # of them written back during the kernel (the write-back share): 2 MiB of DRAM
+    # and b's 8 MiB cross the host link, kept apart; c's 4 MiB alone fit the 5 MiB L2 (80%
+    # of it), 0.5 + 0.5 * (0.8 - 0.5) / 0.5 = 0.8 of them written back during the kernel
+    # (the write-back share as the working set fills L2): 3.2 MiB of DRAM
     def traffic(c: ThreadCounts) -> MemoryEstimate:
         return estimate_traffic(c, {}, L2, MODEL)
 
@@ -332,7 +355,8 @@ def test_host_memory_read_in_place_is_not_dram_traffic() -> None:
         2**20, acc("a", "load", 1, 2**20), acc("b", "load", 1, 2**20), acc("c", "store", 1, 2**20)
     )
     m = without_host_memory(k, {"a", "b", "x"}, traffic)
-    assert (m.bytes_loaded, m.bytes_stored) == (0.0, 2 * 2**20) and m.resident
+    assert m.bytes_loaded == 0.0 and m.resident
+    assert m.bytes_stored == pytest.approx(0.8 * 4 * 2**20)
     assert m.host_buffers == ("a", "b") and m.host_bytes == 8 * 2**20
     # nothing mapped: the plain estimate
     assert without_host_memory(k, set(), traffic) == traffic(k)
