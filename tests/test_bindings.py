@@ -1406,6 +1406,32 @@ def test_device_limits_a_launch_queries_are_the_target_gpu_s(tmp_path: Path) -> 
         assert ctx.block == (lanes, 1, 1), gpu
 
 
+def test_work_sized_by_the_compute_capability_follows_the_target_gpu(tmp_path: Path) -> None:
+    # simpleStreams' form: older GPUs get less work. RTX 3080 (8.6): major 8 >= 2, minor 6, so
+    # n = 16 M elements, 65,536 blocks of 256; the attribute query gives the same minor.
+    # An AMD profile has no compute capability: the branch is not decided, n not known.
+    src = (
+        "__global__ void k(float *x, int minor) {\n"
+        "  x[blockIdx.x * blockDim.x + threadIdx.x] = minor;\n"
+        "}\n"
+        "int main() {\n"
+        "  cudaDeviceProp prop; cudaGetDeviceProperties(&prop, 0);\n"
+        "  int n = 16 * 1024 * 1024;\n"
+        "  if (prop.major < 2) n = 4 * 1024 * 1024;\n"
+        "  int minor; cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);\n"
+        "  float *x; k<<<n / 256, 256>>>(x, minor);\n"
+        "}\n"
+    )
+    device = load_registry().get("rtx3080").device_properties
+    ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", device=device)
+    assert ctx.grid == (65536, 1, 1)
+    assert ctx.get("minor") == 6
+    device = load_registry().get("mi250x").device_properties
+    ctx = ctx_for(tmp_path, {"k.cu": src}, "k.cu", device=device)
+    assert ctx.grid is None or ctx.grid != (65536, 1, 1)
+    assert ctx.get("minor") is None
+
+
 def test_a_launch_the_occupancy_api_sizes_is_the_target_gpu_s(tmp_path: Path) -> None:
     # cudaOccupancyMaxPotentialBlockSize, from the SM's resident limits (registers and
     # shared memory not counted): the largest block reaching the most resident threads.

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from roofline_lsp.compiler.toolchain import arch_for
 from roofline_lsp.model.gpus import (
     MIB,
     NUMBER_FIELDS,
@@ -447,4 +448,22 @@ def test_resident_limits_are_the_device_properties_of_nvidia_gpus(tmp_path: Path
     assert load_registry(str(path)).get("mine").max_threads_per_sm == 1024
     path.write_text('[mine]\nbased_on = "rtx3080"\nmax_blocks_per_sm = 2.5\n')
     with pytest.raises(GpuProfileError, match=r"max_blocks_per_sm: expected a whole number"):
+        load_registry(str(path))
+
+
+def test_compute_capability_is_reported_and_chooses_the_arch(tmp_path: Path) -> None:
+    # NVIDIA profiles give major.minor (cudaDeviceProp major/minor); AMD and Intel none
+    reg = load_registry()
+    props = reg.get("rtx3080").device_properties
+    assert (props["major"], props["minor"]) == (8.0, 6.0)
+    assert reg.get("b200").compute_capability == (10, 0)
+    assert "major" not in reg.get("mi300x").device_properties
+    assert reg.get("max-1550").compute_capability is None
+    # a user profile's compute capability picks the counting build's arch, whatever its name
+    path = tmp_path / "mine.toml"
+    path.write_text('[mine]\nbased_on = "rtx4090"\ncompute_capability = 12.0\n')
+    mine = load_registry(str(path)).get("mine")
+    assert mine.compute_capability == (12, 0) and arch_for(mine) == "sm_120"
+    path.write_text('[mine]\nbased_on = "rtx4090"\ncompute_capability = 8.65\n')
+    with pytest.raises(GpuProfileError, match=r"compute_capability: expected major\.minor"):
         load_registry(str(path))

@@ -122,6 +122,8 @@ _DEVICE_ATTRIBUTES = {
     "maxsharedmemoryperblock": "sharedMemPerBlock",
     "maxthreadspermultiprocessor": "maxThreadsPerMultiProcessor",
     "maxblockspermultiprocessor": "maxBlocksPerMultiProcessor",
+    "computecapabilitymajor": "major",
+    "computecapabilityminor": "minor",
 }
 # the GPUs the program finds: the one the verdict is for (a program splitting its work over
 # them gives that GPU all of it)

@@ -84,6 +84,7 @@ _NUMBER_FIELDS: dict[str, float] = {
     "display_hz": 1.0,
     "max_threads_per_sm": 1.0,
     "max_blocks_per_sm": 1.0,
+    "compute_capability": 1.0,
 }
 _WHOLE_FIELDS = frozenset({"sm_count", "max_threads_per_sm", "max_blocks_per_sm"})
 _STRING_FIELDS = ("vendor", "full_name", "unit_name", "cache_kind", "based_on")
@@ -172,12 +173,15 @@ class GpuProfile:
     # resident threads and blocks an SM holds at most (None: not modelled for the vendor)
     max_threads_per_sm: int | None = None
     max_blocks_per_sm: int | None = None
+    # the CUDA compute capability, (major, minor) (None: not an NVIDIA GPU, or not given)
+    compute_capability: tuple[int, int] | None = None
     sources: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def device_properties(self) -> dict[str, float]:
         """What host code querying this GPU reads (``cudaDeviceProp`` field names, with its
-        units: ``clockRate`` in kHz, the maximum boost clock the driver reports). Warp size and
+        units: ``clockRate`` in kHz, the maximum boost clock the driver reports; ``major``
+        and ``minor``, the compute capability of an NVIDIA GPU). Warp size and
         per-block limits are the vendor's: 32 threads and 48 KiB of static shared memory on
         NVIDIA, 64 and 64 KiB on AMD Instinct (CDNA); Intel's sub-groups vary per kernel, so
         only what the profile itself gives is known there."""
@@ -193,6 +197,8 @@ class GpuProfile:
             props["maxThreadsPerMultiProcessor"] = float(self.max_threads_per_sm)
         if self.max_blocks_per_sm is not None:
             props["maxBlocksPerMultiProcessor"] = float(self.max_blocks_per_sm)
+        if self.compute_capability is not None:
+            props["major"], props["minor"] = map(float, self.compute_capability)
         return props
 
     def __post_init__(self) -> None:
@@ -475,6 +481,8 @@ def _check_entry(entry: dict[str, Any], err: _Err) -> dict[str, Any]:
             whole = key in _WHOLE_FIELDS
             if whole and value != int(value):
                 raise err(key, f"expected a whole number, got {_show(value)}")
+            if key == "compute_capability" and abs(value * 10 - round(value * 10)) > 1e-6:
+                raise err(key, f"expected major.minor, e.g. 8.6, got {_show(value)}")
             out[key] = int(value) if whole else float(value)
         elif key in _STRING_FIELDS:
             if not isinstance(value, str) or not value.strip():
@@ -527,6 +535,7 @@ def _profile(name: str, f: dict[str, Any]) -> GpuProfile:
         display_hz=opt("display_hz"),
         max_threads_per_sm=_whole(opt("max_threads_per_sm")),
         max_blocks_per_sm=_whole(opt("max_blocks_per_sm")),
+        compute_capability=_major_minor(f.get("compute_capability")),
         dram_bandwidth=f["dram_gbs"] * 1e9,
         l2_bytes=round(f["l2_mib"] * MIB),
         sources=dict(f.get("sources", {})),
@@ -535,6 +544,11 @@ def _profile(name: str, f: dict[str, Any]) -> GpuProfile:
 
 def _whole(v: float | None) -> int | None:
     return None if v is None else int(v)
+
+
+def _major_minor(v: float | None) -> tuple[int, int] | None:
+    """8.6 -> (8, 6), 10.0 -> (10, 0)."""
+    return None if v is None else divmod(round(v * 10), 10)
 
 
 class _Err:
@@ -622,5 +636,9 @@ def gpu_json(profile: GpuProfile) -> dict[str, Any]:
         if profile.display_frame_bytes is None or profile.display_hz is None
         else {"frameBytes": profile.display_frame_bytes, "hz": profile.display_hz},
         "ridges": profile.ridges(),  # ops per DRAM byte
+        # the CUDA compute capability, [major, minor] (None: not an NVIDIA GPU)
+        "computeCapability": list(profile.compute_capability)
+        if profile.compute_capability is not None
+        else None,
         "sources": dict(profile.sources),
     }
