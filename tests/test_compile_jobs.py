@@ -449,6 +449,37 @@ def test_real_nvcc_leaves_the_host_code_out_of_the_projects_headers_too(tmp_path
 
 
 @needs_nvcc
+def test_real_nvcc_keeps_what_a_template_kernels_launcher_calls_as_a_declaration(
+    tmp_path: Path,
+) -> None:
+    # llm.c's form: launch() is kept with the device code (it instantiates scale<float>) and
+    # checks the launch through cuda_check, a host function of common.h, which also needs
+    # cublas_v2.h. With the header's host code left out, cuda_check is undeclared; kept as
+    # a declaration (its body is host code) it compiles, and scale<float> has its PTX
+    (tmp_path / "common.h").write_text(
+        '#include "cublas_v2.h"\n'
+        "cublasHandle_t handle;\n"
+        "void cuda_check(cudaError_t e, const char *file, int line) {\n"
+        '    if (e != cudaSuccess) { printf("%s:%d", file, line); exit(1); }\n'
+        "}\n"
+        "#define cudaCheck(e) (cuda_check(e, __FILE__, __LINE__))\n"
+    )
+    src = tmp_path / "scale.cu"
+    src.write_text(
+        '#include "common.h"\n'
+        "template <typename T> __global__ void scale(T *x) {\n"
+        "    x[threadIdx.x] *= 2.0f;\n"
+        "}\n"
+        "void launch(float *d) { scale<float><<<1, 32>>>(d); cudaCheck(cudaGetLastError()); }\n"
+        "int main() { cublasCreate(&handle); }\n"
+    )
+    res = compile_ptx(str(src), None, NVCC, "sm_86")
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    counts = counts_for_kernel(parse_ptx(res.ptx), "scale")
+    assert counts is not None and counts[(str(src), 3)].flops_fp32 == 1
+
+
+@needs_nvcc
 def test_real_nvcc_a_missing_cuda_library_header_still_brings_the_numeric_types(
     tmp_path: Path,
 ) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from roofline_lsp.compiler.device_only import device_only, missing_header
+from roofline_lsp.compiler.device_only import device_only, missing_header, undeclared_names
 
 SOURCE = b"""\
 #include "SDKBitMap.h"
@@ -88,3 +88,35 @@ def test_a_type_the_grammar_misreads_as_a_function_is_kept() -> None:
     out = device_only(src)
     assert out is not None
     assert _lines(out) == ["struct __align__(8) SumMax { float sum, max; };", _lines(src)[1], ""]
+
+
+def test_host_functions_a_launcher_calls_can_stay_as_declarations() -> None:
+    # run() is kept (it instantiates scale<float>) and calls check(): asked for, check keeps
+    # its declaration (a `;` where its body began, the body blanked, lines kept), and a
+    # template its `template <...>`
+    src = (
+        b"void check(int e, const char *file) {\n"
+        b'  if (e) { printf("%s", file); exit(1); }\n'
+        b"}\n"
+        b"template <typename T> T host_sum(const T *a) { return a[0]; }\n"
+        b"template <typename T> __global__ void scale(T *x) { x[threadIdx.x] *= 2; }\n"
+        b"void run(float *d) { scale<float><<<1, 32>>>(d); check(0, __FILE__); }\n"
+    )
+    out = device_only(src, {"check", "host_sum"})
+    assert out is not None and len(out) == len(src)
+    assert _lines(out) == [
+        "void check(int e, const char *file);",
+        "",
+        "",
+        "template <typename T> T host_sum(const T *a);",
+        *_lines(src)[4:],
+    ]
+    # without the names, all of it goes
+    assert _lines(device_only(src) or b"")[:4] == ["", "", "", ""]
+
+
+def test_undeclared_names_from_nvcc_and_clang() -> None:
+    nvcc = 'x.cu(641): error: identifier "cuda_check" is undefined\n'
+    clang = "x.cpp:9:5: error: use of undeclared identifier 'dispatch_launch'\n"
+    assert undeclared_names(nvcc + clang) == {"cuda_check", "dispatch_launch"}
+    assert undeclared_names('x.cu(3): error: expected a ";"') == set()

@@ -35,13 +35,13 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from roofline_lsp.compiler.compile_units import local_includes, project_flags
-from roofline_lsp.compiler.device_only import device_only, missing_header
+from roofline_lsp.compiler.device_only import device_only, missing_header, undeclared_names
 from roofline_lsp.compiler.toolchain import clang_version, cuda_root, nvcc_version
 from roofline_lsp.store.cache import ResultCache
 from roofline_lsp.syntax.datatypes import named_like, scalar_name
@@ -161,7 +161,7 @@ _KEY_TAGS: dict[str, tuple[str, ...]] = {"clang": (*_CLANG_COUNTING, *_CLANG_LEN
 # ... and the retries after a failure (a cached failure from before them is not reused)
 _RETRY_TAG = (
     "retries: -D for scalar-named types, -rdc, device code only (noted, macros, headers, "
-    "misread types, library types)"
+    "misread types, library types, declarations)"
 )
 
 
@@ -538,9 +538,10 @@ async def _device_code_only(job: _Job, timeout: float) -> PtxResult | PtxFailure
     failed, with an empty stand-in for each header still not found, and, when that fails
     on another error, the device code alone of the project's own headers too (a header
     declaring host variables of a library type the stand-in leaves undeclared:
-    ``cublasHandle_t handle;``); None when that does not compile either (the first failure
-    is the one to show) or there is no host code to leave out; a failure when a compile did
-    not finish (a timeout)."""
+    ``cublasHandle_t handle;``), and the declarations of the host functions left out that
+    the kept code calls (a template kernel's launcher calling ``cuda_check``); None when
+    that does not compile either (the first failure is the one to show) or there is no host
+    code to leave out; a failure when a compile did not finish (a timeout)."""
     reduced = await asyncio.to_thread(device_only, job.source)
     if reduced is None:
         return None
@@ -550,8 +551,9 @@ async def _device_code_only(job: _Job, timeout: float) -> PtxResult | PtxFailure
     trial = replace(trial, flags=(*trial.flags, "-I", stubs))
     missing: list[str] = []
     headers = False  # the project's headers reduced too
+    declared: set[str] = set()  # host functions left out but for their declaration
     try:
-        for _ in range(9):
+        for _ in range(12):
             cmd = trial.command(wd.src, wd.out)
             ran = await _execute(trial, cmd, timeout)
             if isinstance(ran, PtxFailure):
@@ -563,9 +565,15 @@ async def _device_code_only(job: _Job, timeout: float) -> PtxResult | PtxFailure
                     "host code left out of it and its headers" if headers else "host code left out"
                 )
                 return replace(result, adapted=f"device code only, {where}{shown}")
-            header = missing_header(f"{result.reason}\n{result.log}")
+            log = f"{result.reason}\n{result.log}"
+            header = missing_header(log)
+            wanted = undeclared_names(log) - declared
+            if header is None and wanted:
+                declared |= wanted
+                if await asyncio.to_thread(_declare, job, wd, declared, headers):
+                    continue
             if header is None and not headers:
-                headers = await asyncio.to_thread(_reduce_headers, job, wd.tmp)
+                headers = await asyncio.to_thread(_reduce_headers, job, wd.tmp, declared)
                 if headers:
                     continue
             if header is None or header in missing:
@@ -581,24 +589,44 @@ async def _device_code_only(job: _Job, timeout: float) -> PtxResult | PtxFailure
         wd.close()
 
 
-def _reduce_headers(job: _Job, tmp: str) -> bool:
-    """Write into ``tmp`` (where the reduced source is compiled, the first folder its quoted
-    includes are looked up in) the device code alone of each local header the source reaches
-    in its own folder or below it; whether any had host code to leave out."""
+def _local_headers(job: _Job, tmp: str) -> Iterator[tuple[str, bytes]]:
+    """The local headers the source reaches in its own folder or below it: where their
+    device-code-only copy goes in ``tmp`` (where the reduced source is compiled, the first
+    folder its quoted includes are looked up in), and their text."""
     folder = os.path.dirname(job.path)
-    wrote = False
     for path, data in job.includes:
         rel = os.path.relpath(path, folder)
-        if rel.startswith(os.pardir) or os.path.isabs(rel):
-            continue
-        reduced = device_only(data)
+        if not rel.startswith(os.pardir) and not os.path.isabs(rel):
+            yield os.path.join(tmp, rel), data
+
+
+def _reduce_headers(job: _Job, tmp: str, declared: Collection[str] = ()) -> bool:
+    """Write into ``tmp`` the device code alone of each local header (the host functions of
+    ``declared`` kept as declarations); whether any had host code to leave out."""
+    wrote = False
+    for target, data in _local_headers(job, tmp):
+        reduced = device_only(data, declared)
         if reduced is None:
             continue
-        target = os.path.join(tmp, rel)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         Path(target).write_bytes(reduced)
         wrote = True
     return wrote
+
+
+def _declare(job: _Job, wd: _Workdir, declared: Collection[str], headers: bool) -> bool:
+    """Rewrite the device-code-only source in ``wd`` (and its reduced headers, when
+    ``headers``) with the host functions of ``declared`` kept as declarations; whether any
+    text changed (a name that is no host function left out changes none)."""
+    changed = False
+    for target, data in [(wd.src, job.source), *(_local_headers(job, wd.tmp) if headers else ())]:
+        if not os.path.isfile(target):
+            continue  # (a header without host code: not reduced)
+        after = device_only(data, declared) or data
+        if after != Path(target).read_bytes():
+            Path(target).write_bytes(after)
+            changed = True
+    return changed
 
 
 # CUDA's libraries, whose headers bring in the toolkit's numeric types (``cublas_v2.h``

@@ -10,18 +10,21 @@ an empty stand-in for each header still missing (:func:`missing_header`).
 Kept: kernels and device functions (``__global__``, ``__device__``, or a macro the file
 defines as one: ``#define HD __host__ __device__``), ``constexpr`` functions, functions
 holding an OpenMP/OpenACC offload region or in a ``declare target`` block, and host functions
-launching a template kernel (the launch instantiates it).
+launching a template kernel (the launch instantiates it). A host function such a launcher
+calls (``cudaCheck(cudaGetLastError())`` calling ``cuda_check``) can be kept as a declaration,
+its body left out (:func:`undeclared_names` reads which from the compiler's errors).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from tree_sitter import Node
 
 from roofline_lsp.syntax.parsing import parse
 
-__all__ = ["device_only", "missing_header"]
+__all__ = ["device_only", "missing_header", "undeclared_names"]
 
 _DEVICE = re.compile(rb"\b__(?:global|device)__\b|\bconstexpr\b")
 # a region of device code (not ``target data``/``update``: they only move data)
@@ -43,25 +46,45 @@ _MISSING = re.compile(
 )
 
 
+# nvcc: ``error: identifier "cuda_check" is undefined``; clang: ``error: use of undeclared
+# identifier 'cuda_check'``
+_UNDECLARED = re.compile(
+    r"error: (?:identifier \"([A-Za-z_]\w*)\" is undefined"
+    r"|use of undeclared identifier '([A-Za-z_]\w*)')"
+)
+
+
 def missing_header(log: str) -> str | None:
     """The include a failed compile could not find, as the source wrote it."""
     m = _MISSING.search(log)
     return (m.group(1) or m.group(2)).strip() if m else None
 
 
-def device_only(source: bytes) -> bytes | None:
-    """``source`` with its host-only function definitions and host variables blanked; None
-    when there is nothing to leave out."""
+def undeclared_names(log: str) -> set[str]:
+    """The identifiers a failed compile found undeclared."""
+    return {m.group(1) or m.group(2) for m in _UNDECLARED.finditer(log)}
+
+
+def device_only(source: bytes, declared: Collection[str] = ()) -> bytes | None:
+    """``source`` with its host-only function definitions and host variables blanked (those
+    of the functions named in ``declared`` but their declaration); None when there is
+    nothing to leave out."""
     tree = parse(source)
     keep_ranges = [(m.start(), m.end()) for m in _DECLARE_TARGET.finditer(source)]
     device = _device_markers(source)
     spans: list[tuple[int, int]] = []
+    ends: list[int] = []  # where a kept declaration's ``;`` goes
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
         if node.type == "function_definition":
             if not _kept(node, source, keep_ranges, device):
-                spans.append(_whole(node))
+                head = _declaration_end(node) if declared else None
+                if head is not None and _name(node) in declared:
+                    spans.append((head, node.end_byte))
+                    ends.append(head)
+                else:
+                    spans.append(_whole(node))
             continue
         if node.type == "declaration" and node.parent is not None:
             if node.parent.type in ("translation_unit", "declaration_list") and _host_variable(
@@ -80,6 +103,8 @@ def device_only(source: bytes) -> bytes | None:
         for i in range(start, end):
             if out[i] not in (10, 13):
                 out[i] = 32
+    for at in ends:
+        out[at] = ord(";")
     return bytes(out)
 
 
@@ -110,12 +135,34 @@ def _kept(
 def _declares_function(fn: Node) -> bool:
     """Whether a ``function_definition`` node declares a function (its declarator is one),
     not a type definition the grammar misread around a macro it cannot expand."""
+    return _function_declarator(fn) is not None
+
+
+def _function_declarator(fn: Node) -> Node | None:
     d = fn.child_by_field_name("declarator")
     while d is not None and d.type != "function_declarator":
         d = d.child_by_field_name("declarator") or (
             d.named_children[0] if d.type == "reference_declarator" and d.named_children else None
         )
-    return d is not None
+    return d
+
+
+def _name(fn: Node) -> str:
+    """A function definition's unqualified name (``f`` of ``void ns::f(int)``)."""
+    d = _function_declarator(fn)
+    named = d.child_by_field_name("declarator") if d is not None else None
+    text = named.text.decode("utf-8", "replace") if named is not None and named.text else ""
+    return text.rsplit("::", 1)[-1].strip()
+
+
+def _declaration_end(fn: Node) -> int | None:
+    """Where a function definition's declaration ends (its body, a constructor's member
+    initializers or a ``try`` after it): the definition becomes a declaration with a ``;``
+    there."""
+    d = fn.child_by_field_name("declarator")
+    if d is None or fn.child_by_field_name("body") is None:
+        return None
+    return d.end_byte
 
 
 def _host_variable(decl: Node, source: bytes) -> bool:
