@@ -21,8 +21,8 @@ from roofline_lsp.advice.nodes import (
     written_names,
 )
 from roofline_lsp.detect.program import units_mentioning
-from roofline_lsp.detect.treewalk import function_declarator
 from roofline_lsp.syntax.expr import text
+from roofline_lsp.syntax.functions import function_declarator
 
 
 class DataClauseChecks(KernelContext):

@@ -30,10 +30,10 @@ from roofline_lsp.advice.nodes import (
 )
 from roofline_lsp.advice.thread_vars import loop_var
 from roofline_lsp.detect.program import units_mentioning
-from roofline_lsp.detect.treewalk import function_declarator
 from roofline_lsp.model.numbers import fmt_num
 from roofline_lsp.model.verdict import LineInstructions
 from roofline_lsp.syntax.expr import root_identifier, subscript_index, text
+from roofline_lsp.syntax.functions import function_declarator
 
 SECTOR = 32  # bytes a DRAM access moves at least
 TILE = 16  # the side of a shared-memory tile the RL009 estimate assumes

@@ -22,6 +22,7 @@ from collections.abc import Collection
 
 from tree_sitter import Node
 
+from roofline_lsp.syntax.functions import function_declarator, function_name
 from roofline_lsp.syntax.parsing import parse
 
 __all__ = ["device_only", "missing_header", "undeclared_names"]
@@ -80,7 +81,7 @@ def device_only(source: bytes, declared: Collection[str] = ()) -> bytes | None:
         if node.type == "function_definition":
             if not _kept(node, source, keep_ranges, device):
                 head = _declaration_end(node) if declared else None
-                if head is not None and _name(node) in declared:
+                if head is not None and function_name(node) in declared:
                     spans.append((head, node.end_byte))
                     ends.append(head)
                 else:
@@ -124,35 +125,12 @@ def _kept(
 ) -> bool:
     body = fn.child_by_field_name("body")
     head = source[fn.start_byte : body.start_byte if body is not None else fn.end_byte]
-    if body is None or device.search(head) or not _declares_function(fn):
+    if body is None or device.search(head) or function_declarator(fn) is None:
         return True  # (``struct __align__(8) T {...};``: a type the grammar took for one)
     if any(a <= fn.start_byte and fn.end_byte <= b for a, b in keep_ranges):
         return True
     inside = source[body.start_byte : body.end_byte]
     return bool(_OFFLOAD.search(inside) or _TEMPLATE_LAUNCH.search(inside))
-
-
-def _declares_function(fn: Node) -> bool:
-    """Whether a ``function_definition`` node declares a function (its declarator is one),
-    not a type definition the grammar misread around a macro it cannot expand."""
-    return _function_declarator(fn) is not None
-
-
-def _function_declarator(fn: Node) -> Node | None:
-    d = fn.child_by_field_name("declarator")
-    while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator") or (
-            d.named_children[0] if d.type == "reference_declarator" and d.named_children else None
-        )
-    return d
-
-
-def _name(fn: Node) -> str:
-    """A function definition's unqualified name (``f`` of ``void ns::f(int)``)."""
-    d = _function_declarator(fn)
-    named = d.child_by_field_name("declarator") if d is not None else None
-    text = named.text.decode("utf-8", "replace") if named is not None and named.text else ""
-    return text.rsplit("::", 1)[-1].strip()
 
 
 def _declaration_end(fn: Node) -> int | None:

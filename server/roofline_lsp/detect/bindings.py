@@ -40,7 +40,6 @@ from roofline_lsp.detect.treewalk import (
     descendants_of_type,
     effect_function,
     enclosing_function,
-    function_declarator,
     is_variadic,
     kernel_function,
     parameter_declarations,
@@ -80,6 +79,7 @@ from roofline_lsp.syntax.expr import (
     text,
     trips,
 )
+from roofline_lsp.syntax.functions import function_declarator, function_name
 from roofline_lsp.syntax.hints import parse_hints
 from roofline_lsp.syntax.sources import (
     LOCAL_INCLUDE,
@@ -415,14 +415,6 @@ def _numeric(v: str) -> bool:
 # --------------------------------------------------------------------------------------------
 # host functions
 # --------------------------------------------------------------------------------------------
-
-
-def function_name(fn: Node) -> str:
-    d = function_declarator(fn)
-    if d is None:
-        return ""
-    name = d.child_by_field_name("declarator")
-    return text(name).rsplit("::", 1)[-1]
 
 
 def function_params(fn: Node) -> list[tuple[str, str]]:

@@ -32,7 +32,6 @@ from roofline_lsp.detect.treewalk import (
     called_names,
     descendants_of_type,
     enclosing_function,
-    function_declarator,
     function_qualifiers,
     inside_error,
     local_values,
@@ -58,6 +57,7 @@ from roofline_lsp.syntax.conditionals import Defined, branch_taken, defined_befo
 from roofline_lsp.syntax.datatypes import overload_key
 from roofline_lsp.syntax.declarations import declarations
 from roofline_lsp.syntax.expr import NAME, declared_name, detached_body, macro_loop_body, text
+from roofline_lsp.syntax.functions import function_declarator
 from roofline_lsp.syntax.macro_substitution import substitute_macro
 from roofline_lsp.syntax.parsing import captures, language_for_path, parse
 from roofline_lsp.syntax.sources import include_candidates

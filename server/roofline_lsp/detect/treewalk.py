@@ -14,6 +14,7 @@ from roofline_lsp.detect.textscan import kernel_ref
 from roofline_lsp.model.kernel import Function, Kernel, Macro
 from roofline_lsp.syntax.cexpr import Step, TextFunction, inner_text
 from roofline_lsp.syntax.expr import NAME, comma_parts, condition_expr, test_target, text
+from roofline_lsp.syntax.functions import function_declarator
 from roofline_lsp.syntax.parsing import captures
 
 
@@ -34,17 +35,6 @@ def qualified_declarator_name(declarator: Node | None) -> str | None:
             return text(named[0]) if named else None
         declarator = nxt
     return None
-
-
-def function_declarator(fn: Node) -> Node | None:
-    d = fn.child_by_field_name("declarator")
-    while d is not None and d.type != "function_declarator":
-        inner = d.child_by_field_name("declarator")
-        if inner is None and d.type == "reference_declarator":
-            # ``Real_t& x(Index_t i)``: the grammar gives a reference no declarator field
-            inner = d.named_children[0] if d.named_children else None
-        d = inner
-    return d
 
 
 def _parameter_list(fn: Node) -> Node | None:

@@ -27,7 +27,6 @@ from roofline_lsp.advice.advise import AdviceCache, advise
 from roofline_lsp.advice.catalogue import Advice
 from roofline_lsp.compiler.compiled import compiled_counts_for_file, default_cache
 from roofline_lsp.compiler.kernel_ptx import CompiledCounts
-from roofline_lsp.detect.treewalk import function_declarator
 from roofline_lsp.engine.analysis import analyze_file
 from roofline_lsp.engine.documents import Document, Snapshot, uri_to_path
 from roofline_lsp.engine.files import read_source
@@ -42,6 +41,7 @@ from roofline_lsp.model.kernel import Detection
 from roofline_lsp.model.report import FileReport, KernelReport
 from roofline_lsp.model.verdict import Verdict
 from roofline_lsp.store.cache import ResultCache
+from roofline_lsp.syntax.functions import function_declarator
 from roofline_lsp.syntax.positions import LineIndex
 from roofline_lsp.syntax.sources import SourceView
 

@@ -19,7 +19,7 @@ from roofline_lsp.detect.bindings import (
     method_class,
     template_params,
 )
-from roofline_lsp.detect.treewalk import function_declarator, returned_expression
+from roofline_lsp.detect.treewalk import returned_expression
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.macro_expansion import call_tree
 from roofline_lsp.estimate.tensor_ops import (
@@ -61,6 +61,7 @@ from roofline_lsp.syntax.datatypes import (
 )
 from roofline_lsp.syntax.declarations import TemplateInstance
 from roofline_lsp.syntax.expr import declarator_stars, declared_name, text, unparenthesized
+from roofline_lsp.syntax.functions import function_declarator
 
 MATH_NAMES = set(costs.MATH_F32) | set(costs.MATH_F64)
 # cache-hinted loads and stores (``__ldcs(p)``, ``__stcs(p, v)``): an ordinary access of
