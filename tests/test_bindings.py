@@ -855,6 +855,58 @@ def test_local_arrays_hold_every_dimension(tmp_path: Path) -> None:
     assert ctx.extents["c"] == 2048
 
 
+def test_a_map_section_of_rows_holds_their_elements(tmp_path: Path) -> None:
+    """A map section counts the rows of a pointer to arrays or of a 2-D array: ``a[0:n]`` of
+    ``float (*a)[M]`` is n rows of M floats, 1024 * 512 elements (a cast that tree-sitter
+    reads as an expression); ``g[0:N]`` of ``float g[N][M]`` is N * M = 2048 * 512 and
+    ``g[0:N][0:M]`` the same; ``p[0:n]`` of ``float **p`` is n pointers. Had the extent been
+    n, the 2 MB a region reads of a would have fitted in 4 kB."""
+    src = (
+        "#define N 2048\n"
+        "#define M 512\n"
+        "float g[N][M], h[N][M];\n"
+        "void f(float *pa, float *pb, float **p, int n) {\n"
+        "  float (*a)[M] = (float (*)[M])pa;\n"
+        "  #pragma omp target teams distribute parallel for collapse(2) "
+        "map(to: a[0:n], g[0:N], h[0:N][0:M], p[0:n]) map(from: pb[0:n*M])\n"
+        "  for (int i = 0; i < n; i++)\n"
+        "    for (int j = 0; j < M; j++) pb[i * M + j] = a[i][j] + g[i][j] + h[i][j] + p[i][j];\n"
+        "}\n"
+        "int main() {\n"
+        "  float *pa = (float *)malloc(1024 * M * sizeof(float));\n"
+        "  float *pb = (float *)malloc(1024 * M * sizeof(float));\n"
+        "  f(pa, pb, 0, 1024);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"o.cpp": src}, "o.cpp")
+    assert ctx.extents["a"] == 1024 * 512
+    assert ctx.extents["g"] == ctx.extents["h"] == 2048 * 512
+    assert ctx.extents["p"] == 1024
+    assert ctx.extents["pb"] == 1024 * 512
+
+
+def test_an_update_does_not_size_a_buffer(tmp_path: Path) -> None:
+    """``target update to(u[0:64])`` copies 64 elements of a buffer main maps whole: it does
+    not cap u's footprint at 256 B (the region reads 4 MB of it); a map clause does."""
+    src = (
+        "void step(float *u, float *v, int n) {\n"
+        "  #pragma omp target update to(u[0:64])\n"
+        "  #pragma omp target enter data map(alloc: v[0:n])\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < n; i++) v[i] = u[i] * 2.0f;\n"
+        "}\n"
+        "int main() {\n"
+        "  int n = 1 << 20;\n"
+        "  float *u = (float *)malloc(n * 4), *v = (float *)malloc(n * 4);\n"
+        "  #pragma omp target data map(to: u[0:n])\n"
+        "  { step(u, v, n); }\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"o.cpp": src}, "o.cpp")
+    assert ctx.extents.get("u") != 64
+    assert ctx.extents["v"] == 1 << 20
+
+
 def test_rounded_up_to_a_multiple_is_known(tmp_path: Path) -> None:
     """``while (m % 64 != 0) m++;`` leaves m at the next multiple of 64 (1000 -> 1024), a
     value known before the launch; a loop that counts something else stays unknown."""

@@ -6,6 +6,7 @@ import pytest
 
 from roofline_lsp.syntax.expr import (
     array_sizes,
+    declarator_levels,
     detached_body,
     guarded_exit,
     loop_header,
@@ -172,6 +173,26 @@ def test_array_sizes(decl: str, expected: list[str | None]) -> None:
         d = d.child_by_field_name("declarator")
     assert d is not None
     assert [None if s is None else text(s) for s in array_sizes(d)] == expected
+
+
+@pytest.mark.parametrize(
+    ("decl", "expected"),
+    [
+        ("float a[N][M];", ["M", "N"]),
+        ("void f(float (*a)[M]) {}", ["M", None]),
+        ("float a[][M][K];", ["K", "M", None]),
+        ("float **p;", [None, None]),
+        ("float *p[4];", [None, "4"]),
+        ("float x;", []),
+    ],
+)
+def test_declarator_levels(decl: str, expected: list[str | None]) -> None:
+    # (a pointer to arrays is a parameter here: a statement ``float (*a)[M] = ...;`` parses
+    # as an expression, which ``bindings._declared_levels`` reads apart)
+    kind = "parameter_declaration" if "(" in decl else "declaration"
+    d = first(decl, kind).child_by_field_name("declarator")
+    assert d is not None
+    assert declarator_levels(d) == expected
 
 
 def test_stored_names_are_the_roots_of_assignment_and_increment_targets() -> None:

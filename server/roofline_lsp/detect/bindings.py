@@ -71,6 +71,7 @@ from roofline_lsp.syntax.expr import (
     NAME,
     array_sizes,
     comma_parts,
+    declarator_levels,
     declarator_stars,
     declared_name,
     loop_header,
@@ -3750,7 +3751,9 @@ def _pick_launch(
 def _map_extents(kernel: Kernel, detection: Detection, ctx: HostContext, fn: Node | None) -> None:
     """OpenMP/OpenACC ``map(to: a[0:n])`` sections (of the region, of the data regions
     around it and of the standalone data directives before it in its function ``fn``, if
-    it is in the region's file) -> buffer extents. A data region elsewhere (around a call in
+    it is in the region's file, but for updates: ``target update to(u[0:nx])`` copies one
+    row of u) -> buffer extents, in elements (rows of a pointer to arrays multiplied out:
+    :func:`_section_rows`). A data region elsewhere (around a call in
     ``main``) names its own scope's arrays and sizes: it is not read in this one. A mapped
     section is the device's copy: it sizes the buffer over the host allocation a caller
     made (the largest section of a name counts)."""
@@ -3758,8 +3761,8 @@ def _map_extents(kernel: Kernel, detection: Detection, ctx: HostContext, fn: Nod
     clauses = list(kernel.clauses)
     start, end = kernel.span.start_byte, kernel.span.end_byte
     for region in detection.data_regions:
-        if region.file != kernel.file:
-            continue
+        if region.file != kernel.file or "update" in region.directive.split():
+            continue  # (an update copies part of a mapped buffer: it does not size it)
         if region.body is not None:
             inside = region.body.start_byte <= start and end <= region.body.end_byte
         else:
@@ -3781,9 +3784,69 @@ def _map_extents(kernel: Kernel, detection: Detection, ctx: HostContext, fn: Nod
             if n is None or n <= 0:
                 continue
             # a[0:n][0:m]: more sections multiply
-            for extra in re.findall(r"\[[^\]:]*:([^\]]*)\]", m.group(3)):
+            sections = re.findall(r"\[[^\]:]*:([^\]]*)\]", m.group(3))
+            for extra in sections:
                 k = ctx.eval_text(extra)
                 if k:
                     n *= k
+            n *= _section_rows(kernel, fn, name, 1 + len(sections), ctx)
             mapped[name] = max(mapped.get(name, 0.0), n)
     ctx.extents.update(mapped)
+
+
+def _section_rows(
+    kernel: Kernel, fn: Node | None, name: str, sections: int, ctx: HostContext
+) -> float:
+    """The elements in each item of a map section of ``name`` that its ``sections``
+    subscripts leave whole: a section counts the rows of a pointer to arrays or of a 2-D
+    array, not their elements (``map(to: a[0:n])`` of ``float (*a)[M]`` or ``float
+    a[N][M]`` is n rows of M floats). 1 when ``name`` has no array levels below them
+    (``float *a``, ``float **a``) or its declaration is not in view."""
+    levels = _declared_levels(kernel, fn, name)
+    if levels is None or len(levels) <= sections:
+        return 1.0
+    rows = 1.0
+    for size in levels[: len(levels) - sections]:
+        k = ctx.eval_text(size) if size else None
+        if k is None or k <= 0:
+            return 1.0  # a pointer level, or a dimension of unknown size
+        rows *= k
+    return rows
+
+
+def _declared_levels(kernel: Kernel, fn: Node | None, name: str) -> list[str | None] | None:
+    """The pointer and array levels of the declarator of ``name``, outermost first, an array
+    level as its size's text and a pointer level as None (``float (*a)[M]``: ``M``, then the
+    pointer; ``float a[N][M]``: ``M``, then ``N``): the last declaration before ``kernel``'s
+    region in its function ``fn`` (or the one around it), else in the file's scope; None
+    when there is none."""
+    start = kernel.span.start_byte
+    node: Node | None = kernel.node
+    root: Node | None = None
+    while node is not None:
+        if fn is None and node.type == "function_definition":
+            fn = node
+        root, node = node, node.parent
+    own = re.compile(r"\(\s*\*\s*" + re.escape(name) + r"\s*\)\s*((?:\[[^\]]*\]\s*)+)")
+    for scope in [s for s in (fn, root) if s is not None]:
+        found: tuple[int, list[str | None]] | None = None
+        stack = [scope]
+        while stack:
+            n = stack.pop()
+            if n.start_byte >= start or (n.type == "function_definition" and n is not fn):
+                continue  # (after the region; another function's locals)
+            levels: list[str | None] | None = None
+            if n.type in ("declaration", "parameter_declaration"):
+                for d in n.children_by_field_name("declarator"):
+                    if declared_name(d) == name:
+                        levels = declarator_levels(d)
+            elif n.type == "expression_statement" and (m := own.search(text(n))):
+                # ``float (*a)[M] = ...`` parsed as a cast ``float(*a)`` subscripted
+                levels = [*re.findall(r"\[([^\]]*)\]", m.group(1))[::-1], None]
+            else:
+                stack.extend(n.named_children)
+            if levels is not None and (found is None or n.start_byte > found[0]):
+                found = (n.start_byte, levels)
+        if found is not None:
+            return found[1]
+    return None

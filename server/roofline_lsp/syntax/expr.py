@@ -873,6 +873,28 @@ def array_sizes(decl: Node) -> list[Node | None]:
     return sizes[::-1]
 
 
+def declarator_levels(decl: Node) -> list[str | None]:
+    """The pointer and array levels of a declarator, outermost first: an array level as its
+    size's text (None for an omitted one, ``a[]``), a pointer level as None. ``float
+    (*a)[M]``: ``M``, then the pointer (a points to rows of M); ``float a[N][M]``: ``M``,
+    then ``N`` (the first subscript takes the last level)."""
+    levels: list[str | None] = []
+    node: Node | None = decl
+    if decl.type == "init_declarator":
+        node = decl.child_by_field_name("declarator")
+    while node is not None and node.type not in ("identifier", "field_identifier"):
+        if node.type == "array_declarator":
+            size = node.child_by_field_name("size")
+            levels.append(text(size) if size is not None else None)
+        elif node.type == "pointer_declarator":
+            levels.append(None)
+        nxt = node.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in node.named_children if c.type.endswith("declarator")), None)
+        node = nxt
+    return levels
+
+
 def declarator_stars(decl: Node | None) -> str:
     """Pointer and array levels of a declarator as ``*``/``[]`` text."""
     out = ""
