@@ -950,3 +950,19 @@ def test_a_persistent_block_loop_is_stepped_to_its_exit_test(gpu, tmp_path: Path
     a = count(gpu, tmp_path, src)
     assert loop_trips(a) == {None: (32, "stepped to its test")}
     assert a.counts.flops["fp32"] == pytest.approx(32)
+
+
+def test_a_pointer_the_loop_header_steps_reads_a_new_element_each_trip(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # ``for (float *p = a; p < a + n; ++p) *p *= 2``: each of the 1,048,576 iterations reads
+    # and writes its own float through p, 4 MiB of a; read as one element for all (the
+    # header's step left p's address fixed) the working set was 4 B and fitted in L2
+    src = (
+        "void twice(float *a) {\n"
+        "  const int n = 1048576;\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: a[0:n])\n"
+        "  for (float *p = a; p < a + n; ++p) *p *= 2.0f;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="twice.cpp")
+    assert {x.distinct for x in a.counts.accesses if x.buffer == "a"} == {1048576}
+    assert buffer_of(a, "a").footprint == 4 * 1048576

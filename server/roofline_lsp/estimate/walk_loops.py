@@ -590,6 +590,10 @@ class LoopWalker(CallWalker):
                     self.par.pending_parallel = collapse_left
             unknown = source == "default"
             self.cursor.unknown_depth += unknown
+            if update is not None:
+                # a pointer the header steps (``for (float *p = a; p < a + n; ++p)``): each
+                # trip reads through a new address
+                self.mark_loop_carried(update, dim, var_name)
             for part in detached_body(node) or [body]:
                 self.mark_loop_carried(part, dim, var_name)
                 self.stmt(part)
