@@ -605,6 +605,31 @@ def test_an_offload_region_in_a_template_counts_in_the_type_its_call_gives(gpu, 
     assert a.memory.references == 24 * (1 << 20)
 
 
+def test_an_offload_region_in_a_class_template_counts_in_the_type_its_use_gives(
+    gpu, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """``S<double> s`` makes the class's T double in ``S::scale``'s region: ``a[i] = 3 * a[i]``
+    is one FP64 FLOP and moves 16 B per iteration, nothing assumed (before: T unbound, taken
+    as a 4-byte integer without saying so: no FLOP, 8 B). Without a use, T is float and
+    named as assumed."""
+    cls = (
+        "template <class T> struct S {\n"
+        "  T *a;\n"
+        "  void scale() {\n"
+        "    #pragma omp target teams distribute parallel for map(tofrom: a[0:1048576])\n"
+        "    for (int i = 0; i < 1048576; i++) a[i] = 3 * a[i];\n"
+        "  }\n"
+        "};\n"
+    )
+    used = count(gpu, tmp_path, cls + "int main() { S<double> s{0}; s.scale(); }\n", name="s.cpp")
+    assert not used.assumed_types
+    assert (used.counts.flops.get("fp64", 0), used.counts.flops.get("fp32", 0)) == (1, 0)
+    assert used.memory.references == 16 * 1048576
+    unused = count(gpu, tmp_path, cls, name="u.cpp")
+    assert unused.assumed_types == ("T",)
+    assert unused.counts.flops.get("fp32", 0) == 1
+
+
 def test_an_offload_region_sees_the_host_s_const_literals_as_constants(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # clang -fopenmp --offload-arch=sm_86: `const double dt = 0.5` folds into the region, so
     # b[i] = a[i] * dt is one mul.f32; `double c = 0.5` (not const) is captured and passed:

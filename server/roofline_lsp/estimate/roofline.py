@@ -816,24 +816,27 @@ def _enclosing_template(
     instantiation: tuple[str, ...],
     hinted: Mapping[str, str],
 ) -> tuple[str, ...]:
-    """An offload region inside ``template <typename T> void f(...)``: T is a
-    ``// roofline: T=...`` hint, else the instantiation's argument in its position, else what
-    the function's first instantiation or call gives (``given``), else its default, else
-    ``float`` (returned: the types assumed)."""
+    """An offload region inside ``template <typename T> void f(...)``, or in a method of
+    ``template <class T> struct S``: T is a ``// roofline: T=...`` hint, else the
+    instantiation's argument in its position, else what the function's first instantiation
+    or call gives (``given``; for the class, its first use with arguments in the file:
+    ``S<double> s``), else its default, else ``float`` (returned: the types assumed)."""
     p = kernel_function(kernel)
-    if p is None or p.parent is None or p.parent.type != "template_declaration":
+    if p is None or p.parent is None:
         return ()
+    template = p.parent if p.parent.type == "template_declaration" else None
+    if template is None:
+        template, given = _class_template(p)
+        if template is None:
+            return ()
     assumed: list[str] = []
-    params = p.parent.child_by_field_name("parameters")
+    params = template.child_by_field_name("parameters")
     for i, tp in enumerate(params.named_children if params is not None else []):
         arg = instantiation[i].strip() if i < len(instantiation) else ""
         if tp.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
-            name_node = tp.child_by_field_name("name") or next(
-                (c for c in tp.named_children if c.type == "type_identifier"), None
-            )
             default = tp.child_by_field_name("default_type")
-            if name_node is not None and name_node.text:
-                name = name_node.text.decode()
+            name = _parameter_name(tp)
+            if name:
                 arg = hinted.get(name) or arg
                 if arg:
                     aliases[name] = arg
@@ -847,6 +850,41 @@ def _enclosing_template(
                     aliases[name] = "float"
                     assumed.append(name)
     return tuple(assumed)
+
+
+def _parameter_name(tp: Node) -> str:
+    """The name a template parameter declares (``T`` of ``typename T = float``), else ""."""
+    node = tp.child_by_field_name("name") or next(
+        (c for c in tp.named_children if c.type in ("type_identifier", "identifier")), None
+    )
+    return text(node) if node is not None else ""
+
+
+def _class_template(fn: Node) -> tuple[Node | None, dict[str, str]]:
+    """The ``template <...>`` declaration of the class template whose body defines method
+    ``fn``, and the type arguments of the class's first use with arguments elsewhere in the
+    file (``S<double> s(n)``, ``new S<float>``) by parameter name; (None, {}) when ``fn`` is
+    no such method."""
+    node = fn.parent
+    while node is not None and node.type not in ("class_specifier", "struct_specifier"):
+        if node.type in ("function_definition", "translation_unit"):
+            return None, {}
+        node = node.parent
+    if node is None or node.parent is None or node.parent.type != "template_declaration":
+        return None, {}
+    template, name = node.parent, text(node.child_by_field_name("name"))
+    params = template.child_by_field_name("parameters")
+    names = [_parameter_name(c) for c in (params.named_children if params is not None else [])]
+    root = template
+    while root.parent is not None:
+        root = root.parent
+    source = root.text.decode("utf-8", "replace") if root.text else ""
+    before, after = source[: template.start_byte], source[template.end_byte :]
+    for m in re.finditer(r"\b" + re.escape(name) + r"\s*<([^<>;{}()]*)>", before + after):
+        args = [a.strip() for a in m.group(1).split(",")]
+        if args and all(args) and not set(args) & set(names):
+            return template, dict(zip(names, args, strict=False))
+    return template, {}
 
 
 def _literal_constants(fn: Node | None) -> frozenset[str]:
