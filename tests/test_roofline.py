@@ -628,6 +628,14 @@ def test_an_offload_region_in_a_class_template_counts_in_the_type_its_use_gives(
     unused = count(gpu, tmp_path, cls, name="u.cpp")
     assert unused.assumed_types == ("T",)
     assert unused.counts.flops.get("fp32", 0) == 1
+    # a method defined out of the class, ``template <class T> void S<T>::scale()``, likewise
+    out = cls.replace(
+        "  void scale() {\n", "  void scale();\n};\ntemplate <class T> void S<T>::scale() {\n"
+    )
+    out = out.replace("  }\n};\n", "}\n", 1)
+    used = count(gpu, tmp_path, out + "int main() { S<double> s{0}; s.scale(); }\n", name="o.cpp")
+    assert not used.assumed_types
+    assert used.counts.flops.get("fp64", 0) == 1
 
 
 def test_an_offload_region_sees_the_host_s_const_literals_as_constants(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
