@@ -199,6 +199,9 @@ class HostContext:
     mapped: set[str] = field(default_factory=set)
     # the host functions of the file and the headers it includes, by name
     definitions: Mapping[str, Function] = field(default_factory=dict)
+    # the parameters of an offload region's function a call passes a lambda (``forall(n,
+    # [=](int i) { y[i] = a * x[i]; })``): the lambda's text, which the region's ``f(i)`` runs
+    lambdas: dict[str, str] = field(default_factory=dict)
     # a CUDA kernel's pointer parameters whose memory the host filled from values it knows
     # (``cudaMemcpy(d_p, &p, sizeof(p), ...)`` before the launch): ``p->n``, ``p[0]``
     copied: set[str] = field(default_factory=set)
@@ -2722,6 +2725,9 @@ def _bind_call(
     for (_ptype, pname), a in zip(params, args, strict=False):
         if not pname:
             continue
+        if a.lstrip().startswith("["):
+            _pass_lambda(ctx, sub, pname, a)
+            continue
         v = sub.eval_value(sub.host_text(a, argv))  # (``run(d, atoi(argv[1]))``)
         if v is not None:
             ctx.texts[pname] = repr(v)
@@ -2744,6 +2750,21 @@ def _bind_call(
             if word not in instantiation or instantiation[word]:
                 ctx.types[pname] = given
     ctx._cache.clear()
+
+
+def _pass_lambda(ctx: HostContext, sub: HostContext, pname: str, lam: str) -> None:
+    """Parameter ``pname`` given the lambda ``lam`` by the call: its text, and what the
+    caller's scope (``sub``) says of the names it captures: their types, values and buffer
+    sizes (``x`` of ``[=](int i) { y[i] = a * x[i]; }``), where this scope has none."""
+    ctx.lambdas[pname] = lam
+    for name in set(NAME.findall(lam)):
+        if name in sub.types:
+            ctx.types.setdefault(name, sub.types[name])
+        ext = sub.extents.get(name)
+        if ext is not None and not math.isnan(ext):
+            ctx.extents.setdefault(name, ext)
+        if name not in ctx.texts and (v := sub.eval_value(name)) is not None:
+            ctx.texts[name] = repr(v)
 
 
 # --------------------------------------------------------------------------------------------
@@ -3376,6 +3397,7 @@ class _State:
     runtime: dict[str, tuple[str, ...]]
     modelled_queries: tuple[ModelledQuery, ...]
     host_memory: frozenset[str]
+    lambdas: dict[str, str]
 
     def restore(self, ctx: HostContext) -> None:
         """Put this state into ``ctx``."""
@@ -3385,6 +3407,7 @@ class _State:
         ctx.runtime.update(self.runtime)
         ctx.add_queries(self.modelled_queries)
         ctx.host_memory.update(self.host_memory)
+        ctx.lambdas.update(self.lambdas)
         ctx._cache.clear()
 
 
@@ -3401,6 +3424,7 @@ def _state(ctx: HostContext) -> _State:
         dict(ctx.runtime),
         tuple(ctx.modelled_queries),
         frozenset(ctx.host_memory),
+        dict(ctx.lambdas),
     )
 
 

@@ -262,7 +262,11 @@ def analyze(
         assumed_types = _template_bindings(kernel, ctx, aliases, hinted)
     else:
         assumed_types = _enclosing_template(
-            kernel, aliases, ctx.host_template, inputs.instantiation, hinted
+            kernel,
+            aliases,
+            {**ctx.host_template, **_closure_types(kernel, ctx)},
+            inputs.instantiation,
+            hinted,
         )
     for name, type_text in list(aliases.items()) if member_types else ():
         # ``typename VectorType::ScalarType`` with VectorType bound to ``Vector<double>``
@@ -336,7 +340,11 @@ def analyze(
         include=lambda rel, including: included_body(rel, including, view),
         file=detection.file,
     )
-    passed = _passed_lambdas(kernel, ctx.launch.args if ctx.launch else ())
+    passed = (
+        _parsed_lambdas(ctx.lambdas)
+        if offload
+        else _passed_lambdas(kernel, ctx.launch.args if ctx.launch else ())
+    )
     counter.inputs = replace(
         counter.inputs,
         template_names=_template_names(kernel),
@@ -852,6 +860,20 @@ def _enclosing_template(
     return tuple(assumed)
 
 
+def _closure_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
+    """The template type parameters of an offload region's function that a call gives a
+    lambda for (``F`` of ``forall(int n, F f)`` called with ``[=](int i) {...}``): closure
+    types, not numbers' types, which nothing else fixes."""
+    fn = kernel_function(kernel)
+    if fn is None or not ctx.lambdas:
+        return {}
+    return {
+        type_name(ptype)[0]: "lambda"
+        for ptype, pname in function_params(fn)
+        if pname in ctx.lambdas and not ctx.host_template.get(type_name(ptype)[0])
+    }
+
+
 def _parameter_name(tp: Node) -> str:
     """The name a template parameter declares (``T`` of ``typename T = float``), else ""."""
     node = tp.child_by_field_name("name") or next(
@@ -925,15 +947,21 @@ _NUMBER = re.compile(r"[-+]?\s*(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fFlL]?")
 def _passed_lambdas(kernel: Kernel, args: tuple[str, ...]) -> dict[str, Node]:
     """The kernel's parameters the launch passes a lambda for, each with the lambda parsed
     from the launch's argument text."""
-    out: dict[str, Node] = {}
     params = function_params(kernel.node) if kernel.node is not None else []
-    for (_, pname), arg in zip(params, args, strict=False):
-        if pname and arg.lstrip().startswith("["):
-            plain = re.sub(r"\b__(?:device|host)__\b", "", arg)  # (not in the grammar's lambdas)
-            tree = parse(f"auto __passed = {plain};".encode())
-            found = descendants_of_type(tree.root_node, "lambda_expression", 1 << 62)
-            if found:
-                out[pname] = found[0]
+    return _parsed_lambdas(
+        {p: a for (_, p), a in zip(params, args, strict=False) if p and a.lstrip().startswith("[")}
+    )
+
+
+def _parsed_lambdas(texts: Mapping[str, str]) -> dict[str, Node]:
+    """Each parameter's lambda (``[=](int i) {...}``), parsed from its text."""
+    out: dict[str, Node] = {}
+    for pname, arg in texts.items():
+        plain = re.sub(r"\b__(?:device|host)__\b", "", arg)  # (not in the grammar's lambdas)
+        tree = parse(f"auto __passed = {plain};".encode())
+        found = descendants_of_type(tree.root_node, "lambda_expression", 1 << 62)
+        if found:
+            out[pname] = found[0]
     return out
 
 

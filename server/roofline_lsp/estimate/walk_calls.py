@@ -239,6 +239,12 @@ class CallWalker(GroupWalker):
             return converted(
                 v, ty, v.val if ty.kind != "int" or v.val is None else float(int(v.val))
             )
+        # a variable in scope hides a function of its name (``f(i)`` with ``f`` a lambda
+        # parameter, where another file of the folder defines a function ``f``)
+        if fn is not None and fn.type == "identifier" and self.var(short) is not None:
+            called_object = self.call_object(fn, short, node, args, receiver, kind)
+            if called_object is not None:
+                return called_object
         # user functions first (they may shadow library names)
         fnode = self.inputs.functions.get(short)
         if (
@@ -271,16 +277,10 @@ class CallWalker(GroupWalker):
             and len(self.cursor.call_stack) < self.inputs.settings.max_inline_depth
         ):
             return self.inline(named, fnode, args)
-        if fn is not None and len(self.cursor.call_stack) < self.inputs.settings.max_inline_depth:
-            target = self.callable_object(fn, short, node)
-            if target is not None and target[0] not in self.cursor.call_stack:
-                closure = target[1].type == LAMBDA
-                if fn.type == "identifier" and not closure:
-                    # an object's ``operator()`` (``a(i, j)`` of a view): on its members
-                    receiver = (short, self.identifier(short, fn))
-                return self.inline(
-                    target[0], target[1], args, closure=closure, receiver=receiver, kind=kind
-                )
+        if fn is not None:
+            called_object = self.call_object(fn, short, node, args, receiver, kind)
+            if called_object is not None:
+                return called_object
         vals = [self.expr(a) for a in args]
         deps = NOTHING
         for v in vals:
@@ -512,6 +512,30 @@ class CallWalker(GroupWalker):
         else:
             self.add_int(1.0)
         return Val(t, lv.deps | self.each_update())  # the value before the update
+
+    def call_object(
+        self,
+        fn: Node,
+        short: str,
+        node: Node,
+        args: list[Node],
+        receiver: tuple[str, Val] | None,
+        kind: str,
+    ) -> Val | None:
+        """The call of a callable object (:meth:`callable_object`) walked, or None when
+        ``fn`` names none (or the walk is too deep)."""
+        if len(self.cursor.call_stack) >= self.inputs.settings.max_inline_depth:
+            return None
+        target = self.callable_object(fn, short, node)
+        if target is None or target[0] in self.cursor.call_stack:
+            return None
+        closure = target[1].type == LAMBDA
+        if fn.type == "identifier" and not closure:
+            # an object's ``operator()`` (``a(i, j)`` of a view): on its members
+            receiver = (short, self.identifier(short, fn))
+        return self.inline(
+            target[0], target[1], args, closure=closure, receiver=receiver, kind=kind
+        )
 
     def callable_object(self, fn: Node, short: str, node: Node) -> tuple[str, Node] | None:
         """What a call of something that is not a function runs: a lambda bound to a local
