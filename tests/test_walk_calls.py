@@ -592,3 +592,36 @@ def test_an_offload_region_runs_the_lambda_its_function_is_given(gpu, tmp_path: 
     assert a.counts.flops["fp32"] == pytest.approx(2.0)
     assert a.memory.references == 12 * (1 << 20)
     assert a.memory.footprint == 8 * (1 << 20)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "auto k = [=](int i) { y[i] = a * x[i] + y[i]; };\n  forall(n, k);",
+        "forall(n, Saxpy{x, y, a});",
+    ],
+)
+def test_an_offload_region_runs_a_lambda_variable_or_a_functor_it_is_given(
+    gpu, tmp_path: Path, call: str
+) -> None:  # type: ignore[no-untyped-def]
+    """The same loop given a lambda held by a local, or a functor's temporary: F is the
+    closure's type or ``Saxpy``, as C++ deduces it (before: "F assumed float"); one FMA."""
+    src = (
+        "#include <cstdlib>\n"
+        "template <typename F> void forall(int n, F f) {\n"
+        "  #pragma omp target teams distribute parallel for\n"
+        "  for (int i = 0; i < n; i++) f(i);\n"
+        "}\n"
+        "struct Saxpy {\n"
+        "  float *x, *y; float a;\n"
+        "  void operator()(int i) const { y[i] = a * x[i] + y[i]; }\n"
+        "};\n"
+        "int main() {\n"
+        "  int n = 1 << 20;\n"
+        "  float *x = (float *)malloc(n * 4), *y = (float *)malloc(n * 4), a = 2.0f;\n"
+        f"  {call}\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="forall.cpp")
+    assert not a.assumed_types
+    assert a.counts.flops["fp32"] == pytest.approx(2.0)

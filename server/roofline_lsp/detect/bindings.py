@@ -202,6 +202,8 @@ class HostContext:
     # the parameters of an offload region's function a call passes a lambda (``forall(n,
     # [=](int i) { y[i] = a * x[i]; })``): the lambda's text, which the region's ``f(i)`` runs
     lambdas: dict[str, str] = field(default_factory=dict)
+    # ... and a functor's temporary: its type (``Saxpy`` of ``run(n, Saxpy{x, y, a})``)
+    functors: dict[str, str] = field(default_factory=dict)
     # a CUDA kernel's pointer parameters whose memory the host filled from values it knows
     # (``cudaMemcpy(d_p, &p, sizeof(p), ...)`` before the launch): ``p->n``, ``p[0]``
     copied: set[str] = field(default_factory=set)
@@ -2725,9 +2727,14 @@ def _bind_call(
     for (_ptype, pname), a in zip(params, args, strict=False):
         if not pname:
             continue
-        if a.lstrip().startswith("["):
-            _pass_lambda(ctx, sub, pname, a)
+        # a lambda, written in the call or held by a local (``auto k = [=](int i) {..};``)
+        lam = a if a.lstrip().startswith("[") else sub.texts.get(a.strip(), "")
+        if lam.lstrip().startswith("["):
+            _pass_lambda(ctx, sub, pname, lam)
             continue
+        m = _TEMPORARY.match(a)
+        if m and m.group(1).rsplit("::", 1)[-1] in ctx.structs:
+            ctx.functors[pname] = m.group(1)  # a functor's temporary (``Saxpy{x, y, a}``)
         v = sub.eval_value(sub.host_text(a, argv))  # (``run(d, atoi(argv[1]))``)
         if v is not None:
             ctx.texts[pname] = repr(v)
@@ -2750,6 +2757,10 @@ def _bind_call(
             if word not in instantiation or instantiation[word]:
                 ctx.types[pname] = given
     ctx._cache.clear()
+
+
+# a temporary of a named type (``Saxpy{x, y, a}``, ``Op<float>()``)
+_TEMPORARY = re.compile(r"\s*([A-Za-z_][\w:]*)\s*(?:<[^(){}]*>)?\s*[({]")
 
 
 def _pass_lambda(ctx: HostContext, sub: HostContext, pname: str, lam: str) -> None:
@@ -3398,6 +3409,7 @@ class _State:
     modelled_queries: tuple[ModelledQuery, ...]
     host_memory: frozenset[str]
     lambdas: dict[str, str]
+    functors: dict[str, str]
 
     def restore(self, ctx: HostContext) -> None:
         """Put this state into ``ctx``."""
@@ -3408,6 +3420,7 @@ class _State:
         ctx.add_queries(self.modelled_queries)
         ctx.host_memory.update(self.host_memory)
         ctx.lambdas.update(self.lambdas)
+        ctx.functors.update(self.functors)
         ctx._cache.clear()
 
 
@@ -3425,6 +3438,7 @@ def _state(ctx: HostContext) -> _State:
         tuple(ctx.modelled_queries),
         frozenset(ctx.host_memory),
         dict(ctx.lambdas),
+        dict(ctx.functors),
     )
 
 

@@ -862,16 +862,19 @@ def _enclosing_template(
 
 def _closure_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
     """The template type parameters of an offload region's function that a call gives a
-    lambda for (``F`` of ``forall(int n, F f)`` called with ``[=](int i) {...}``): closure
-    types, not numbers' types, which nothing else fixes."""
+    lambda or a functor for (``F`` of ``forall(int n, F f)`` called with ``[=](int i)
+    {...}`` or ``Saxpy{x, y, a}``): a closure type, or the functor's, as C++ deduces it;
+    not a number's type, which nothing else fixes."""
     fn = kernel_function(kernel)
-    if fn is None or not ctx.lambdas:
+    if fn is None or not (ctx.lambdas or ctx.functors):
         return {}
-    return {
-        type_name(ptype)[0]: "lambda"
-        for ptype, pname in function_params(fn)
-        if pname in ctx.lambdas and not ctx.host_template.get(type_name(ptype)[0])
-    }
+    out: dict[str, str] = {}
+    for ptype, pname in function_params(fn):
+        t = type_name(ptype)[0]
+        given = "lambda" if pname in ctx.lambdas else ctx.functors.get(pname)
+        if given and not ctx.host_template.get(t):
+            out[t] = given
+    return out
 
 
 def _parameter_name(tp: Node) -> str:
