@@ -501,3 +501,21 @@ def test_a_field_of_consecutive_structs_reads_their_sectors(gpu, tmp_path: Path)
         )
         a = count(gpu, tmp_path, src)
         assert a.memory.kernel_bytes == pytest.approx((per_thread + 4) * 2**22, rel=0.01), read
+
+
+def test_a_pointer_member_of_a_constant_struct_points_at_global_memory(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``__constant__ Params cp`` holds device pointers: ``cp.y[i] = cp.a * cp.x[i] +
+    cp.y[i]`` reads 8 B and writes 4 B of global memory per thread, 2 x 64 MiB for 2^24
+    threads (before: constant memory, no DRAM traffic, the working set 0 B)."""
+    src = (
+        "struct Params { const float *x; float *y; int n; float a; };\n"
+        "__constant__ Params cp;\n"
+        "__global__ void k() {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < cp.n) cp.y[i] = cp.a * cp.x[i] + cp.y[i];\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(65536, 1, 1))
+    spaces = {x.buffer: x.space for x in a.counts.accesses}
+    assert spaces == {"cp->x": "global", "cp->y": "global"}
+    assert a.memory.footprint == 2 * 4 * (1 << 24)

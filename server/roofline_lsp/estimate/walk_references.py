@@ -671,8 +671,10 @@ class ReferenceWalker(BranchWalker):
         if ft.pointer and base.buffer is None and not base.type.pointer:
             # a pointer member of a struct held by value (``p.src`` of a kernel's parameter
             # struct): the array it points to, named for the member
-            return Val(ft, base.deps, None, text(node), base.space or "global")
-        return Val(ft, base.deps, None, base.buffer if ft.pointer else None, base.space)
+            return Val(ft, base.deps, None, text(node), _pointee_space(base.space))
+        if ft.pointer:
+            return Val(ft, base.deps, None, base.buffer, _pointee_space(base.space))
+        return Val(ft, base.deps, None, None, base.space)
 
     def this_member(self, node: Node) -> str | None:
         """``this->x`` of a method, when the walk knows ``x`` (a data member the host code
@@ -731,3 +733,10 @@ class ReferenceWalker(BranchWalker):
             return self.call(left, kind)
         arg = left.child_by_field_name("argument")
         return self.deref(arg, kind) if arg is not None else Val(UNKNOWN)
+
+
+def _pointee_space(holder: str | None) -> str:
+    """Where a pointer member points, given where its struct is: global memory, but for a
+    struct in shared or local memory, which may point at its own space (a struct of
+    ``__constant__`` parameters holds device pointers: ``cp.y[i]`` is a global access)."""
+    return holder if holder in ("shared", "local") else "global"
