@@ -567,61 +567,45 @@ def test_a_mirror_at_the_edge_keeps_the_lane_stride(gpu, tmp_path: Path) -> None
     assert strides == {"x": 1.0, "z": -1.0, "y": 1.0}
 
 
-def test_an_offload_region_runs_the_lambda_its_function_is_given(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """``forall(n, [=](int i) { y[i] = a * x[i] + y[i]; })`` (a RAJA-style loop): the
-    region's ``f(i)`` is the lambda, one FMA (2 FP32 FLOP) and 12 B per iteration over
-    x and y's 2 x 4 MiB, and F is a closure type, nothing assumed. Before, the call ran
-    nothing (0 B, compute-bound) or, with another file of the folder defining a function
-    ``f``, that function."""
-    src = (
-        "#include <cstdlib>\n"
-        "template <typename F> void forall(int n, F f) {\n"
-        "  #pragma omp target teams distribute parallel for\n"
-        "  for (int i = 0; i < n; i++) f(i);\n"
-        "}\n"
-        "int main() {\n"
-        "  int n = 1 << 20;\n"
-        "  float *x = (float *)malloc(n * 4), *y = (float *)malloc(n * 4), a = 2.0f;\n"
-        "  #pragma omp target data map(to: x[0:n]) map(tofrom: y[0:n])\n"
-        "  forall(n, [=](int i) { y[i] = a * x[i] + y[i]; });\n"
-        "}\n"
-    )
-    (tmp_path / "other.cpp").write_text("float f(int i) { return i * 3.0f + 1.0f; }\n")
-    a = count(gpu, tmp_path, src, name="forall.cpp")
-    assert not a.assumed_types
-    assert a.counts.flops["fp32"] == pytest.approx(2.0)
-    assert a.memory.references == 12 * (1 << 20)
-    assert a.memory.footprint == 8 * (1 << 20)
+# a RAJA-style loop over a callable, and a functor for it; ``{call}``: main's call of it
+_FORALL = (
+    "#include <cstdlib>\n"
+    "template <typename F> void forall(int n, F f) {{\n"
+    "  #pragma omp target teams distribute parallel for\n"
+    "  for (int i = 0; i < n; i++) f(i);\n"
+    "}}\n"
+    "struct Saxpy {{\n"
+    "  float *x, *y; float a;\n"
+    "  void operator()(int i) const {{ y[i] = a * x[i] + y[i]; }}\n"
+    "}};\n"
+    "int main() {{\n"
+    "  int n = 1 << 20;\n"
+    "  float *x = (float *)malloc(n * 4), *y = (float *)malloc(n * 4), a = 2.0f;\n"
+    "  {call}\n"
+    "}}\n"
+)
 
 
 @pytest.mark.parametrize(
     "call",
     [
+        "forall(n, [=](int i) { y[i] = a * x[i] + y[i]; });",
         "auto k = [=](int i) { y[i] = a * x[i] + y[i]; };\n  forall(n, k);",
         "forall(n, Saxpy{x, y, a});",
     ],
 )
-def test_an_offload_region_runs_a_lambda_variable_or_a_functor_it_is_given(
+def test_an_offload_region_runs_the_callable_its_function_is_given(
     gpu, tmp_path: Path, call: str
 ) -> None:  # type: ignore[no-untyped-def]
-    """The same loop given a lambda held by a local, or a functor's temporary: F is the
-    closure's type or ``Saxpy``, as C++ deduces it (before: "F assumed float"); one FMA."""
-    src = (
-        "#include <cstdlib>\n"
-        "template <typename F> void forall(int n, F f) {\n"
-        "  #pragma omp target teams distribute parallel for\n"
-        "  for (int i = 0; i < n; i++) f(i);\n"
-        "}\n"
-        "struct Saxpy {\n"
-        "  float *x, *y; float a;\n"
-        "  void operator()(int i) const { y[i] = a * x[i] + y[i]; }\n"
-        "};\n"
-        "int main() {\n"
-        "  int n = 1 << 20;\n"
-        "  float *x = (float *)malloc(n * 4), *y = (float *)malloc(n * 4), a = 2.0f;\n"
-        f"  {call}\n"
-        "}\n"
-    )
-    a = count(gpu, tmp_path, src, name="forall.cpp")
+    """``forall(n, [=](int i) { y[i] = a * x[i] + y[i]; })``, the lambda held by a local,
+    or a functor's temporary: the region's ``f(i)`` runs it, one FMA (2 FP32 FLOP) and 12 B
+    per iteration over x and y's 2 x 4 MiB, and F is the closure's type or ``Saxpy``, as
+    C++ deduces it, nothing assumed. Before, the lambda ran nothing (0 B, compute-bound)
+    or, with another file of the folder defining a function ``f``, that function; and F
+    was "assumed float"."""
+    (tmp_path / "other.cpp").write_text("float f(int i) { return i * 3.0f + 1.0f; }\n")
+    a = count(gpu, tmp_path, _FORALL.format(call=call), name="forall.cpp")
     assert not a.assumed_types
     assert a.counts.flops["fp32"] == pytest.approx(2.0)
+    assert a.memory.references == 12 * (1 << 20)
+    assert a.memory.footprint == 8 * (1 << 20)
