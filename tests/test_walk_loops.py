@@ -966,3 +966,23 @@ def test_a_pointer_the_loop_header_steps_reads_a_new_element_each_trip(gpu, tmp_
     a = count(gpu, tmp_path, src, name="twice.cpp")
     assert {x.distinct for x in a.counts.accesses if x.buffer == "a"} == {1048576}
     assert buffer_of(a, "a").footprint == 4 * 1048576
+
+
+def test_a_pointer_run_through_a_buffer_counts_its_trips(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # ``for (const float *p = x + tid; p < x + n; p += stride)``: the header is a counted
+    # loop over the pointer (its declarator ``*p`` read as ``p``), the trips those of the
+    # offsets tid to n by the grid's 1024 x 256 threads: 2^24 / 2^18 = 64, not the default
+    # 16; each reads its own float of x: 64 MiB over the launch
+    src = (
+        "__global__ void twice(const float *x, float *y, int n) {\n"
+        "  int tid = blockIdx.x * blockDim.x + threadIdx.x, stride = blockDim.x * gridDim.x;\n"
+        "  for (const float *p = x + tid; p < x + n; p += stride) y[p - x] = 2.f * *p;\n"
+        "}\n"
+        "int main() { float *x, *y; twice<<<1024, 256>>>(x, y, 1 << 24); }\n"
+    )
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(1024, 1, 1))
+    ((trips, source),) = loop_trips(a).values()
+    assert (trips, source) == (pytest.approx(64.0), "grid-stride")
+    assert buffer_of(a, "x").footprint == pytest.approx(4 * (1 << 24), rel=1e-6)
+    # ``p - x`` is an integer, the elements between two pointers: one FLOP a trip, not two
+    assert a.counts.flops["fp32"] == pytest.approx(64.0, rel=1e-6)

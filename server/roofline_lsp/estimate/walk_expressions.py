@@ -396,6 +396,12 @@ class ExpressionWalker(ReferenceWalker):
         if b.type.pointer and op == "+":
             self.add_int(2.0, w)
             return Val(b.type, deps, None, b.buffer, b.space, slope=slope)
+        if a.type.pointer and b.type.pointer and op == "-":
+            # elements between two pointers (``p - x``): a 64-bit subtraction and a shift by
+            # the element's size, an integer whatever the elements are
+            if val is None:
+                self.add_int(2.0, w)
+            return Val(LONG, deps, val, slope=slope)
         ty = promote(a.type, b.type)
         if val is not None and not deps:
             return Val(ty, deps, val)

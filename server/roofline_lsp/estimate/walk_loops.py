@@ -502,6 +502,10 @@ class LoopWalker(CallWalker):
             if geo is not None and not base_deps:
                 rng = geo
             counter = Var(vt, base_deps | {dim}, mean, rng=rng)
+            if v is not None and v.buffer and vt.pointer:
+                # a pointer run through a buffer (``for (p = a; p < a + n; ++p)``): its
+                # elements stay the buffer's
+                counter.space, counter.buffer = v.space, v.buffer
             if self.par.lane == dim:
                 step = self.step_value(hdr) if hdr is not None else None
                 if step is not None and hdr is not None and hdr.step_op in ("+", "-"):
@@ -613,6 +617,21 @@ class LoopWalker(CallWalker):
         v = self.expr_quiet(hdr.step)
         return v.val
 
+    def pointer_offsets(self, start: Node, bound: Node) -> tuple[Val, Val] | None:
+        """The offsets from one pointer ``start`` and ``bound`` are taken from (``a + s``
+        and ``a + e``, or ``a`` for 0): their values, else None when they are not both a
+        pointer name plus (or without) an offset."""
+        first, last = _pointer_base(start), _pointer_base(bound)
+        if first is None or last is None or first[0] != last[0]:
+            return None
+        base = self.var(first[0])
+        if base is None or not base.type.pointer:
+            return None
+        zero = Val(INT, NOTHING, 0.0)
+        s = self.expr_quiet(first[1]) if first[1] is not None else zero
+        e = self.expr_quiet(last[1]) if last[1] is not None else zero
+        return s, e
+
     def trip_count(
         self, hdr: LoopHeader | None, loop: Node | None = None
     ) -> tuple[float, str, float | None]:
@@ -639,6 +658,12 @@ class LoopWalker(CallWalker):
         elif start is not None:
             sv, sdeps = start.val, start.deps
         bound = self.expr_quiet(hdr.bound) if hdr.bound is not None else Val(INT, NOTHING, 0.0)
+        if (sv is None or bound.val is None) and hdr.start is not None and hdr.bound is not None:
+            # a pointer run from one address of a buffer to another (``p = a + s; p < a +
+            # e``): the trips are the offsets' (s to e)
+            offsets = self.pointer_offsets(hdr.start, hdr.bound)
+            if offsets is not None:
+                (sv, sdeps), bound = (offsets[0].val, offsets[0].deps), offsets[1]
         step = self.expr_quiet(hdr.step) if hdr.step is not None else Val(INT, NOTHING, 1.0)
         if hdr.closing is not None and step.val is not None:
             # i < j with i++, j--: the gap between the counters closes by both steps
@@ -1024,3 +1049,23 @@ def macro_assigned_names(
 def _operator(node: Node) -> str:
     op = node.child_by_field_name("operator")
     return op.type if op is not None else ""
+
+
+def _pointer_base(node: Node) -> tuple[str, Node | None] | None:
+    """``a`` and the offset of ``a + off`` (or ``off + a``), ``a`` and None of ``a``; None for
+    anything else."""
+    node = unparenthesized(node)
+    if node.type == "identifier":
+        return text(node), None
+    op = node.child_by_field_name("operator") if node.type == "binary_expression" else None
+    if op is None or op.type != "+":
+        return None
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if left is None or right is None:
+        return None
+    left, right = unparenthesized(left), unparenthesized(right)
+    if left.type == "identifier":
+        return text(left), right
+    if right.type == "identifier":
+        return text(right), left
+    return None

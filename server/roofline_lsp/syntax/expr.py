@@ -427,7 +427,7 @@ def loop_header(node: Node) -> LoopHeader | None:
         if init.type == "declaration":
             for d in init.children_by_field_name("declarator"):
                 if d.type == "init_declarator":
-                    name = text(d.child_by_field_name("declarator"))
+                    name = declared_name(d)  # (``p`` of ``float *p = a``)
                     declared[name] = d.child_by_field_name("value")
                     if var is None:
                         var, start = name, declared[name]
