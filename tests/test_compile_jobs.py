@@ -380,6 +380,17 @@ def test_real_nvcc_finds_a_header_in_a_variant_folder(tmp_path: Path) -> None:
     cache.close()
 
 
+def _nvcc_line_fp32(src: Path, kernel: str, line: int) -> int:
+    """The FP32 FLOPs on ``line`` of ``kernel`` in the PTX nvcc compiles ``src`` to (the
+    compile must succeed, the kernel have line counts)."""
+    assert NVCC is not None
+    res = compile_ptx(str(src), None, NVCC, "sm_86")
+    assert isinstance(res, PtxResult), getattr(res, "reason", "")
+    counts = counts_for_kernel(parse_ptx(res.ptx), kernel)
+    assert counts is not None
+    return counts[(str(src), line)].flops_fp32
+
+
 @needs_nvcc
 def test_real_nvcc_finds_a_header_in_the_projects_include_folder(tmp_path: Path) -> None:
     # proj/src/k.cu includes "scale.h" from proj/include/, which a build names with
@@ -390,10 +401,7 @@ def test_real_nvcc_finds_a_header_in_the_projects_include_folder(tmp_path: Path)
     (tmp_path / "proj" / "include" / "scale.h").write_text("#define SCALE 2.0f\n")
     src = tmp_path / "proj" / "src" / "k.cu"
     src.write_text('#include "scale.h"\n__global__ void k(float* y) { y[threadIdx.x] *= SCALE; }\n')
-    res = compile_ptx(str(src), None, NVCC, "sm_86")
-    assert isinstance(res, PtxResult), getattr(res, "reason", "")
-    counts = counts_for_kernel(parse_ptx(res.ptx), "k")
-    assert counts is not None and counts[(str(src), 2)].flops_fp32 == 1
+    assert _nvcc_line_fp32(src, "k", 2) == 1
 
 
 @needs_nvcc
@@ -473,10 +481,7 @@ def test_real_nvcc_keeps_what_a_template_kernels_launcher_calls_as_a_declaration
         "void launch(float *d) { scale<float><<<1, 32>>>(d); cudaCheck(cudaGetLastError()); }\n"
         "int main() { cublasCreate(&handle); }\n"
     )
-    res = compile_ptx(str(src), None, NVCC, "sm_86")
-    assert isinstance(res, PtxResult), getattr(res, "reason", "")
-    counts = counts_for_kernel(parse_ptx(res.ptx), "scale")
-    assert counts is not None and counts[(str(src), 3)].flops_fp32 == 1
+    assert _nvcc_line_fp32(src, "scale", 3) == 1
 
 
 @needs_nvcc
@@ -494,10 +499,7 @@ def test_real_nvcc_a_missing_cuda_library_header_still_brings_the_numeric_types(
         "}\n"
         "int main() { cublasHandle_t h; cublasCreate(&h); }\n"
     )
-    res = compile_ptx(str(src), None, NVCC, "sm_86")
-    assert isinstance(res, PtxResult), getattr(res, "reason", "")
-    counts = counts_for_kernel(parse_ptx(res.ptx), "k")
-    assert counts is not None and counts[(str(src), 3)].flops_fp32 == 1
+    assert _nvcc_line_fp32(src, "k", 3) == 1
 
 
 @needs_nvcc

@@ -2732,7 +2732,7 @@ def _bind_call(
         if lam.lstrip().startswith("["):
             _pass_lambda(ctx, sub, pname, lam)
             continue
-        m = _TEMPORARY.match(a)
+        m = TEMPORARY.match(a)
         if m and m.group(1).rsplit("::", 1)[-1] in ctx.structs:
             ctx.functors[pname] = m.group(1)  # a functor's temporary (``Saxpy{x, y, a}``)
         v = sub.eval_value(sub.host_text(a, argv))  # (``run(d, atoi(argv[1]))``)
@@ -2759,8 +2759,8 @@ def _bind_call(
     ctx._cache.clear()
 
 
-# a temporary of a named type (``Saxpy{x, y, a}``, ``Op<float>()``)
-_TEMPORARY = re.compile(r"\s*([A-Za-z_][\w:]*)\s*(?:<[^(){}]*>)?\s*[({]")
+# a temporary of a named type (``Saxpy{x, y, a}``, ``Op<float>()``): the type
+TEMPORARY = re.compile(r"\s*([A-Za-z_][\w:]*)\s*(?:<[^(){}]*>)?\s*[({]")
 
 
 def _pass_lambda(ctx: HostContext, sub: HostContext, pname: str, lam: str) -> None:
@@ -3859,12 +3859,8 @@ def _declared_levels(kernel: Kernel, fn: Node | None, name: str) -> list[str | N
     region in its function ``fn`` (or the one around it), else in the file's scope; None
     when there is none."""
     start = kernel.span.start_byte
-    node: Node | None = kernel.node
-    root: Node | None = None
-    while node is not None:
-        if fn is None and node.type == "function_definition":
-            fn = node
-        root, node = node, node.parent
+    fn = fn or enclosing_function(kernel.node)
+    root = _root(kernel.node) if kernel.node is not None else None
     own = re.compile(r"\(\s*\*\s*" + re.escape(name) + r"\s*\)\s*((?:\[[^\]]*\]\s*)+)")
     for scope in [s for s in (fn, root) if s is not None]:
         found: tuple[int, list[str | None]] | None = None

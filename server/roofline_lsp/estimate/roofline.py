@@ -33,6 +33,7 @@ from tree_sitter import Node
 from roofline_lsp.compiler.kernel_ptx import CompiledCounts
 from roofline_lsp.detect.bindings import (
     OMP_DEFAULT_TEAMS,
+    TEMPORARY,
     HostContext,
     function_params,
     guard_bounds,
@@ -800,7 +801,7 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
         t, stars = type_name(ptype)
         if not re.fullmatch(r"[A-Za-z_]\w*", t):
             continue
-        m = re.match(r"\s*([A-Za-z_][\w:]*)\s*(?:<[^(){}]*>)?\s*[({]", arg)
+        m = TEMPORARY.match(arg)
         if arg.lstrip().startswith("[") and not stars:
             out.setdefault(t, "lambda")  # a closure type (``_passed_lambdas`` runs it)
         elif m is not None and not stars:
@@ -900,12 +901,9 @@ def _class_template(fn: Node) -> tuple[Node | None, dict[str, str]]:
     template, name = node.parent, text(node.child_by_field_name("name"))
     params = template.child_by_field_name("parameters")
     names = [_parameter_name(c) for c in (params.named_children if params is not None else [])]
-    root = template
-    while root.parent is not None:
-        root = root.parent
-    source = root.text.decode("utf-8", "replace") if root.text else ""
-    before, after = source[: template.start_byte], source[template.end_byte :]
-    for m in re.finditer(r"\b" + re.escape(name) + r"\s*<([^<>;{}()]*)>", before + after):
+    source = _root(template).text or b""
+    rest = (source[: template.start_byte] + source[template.end_byte :]).decode("utf-8", "replace")
+    for m in re.finditer(r"\b" + re.escape(name) + r"\s*<([^<>;{}()]*)>", rest):
         args = [a.strip() for a in m.group(1).split(",")]
         if args and all(args) and not set(args) & set(names):
             return template, dict(zip(names, args, strict=False))

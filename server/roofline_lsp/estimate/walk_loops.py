@@ -663,7 +663,8 @@ class LoopWalker(CallWalker):
             # e``): the trips are the offsets' (s to e)
             offsets = self.pointer_offsets(hdr.start, hdr.bound)
             if offsets is not None:
-                (sv, sdeps), bound = (offsets[0].val, offsets[0].deps), offsets[1]
+                offset, bound = offsets
+                sv, sdeps = offset.val, offset.deps
         step = self.expr_quiet(hdr.step) if hdr.step is not None else Val(INT, NOTHING, 1.0)
         if hdr.closing is not None and step.val is not None:
             # i < j with i++, j--: the gap between the counters closes by both steps

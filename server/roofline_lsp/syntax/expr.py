@@ -11,7 +11,7 @@ import functools
 import itertools
 import math
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -879,34 +879,32 @@ def declarator_levels(decl: Node) -> list[str | None]:
     (*a)[M]``: ``M``, then the pointer (a points to rows of M); ``float a[N][M]``: ``M``,
     then ``N`` (the first subscript takes the last level)."""
     levels: list[str | None] = []
-    node: Node | None = decl
-    if decl.type == "init_declarator":
-        node = decl.child_by_field_name("declarator")
-    while node is not None and node.type not in ("identifier", "field_identifier"):
+    for node in _declarator_chain(decl):
         if node.type == "array_declarator":
             size = node.child_by_field_name("size")
             levels.append(text(size) if size is not None else None)
         elif node.type == "pointer_declarator":
             levels.append(None)
-        nxt = node.child_by_field_name("declarator")
-        if nxt is None:
-            nxt = next((c for c in node.named_children if c.type.endswith("declarator")), None)
-        node = nxt
     return levels
 
 
 def declarator_stars(decl: Node | None) -> str:
     """Pointer and array levels of a declarator as ``*``/``[]`` text."""
     out = ""
-    while decl is not None:
-        if decl.type == "pointer_declarator":
+    for node in _declarator_chain(decl):
+        if node.type == "pointer_declarator":
             out += "*"
-        elif decl.type == "array_declarator":
+        elif node.type == "array_declarator":
             out += "[]"
-        elif decl.type in ("identifier", "field_identifier"):
-            break
+    return out
+
+
+def _declarator_chain(decl: Node | None) -> Iterator[Node]:
+    """A declarator and those nested in it, outermost first, down to (not including) the
+    name it declares."""
+    while decl is not None and decl.type not in ("identifier", "field_identifier"):
+        yield decl
         nxt = decl.child_by_field_name("declarator")
         if nxt is None:
             nxt = next((c for c in decl.named_children if "declarator" in c.type), None)
         decl = nxt
-    return out
