@@ -30,3 +30,12 @@ def test_a_call_s_parentheses_stay() -> None:
     assert substitute_macro(cast, ("input",), ["ir"]) == "static_cast<accscalar_t>(ir)"
     assert substitute_macro("f(x) + (x)", ("x",), ["a"]) == "f(a) +  a "
     assert substitute_macro("a[i](x)", ("x",), ["b"]) == "a[i](b)"
+
+
+def test_token_pasting_joins_and_stringizing_quotes() -> None:
+    # ``REPEAT_##n(x)`` with n = 4 calls REPEAT_4 (before: ``##n`` was taken for ``#n``, a
+    # string, and ``REP_ ## n`` left two tokens)
+    assert substitute_macro("REPEAT_##n(x)", ("n", "x"), ["4", "y"]) == "REPEAT_4(y)"
+    assert substitute_macro("REPEAT_ ## n(x)", ("n", "x"), ["4", "y"]) == "REPEAT_4(y)"
+    assert substitute_macro("a##b", ("a", "b"), ["x", "y"]) == "xy"
+    assert substitute_macro("puts(#a); a", ("a",), ["v"]) == 'puts(""); v'

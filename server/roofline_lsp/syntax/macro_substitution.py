@@ -32,12 +32,16 @@ def substitute_macro(body: str, params: tuple[str, ...], args: list[str]) -> str
             return f" {m.group(1)} "
 
         body = re.sub(r"\(\s*(" + bare + r")\s*\)", unwrap, body)
-    pattern = re.compile(r"#?\b(" + "|".join(re.escape(p) for p in mapping) + r")\b")
+    # ``#x`` makes a string of the argument; ``a ## b`` pastes two tokens (``REP_##n`` with
+    # n = 4 is ``REP_4``), its operands substituted as they are
+    body = re.sub(r"\s*##\s*", "##", body)
+    names = "|".join(re.escape(p) for p in mapping)
+    pattern = re.compile(r"(?<!#)#(?!#)\s*\b(" + names + r")\b|\b(" + names + r")\b")
 
     def rep(m: re.Match[str]) -> str:
-        if m.group(0).startswith("#"):
+        if m.group(1) is not None:
             return '""'
-        return mapping[m.group(1)]  # literal, as the preprocessor does
+        return mapping[m.group(2)]  # literal, as the preprocessor does
 
     return pattern.sub(rep, body).replace("##", "")
 
