@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from counting_helpers import count
 
+from roofline_lsp.estimate.macro_expansion import expand_text, split_arguments
 from roofline_lsp.syntax.macro_substitution import substitute_macro
 
 
@@ -68,3 +69,62 @@ def test_a_statement_expression_macro_gives_its_last_value(gpu, tmp_path: Path) 
     a = count(gpu, tmp_path, src, block=(32, 1, 1), grid=(12, 1, 1))
     (loop,) = a.counts.loops
     assert (loop.trips, loop.source) == (pytest.approx(6.5, rel=0.01), "argument")
+
+
+STATEMENT_MACROS = (
+    "#define REP2(S) S S\n"
+    "#define REP4(S) REP2(S) REP2(S)\n"
+    "#define REP16(S) REP4(S) REP4(S) REP4(S) REP4(S)\n"
+    "#define MAD x = x * y + z; y = y * x + z;\n"
+    "#define MAD4 MAD MAD MAD MAD\n"
+    "#define FMA_OP(a, b, c) a = a * b + c;\n"
+)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "REP16(x = x * y + z; y = y * x + z;)",  # statements as the argument
+        "REP16(FMA_OP(x, y, z) FMA_OP(y, x, z))",  # a statement macro in the argument
+        "MAD4; MAD4; MAD4; MAD4;",  # object-like macros standing for statements
+        "REP4(MAD4)",
+    ],
+)
+def test_statement_macros_expand_in_full(gpu, tmp_path: Path, body: str) -> None:  # type: ignore[no-untyped-def]
+    # each body is 16 copies of two FMAs: 64 FP32 FLOP a trip, 5000 trips. The parser ends
+    # REP16(x = ...; ...) at its first ``;`` and sees MAD4 as a name: before, 4 FLOP a trip
+    # (one copy) or none. The assignments inside make x and y loop-carried: the FMAs run
+    # every trip (not hoisted out of the loop as invariant)
+    src = STATEMENT_MACROS + (
+        "void f(float *a, int n, int iters) {\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: a[0:n])\n"
+        "  for (int i = 0; i < n; i++) {\n"
+        "    float x = a[i], y = 0.5f, z = 1.0f;\n"
+        "    for (int r = 0; r < iters; r++) {\n"
+        f"      {body}\n"
+        "    }\n"
+        "    a[i] = x + y;\n"
+        "  }\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="m.cpp", args="n=1024 iters=5000")
+    assert a.totals["fp32"] == pytest.approx(1024 * (64 * 5000 + 1))
+
+
+def test_expand_text_rescans_and_stops_at_its_limit() -> None:
+    macros = {
+        "REP2": (("S",), "S S"),
+        "REP4": (("S",), "REP2(S) REP2(S)"),
+        "MAD": (None, "x += y;"),
+        "N": (None, "64"),
+        "SELF": (("a",), "SELF(a) + 1"),
+    }
+    assert expand_text("REP4(MAD)", macros).split() == ["x", "+=", "y;"] * 4  # type: ignore[union-attr]
+    assert expand_text("a[N] = SELF(b);", macros) == "a[N] =  SELF(b) + 1 ;"  # N: a value
+    assert expand_text("REP2(x", macros) is None  # not closed
+    assert split_arguments("a = f(1, 2); b = c[3, 4], {5, 6}") == [
+        "a = f(1, 2); b = c[3, 4]",
+        "{5, 6}",
+    ]
+    huge = {"R": (("S",), "S S S S S S S S S S")}
+    assert expand_text("R(R(R(R(R(R(x = 1;))))))", huge) is None  # 10^6 copies

@@ -1,6 +1,7 @@
 """Macro expansion for the counter: substitution of a function-like macro's arguments,
-parsing of the expansion (an expression or statements) and loop-header macros
-(``KERNEL_LOOP(i, n) { body }``)."""
+parsing of the expansion (an expression or statements), loop-header macros
+(``KERNEL_LOOP(i, n) { body }``) and statement macros the parser cannot take as a call
+(``REP16(x = x * y + z; y = y * x + z;)``, expanded in full as the preprocessor would)."""
 
 from __future__ import annotations
 
@@ -68,15 +69,16 @@ _MACRO_CACHE: dict[tuple[str, bool], Node | None] = {}
 _TYPEOF = re.compile(r"\b(?:__typeof__|__typeof|typeof)\s*\([^()]*\)")
 
 
-def macro_tree(body: str, expression: bool) -> Node | None:
-    """Parse a macro expansion: an expression (``(x)*(x)``) or statements."""
+def macro_tree(body: str, expression: bool, limit: int = 4000) -> Node | None:
+    """Parse a macro expansion of fewer than ``limit`` characters: an expression
+    (``(x)*(x)``) or statements."""
     key = (body, expression)
     if key in _MACRO_CACHE:
         return _MACRO_CACHE[key]
     node: Node | None = None
     # ``__typeof__(x) _x = (x);`` in a statement expression: the grammar has no typeof
     body = _TYPEOF.sub("auto", body)
-    if len(body) < 4000 and body.strip():
+    if len(body) < limit and body.strip():
         if expression:
             src = ("void __m__(void) { __r__ = (" + body + "); }").encode()
         else:
@@ -103,3 +105,165 @@ def call_tree(
 ) -> Node | None:
     """The parse of a function-like macro's expansion for the call arguments ``args``."""
     return macro_tree(substitute_macro(body, params, [text(a) for a in args]), expression)
+
+
+# the longest full expansion of a statement macro taken (``REP256(...)`` of a few statements)
+EXPANSION_LIMIT = 200_000
+_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+_OPEN = {"(": ")", "[": "]", "{": "}"}
+
+
+def _closing(s: str, start: int) -> int | None:
+    """The index after the parenthesis that closes the one at ``start`` (string and
+    character literals skipped), or None."""
+    depth = 0
+    i = start
+    while i < len(s):
+        c = s[i]
+        if c in "\"'":
+            j = i + 1
+            while j < len(s) and s[j] != c:
+                j += 2 if s[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return None
+
+
+def split_arguments(inner: str) -> list[str]:
+    """A macro call's arguments from the text between its parentheses: split at the commas
+    outside brackets, as the preprocessor does (semicolons split nothing: ``REP2(a = b; c =
+    d;)`` has one argument)."""
+    args: list[str] = []
+    stack: list[str] = []
+    start = 0
+    for i, c in enumerate(inner):
+        if c in _OPEN:
+            stack.append(_OPEN[c])
+        elif stack and c == stack[-1]:
+            stack.pop()
+        elif c == "," and not stack:
+            args.append(inner[start:i].strip())
+            start = i + 1
+    last = inner[start:].strip()
+    if last or args:
+        args.append(last)
+    return args
+
+
+def expand_text(
+    s: str,
+    macros: dict[str, tuple[tuple[str, ...] | None, str]],
+    painted: frozenset[str] = frozenset(),
+) -> str | None:
+    """``s`` with every call of a function-like macro, and every object-like macro that
+    stands for statements (``#define MAD x = x * y + z;``), replaced by its expansion,
+    rescanned with the macro itself left alone (``#define REP4(S) REP2(S) REP2(S)``); None
+    when a call is not closed or the text outgrows ``EXPANSION_LIMIT``."""
+    out: list[str] = []
+    size = 0
+    i = 0
+    while True:
+        m = _NAME.search(s, i)
+        if m is None:
+            out.append(s[i:])
+            break
+        name = m.group(0)
+        d = macros.get(name)
+        j = m.end()
+        while j < len(s) and s[j] in " \t\r\n":
+            j += 1
+        if d is not None and d[0] is None and name not in painted and _statements(name, macros):
+            body, end = d[1].replace("\\\n", " "), m.end()
+        elif d is not None and d[0] is not None and name not in painted and s[j : j + 1] == "(":
+            close = _closing(s, j)
+            if close is None:
+                return None
+            # the arguments expand first (``REP4(REP2(x))``), then the result without it
+            args = [expand_text(a, macros, painted) for a in split_arguments(s[j + 1 : close - 1])]
+            if any(a is None for a in args):
+                return None
+            body = substitute_macro(d[1], d[0], [a or "" for a in args])
+            end = close
+        else:
+            out.append(s[i : m.end()])
+            i = m.end()
+            continue
+        inner = expand_text(body, macros, painted | {name})
+        if inner is None:
+            return None
+        out += [s[i : m.start()], " ", inner, " "]
+        size += end - i + len(inner)
+        if size > EXPANSION_LIMIT:
+            return None
+        i = end
+    return "".join(out)
+
+
+def _statements(
+    name: str,
+    macros: dict[str, tuple[tuple[str, ...] | None, str]],
+    seen: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether object-like macro ``name`` stands for statements: its body holds a ``;``, or
+    names another that does (``#define MAD16 MAD4 MAD4 MAD4 MAD4``)."""
+    d = macros.get(name)
+    if d is None or d[0] is not None or name in seen:
+        return False
+    return ";" in d[1] or any(_statements(n, macros, seen | {name}) for n in _NAME.findall(d[1]))
+
+
+def statement_macro(
+    stmt: Node, macros: dict[str, tuple[tuple[str, ...] | None, str]]
+) -> tuple[str, Node, int] | None:
+    """A statement made of macros the parser cannot take as written: a function-like macro
+    whose argument holds statements (``REP16(x = x * y + z; y = y * x + z;)``, which the
+    parser ends at the first ``;``) or whose expansion calls other statement macros
+    (``#define REP4(S) REP2(S) REP2(S)``), or object-like macros standing for statements
+    (``MAD16`` or ``MAD MAD MAD`` with ``#define MAD x = x * y + z;``). Returns the first
+    macro's name, the parse of the full expansion and the byte where the statement (with its
+    ``;``) ends; None for any other statement, which the walker takes as it is."""
+    block = stmt.parent
+    if stmt.type not in ("expression_statement", "ERROR") or block is None:
+        return None
+    raw = text(block)
+    base = block.start_byte
+    if len(raw.encode()) != block.end_byte - base:
+        return None  # offsets in characters would not be bytes
+    start, end = stmt.start_byte - base, stmt.end_byte - base
+    first = _NAME.match(raw, start)
+    d = macros.get(first.group(0)) if first is not None else None
+    if first is None or d is None:
+        return None
+    name = first.group(0)
+    if d[0] is None:
+        if not _statements(name, macros):
+            return None
+    else:
+        j = first.end()
+        while j < len(raw) and raw[j] in " \t\r\n":
+            j += 1
+        close = _closing(raw, j) if raw[j : j + 1] == "(" else None
+        if close is None:
+            return None
+        one = substitute_macro(d[1], d[0], split_arguments(raw[j + 1 : close - 1]))
+        whole = stmt.type == "expression_statement" and close <= end and not stmt.has_error
+        if whole and macro_tree(one, expression=False) is not None:
+            return None  # the walker expands it from the call
+        end = max(end, close)
+    full = expand_text(raw[start:end], macros)
+    tree = macro_tree(full, False, EXPANSION_LIMIT) if full is not None else None
+    if tree is None:
+        return None
+    k = end
+    while k < len(raw) and raw[k] in " \t\r\n":
+        k += 1
+    if k < len(raw) and raw[k] == ";" and not raw[start:end].rstrip().endswith(";"):
+        end = k + 1
+    return name, tree, base + end

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from roofline_lsp.estimate import costs
+from roofline_lsp.estimate.macro_expansion import expand_text
 from roofline_lsp.estimate.row_ranges import row_range
 from roofline_lsp.estimate.sampled_trips import sampled_trips
 from roofline_lsp.estimate.thread_counts import STRIDED, Loop, control_passes
@@ -31,6 +32,7 @@ from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import FLOAT, INT
 from roofline_lsp.syntax.expr import (
     FLIPPED,
+    NAME,
     GuardedExit,
     LoopHeader,
     body_update,
@@ -947,19 +949,9 @@ def stored_buffers(body: Node | None) -> frozenset[str]:
     return _scan_body(body).stored if body is not None else frozenset()
 
 
-def named_calls(body: Node) -> tuple[Call, ...]:
-    """The calls of a named function or macro anywhere in ``body``, each argument given
-    when it is a name."""
-    return _scan_body(body).calls
-
-
-Call = tuple[str, tuple[str | None, ...]]  # callee name, each argument if it is a name
-
-
 @dataclass(frozen=True)
 class _BodyScan:
     assigned: frozenset[str]
-    calls: tuple[Call, ...]
     stored: frozenset[str]  # buffers stored to through an element or a pointer (``x[i] = ...``)
 
 
@@ -968,7 +960,7 @@ _ELEMENT_TARGETS = ("subscript_expression", "pointer_expression")
 
 
 def _scan_body(body: Node) -> _BodyScan:
-    """What :func:`assigned_names` and :func:`named_calls` read from ``body``, in one walk.
+    """What :func:`assigned_names` and :func:`stored_buffers` read from ``body``, in one walk.
 
     Cached by the body's bytes, and the bodies of the loops inside are scanned (and cached)
     once, not walked again for every enclosing loop: linear in a nest's size, where walking
@@ -979,7 +971,6 @@ def _scan_body(body: Node) -> _BodyScan:
         return hit
     assigned: set[str] = set()
     stored: set[str] = set()
-    calls: list[Call] = []
     stack = [body]
     while stack:
         n = stack.pop()
@@ -992,28 +983,17 @@ def _scan_body(body: Node) -> _BodyScan:
                 root = root_identifier(target)
                 if root:
                     stored.add(root)
-        elif t == "call_expression":
-            fn = n.child_by_field_name("function")
-            arglist = n.child_by_field_name("arguments")
-            if fn is not None and fn.type == "identifier" and arglist is not None:
-                args = tuple(
-                    text(c) if c.type == "identifier" else None
-                    for c in arglist.named_children
-                    if c.type != "comment"
-                )
-                calls.append((text(fn), args))
         if t in _LOOP_TYPES and n is not body:
             inner = n.child_by_field_name("body")
             if inner is not None:
                 nested = _scan_body(inner)
                 assigned |= nested.assigned
                 stored |= nested.stored
-                calls.extend(nested.calls)
                 stack.extend(c for c in n.named_children if c != inner)
                 continue
         if t not in ("number_literal", "string_literal", "comment", "identifier"):
             stack.extend(n.named_children)
-    result = _BodyScan(frozenset(assigned), tuple(calls), frozenset(stored))
+    result = _BodyScan(frozenset(assigned), frozenset(stored))
     if len(_SCAN_CACHE) > 20000:
         _SCAN_CACHE.clear()
     _SCAN_CACHE[key] = result
@@ -1029,22 +1009,24 @@ _ASSIGNS = re.compile(
 def macro_assigned_names(
     body: Node, macros: dict[str, tuple[tuple[str, ...] | None, str]]
 ) -> frozenset[str]:
-    """Variables that the function-like macros called in ``body`` assign: ``STEP(v, a[k])``
-    with ``#define STEP(v, k) v = v * 0.5f + k`` assigns ``v`` (the argument given for an
-    assigned parameter, or a name the macro's body assigns itself)."""
-    out: set[str] = set()
-    for name, args in named_calls(body):
-        m = macros.get(name)
-        if m is None or m[0] is None:
-            continue
-        params = m[0]
-        for hit in _ASSIGNS.finditer(m[1]):
-            assigned = hit.group(1) or hit.group(2)
-            if assigned not in params:
-                out.add(assigned)
-            elif (i := params.index(assigned)) < len(args) and (arg := args[i]) is not None:
-                out.add(arg)
-    return frozenset(out)
+    """Variables that the macros used in ``body`` assign: ``STEP(v, a[k])`` with ``#define
+    STEP(v, k) v = v * 0.5f + k`` assigns ``v``, ``MAD16`` with ``#define MAD x = x * y +
+    z;`` nested in it assigns ``x`` (the names assigned in the body's full expansion)."""
+    raw = body.text or b""
+    key = (hashlib.blake2b(raw).digest(), id(macros))
+    hit = _MACRO_ASSIGNS.get(key)
+    if hit is not None:
+        return hit
+    src = raw.decode("utf-8", "replace")
+    full = expand_text(src, macros) if set(NAME.findall(src)) & macros.keys() else None
+    found = frozenset(m.group(1) or m.group(2) for m in _ASSIGNS.finditer(full or ""))
+    if len(_MACRO_ASSIGNS) > 20000:
+        _MACRO_ASSIGNS.clear()
+    _MACRO_ASSIGNS[key] = found
+    return found
+
+
+_MACRO_ASSIGNS: dict[tuple[bytes, int], frozenset[str]] = {}
 
 
 def _operator(node: Node) -> str:
