@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from roofline_lsp.compiler.instruction_mix import opcode_mix
+from roofline_lsp.compiler.instruction_mix import EMPTY, asm_mix, opcode_mix
 
 
 def test_classify_widths_and_spaces() -> None:
@@ -100,3 +100,14 @@ def test_vectors_of_bytes_are_unpacked_and_packed_in_integer_instructions() -> N
     assert c("st.global.v4.u8").int_ops == 3 and c("st.global.v2.u8").int_ops == 1
     assert c("ld.global.u8").int_ops == 0 and c("st.global.u8").int_ops == 0
     assert c("ld.global.v4.u16").int_ops == 0 and c("st.global.v4.f32").int_ops == 0
+
+
+def test_an_inline_asm_template_counts_its_instructions() -> None:
+    # an FMA (2 FLOP), a guarded integer add under a predicate set by an integer compare, a
+    # 64-bit multiply (3); the braces, the label and the .reg directive count nothing
+    mix = asm_mix(
+        "{ .reg .pred p;\n\tfma.rn.f32 %0, %1, %2, %0;\n\tsetp.lt.s32 p, %3, 0;\n"
+        "L1: @p add.s32 %4, %4, 1;\n\tmul.lo.u64 %5, %5, %6; }"
+    )
+    assert (mix.flops_fp32, mix.int_ops) == (2, 1 + 1 + 3)
+    assert asm_mix("") == EMPTY

@@ -609,3 +609,37 @@ def test_an_offload_region_runs_the_callable_its_function_is_given(
     assert a.counts.flops["fp32"] == pytest.approx(2.0)
     assert a.memory.references == 12 * (1 << 20)
     assert a.memory.footprint == 8 * (1 << 20)
+
+
+def test_a_builtin_math_function_is_the_library_function(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # __builtin_fmaf(x, y, z) is fmaf: 2 FP32 FLOP (before: an unknown call, no FLOP)
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(float *x) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  x[i] = __builtin_fmaf(x[i], 2.0f, 1.0f);\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(2.0)
+
+
+def test_an_offload_region_calls_the_function_its_template_is_given(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # bench<sub>: G(x, y) runs sub, 1 FLOP, twice a trip over 100 trips (before: G was no
+    # function, and its calls counted no FLOP)
+    src = (
+        "float sub(float a, float b) { return a - b; }\n"
+        "template <float (*G)(float, float)>\n"
+        "void bench(float *d, int n) {\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: d[0:n])\n"
+        "  for (int i = 0; i < n; i++) {\n"
+        "    float x = d[i], y = 1.5f;\n"
+        "    for (int r = 0; r < 100; r++) { x = G(x, y); y = G(y, x); }\n"
+        "    d[i] = x + y;\n"
+        "  }\n"
+        "}\n"
+        "int main() { float *d = new float[4096]; bench<sub>(d, 4096); }\n"
+    )
+    a = count(gpu, tmp_path, src, name="b.cpp")
+    assert a.totals["fp32"] == pytest.approx(4096 * (2 * 100 + 1))

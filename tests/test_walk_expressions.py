@@ -736,3 +736,22 @@ def test_a_clamp_written_as_conditionals_keeps_the_lane_stride(gpu, tmp_path: Pa
     a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(4096, 1, 1))
     (load,) = (r for r in a.counts.accesses if r.buffer == "x")
     assert load.lane_stride == 1.0
+
+
+def test_inline_ptx_asm_counts_its_instructions_and_reads_its_operands(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a microbenchmark's FMA chain in inline PTX: 2 FLOP a trip, 100 trips (before: no FLOP
+    # and 2 integer instructions per asm statement); the input operand x[i] is a load
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *x, float *y) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float v = 0.f;\n"
+        "  for (int r = 0; r < 100; r++)\n"
+        '    asm volatile("fma.rn.f32 %0, %1, %1, %0;" : "+f"(v) : "f"(x[i]));\n'
+        "  y[i] = v;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(200.0)
+    assert {x.buffer for x in a.counts.accesses} == {"x", "y"}

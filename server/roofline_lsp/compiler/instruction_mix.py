@@ -57,7 +57,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-__all__ = ["EMPTY", "NUM_FIELDS", "LineMix", "opcode_mix"]
+__all__ = ["EMPTY", "NUM_FIELDS", "LineMix", "asm_mix", "opcode_mix"]
 
 
 @dataclass(frozen=True)
@@ -423,3 +423,19 @@ def opcode_mix(opcode: str) -> LineMix:
     if base in _INT_SIMPLE:
         return add(int_ops=1)
     return add(other=1)
+
+
+_ASM_OPCODE = re.compile(r"^(?:@!?%?\w+\s+)?([a-z][\w.:]*)")
+
+
+def asm_mix(template: str) -> LineMix:
+    """The counts of an inline PTX ``asm`` statement from its template
+    (``"fma.rn.f32 %0, %1, %2, %0;"``): its instructions (separated by ``;`` or new lines;
+    braces, labels and ``.reg`` directives skipped), each as :func:`opcode_mix` counts it."""
+    total = EMPTY
+    for part in re.split(r"[;\n]", template):
+        ins = re.sub(r"^\s*(?:[\w$]+:\s*)?", "", part.replace("{", " ").replace("}", " "))
+        m = _ASM_OPCODE.match(ins.strip())
+        if m is not None:
+            total = total + opcode_mix(m.group(1))
+    return total

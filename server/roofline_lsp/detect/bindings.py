@@ -3157,9 +3157,12 @@ def _template_parameters(fn: Node) -> list[tuple[str, str | None, bool]]:
             default = p.child_by_field_name("default_value")
         else:
             continue
+        value = p.type in ("parameter_declaration", "optional_parameter_declaration")
         if name is not None and name.type in ("type_identifier", "identifier"):
-            value = p.type in ("parameter_declaration", "optional_parameter_declaration")
             out.append((text(name), text(default) if default is not None else None, value))
+        elif value and name is not None and name.type == "function_declarator":
+            # ``float (*G)(float, float)``: a function, called by its name (``G(x, y)``)
+            out.append((declared_name(name), text(default) if default is not None else None, True))
     return out
 
 

@@ -858,6 +858,14 @@ def _enclosing_template(
                 else:
                     aliases[name] = "float"
                     assumed.append(name)
+        elif tp.type in ("parameter_declaration", "optional_parameter_declaration"):
+            declarator = tp.child_by_field_name("declarator")
+            if declarator is not None and declarator.type == "function_declarator":
+                # ``float (*G)(float, float)`` given ``sub``: ``G(x, y)`` calls sub
+                name = declared_name(declarator)
+                function = arg or given.get(name, "")
+                if name and re.fullmatch(r"&?\s*[A-Za-z_][\w:]*", function):
+                    aliases.setdefault(name, function.lstrip("& "))
     return tuple(assumed)
 
 

@@ -64,6 +64,13 @@ from roofline_lsp.syntax.expr import declarator_stars, declared_name, text, unpa
 from roofline_lsp.syntax.functions import function_declarator
 
 MATH_NAMES = set(costs.MATH_F32) | set(costs.MATH_F64)
+
+
+def _math_name(name: str) -> bool:
+    """A C math library function (``fma``, ``fmaf``, ``sqrt``, ``sqrtf``)."""
+    return name in MATH_NAMES or name.removesuffix("f") in MATH_NAMES
+
+
 # cache-hinted loads and stores (``__ldcs(p)``, ``__stcs(p, v)``): an ordinary access of
 # ``*p`` of the pointee's width (a ``float4*`` moves 16 bytes)
 CACHE_LOADS = frozenset(["__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"])
@@ -194,6 +201,8 @@ class CallWalker(GroupWalker):
             else:
                 fname = text(fn)
         short = fname.rsplit("::", 1)[-1].strip()
+        if short.startswith("__builtin_") and _math_name(short[len("__builtin_") :]):
+            short = short[len("__builtin_") :]  # ``__builtin_fmaf``: the library function
         cast = self.misread_cast(fn, args)
         if cast is not None:
             return cast

@@ -9,6 +9,7 @@ import re
 
 from tree_sitter import Node
 
+from roofline_lsp.compiler.instruction_mix import EMPTY, asm_mix
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.macro_expansion import macro_tree
 from roofline_lsp.estimate.value_domain import (
@@ -86,6 +87,20 @@ _STANDARD_CONSTANTS: dict[str, tuple[float, DataType]] = {
 
 # double operations the compiler computes in float when their result goes straight into one
 _SHRINKABLE = frozenset({"+", "-", "*", "/"})
+
+
+# the output operands of an ``asm`` statement that name an element of memory
+_STORED = frozenset({"subscript_expression", "field_expression", "pointer_expression"})
+
+
+def _string_value(node: Node) -> str:
+    """The characters of a string literal or of adjacent ones (``"a;\\n\\t" "b;"``), escapes
+    taken as the whitespace they stand for."""
+    out: list[str] = []
+    for lit in [node] if node.type == "string_literal" else node.named_children:
+        for part in lit.named_children:
+            out.append(text(part) if part.type == "string_content" else "\n")
+    return "".join(out)
 
 
 class ExpressionWalker(ReferenceWalker):
@@ -248,8 +263,7 @@ class ExpressionWalker(ReferenceWalker):
                 self.expr(vn)
             return Val(self.type_of(text(node.child_by_field_name("type"))))
         if t == "gnu_asm_expression":
-            self.add_int(2.0)
-            return Val(INT)
+            return self.inline_asm(node)
         if t == "condition_clause":
             vn = node.child_by_field_name("value")
             return self.expr(vn) if vn is not None else Val(BOOL)
@@ -257,6 +271,28 @@ class ExpressionWalker(ReferenceWalker):
         for c in node.named_children:
             last = self.expr(c)
         return last
+
+    def inline_asm(self, node: Node) -> Val:
+        """An inline PTX ``asm`` statement: the FLOPs and integer instructions of the
+        instructions its template holds (``instruction_mix.asm_mix``); its input operands are
+        read, and an output operand naming an element is written."""
+        code = next(
+            (c for c in node.named_children if c.type in ("string_literal", "concatenated_string")),
+            None,
+        )
+        mix = asm_mix(_string_value(code)) if code is not None else EMPTY
+        for idx, n in enumerate((mix.flops_fp64, mix.flops_fp32, mix.flops_fp16, mix.int_ops)):
+            self.add(idx, float(n))
+        for operands in node.named_children:
+            for op in operands.named_children:
+                value = op.named_children[-1] if op.named_children else None
+                if value is None or value.type == "string_literal":
+                    continue
+                if operands.type == "gnu_asm_input_operand_list":
+                    self.expr(value)
+                elif operands.type == "gnu_asm_output_operand_list" and value.type in _STORED:
+                    self.lvalue(value, "store")
+        return Val(INT)
 
     def size_of(self, node: Node) -> float:
         """``sizeof``'s bytes: a type's (``float[16]``: 64), a variable's (a whole array:
