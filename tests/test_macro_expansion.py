@@ -128,3 +128,24 @@ def test_expand_text_rescans_and_stops_at_its_limit() -> None:
     ]
     huge = {"R": (("S",), "S S S S S S S S S S")}
     assert expand_text("R(R(R(R(R(R(x = 1;))))))", huge) is None  # 10^6 copies
+
+
+def test_a_statement_macro_s_loop_is_on_the_line_of_its_use(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # BODY(16): _Pragma("unroll") and a 16-trip loop of two FMAs, 64 FP32 FLOP a trip of r
+    # (before: the _Pragma did not parse and nothing was counted); the loop is reported on
+    # line 6, where BODY is used (not on line 1 of the expansion's own parse)
+    src = (
+        '#define BODY(N) _Pragma("unroll") for (int k = 0; k < N; k++) '
+        "{ x = x * y + z; y = y * x + z; }\n"
+        "void f(float *a, int n, int iters) {\n"
+        "  #pragma omp target teams distribute parallel for map(tofrom: a[0:n])\n"
+        "  for (int i = 0; i < n; i++) {\n"
+        "    float x = a[i], y = 0.5f, z = 1.0f;\n"
+        "    for (int r = 0; r < iters; r++) { BODY(16) }\n"
+        "    a[i] = x + y;\n"
+        "  }\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="m.cpp", args="n=1024 iters=100")
+    assert a.totals["fp32"] == pytest.approx(1024 * (64 * 100 + 1))
+    assert {(lp.var, lp.line, lp.trips) for lp in a.counts.loops if lp.var == "k"} == {("k", 6, 16)}

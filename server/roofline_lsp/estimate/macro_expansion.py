@@ -64,6 +64,7 @@ def loop_macro(
 
 
 _MACRO_CACHE: dict[tuple[str, bool], Node | None] = {}
+_PRAGMA = re.compile(r'_Pragma\s*\(\s*"((?:[^"\\]|\\.)*)"\s*\)')
 
 
 _TYPEOF = re.compile(r"\b(?:__typeof__|__typeof|typeof)\s*\([^()]*\)")
@@ -82,6 +83,8 @@ def macro_tree(body: str, expression: bool, limit: int = 4000) -> Node | None:
         if expression:
             src = ("void __m__(void) { __r__ = (" + body + "); }").encode()
         else:
+            # ``_Pragma("unroll")`` in a macro is the directive ``#pragma unroll``
+            body = _PRAGMA.sub(lambda m: "\n#pragma " + m.group(1) + "\n", body)
             src = ("void __m__(void) { " + body + " ; }").encode()
         tree = parse(src)
         fn = tree.root_node.named_children[0] if tree.root_node.named_children else None

@@ -753,7 +753,9 @@ class CallWalker(GroupWalker):
             Frame(kind=kind, own_space=self.own_space(fnode, receiver), instance=instance)
         )
         saved_line, saved_base = self.cursor.line, self.cursor.line_base
+        saved_macro = self.cursor.macro_line
         self.cursor.line_base = self.cursor.line  # book the callee's cost on the call's line
+        self.cursor.macro_line = None  # (its loops are on its own lines)
         saved_types = self.bind_local_types(instance.types) if instance is not None else None
         try:
             self.stmt(body)
@@ -764,6 +766,7 @@ class CallWalker(GroupWalker):
             self.cursor.call_stack.pop()
             self.cursor.scopes = saved_scopes
             self.cursor.line, self.cursor.line_base = saved_line, saved_base
+            self.cursor.macro_line = saved_macro
         deps = NOTHING
         for r in frame.returns:
             deps = deps | r.deps
@@ -888,8 +891,10 @@ class CallWalker(GroupWalker):
         if name not in self.tally.followed:
             self.tally.followed.append(name)
         self.cursor.call_stack.append(name)
-        saved_base = self.cursor.line_base
+        saved_base, saved_macro = self.cursor.line_base, self.cursor.macro_line
         self.cursor.line_base = self.cursor.line
+        if saved_macro is None:
+            self.cursor.macro_line = self.cursor.line  # the loops it expands to are on it
         try:
             if expression:
                 target = unparenthesized(tree)
@@ -900,7 +905,7 @@ class CallWalker(GroupWalker):
             return Val(VOID)
         finally:
             self.cursor.call_stack.pop()
-            self.cursor.line_base = saved_base
+            self.cursor.line_base, self.cursor.macro_line = saved_base, saved_macro
 
 
 def assigns_members(method: Node, structs: Mapping[str, Mapping[str, str]]) -> bool:

@@ -114,7 +114,7 @@ class LoopWalker(CallWalker):
         names, data = self.unknown_bound(hdr if node.type != "for_range_loop" else None, source)
         self.tally.loop_records.append(
             Loop(
-                node.start_point.row + 1,
+                self.cursor.macro_line or node.start_point.row + 1,
                 var_name,
                 n,
                 source,
@@ -447,7 +447,7 @@ class LoopWalker(CallWalker):
         names, data = self.unknown_bound(hdr, source)
         self.tally.loop_records.append(
             Loop(
-                node.start_point.row + 1,
+                self.cursor.macro_line or node.start_point.row + 1,
                 var_name,
                 n,
                 source,

@@ -198,6 +198,7 @@ class Cursor:
     w: float = 1.0
     line: int = 0
     line_base: int | None = None  # inside macro expansions: the call's line
+    macro_line: int | None = None  # ... of a macro's expansion (whose parse has no lines)
     scopes: list[dict[str, Var]] = field(default_factory=lambda: [{}])
     # loop stack: (dim id, trips, parallel)
     loops: list[tuple[str, float, bool]] = field(default_factory=list)
