@@ -272,6 +272,9 @@ def substitute(
     loops = {lp.line: lp for lp in own_loops}
     keep = set(ptx.fallback) | set(ptx.keep_source)
     keep |= {lp.line for lp in own_loops if lp.parallel}
+    # a line a macro expands to a loop on: its PTX line holds the loop's code and the
+    # statement's at once, which no one weight multiplies; the counter's count stands
+    keep |= {lp.line for lp in counts.loops if lp.macro and lo <= lp.line <= hi}
     # a fallback on a line of a statement that spans several (``x =`` then ``expf(...)`` on
     # the next line, or a call whose arguments continue below it): the counter booked the
     # statement on its first line, which keeps its count for all its lines

@@ -91,6 +91,7 @@ class Loop:
     # (of another file, or a macro's text), its work is booked on the call's line
     inlined: bool = False
     forced: bool = False  # ``#pragma unroll`` asks for all of it
+    macro: bool = False  # expanded from a macro: on its use line, with the statement's code
 
 
 @dataclass(frozen=True)

@@ -112,17 +112,19 @@ class LoopWalker(CallWalker):
         elif descent is not None and hinted is None:
             self.dimensions.searches[dim] = (descent, n)
         names, data = self.unknown_bound(hdr if node.type != "for_range_loop" else None, source)
+        first, last = self.loop_lines(node)
         self.tally.loop_records.append(
             Loop(
-                self.cursor.macro_line or node.start_point.row + 1,
+                first,
                 var_name,
                 n,
                 source,
                 self.cursor.w,
-                end_line=node.end_point.row + 1,
+                end_line=last,
                 unknown_names=names,
                 data_bound=data,
                 inlined=self.cursor.line_base is not None,
+                macro=self.cursor.macro_line is not None,
             )
         )
         if var_name and hdr is not None:
@@ -382,6 +384,12 @@ class LoopWalker(CallWalker):
             v.val = None
             v.rng = None
 
+    def loop_lines(self, node: Node) -> tuple[int, int]:
+        """A loop's first and last line: a macro's use line for a loop it expands to."""
+        if self.cursor.macro_line is not None:
+            return self.cursor.macro_line, self.cursor.macro_line
+        return node.start_point.row + 1, node.end_point.row + 1
+
     def new_loop_dim(self, trips_: float, source: str) -> str:
         """A thread dimension for a loop of ``trips_`` trips counted from ``source`` (a
         grid-stride loop's is recorded as such: not a per-thread stream)."""
@@ -445,20 +453,22 @@ class LoopWalker(CallWalker):
         elif source == "constant" and n <= self.inputs.settings.unroll_full_max and not parallel:
             unrolled = True
         names, data = self.unknown_bound(hdr, source)
+        first, last = self.loop_lines(node)
         self.tally.loop_records.append(
             Loop(
-                self.cursor.macro_line or node.start_point.row + 1,
+                first,
                 var_name,
                 n,
                 source,
                 self.cursor.w,
                 parallel,
                 unrolled,
-                node.end_point.row + 1,
+                last,
                 names,
                 data,
                 self.cursor.line_base is not None,
                 unrolled and unroll is not None,
+                self.cursor.macro_line is not None,
             )
         )
         if unrolled:
