@@ -126,6 +126,9 @@ def test_expand_text_rescans_and_stops_at_its_limit() -> None:
         "a = f(1, 2); b = c[3, 4]",
         "{5, 6}",
     ]
+    deep = {"R": (("S",), "S"), **{f"A{i}": (None, f"A{i + 1}") for i in range(5000)}}
+    assert expand_text("R(" * 5000 + "x" + ")" * 5000, deep) is None  # nested too deep
+    assert expand_text("A0", deep) == "A0"  # a chain of 5,000 names, no statement: left
     huge = {"R": (("S",), "S S S S S S S S S S")}
     assert expand_text("R(R(R(R(R(R(x = 1;))))))", huge) is None  # 10^6 copies
 

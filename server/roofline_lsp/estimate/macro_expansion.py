@@ -112,6 +112,7 @@ def call_tree(
 
 # the longest full expansion of a statement macro taken (``REP256(...)`` of a few statements)
 EXPANSION_LIMIT = 200_000
+EXPANSION_DEPTH = 64  # ... and the deepest nest of macro calls (a hostile file's 10,000)
 _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 
@@ -164,11 +165,15 @@ def expand_text(
     s: str,
     macros: dict[str, tuple[tuple[str, ...] | None, str]],
     painted: frozenset[str] = frozenset(),
+    depth: int = 0,
 ) -> str | None:
     """``s`` with every call of a function-like macro, and every object-like macro that
     stands for statements (``#define MAD x = x * y + z;``), replaced by its expansion,
     rescanned with the macro itself left alone (``#define REP4(S) REP2(S) REP2(S)``); None
-    when a call is not closed or the text outgrows ``EXPANSION_LIMIT``."""
+    when a call is not closed, the text outgrows ``EXPANSION_LIMIT`` or the calls nest deeper
+    than ``EXPANSION_DEPTH``."""
+    if depth > EXPANSION_DEPTH:
+        return None
     out: list[str] = []
     size = 0
     i = 0
@@ -189,7 +194,10 @@ def expand_text(
             if close is None:
                 return None
             # the arguments expand first (``REP4(REP2(x))``), then the result without it
-            args = [expand_text(a, macros, painted) for a in split_arguments(s[j + 1 : close - 1])]
+            args = [
+                expand_text(a, macros, painted, depth + 1)
+                for a in split_arguments(s[j + 1 : close - 1])
+            ]
             if any(a is None for a in args):
                 return None
             body = substitute_macro(d[1], d[0], [a or "" for a in args])
@@ -198,7 +206,7 @@ def expand_text(
             out.append(s[i : m.end()])
             i = m.end()
             continue
-        inner = expand_text(body, macros, painted | {name})
+        inner = expand_text(body, macros, painted | {name}, depth + 1)
         if inner is None:
             return None
         out += [s[i : m.start()], " ", inner, " "]
@@ -217,7 +225,7 @@ def _statements(
     """Whether object-like macro ``name`` stands for statements: its body holds a ``;``, or
     names another that does (``#define MAD16 MAD4 MAD4 MAD4 MAD4``)."""
     d = macros.get(name)
-    if d is None or d[0] is not None or name in seen:
+    if d is None or d[0] is not None or name in seen or len(seen) > EXPANSION_DEPTH:
         return False
     return ";" in d[1] or any(_statements(n, macros, seen | {name}) for n in _NAME.findall(d[1]))
 
@@ -235,20 +243,20 @@ def statement_macro(
     block = stmt.parent
     if stmt.type not in ("expression_statement", "ERROR") or block is None:
         return None
+    lead = _NAME.match(text(stmt))
+    d = macros.get(lead.group(0)) if lead is not None else None
+    if lead is None or d is None or d[0] is None and not _statements(lead.group(0), macros):
+        return None  # (before reading the block: most statements start with no macro)
     raw = text(block)
     base = block.start_byte
     if len(raw.encode()) != block.end_byte - base:
         return None  # offsets in characters would not be bytes
     start, end = stmt.start_byte - base, stmt.end_byte - base
     first = _NAME.match(raw, start)
-    d = macros.get(first.group(0)) if first is not None else None
-    if first is None or d is None:
+    if first is None or first.group(0) != lead.group(0):
         return None
     name = first.group(0)
-    if d[0] is None:
-        if not _statements(name, macros):
-            return None
-    else:
+    if d[0] is not None:
         j = first.end()
         while j < len(raw) and raw[j] in " \t\r\n":
             j += 1
