@@ -247,9 +247,12 @@ def statement_macro(
     d = macros.get(lead.group(0)) if lead is not None else None
     if lead is None or d is None or d[0] is None and not _statements(lead.group(0), macros):
         return None  # (before reading the block: most statements start with no macro)
-    raw = text(block)
-    base = block.start_byte
-    if len(raw.encode()) != block.end_byte - base:
+    # a statement that parsed whole holds its macro call; a broken one may not (the call
+    # runs past the ``;`` the parser stopped at): then the block's text is read
+    host = block if stmt.type == "ERROR" or stmt.has_error else stmt
+    raw = text(host)
+    base = host.start_byte
+    if len(raw.encode()) != host.end_byte - base:
         return None  # offsets in characters would not be bytes
     start, end = stmt.start_byte - base, stmt.end_byte - base
     first = _NAME.match(raw, start)

@@ -32,7 +32,6 @@ from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import FLOAT, INT
 from roofline_lsp.syntax.expr import (
     FLIPPED,
-    NAME,
     GuardedExit,
     LoopHeader,
     body_update,
@@ -963,6 +962,7 @@ def stored_buffers(body: Node | None) -> frozenset[str]:
 class _BodyScan:
     assigned: frozenset[str]
     stored: frozenset[str]  # buffers stored to through an element or a pointer (``x[i] = ...``)
+    heads: frozenset[str]  # names called, or starting a statement: the macros it may use
 
 
 _SCAN_CACHE: dict[tuple[int, int, bytes], _BodyScan] = {}
@@ -981,10 +981,15 @@ def _scan_body(body: Node) -> _BodyScan:
         return hit
     assigned: set[str] = set()
     stored: set[str] = set()
+    heads: set[str] = set()
     stack = [body]
     while stack:
         n = stack.pop()
         t = n.type
+        if t in ("call_expression", "expression_statement", "ERROR", "declaration"):
+            first = n.child(0)
+            if first is not None and first.type in ("identifier", "type_identifier"):
+                heads.add(text(first))
         if t in ("assignment_expression", "update_expression"):
             target = n.child_by_field_name("left" if t == "assignment_expression" else "argument")
             if target is not None and target.type == "identifier":
@@ -999,11 +1004,12 @@ def _scan_body(body: Node) -> _BodyScan:
                 nested = _scan_body(inner)
                 assigned |= nested.assigned
                 stored |= nested.stored
+                heads |= nested.heads
                 stack.extend(c for c in n.named_children if c != inner)
                 continue
         if t not in ("number_literal", "string_literal", "comment", "identifier"):
             stack.extend(n.named_children)
-    result = _BodyScan(frozenset(assigned), frozenset(stored))
+    result = _BodyScan(frozenset(assigned), frozenset(stored), frozenset(heads))
     if len(_SCAN_CACHE) > 20000:
         _SCAN_CACHE.clear()
     _SCAN_CACHE[key] = result
@@ -1022,13 +1028,15 @@ def macro_assigned_names(
     """Variables that the macros used in ``body`` assign: ``STEP(v, a[k])`` with ``#define
     STEP(v, k) v = v * 0.5f + k`` assigns ``v``, ``MAD16`` with ``#define MAD x = x * y +
     z;`` nested in it assigns ``x`` (the names assigned in the body's full expansion)."""
+    if not _scan_body(body).heads & macros.keys():
+        return frozenset()
     raw = body.text or b""
     key = (hashlib.blake2b(raw).digest(), id(macros))
     hit = _MACRO_ASSIGNS.get(key)
     if hit is not None:
         return hit
     src = raw.decode("utf-8", "replace")
-    full = expand_text(src, macros) if set(NAME.findall(src)) & macros.keys() else None
+    full = expand_text(src, macros)
     found = frozenset(m.group(1) or m.group(2) for m in _ASSIGNS.finditer(full or ""))
     if len(_MACRO_ASSIGNS) > 20000:
         _MACRO_ASSIGNS.clear()
