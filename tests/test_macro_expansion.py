@@ -71,6 +71,7 @@ def test_a_statement_expression_macro_gives_its_last_value(gpu, tmp_path: Path) 
     assert (loop.trips, loop.source) == (pytest.approx(6.5, rel=0.01), "argument")
 
 
+PRAGMA_MACRO_LOOP = Path(__file__).parent / "fixtures" / "estimator" / "pragma_macro_loop.cpp"
 STATEMENT_MACROS = (
     "#define REP2(S) S S\n"
     "#define REP4(S) REP2(S) REP2(S)\n"
@@ -136,19 +137,8 @@ def test_expand_text_rescans_and_stops_at_its_limit() -> None:
 def test_a_statement_macro_s_loop_is_on_the_line_of_its_use(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # BODY(16): _Pragma("unroll") and a 16-trip loop of two FMAs, 64 FP32 FLOP a trip of r
     # (before: the _Pragma did not parse and nothing was counted); the loop is reported on
-    # line 6, where BODY is used (not on line 1 of the expansion's own parse)
-    src = (
-        '#define BODY(N) _Pragma("unroll") for (int k = 0; k < N; k++) '
-        "{ x = x * y + z; y = y * x + z; }\n"
-        "void f(float *a, int n, int iters) {\n"
-        "  #pragma omp target teams distribute parallel for map(tofrom: a[0:n])\n"
-        "  for (int i = 0; i < n; i++) {\n"
-        "    float x = a[i], y = 0.5f, z = 1.0f;\n"
-        "    for (int r = 0; r < iters; r++) { BODY(16) }\n"
-        "    a[i] = x + y;\n"
-        "  }\n"
-        "}\n"
-    )
+    # line 7, where BODY is used (not on line 1 of the expansion's own parse)
+    src = PRAGMA_MACRO_LOOP.read_text()
     a = count(gpu, tmp_path, src, name="m.cpp", args="n=1024 iters=100")
     assert a.totals["fp32"] == pytest.approx(1024 * (64 * 100 + 1))
-    assert {(lp.var, lp.line, lp.trips) for lp in a.counts.loops if lp.var == "k"} == {("k", 6, 16)}
+    assert {(lp.var, lp.line, lp.trips) for lp in a.counts.loops if lp.var == "k"} == {("k", 7, 16)}
