@@ -769,7 +769,7 @@ def test_a_loop_without_a_counter_runs_its_control_every_trip() -> None:
 @pytest.mark.skipif(OMP_CLANG is None, reason="no clang with the OpenMP NVPTX runtime")
 def test_a_line_a_macro_expands_to_a_loop_on_keeps_its_source_count(tmp_path):
     # BODY(16) on line 7 is a 16-trip loop of two FMAs, unrolled by its _Pragma: clang puts
-    # the 32 FMAs on line 6, which no one weight multiplies (the statement's once per trip
+    # the 32 FMAs on line 7, which no one weight multiplies (the statement's once per trip
     # of r, the loop's 16 times). The source count stands: 64 FP32 FLOP a trip of r, 100
     # trips, and the add on line 8 (before: 4 FLOP a trip of r)
     det, module = _compiled_now(FIX.parent / "estimator" / "pragma_macro_loop.cpp")
