@@ -3158,11 +3158,15 @@ def _template_parameters(fn: Node) -> list[tuple[str, str | None, bool]]:
         else:
             continue
         value = p.type in ("parameter_declaration", "optional_parameter_declaration")
-        if name is not None and name.type in ("type_identifier", "identifier"):
-            out.append((text(name), text(default) if default is not None else None, value))
-        elif value and name is not None and name.type == "function_declarator":
-            # ``float (*G)(float, float)``: a function, called by its name (``G(x, y)``)
-            out.append((declared_name(name), text(default) if default is not None else None, True))
+        if name is None:
+            continue
+        if name.type in ("type_identifier", "identifier"):
+            pname = text(name)
+        elif value and name.type == "function_declarator":
+            pname = declared_name(name)  # ``float (*G)(float, float)``: G(x, y) calls it
+        else:
+            continue
+        out.append((pname, text(default) if default is not None else None, value))
     return out
 
 

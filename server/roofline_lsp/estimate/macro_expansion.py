@@ -117,6 +117,13 @@ _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 
 
+def _past_space(s: str, i: int) -> int:
+    """The index of the first character at or after ``i`` that is not white space."""
+    while i < len(s) and s[i] in " \t\r\n":
+        i += 1
+    return i
+
+
 def _closing(s: str, start: int) -> int | None:
     """The index after the parenthesis that closes the one at ``start`` (string and
     character literals skipped), or None."""
@@ -184,9 +191,7 @@ def expand_text(
             break
         name = m.group(0)
         d = macros.get(name)
-        j = m.end()
-        while j < len(s) and s[j] in " \t\r\n":
-            j += 1
+        j = _past_space(s, m.end())
         if d is not None and d[0] is None and name not in painted and _statements(name, macros):
             body, end = d[1].replace("\\\n", " "), m.end()
         elif d is not None and d[0] is not None and name not in painted and s[j : j + 1] == "(":
@@ -260,9 +265,7 @@ def statement_macro(
         return None
     name = first.group(0)
     if d[0] is not None:
-        j = first.end()
-        while j < len(raw) and raw[j] in " \t\r\n":
-            j += 1
+        j = _past_space(raw, first.end())
         close = _closing(raw, j) if raw[j : j + 1] == "(" else None
         if close is None:
             return None
@@ -275,9 +278,7 @@ def statement_macro(
     tree = macro_tree(full, False, EXPANSION_LIMIT) if full is not None else None
     if tree is None:
         return None
-    k = end
-    while k < len(raw) and raw[k] in " \t\r\n":
-        k += 1
+    k = _past_space(raw, end)
     if k < len(raw) and raw[k] == ";" and not raw[start:end].rstrip().endswith(";"):
         end = k + 1
     return name, tree, base + end

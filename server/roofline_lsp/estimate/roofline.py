@@ -769,9 +769,14 @@ def _template_bindings(
                 v = ctx.eval_text(src)
                 if v is not None:
                     ctx.fixed[name] = v
-                elif re.fullmatch(r"&?\s*[A-Za-z_][\w:]*", src):
-                    aliases[name] = src.lstrip("& ")  # a function: F(x) calls it
+                elif (function := _function_argument(src)) is not None:
+                    aliases[name] = function  # a function: F(x) calls it
     return tuple(assumed)
+
+
+def _function_argument(arg: str) -> str | None:
+    """The function a template argument names (``sub``, ``&ns::sub``), else None."""
+    return arg.lstrip("& ") if re.fullmatch(r"&?\s*[A-Za-z_][\w:]*", arg) else None
 
 
 def _instance_types(
@@ -863,9 +868,9 @@ def _enclosing_template(
             if declarator is not None and declarator.type == "function_declarator":
                 # ``float (*G)(float, float)`` given ``sub``: ``G(x, y)`` calls sub
                 name = declared_name(declarator)
-                function = arg or given.get(name, "")
-                if name and re.fullmatch(r"&?\s*[A-Za-z_][\w:]*", function):
-                    aliases.setdefault(name, function.lstrip("& "))
+                function = _function_argument(arg or given.get(name, ""))
+                if name and function is not None:
+                    aliases.setdefault(name, function)
     return tuple(assumed)
 
 

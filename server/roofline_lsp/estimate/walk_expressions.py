@@ -94,8 +94,8 @@ _STORED = frozenset({"subscript_expression", "field_expression", "pointer_expres
 
 
 def _string_value(node: Node) -> str:
-    """The characters of a string literal or of adjacent ones (``"a;\\n\\t" "b;"``), escapes
-    taken as the whitespace they stand for."""
+    """The characters of a string literal or of adjacent ones (``"a;\\n\\t" "b;"``), each
+    escape sequence taken as a line break (what separates an asm template's instructions)."""
     out: list[str] = []
     for lit in [node] if node.type == "string_literal" else node.named_children:
         for part in lit.named_children:
