@@ -234,3 +234,16 @@ def test_no_display_no_traffic(rtx) -> None:  # type: ignore[no-untyped-def]
     assert display_bytes(load_registry().get("h100"), 1.0) == 0.0
     # a launch whose counts ran away (an unbounded loop) has no frame count to give
     assert display_bytes(rtx, float("inf")) == 0.0
+
+
+def test_loop_control_beside_the_chain_takes_no_latency(rtx) -> None:  # type: ignore[no-untyped-def]
+    # 256 threads of 10^6 integer ops, 4 x 10^5 of them each the loop control of a loop the
+    # release build left rolled: the chain is the other 6 x 10^5 at 32.5 cycles, 13.5 ms;
+    # the INT roof still takes all of them (20.4 us, far from the limit)
+    totals = {"int": 256e6}
+    t = launch_time(
+        totals, 1024.0, 256.0, rtx, dependent_cycles=CYCLES, threads_per_sm=PER_SM,
+        unchained_ints=256 * 4e5,
+    )  # fmt: skip
+    assert t.limit == "latency"
+    assert t.seconds == pytest.approx(6e5 * 32.5 / 1.44e9)

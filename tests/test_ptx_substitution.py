@@ -15,7 +15,7 @@ from roofline_lsp.compiler.instruction_mix import LineMix
 from roofline_lsp.compiler.kernel_ptx import CompiledCounts, KernelPtx, kernel_ptx
 from roofline_lsp.compiler.ptx_parser import parse_ptx
 from roofline_lsp.detect.kernels import detect
-from roofline_lsp.estimate.ptx_substitution import pick_instantiation, substitute
+from roofline_lsp.estimate.ptx_substitution import pick_instantiation, release_copies, substitute
 from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
 from roofline_lsp.estimate.thread_counts import ThreadCounts
 from roofline_lsp.model.config import Config
@@ -778,3 +778,28 @@ def test_a_line_a_macro_expands_to_a_loop_on_keeps_its_source_count(tmp_path):
     inputs = Inputs(args="n=1024 iters=100")
     comp = analyze(det.kernels[0], det, GPU, inputs, compiled=CompiledCounts(kp, flops_only=True))
     assert comp.counts.flops["fp32"] == pytest.approx(64 * 100 + 1)
+
+
+@pytest.mark.skipif(OMP_CLANG is None, reason="no clang with the OpenMP NVPTX runtime")
+def test_a_loop_the_release_build_unrolls_less_runs_its_control_more(tmp_path):
+    # release_unroll.cpp, m = 64 trips each. LLVM's budget, 73 / (body operations + 1): a
+    # load and an FMA, 73 / 3 -> 16 copies; 20 FMAs (1 each) -> 73 / 21 -> 2; 40 FMAs -> 1;
+    # the loop around another -> 1 (clang 16's release PTX: 8, 2, 1, 1).
+    det, module = _compiled_now(FIX.parent / "estimator" / "release_unroll.cpp")
+    (k,) = det.kernels
+    kp = kernel_ptx(module, k)
+    assert kp is not None
+    inputs = Inputs(args="n=1024 m=64")
+    comp = analyze(k, det, GPU, inputs, compiled=CompiledCounts(kp, flops_only=True))
+    src = analyze(k, det, GPU, inputs)
+    copies = {lp.line: release_copies(lp, comp.counts.loops, kp) for lp in comp.counts.loops}
+    assert {ln: copies[ln] for ln in (7, 10, 13, 16)} == {7: 16.0, 10: 2.0, 13: 1.0, 16: 1.0}
+    # the counter's control on a loop line: a test and an increment per group of 4 trips,
+    # 2 x 64 / 4 = 32, and the remainder loop's set-up, 8: 40. Unrolled twice, 2 x 64 / 2
+    # + 8 = 72; rolled, 2 x 64 = 128 and no remainder. The 8-copy loops keep the counter's.
+    ints = {ln: comp.counts.lines[ln][3] for ln in (7, 10, 13, 16)}
+    assert ints == {7: 40.0, 10: 72.0, 13: 128.0, 16: 128.0}
+    assert all(src.counts.lines[ln][3] == 40.0 for ln in (7, 10, 13, 16))
+    # what the release build adds is counted, and kept off the threads' latency chain
+    assert comp.counts.release_control_ints == pytest.approx(32 + 88 + 88)
+    assert comp.counts.int_ops - src.counts.int_ops == pytest.approx(32 + 88 + 88, abs=1.0)

@@ -17,7 +17,8 @@ A launch takes the longest of these times:
   / clock`` per wave of resident threads, however few operations it does in all (the
   threads that share the work: an offloaded loop of 100 iterations keeps 100 of a launch's
   65536 threads busy). A thread's instructions are its integer ops and half its FLOPs (an
-  FMA is 2 FLOP in one instruction); each also holds its warp while its pipe takes the
+  FMA is 2 FLOP in one instruction), less the loop control that issues beside them
+  (``unchained_ints``); each also holds its warp while its pipe takes the
   warp's 32 threads, ``32 / lanes`` cycles for the SM's lanes of its precision (``peak / (2
   x clock x SMs)``): a quarter of a cycle for FP32 on an RTX 3080, 16 cycles for FP64 on its
   2 lanes an SM. A load from global memory holds the thread ``load_cycles`` more: its line
@@ -101,6 +102,7 @@ def launch_time(
     load_cycles: float = 0.0,
     wavefronts: float = 0.0,
     warp_cycles: float = 0.0,
+    unchained_ints: float = 0.0,
 ) -> LaunchTime:
     """The time of a launch of ``gpu_threads`` threads, ``busy_threads`` of them (all when
     None) doing ``totals`` (FLOP by precision, ``"int"`` ops; over the launch), each also
@@ -110,7 +112,11 @@ def launch_time(
     (teams), whose busiest address takes ``contended`` atomic updates; no launch takes less
     than ``launch_seconds``; the SMs its blocks occupy pass one cache line a cycle between
     their L1 and their threads, ``wavefronts`` of them in all (:func:`l1_wavefronts`), and
-    take ``warp_cycles`` to start and retire each of its warps."""
+    take ``warp_cycles`` to start and retire each of its warps. ``unchained_ints`` of the
+    integer ops (over the launch) issue beside the threads' dependent chains and take no
+    latency of their own: the loop control a release build adds where it unrolls a loop less
+    than the counter assumes (negative where it removes some: the chain's cycles were
+    calibrated on the counter's control)."""
     flops = {p: n for p, n in totals.items() if p != "int"}
     work_ints = totals.get("int", 0.0)
     int_ops = work_ints + thread_ints * gpu_threads
@@ -124,7 +130,8 @@ def launch_time(
     # the longest thread's chain: the work over the threads that share it, then its own
     threads = max(gpu_threads if busy_threads is None else busy_threads, 1.0)
     int_cycles = dependent_cycles + _issue_cycles(gpu, "int")
-    cycles = work_ints * int_cycles if work_ints > 0 else 0.0
+    chained = max(work_ints - unchained_ints, 0.0)
+    cycles = chained * int_cycles if chained > 0 else 0.0
     for p, n in flops.items():
         if n > 0:
             cycles += n / 2 * (dependent_cycles + _issue_cycles(gpu, p))

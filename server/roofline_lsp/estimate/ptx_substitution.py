@@ -5,11 +5,14 @@ put in place of the source-level operation counts of the counter (``counting.py`
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 
 from roofline_lsp.compiler.demangle import spells_template_args
+from roofline_lsp.compiler.instruction_mix import LineMix
 from roofline_lsp.compiler.kernel_ptx import UNROLL_DEFAULT, KernelPtx, Placement, line_quad
+from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.thread_counts import STRIDED, Loop, ThreadCounts, control_passes
 from roofline_lsp.model.kernel import Kernel
 
@@ -243,6 +246,43 @@ def _hoisted(part: Placement, loops: frozenset[int], ptx: KernelPtx) -> bool:
     )
 
 
+# LLVM's budget for partially unrolling a loop of a run-time trip count on NVPTX: a quarter of
+# -O3's threshold of 300, less the backedge's 2 (``NVPTXTTIImpl::getUnrollingPreferences``)
+PARTIAL_UNROLL_BUDGET = 73.0
+_LIBDEVICE = "__nv_"  # libdevice's functions (``__nv_expf``): no body in the counting PTX
+
+
+def _operations(mix: LineMix) -> int:
+    """A line's operations as LLVM sizes a loop body (its code-size cost): arithmetic and
+    memory accesses; not the moves, conversions and address folds PTX spells out."""
+    memory = mix.ld_global + mix.st_global + mix.ld_generic + mix.st_generic + mix.ld_shared
+    memory += mix.st_shared + mix.ld_local + mix.st_local + mix.ld_const
+    return mix.fp32 + mix.fp64 + mix.fp16 + mix.int_ops + mix.special + memory
+
+
+def release_copies(lp: Loop, loops: tuple[Loop, ...], ptx: KernelPtx) -> float:
+    """How many copies of ``lp``'s body the release build (clang -O3) makes when it unrolls
+    the loop by a run-time trip count: 73 / (body operations + 1), rounded down to a power of
+    two, from its body's PTX in the counting build (a callee's on its call line). 1 for a loop
+    around another loop (``loops``) that is not unrolled completely, or around a call of the
+    program's own function with a loop of its own: LLVM unrolls only innermost loops. Checked
+    against clang 16's release PTX (``tests/fixtures/estimator/release_unroll.cpp``): a body
+    of 40 FMAs stays rolled, one of 20 is unrolled twice, one of a load and an FMA 8 times
+    (this gives 16: both are past the counter's 4, where nothing changes)."""
+    if any(
+        inner is not lp and lp.line < inner.line <= lp.end_line and not inner.unrolled
+        for inner in loops
+    ):
+        return 1.0
+    size = 1.0
+    for ln, mix in ptx.lines.items():
+        if lp.line < ln <= lp.end_line:
+            if ln in ptx.fallback and any(not c.startswith(_LIBDEVICE) for c in mix.calls):
+                return 1.0  # a callee with a loop (not libdevice's, linked in later)
+            size += _operations(mix)
+    return 2.0 ** math.floor(math.log2(max(PARTIAL_UNROLL_BUDGET / size, 1.0)))
+
+
 def substitute(
     counts: ThreadCounts,
     kernel: Kernel,
@@ -337,16 +377,40 @@ def substitute(
         extra = orig[i] - src[i]
         if extra > 1e-9 * max(abs(orig[i]), 1.0):
             tot[i] += extra
+    control = 0.0
     if flops_only:
         tot[3] = orig[3]
         new = {
             ln: (*new.get(ln, _NONE)[:3], counts.lines.get(ln, _NONE)[3])
             for ln in new.keys() | counts.lines.keys()
         }
+        # the counter runs a loop's control once per unroll_default trips; a loop whose body
+        # the release build cannot unroll that often runs it more (the control is the line's
+        # integer work: its test and increment); ``control`` is what that adds, per thread
+        for lp in own_loops:
+            release = release_copies(lp, own_loops, ptx)
+            held = new.get(lp.line)
+            rolled = lp.source in STRIDED and not unroll_strided or lp.var is None
+            assumed = lp.source == "default"
+            one_line = lp.end_line <= lp.line  # (the line holds the body's work too)
+            if held is None or rolled or assumed or one_line or lp.unrolled or lp.parallel:
+                continue
+            if release >= unroll_default or control_passes(lp.trips, unroll_default) <= 0:
+                continue
+            scale = control_passes(lp.trips, release) / control_passes(lp.trips, unroll_default)
+            # the remainder loop's setup the counter charged an offload region's loop each
+            # entry (``walk_loops``; none for a loop left rolled)
+            setup = costs.REMAINDER_SETUP * lp.weight if lp.source != "constant" else 0.0
+            setup = min(setup, held[3])
+            ints = (held[3] - setup) * scale + (setup if release > 1 else 0.0)
+            tot[3] += ints - held[3]
+            control += ints - held[3]
+            new[lp.line] = (*held[:3], ints)
     tensor = {"tensor": counts.flops["tensor"]} if "tensor" in counts.flops else {}
     return replace(
         counts,
         flops={"fp64": tot[0], "fp32": tot[1], "fp16": tot[2], **tensor},
         int_ops=tot[3],
         lines=new,
+        release_control_ints=control,
     )

@@ -489,6 +489,7 @@ def analyze(
         warp_cycles=cal.warp_cycles,
         busy_threads=min(gpu_threads, threads) if offload else None,
         thread_ints=thread_ints,
+        unchained_ints=counts.release_control_ints * threads,
     )
     totals["int"] += thread_ints * gpu_threads
     mem = replace(mem, display_bytes=display_bytes(gpu, timing.seconds))

@@ -116,6 +116,10 @@ class ThreadCounts:
     truncated_at: int = 0
     # the PTX type of the operands of its tensor-core multiply-adds (``flops["tensor"]``)
     tensor_kind: str = ""
+    # integer instructions a thread's loop control gains (or loses) where the release build
+    # unrolls a loop less than the counter assumes (``ptx_substitution.release_copies``): in
+    # ``int_ops``, but off the thread's dependent chain (``launch_time``'s latency)
+    release_control_ints: float = 0.0
 
 
 @dataclass
