@@ -468,3 +468,16 @@ def test_scattered_updates_of_a_table_larger_than_l2_miss_it(gpu: GpuProfile) ->
     # the 4 KiB table stays in L2: its footprint once, whatever the updates
     small = _run(gpu, "scattered_counts.cu", "count_keys_small")
     assert _buffer(small, "counts")[1] == pytest.approx(4096)
+
+
+def test_reads_wider_than_the_element_stay_within_the_allocation(gpu: GpuProfile) -> None:
+    # wide_reads.cu: 256 x 256 blocks compare rows gx and gy of a 256 x 4096 byte table,
+    # 4 bytes at a time (`*(const char4_ *)(data + i + COLS * gx)`). Each access reaches every
+    # row: 1 MiB, and the two together still the table's 1 MiB (cudaMalloc(ROWS * COLS) of
+    # chars), not 2 MiB, nor the 4 MiB of 1 Mi elements of 4 bytes; distance: 256 KiB
+    a = _run(gpu, "wide_reads.cu", "pairs")
+    assert _buffer(a, "data")[0] == pytest.approx(MIB)
+    assert _buffer(a, "distance")[0] == pytest.approx(256 * 1024)
+    # the same as an OpenMP region over the host's malloc(ROWS * COLS) of chars
+    b = _run(gpu, "wide_reads_omp.cpp", "main")
+    assert _buffer(b, "data")[0] == pytest.approx(MIB)

@@ -163,11 +163,15 @@ def estimate_traffic(
     resident_threads: float | None = None,
     l1_bytes: float = 0.0,
     code_bytes: float = 0.0,
+    element_bytes: Mapping[str, float] | None = None,
 ) -> MemoryEstimate:
     """DRAM bytes moved by one launch of ``counts.threads`` threads (``resident_threads``:
     how many run at once on the GPU, for per-thread local-memory arrays and streams;
     ``l1_bytes``: the L1 caches of all SMs together; ``code_bytes``: the kernel's compiled
-    code, which a launch after a cache flush reads from DRAM once)."""
+    code, which a launch after a cache flush reads from DRAM once). ``extents`` count a
+    buffer's elements as it is declared, of ``element_bytes`` bytes each (where known),
+    which its accesses may read wider: ``*(char4 *)(data + i)`` reads 4 of ``data``'s
+    chars."""
     model = model or CacheModel()
     threads = max(counts.threads, 1.0)
     running = min(threads, resident_threads) if resident_threads else threads
@@ -195,6 +199,8 @@ def estimate_traffic(
     for name, accs in by_buffer.items():
         elem = max(a.elem for a in accs)
         cap = _allocated(extents, name)
+        if cap is not None and element_bytes and element_bytes.get(name):
+            cap *= element_bytes[name] / elem  # in the accesses' elements
         refs_l = refs_s = 0.0
         parts_l: list[Part] = []
         parts_s: list[Part] = []

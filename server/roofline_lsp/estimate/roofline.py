@@ -447,6 +447,14 @@ def analyze(
             template_args=inputs.instantiation if offload else ctx.template_args,
         )
     threads_per_sm = gpu.max_threads_per_sm or cal.threads_per_sm  # resident, per SM
+    # the bytes of the element a buffer's allocation is counted in: its pointer's, as the
+    # kernel (a parameter) or the region (a host variable) declares it
+    declared = {**globals_, **counter.cursor.scopes[0]}
+    element_bytes = {
+        name: counter.type_bytes(var.type.deref())
+        for name in ctx.extents
+        if (var := declared.get(name)) is not None and var.type.pointer
+    }
     traffic = functools.partial(
         estimate_traffic,
         extents=ctx.extents,
@@ -460,6 +468,7 @@ def analyze(
         resident_threads=float(gpu.sm_count * threads_per_sm),
         l1_bytes=float(gpu.sm_count * cal.l1_bytes_per_sm),
         code_bytes=float(compiled.ptx.code_bytes) if compiled and compiled.ptx else 0.0,
+        element_bytes=element_bytes,
     )
     mem = without_host_memory(counts, ctx.mapped, traffic)
     totals = {p: counts.flops.get(p, 0.0) * threads for p in ("fp64", "fp32", "fp16")}
