@@ -388,13 +388,13 @@ def substitute(
         # the release build cannot unroll that often runs it more (the control is the line's
         # integer work: its test and increment); ``control`` is what that adds, per thread
         for lp in own_loops:
-            release = release_copies(lp, own_loops, ptx)
             held = new.get(lp.line)
             rolled = lp.source in STRIDED and not unroll_strided or lp.var is None
             assumed = lp.source == "default"
             one_line = lp.end_line <= lp.line  # (the line holds the body's work too)
             if held is None or rolled or assumed or one_line or lp.unrolled or lp.parallel:
                 continue
+            release = release_copies(lp, own_loops, ptx)
             if release >= unroll_default or control_passes(lp.trips, unroll_default) <= 0:
                 continue
             scale = control_passes(lp.trips, release) / control_passes(lp.trips, unroll_default)
@@ -403,9 +403,9 @@ def substitute(
             setup = costs.REMAINDER_SETUP * lp.weight if lp.source != "constant" else 0.0
             setup = min(setup, held[3])
             ints = (held[3] - setup) * scale + (setup if release > 1 else 0.0)
-            tot[3] += ints - held[3]
             control += ints - held[3]
             new[lp.line] = (*held[:3], ints)
+        tot[3] += control
     tensor = {"tensor": counts.flops["tensor"]} if "tensor" in counts.flops else {}
     return replace(
         counts,
