@@ -448,12 +448,15 @@ def analyze(
         )
     threads_per_sm = gpu.max_threads_per_sm or cal.threads_per_sm  # resident, per SM
     # the bytes of the element a buffer's allocation is counted in: its pointer's, as the
-    # kernel (a parameter) or the region (a host variable) declares it
+    # kernel (a parameter) or the region (a host variable) declares it (not a size guessed
+    # for a type nothing defines)
     declared = {**globals_, **counter.cursor.scopes[0]}
     element_bytes = {
-        name: counter.type_bytes(var.type.deref())
+        name: counter.type_bytes(pointee)
         for name in ctx.extents
-        if (var := declared.get(name)) is not None and var.type.pointer
+        if (var := declared.get(name)) is not None
+        and var.type.pointer
+        and ((pointee := var.type.deref()).kind != "unknown" or pointee.name in struct_sizes)
     }
     traffic = functools.partial(
         estimate_traffic,
