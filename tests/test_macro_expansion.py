@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from counting_helpers import count
 
-from roofline_lsp.estimate.macro_expansion import expand_text, split_arguments
+from roofline_lsp.estimate.macro_expansion import expand_text
+from roofline_lsp.syntax.cexpr import split_args
 from roofline_lsp.syntax.macro_substitution import substitute_macro
 
 
@@ -123,7 +124,7 @@ def test_expand_text_rescans_and_stops_at_its_limit() -> None:
     assert expand_text("REP4(MAD)", macros).split() == ["x", "+=", "y;"] * 4  # type: ignore[union-attr]
     assert expand_text("a[N] = SELF(b);", macros) == "a[N] =  SELF(b) + 1 ;"  # N: a value
     assert expand_text("REP2(x", macros) is None  # not closed
-    assert split_arguments("a = f(1, 2); b = c[3, 4], {5, 6}") == [
+    assert split_args("a = f(1, 2); b = c[3, 4], {5, 6}") == [
         "a = f(1, 2); b = c[3, 4]",
         "{5, 6}",
     ]

@@ -9,6 +9,7 @@ import re
 
 from tree_sitter import Node
 
+from roofline_lsp.syntax.cexpr import split_args
 from roofline_lsp.syntax.expr import text
 from roofline_lsp.syntax.macro_substitution import substitute_macro
 from roofline_lsp.syntax.parsing import parse
@@ -114,7 +115,6 @@ def call_tree(
 EXPANSION_LIMIT = 200_000
 EXPANSION_DEPTH = 64  # ... and the deepest nest of macro calls (a hostile file's 10,000)
 _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
-_OPEN = {"(": ")", "[": "]", "{": "}"}
 
 
 def _past_space(s: str, i: int) -> int:
@@ -147,27 +147,6 @@ def _closing(s: str, start: int) -> int | None:
     return None
 
 
-def split_arguments(inner: str) -> list[str]:
-    """A macro call's arguments from the text between its parentheses: split at the commas
-    outside brackets, as the preprocessor does (semicolons split nothing: ``REP2(a = b; c =
-    d;)`` has one argument)."""
-    args: list[str] = []
-    stack: list[str] = []
-    start = 0
-    for i, c in enumerate(inner):
-        if c in _OPEN:
-            stack.append(_OPEN[c])
-        elif stack and c == stack[-1]:
-            stack.pop()
-        elif c == "," and not stack:
-            args.append(inner[start:i].strip())
-            start = i + 1
-    last = inner[start:].strip()
-    if last or args:
-        args.append(last)
-    return args
-
-
 def expand_text(
     s: str,
     macros: dict[str, tuple[tuple[str, ...] | None, str]],
@@ -198,10 +177,10 @@ def expand_text(
             close = _closing(s, j)
             if close is None:
                 return None
-            # the arguments expand first (``REP4(REP2(x))``), then the result without it
+            # the arguments (split at top-level commas; a ``;`` splits nothing: ``REP2(a = b;
+            # c = d;)`` has one) expand first (``REP4(REP2(x))``), then the result without it
             args = [
-                expand_text(a, macros, painted, depth + 1)
-                for a in split_arguments(s[j + 1 : close - 1])
+                expand_text(a, macros, painted, depth + 1) for a in split_args(s[j + 1 : close - 1])
             ]
             if any(a is None for a in args):
                 return None
@@ -269,7 +248,7 @@ def statement_macro(
         close = _closing(raw, j) if raw[j : j + 1] == "(" else None
         if close is None:
             return None
-        one = substitute_macro(d[1], d[0], split_arguments(raw[j + 1 : close - 1]))
+        one = substitute_macro(d[1], d[0], split_args(raw[j + 1 : close - 1]))
         whole = stmt.type == "expression_statement" and close <= end and not stmt.has_error
         if whole and macro_tree(one, expression=False) is not None:
             return None  # the walker expands it from the call
