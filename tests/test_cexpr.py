@@ -46,6 +46,13 @@ def test_split_args_respects_nesting():
     assert split_args("a, f(b, c), d[1, 2]") == ["a", "f(b, c)", "d[1, 2]"]
 
 
+def test_split_args_leaves_string_and_character_literals_whole():
+    assert split_args(r'"%d, %d\n", a, b') == [r'"%d, %d\n"', "a", "b"]
+    assert split_args("',', ')', x") == ["','", "')'", "x"]
+    assert split_args(r'"a \", (b", c') == [r'"a \", (b"', "c"]
+    assert split_args("1'000'000, x, 'y'") == ["1'000'000", "x", "'y'"]
+
+
 def test_split_args_of_a_template_argument_list_nests_angle_brackets():
     # in an expression `<` may be a comparison; in template arguments it opens a list
     assert split_args("Vector<double, int>, 4") == ["Vector<double", "int>", "4"]

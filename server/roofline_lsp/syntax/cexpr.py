@@ -584,17 +584,36 @@ def _function(functions: Functions | None, name: str) -> TextFunction | None:
     return fn
 
 
+# the digits of a number literal just before a point of the text (C++14 digit separators)
+_NUMBER_TAIL = re.compile(r"(?<![\w.])\.?[0-9][\w'.]*$")
+
+
 def split_args(text: str, angles: bool = False) -> list[str]:
     """Split ``a, f(b, c), d`` at top-level commas (outside parentheses, brackets, braces;
     angle brackets may be comparisons, so ``A, B<2, 3>`` gives three parts). ``angles``: a
     template argument list, whose angle brackets nest (``Vector<double, int>, 4`` is two:
-    C++ wants a comparison there in parentheses)."""
+    C++ wants a comparison there in parentheses). Commas and brackets inside a string or
+    character literal (``printf("%d, %d", a, b)``, ``','``) are the literal's, as the
+    preprocessor reads them."""
     opening, closing = ("([{<", ")]}>") if angles else ("([{", ")]}")
     parts: list[str] = []
     depth = 0
     cur: list[str] = []
+    quote = ""  # the literal's quote while inside one
+    escaped = False
     for ch in text:
-        if ch in opening:
+        if quote:
+            cur.append(ch)
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+            continue
+        if ch == '"' or (ch == "'" and not _NUMBER_TAIL.search("".join(cur))):
+            quote = ch  # (a quote inside a number, ``1'000'000``, separates digits)
+        elif ch in opening:
             depth += 1
         elif ch in closing:
             depth -= 1
