@@ -89,6 +89,7 @@ STATEMENT_MACROS = (
         "REP16(x = x * y + z; y = y * x + z;)",  # statements as the argument
         "REP16(FMA_OP(x, y, z) FMA_OP(y, x, z))",  # a statement macro in the argument
         "MAD4; MAD4; MAD4; MAD4;",  # object-like macros standing for statements
+        "MAD4; MAD4; MAD4; MAD4",  # ... the last before the `}` (parsed as a type name)
         "REP4(MAD4)",
     ],
 )

@@ -214,6 +214,12 @@ def _statements(
     return ";" in d[1] or any(_statements(n, macros, seen | {name}) for n in _NAME.findall(d[1]))
 
 
+# the nodes a statement made of macros parses as: an expression statement, a broken one, or
+# a name alone before a block's ``}`` (``{ MAD4; MAD4 }``: the parser takes the last as a
+# type and adds the missing ``;``)
+MACRO_STATEMENTS = ("expression_statement", "ERROR", "type_identifier", "identifier")
+
+
 def statement_macro(
     stmt: Node, macros: dict[str, tuple[tuple[str, ...] | None, str]]
 ) -> tuple[str, Node, int] | None:
@@ -225,7 +231,7 @@ def statement_macro(
     macro's name, the parse of the full expansion and the byte where the statement (with its
     ``;``) ends; None for any other statement, which the walker takes as it is."""
     block = stmt.parent
-    if stmt.type not in ("expression_statement", "ERROR") or block is None:
+    if stmt.type not in MACRO_STATEMENTS or block is None:
         return None
     lead = _NAME.match(text(stmt))
     d = macros.get(lead.group(0)) if lead is not None else None

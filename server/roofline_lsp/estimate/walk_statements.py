@@ -13,7 +13,7 @@ from tree_sitter import Node
 
 from roofline_lsp.detect.pragmas import acc_loop_sharing, parse_pragma
 from roofline_lsp.detect.treewalk import enclosing_function
-from roofline_lsp.estimate.macro_expansion import loop_macro, statement_macro
+from roofline_lsp.estimate.macro_expansion import MACRO_STATEMENTS, loop_macro, statement_macro
 from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var, lane_slope
 from roofline_lsp.estimate.walk_calls import is_lvalue
 from roofline_lsp.estimate.walk_loops import LoopWalker
@@ -217,7 +217,7 @@ class StatementWalker(LoopWalker):
                 if loop is not None:
                     c = loop
                     skip = True
-            if c.type in ("expression_statement", "ERROR"):
+            if c.type in MACRO_STATEMENTS:
                 expanded = statement_macro(c, self.inputs.macros)
                 if expanded is not None:
                     name, tree, walked_to = expanded
