@@ -56,7 +56,14 @@ from roofline_lsp.syntax.cexpr import evaluate, evaluate_dim3
 from roofline_lsp.syntax.conditionals import Defined, branch_taken, defined_before
 from roofline_lsp.syntax.datatypes import overload_key
 from roofline_lsp.syntax.declarations import declarations
-from roofline_lsp.syntax.expr import NAME, declared_name, detached_body, macro_loop_body, text
+from roofline_lsp.syntax.expr import (
+    NAME,
+    declared_name,
+    detached_body,
+    macro_loop_body,
+    nested_definition,
+    text,
+)
 from roofline_lsp.syntax.functions import function_declarator
 from roofline_lsp.syntax.macro_substitution import substitute_macro
 from roofline_lsp.syntax.parsing import captures, language_for_path, parse
@@ -500,7 +507,7 @@ class Detector:
             if not is_kernel:
                 continue
             stmt = statement_after(node) if not inside_error(node) else None
-            if stmt is None or stmt.type in _NOT_REGIONS:
+            if stmt is None or (stmt.type in _NOT_REGIONS and not nested_definition(stmt)):
                 stmt = self.recover_statement(node)
             if stmt is None:
                 continue

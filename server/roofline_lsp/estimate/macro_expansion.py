@@ -17,51 +17,66 @@ from roofline_lsp.syntax.parsing import parse
 _LOOP_MACRO_CACHE: dict[str, Node | None] = {}
 
 
+# the nodes a loop-header macro's statement parses as (``loop_macro``)
+LOOP_MACRO_STATEMENTS = ("expression_statement", "function_definition", "ERROR")
+
+
 def loop_macro(
-    stmt: Node, nxt: Node, macros: dict[str, tuple[tuple[str, ...] | None, str]]
-) -> Node | None:
-    """``KERNEL_LOOP(i, n) { body }``: a call of a macro that expands to a loop header,
-    which the parser sees as a statement without ``;`` followed by the body. Returns the
-    re-parsed loop (rows aligned with the source) or None."""
+    stmt: Node, nxt: Node | None, macros: dict[str, tuple[tuple[str, ...] | None, str]]
+) -> tuple[Node, bool] | None:
+    """``KERNEL_LOOP(i, n) { body }``: a call of a macro that expands to a loop header. The
+    parser sees a statement without ``;`` followed by the body ``nxt``; or, when the
+    arguments are all names (``CUDA_KERNEL_LOOP(index, n) { ... }``), a function
+    definition nested in the block, the call its declarator; or, for a body of one
+    statement (``FOR_ALL(i, n) y[i] = 0;``), one broken statement holding both. Returns the
+    re-parsed loop (rows aligned with the source) and whether it took ``nxt`` as its body;
+    None for any other statement."""
     raw = text(stmt).rstrip()
-    if raw.endswith(";") or not stmt.named_children:
+    first = _NAME.match(raw)
+    m = macros.get(first.group(0)) if first is not None else None
+    if first is None or m is None or m[0] is None:
         return None
-    call = stmt.named_children[0]
-    if call.type != "call_expression":
+    header = m[1].replace("\\\n", " ").strip()
+    if not header.startswith(("for", "while")):
         return None
-    name = text(call.child_by_field_name("function"))
-    m = macros.get(name)
-    if m is None or m[0] is None:
+    j = _past_space(raw, first.end())
+    close = _closing(raw, j) if raw[j : j + 1] == "(" else None
+    if close is None:
         return None
-    body = m[1].replace("\\\n", " ").strip()
-    if not body.startswith(("for", "while")):
-        return None
-    args_node = call.child_by_field_name("arguments")
-    args = [text(a) for a in (args_node.named_children if args_node else [])]
-    expanded = substitute_macro(body, m[0], args).replace("\n", " ")
+    rest = raw[close:].strip()
+    if rest:  # the body follows the call in the same node
+        gap, column, body = raw[:close].count("\n"), 0, raw[close:]
+    elif nxt is not None and stmt.type == "expression_statement":
+        gap = nxt.start_point.row - stmt.end_point.row
+        column, body = nxt.start_point.column, text(nxt)
+    else:
+        return None  # a header with no body after it
+    if rest == ";":
+        return None  # a call: ``LOOP(i, n);``
+    expanded = substitute_macro(header, m[0], split_args(raw[j + 1 : close - 1]))
     row = stmt.start_point.row
-    gap = nxt.start_point.row - stmt.end_point.row
     src = (
         "\n" * row
         + "void __m__(){"
-        + expanded
+        + expanded.replace("\n", " ")
         + "\n" * gap
-        + " " * nxt.start_point.column
-        + text(nxt)
+        + " " * column
+        + body
         + "}"
     )
     if src in _LOOP_MACRO_CACHE:
-        return _LOOP_MACRO_CACHE[src]
-    tree = parse(src.encode())
-    fn = tree.root_node.named_children[0] if tree.root_node.named_children else None
-    b = fn.child_by_field_name("body") if fn is not None else None
-    loop = b.named_children[0] if b is not None and b.named_children else None
-    if loop is not None and loop.type not in ("for_statement", "while_statement"):
-        loop = None
-    if len(_LOOP_MACRO_CACHE) > 1024:
-        _LOOP_MACRO_CACHE.clear()
-    _LOOP_MACRO_CACHE[src] = loop
-    return loop
+        loop = _LOOP_MACRO_CACHE[src]
+    else:
+        tree = parse(src.encode())
+        fn = tree.root_node.named_children[0] if tree.root_node.named_children else None
+        b = fn.child_by_field_name("body") if fn is not None else None
+        loop = b.named_children[0] if b is not None and b.named_children else None
+        if loop is not None and loop.type not in ("for_statement", "while_statement"):
+            loop = None
+        if len(_LOOP_MACRO_CACHE) > 1024:
+            _LOOP_MACRO_CACHE.clear()
+        _LOOP_MACRO_CACHE[src] = loop
+    return (loop, not rest) if loop is not None else None
 
 
 _MACRO_CACHE: dict[tuple[str, bool], Node | None] = {}

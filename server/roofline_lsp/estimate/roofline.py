@@ -61,7 +61,7 @@ from roofline_lsp.estimate.launch_time import (
     l1_wavefronts,
     launch_time,
 )
-from roofline_lsp.estimate.macro_expansion import loop_macro
+from roofline_lsp.estimate.macro_expansion import LOOP_MACRO_STATEMENTS, loop_macro
 from roofline_lsp.estimate.memory import CacheModel, estimate_traffic, without_host_memory
 from roofline_lsp.estimate.ptx_substitution import substitute
 from roofline_lsp.estimate.thread_counts import Settings
@@ -393,11 +393,10 @@ def analyze(
         counter.par.parallel_default, counter.par.parallel_assumed = _parallel_default(
             kernel, ctx, cal, frozenset(macros)
         )
-        if body is not None and body.type == "expression_statement":
-            nxt = body.next_named_sibling
-            loop = loop_macro(body, nxt, macros) if nxt is not None else None
-            if loop is not None:
-                body = loop
+        if body is not None and body.type in LOOP_MACRO_STATEMENTS:
+            looped = loop_macro(body, body.next_named_sibling, macros)
+            if looped is not None:
+                body = looped[0]
         counter.par.reductions = _reduction_types(kernel, ctx, aliases)
         region = _offload_region(kernel, body, counter)
         counter.private_copies(kernel.clauses)

@@ -13,7 +13,12 @@ from tree_sitter import Node
 
 from roofline_lsp.detect.pragmas import acc_loop_sharing, parse_pragma
 from roofline_lsp.detect.treewalk import enclosing_function
-from roofline_lsp.estimate.macro_expansion import MACRO_STATEMENTS, loop_macro, statement_macro
+from roofline_lsp.estimate.macro_expansion import (
+    LOOP_MACRO_STATEMENTS,
+    MACRO_STATEMENTS,
+    loop_macro,
+    statement_macro,
+)
 from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var, lane_slope
 from roofline_lsp.estimate.walk_calls import is_lvalue
 from roofline_lsp.estimate.walk_loops import LoopWalker
@@ -212,11 +217,11 @@ class StatementWalker(LoopWalker):
                 continue
             if self.cursor.w <= 0:
                 break
-            if c.type == "expression_statement" and i + 1 < len(stmts):
-                loop = loop_macro(c, stmts[i + 1], self.inputs.macros)
-                if loop is not None:
-                    c = loop
-                    skip = True
+            if c.type in LOOP_MACRO_STATEMENTS:
+                nxt = stmts[i + 1] if i + 1 < len(stmts) else None
+                looped = loop_macro(c, nxt, self.inputs.macros)
+                if looped is not None:
+                    c, skip = looped
             if c.type in MACRO_STATEMENTS:
                 expanded = statement_macro(c, self.inputs.macros)
                 if expanded is not None:

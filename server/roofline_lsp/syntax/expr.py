@@ -309,6 +309,15 @@ def macro_loop_body(stmt: Node) -> Node | None:
     return nxt if nxt is not None and nxt.type == "compound_statement" else None
 
 
+def nested_definition(node: Node) -> bool:
+    """A function definition inside a block, which C and C++ do not have: the parser's take
+    on ``CUDA_KERNEL_LOOP(index, n) { body }``, a loop-header macro called with names (its
+    call read as a declarator, its body as the function's)."""
+    parent = node.parent
+    in_block = parent is not None and parent.type == "compound_statement"
+    return node.type == "function_definition" and in_block
+
+
 def while_header(node: Node) -> LoopHeader | None:
     """``while (i < n) { ...; i += s; }``: a counted ``while``/``do`` loop (the variable
     updated by a top-level statement of the body); the start is the variable's value."""
