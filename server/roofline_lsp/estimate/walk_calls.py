@@ -76,6 +76,9 @@ def _math_name(name: str) -> bool:
 CACHE_LOADS = frozenset(["__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"])
 CACHE_STORES = frozenset(["__stcs", "__stcg", "__stwb", "__stwt"])
 COPIES = frozenset(["memcpy", "__builtin_memcpy"])  # (``std::memcpy``: the short name)
+# asynchronous copies a thread makes from global to shared memory (``cp.async``):
+# ``__pipeline_memcpy_async(dst, src, bytes)``, ``cuda::memcpy_async(dst, src, bytes, sync)``
+ASYNC_COPIES = frozenset(["__pipeline_memcpy_async", "memcpy_async"])
 # ``<stdint.h>``'s integer constant macros: their argument, of the type they name
 _CONSTANT_MACROS = {"INT32_C": INT, "UINT32_C": INT, "INT64_C": LONG, "UINT64_C": LONG}
 OMP_IDS = frozenset(
@@ -227,9 +230,17 @@ class CallWalker(GroupWalker):
             v = self.expr(args[1])
             self.through_pointer(args[0], "store")
             return Val(VOID, v.deps)
-        if short in COPIES and len(args) >= 3:
+        # (not a group's copy: cooperative_groups::memcpy_async(group, dst, src, bytes),
+        # cuda::memcpy_async(group, dst, src, bytes, barrier))
+        group_copy = len(args) != 4 or fname.startswith(("cg::", "cooperative_groups::"))
+        thread_copy = short == "__pipeline_memcpy_async" or (
+            short == "memcpy_async" and not group_copy
+        )
+        if (short in COPIES or (short in ASYNC_COPIES and thread_copy)) and len(args) >= 3:
             # memcpy(&t, &a[i], sizeof(T)) in device code: a load of the source's element,
-            # a store of the destination's (a copy of one element, the common use)
+            # a store of the destination's (a copy of one element, the common use); an
+            # asynchronous copy of a wider chunk (``cuda::aligned_size_t<16>(sizeof(float4))``
+            # from ``&A[4 * tx]``) reads the elements between its threads' starts
             self.expr(args[2])
             src = self.through_pointer(args[1], "load")
             self.through_pointer(args[0], "store")
