@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from roofline_lsp.compiler.compile_units import includers_of, project_flags, translation_unit_for
+from roofline_lsp.compiler.compile_units import (
+    includers_of,
+    project_flags,
+    translation_unit_for,
+)
 
 
 def test_project_flags_from_compile_commands(tmp_path: Path) -> None:
@@ -49,3 +53,16 @@ def test_translation_unit_for_headers_and_included_sources(tmp_path: Path) -> No
         main,
         str(tmp_path / "kernels.cu"),
     ]
+
+
+def test_a_header_in_a_shared_folder_is_compiled_through_its_includer(tmp_path: Path) -> None:
+    # inc/kern.cuh included from src/main.cu as "kern.cuh" (a build's -I../inc): the
+    # includer is in a sibling folder of the header's, and the include resolves there
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "inc" / "kern.cuh").write_text("__global__ void k(float* p) { p[0] = 1; }\n")
+    main = tmp_path / "src" / "main.cu"
+    main.write_text('#include "kern.cuh"\nint main() { k<<<1, 32>>>(0); }\n')
+    (tmp_path / "src" / "other.cu").write_text('#include "other.h"\n')
+    assert includers_of(str(tmp_path / "inc" / "kern.cuh")) == [str(main)]
+    assert translation_unit_for(str(tmp_path / "inc" / "kern.cuh")) == str(main)

@@ -210,3 +210,24 @@ def test_headers_of_a_variant_folder_give_constants_and_bodies(tmp_path: Path) -
     a = estimate(det.kernels[0], det, load_registry().get("h100"))
     assert a.counts is not None and a.counts.threads == 10000
     assert a.counts.flops["fp32"] == 2.0
+
+
+def test_a_kernel_in_a_shared_header_folder_is_launched_from_the_project(tmp_path: Path) -> None:
+    # inc/kern.cuh defines the kernel; src/main.cu includes it (-I../inc) and launches it
+    # with 4096 x 256 threads: the header's kernel gets that launch (before: no launch
+    # found, 1 M threads assumed), and the stamps that key it cover src/
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "src").mkdir()
+    header = tmp_path / "inc" / "kern.cuh"
+    header.write_bytes(
+        b"__global__ void scale(float *x) {\n"
+        b"  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  x[i] *= 2.0f;\n}\n"
+    )
+    main = tmp_path / "src" / "main.cu"
+    main.write_bytes(b'#include "kern.cuh"\nint main() { float *x; scale<<<4096, 256>>>(x); }\n')
+    pat = re.compile(rb"\bscale\s*<<<")
+    assert [u.path for u in units_mentioning(str(header), pat)] == [str(main)]
+    assert str(main) in {s.path for s in sibling_stamps(str(header))}
+    det = detect(header.read_bytes(), str(header))
+    v = estimate(det.kernels[0], det, load_registry().get("rtx3080"))
+    assert v.counts is not None and v.counts.threads == 4096 * 256

@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from roofline_lsp.syntax.sources import LOCAL_INCLUDE, read_from_disk
+from roofline_lsp.syntax.sources import LOCAL_INCLUDE, read_from_disk, user_folders
 
 __all__ = [
     "includers_of",
@@ -142,10 +142,13 @@ _HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx", ".cuh", ".inc", ".inl", ".tpp")
 
 
 def includers_of(path: str, max_files: int = 200) -> list[str]:
-    """Source files (``.cu`` first) in the file's folder or its parent whose local includes
-    reach ``path``, top-level ones first (files that no other candidate includes)."""
+    """Source files (``.cu`` first) in the file's folder or its parent (a shared header
+    folder's: its project's folders, :func:`user_folders`) whose local includes reach
+    ``path`` (searched for in its folder too, as a build's ``-I../inc`` would), top-level
+    ones first (files that no other candidate includes)."""
     target = os.path.abspath(path)
-    folders = [os.path.dirname(target), os.path.dirname(os.path.dirname(target))]
+    here = os.path.dirname(target)
+    folders = [*user_folders(here), os.path.dirname(here)]
     cands: list[str] = []
     for folder in dict.fromkeys(folders):
         try:
@@ -161,7 +164,7 @@ def includers_of(path: str, max_files: int = 200) -> list[str]:
         data = read_from_disk(cand)  # a regular file only: never a FIFO
         if data is None or b"include" not in data:
             continue
-        incs = {p for p, _ in local_includes(cand, data)}
+        incs = {p for p, _ in local_includes(cand, data, (here,))}
         if target in incs:
             reach[cand] = incs
     top = [c for c in reach if not any(c in other for o, other in reach.items() if o != c)]

@@ -30,6 +30,7 @@ from roofline_lsp.syntax.sources import (
     is_current,
     read_from_disk,
     source_view,
+    user_folders,
 )
 
 MAX_SIBLINGS = 24
@@ -170,29 +171,37 @@ def _folder(path: str) -> str:
     return folder or ("." if os.path.isfile(path) else "")
 
 
+def _folders(path: str) -> tuple[str, ...]:
+    """The folders whose files may use what ``path`` defines (:func:`user_folders`: for a
+    header in a shared header folder, its project's folders too); none for a buffer with no
+    file."""
+    folder = _folder(path)
+    return user_folders(folder) if folder else ()
+
+
 def sibling_stamps(path: str, read: SourceReader | None = None) -> tuple[FileStamp, ...]:
     """The versions of the other source files of ``path``'s folder read through ``read``:
-    what :func:`units_mentioning` and :func:`defined_in_siblings` looked at."""
-    folder = _folder(path)
-    if not folder:
-        return ()
-    return tuple(FileStamp(full, v) for full, v, _d in _siblings(folder, source_view(read)))
+    what :func:`units_mentioning` and :func:`defined_in_siblings` looked at (the files of
+    its project's folders, for a file in a shared header folder: :func:`_folders`)."""
+    view = source_view(read)
+    return tuple(
+        FileStamp(full, v) for folder in _folders(path) for full, v, _d in _siblings(folder, view)
+    )
 
 
 def units_mentioning(
     path: str, pattern: re.Pattern[bytes], read: SourceReader | None = None
 ) -> Iterator[Unit]:
     """Parsed sibling files of ``path`` whose text (read through ``read``, else from disk)
-    matches ``pattern``."""
-    folder = _folder(path)
-    if not folder:
-        return
+    matches ``pattern``; for a header in a shared header folder, the files of its project's
+    folders too (:func:`_folders`)."""
     view = source_view(read)
     own = os.path.abspath(path)
-    for full, version, data in _siblings(folder, view):
-        if os.path.abspath(full) == own or not pattern.search(data):
-            continue
-        yield _unit(full, version, data, view)
+    for folder in _folders(path):
+        for full, version, data in _siblings(folder, view):
+            if os.path.abspath(full) == own or not pattern.search(data):
+                continue
+            yield _unit(full, version, data, view)
 
 
 def units_including(

@@ -48,13 +48,13 @@ def include_candidates(rel: str, including: str) -> Iterator[str]:
 
 # the names a project gives its shared header folder, and how far above a file one may sit
 # (cuda-samples: Samples/<group>/<sample>/ includes from Common/, three levels up)
-_HEADER_FOLDERS = ("include", "inc", "common", "Common")
+HEADER_FOLDERS = ("include", "inc", "common", "Common")
 _HEADER_LEVELS = 3
 
 
 def fallback_folders(folder: str) -> tuple[str, ...]:
     r"""The folders searched, last, for a local include found neither beside the file nor on
-    the include path: a shared header folder (:data:`_HEADER_FOLDERS`) of the file's folder
+    the include path: a shared header folder (:data:`HEADER_FOLDERS`) of the file's folder
     or of an ancestor up to :data:`_HEADER_LEVELS` above it, not past a repository root (a
     folder with ``.git``), nearest first: what a build's ``-I../include`` names; then the
     variant folders (:func:`variant_folders`). Looked up on every call (a few ``stat``\ s),
@@ -63,12 +63,34 @@ def fallback_folders(folder: str) -> tuple[str, ...]:
     found: list[str] = []
     base = folder
     for _ in range(_HEADER_LEVELS + 1):
-        found += [d for d in (os.path.join(base, n) for n in _HEADER_FOLDERS) if os.path.isdir(d)]
+        found += [d for d in (os.path.join(base, n) for n in HEADER_FOLDERS) if os.path.isdir(d)]
         parent = os.path.dirname(base)
         if parent == base or os.path.exists(os.path.join(base, ".git")):
             break
         base = parent
     return (*found, *variant_folders(folder))
+
+
+MAX_USER_FOLDERS = 8
+
+
+def user_folders(folder: str) -> tuple[str, ...]:
+    """The folders whose files may include the files of ``folder`` (and launch what they
+    define): ``folder`` itself; for a shared header folder (``inc/``, ``include/``,
+    ``common/``: :data:`HEADER_FOLDERS`), also the project folder above it and that folder's
+    other subfolders (``src/``), whose files include it through a build's ``-I../inc``. At
+    most :data:`MAX_USER_FOLDERS`."""
+    own = os.path.abspath(folder)
+    if os.path.basename(own) not in HEADER_FOLDERS:
+        return (folder,)
+    parent = os.path.dirname(own)
+    try:
+        names = sorted(os.listdir(parent))
+    except OSError:
+        names = []
+    others = (os.path.join(parent, n) for n in names)
+    subfolders = [d for d in others if d != own and os.path.isdir(d)]
+    return (folder, parent, *subfolders)[:MAX_USER_FOLDERS]
 
 
 @functools.lru_cache(maxsize=256)
