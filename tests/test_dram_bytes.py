@@ -78,13 +78,14 @@ def test_a_device_memcpy_moves_its_element(gpu: GpuProfile) -> None:
     assert a.memory.bytes_stored == pytest.approx(48 * MIB)
 
 
-@pytest.mark.parametrize("kernel", ["stage_async", "stage_pipeline"])
+@pytest.mark.parametrize("kernel", ["stage_async", "stage_pipeline", "stage_group"])
 def test_asynchronous_copies_to_shared_memory_read_their_chunks(
     gpu: GpuProfile, kernel: str
 ) -> None:
     # 2^22 threads each copy 16 B of `in` (&in[4 * i], 4 floats) into shared memory with
-    # cp.async (__pipeline_memcpy_async, cuda::memcpy_async) and store one float of `out`:
-    # 64 MiB read (before: none, the copy was an unknown call) and 16 MiB written
+    # cp.async (__pipeline_memcpy_async, cuda::memcpy_async; stage_group: the block's
+    # cooperative_groups::memcpy_async of 1024 floats, 4 a thread) and store one float of
+    # `out`: 64 MiB read (before: none, the copy was an unknown call) and 16 MiB written
     a = _run(gpu, "cache_hints.cu", kernel)
     assert a.threads == 2**22
     assert buffer_of(a, "in").loaded == pytest.approx(64 * MIB)

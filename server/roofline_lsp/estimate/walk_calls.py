@@ -21,7 +21,7 @@ from roofline_lsp.detect.bindings import (
 )
 from roofline_lsp.detect.treewalk import returned_expression
 from roofline_lsp.estimate import costs
-from roofline_lsp.estimate.macro_expansion import call_tree
+from roofline_lsp.estimate.macro_expansion import call_tree, macro_tree
 from roofline_lsp.estimate.tensor_ops import (
     WARP,
     elements_per_thread,
@@ -79,6 +79,10 @@ COPIES = frozenset(["memcpy", "__builtin_memcpy"])  # (``std::memcpy``: the shor
 # asynchronous copies a thread makes from global to shared memory (``cp.async``):
 # ``__pipeline_memcpy_async(dst, src, bytes)``, ``cuda::memcpy_async(dst, src, bytes, sync)``
 ASYNC_COPIES = frozenset(["__pipeline_memcpy_async", "memcpy_async"])
+# a copy's size given as ``cuda::aligned_size_t<16>(bytes)`` (or ``{bytes}``): the bytes
+_ALIGNED_SIZE = re.compile(
+    r"^\s*(?:cuda::)?aligned_size_t\s*<(?:[^<>()]|\([^()]*\))*>\s*[({](.*)[)}]\s*$", re.S
+)
 # ``<stdint.h>``'s integer constant macros: their argument, of the type they name
 _CONSTANT_MACROS = {"INT32_C": INT, "UINT32_C": INT, "INT64_C": LONG, "UINT64_C": LONG}
 OMP_IDS = frozenset(
@@ -236,6 +240,10 @@ class CallWalker(GroupWalker):
         thread_copy = short == "__pipeline_memcpy_async" or (
             short == "memcpy_async" and not group_copy
         )
+        if short == "memcpy_async" and group_copy and len(args) >= 4:
+            copied = self.group_copy(args)
+            if copied is not None:
+                return copied
         if (short in COPIES or (short in ASYNC_COPIES and thread_copy)) and len(args) >= 3:
             # memcpy(&t, &a[i], sizeof(T)) in device code: a load of the source's element,
             # a store of the destination's (a copy of one element, the common use); an
@@ -365,6 +373,27 @@ class CallWalker(GroupWalker):
         # unknown function: a small cost
         self.add_int(2.0, w)
         return Val(widest_type(vals) if vals else UNKNOWN, deps | {DATA})
+
+    def group_copy(self, args: list[Node]) -> Val | None:
+        """``cooperative_groups::memcpy_async(group, dst, src, bytes)`` (and
+        ``cuda::memcpy_async(group, dst, src, bytes, barrier)``): the group's threads copy
+        ``bytes`` from ``src`` to ``dst`` between them, walked as the loop it performs, each
+        thread taking the elements of its rank a group's size apart. None when the group or
+        the source's element is not known."""
+        group, dst, src, size = args[:4]
+        if self.group_of(group) is None:
+            return None
+        pointee = self.expr_quiet(src).type
+        elem = pointee.deref().size if pointee.pointer else 0
+        if elem <= 0:
+            return None
+        g, n = text(group), _ALIGNED_SIZE.sub(r"\1", text(size))
+        loop = (
+            f"for (int chunk = {g}.thread_rank(); chunk < ({n}) / {elem};"
+            f" chunk += {g}.size()) ({text(dst)})[chunk] = ({text(src)})[chunk];"
+        )
+        tree = macro_tree(loop, expression=False)
+        return self.in_macro("memcpy_async", tree, expression=False) if tree is not None else None
 
     def inner_extreme(self, args: list[Node]) -> tuple[str, float] | None:
         """The argument of a ``min``/``max`` that is the other extreme of a constant
