@@ -44,6 +44,8 @@ def loop_macro(
     if close is None:
         return None
     rest = raw[close:].strip()
+    if rest == ";":
+        return None  # a call: ``LOOP(i, n);``
     if rest:  # the body follows the call in the same node
         gap, column, body = raw[:close].count("\n"), 0, raw[close:]
     elif nxt is not None and stmt.type == "expression_statement":
@@ -51,8 +53,6 @@ def loop_macro(
         column, body = nxt.start_point.column, text(nxt)
     else:
         return None  # a header with no body after it
-    if rest == ";":
-        return None  # a call: ``LOOP(i, n);``
     expanded = substitute_macro(header, m[0], split_args(raw[j + 1 : close - 1]))
     row = stmt.start_point.row
     src = (

@@ -76,13 +76,27 @@ def _math_name(name: str) -> bool:
 CACHE_LOADS = frozenset(["__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"])
 CACHE_STORES = frozenset(["__stcs", "__stcg", "__stwb", "__stwt"])
 COPIES = frozenset(["memcpy", "__builtin_memcpy"])  # (``std::memcpy``: the short name)
-# asynchronous copies a thread makes from global to shared memory (``cp.async``):
-# ``__pipeline_memcpy_async(dst, src, bytes)``, ``cuda::memcpy_async(dst, src, bytes, sync)``
-ASYNC_COPIES = frozenset(["__pipeline_memcpy_async", "memcpy_async"])
+# a thread's asynchronous copy from global to shared memory (``cp.async``; the
+# ``memcpy_async`` of ``cuda::`` and ``cooperative_groups::``: ``_copy_kind``)
+ASYNC_COPIES = frozenset(["__pipeline_memcpy_async"])
 # a copy's size given as ``cuda::aligned_size_t<16>(bytes)`` (or ``{bytes}``): the bytes
 _ALIGNED_SIZE = re.compile(
     r"^\s*(?:cuda::)?aligned_size_t\s*<(?:[^<>()]|\([^()]*\))*>\s*[({](.*)[)}]\s*$", re.S
 )
+
+
+def _copy_kind(fname: str, short: str, nargs: int) -> str | None:
+    """What a call to ``fname`` with ``nargs`` arguments copies: ``"thread"`` for one
+    thread's copy (``memcpy(dst, src, n)``, ``__pipeline_memcpy_async(dst, src, n)``,
+    ``cuda::memcpy_async(dst, src, n, pipe)``), ``"group"`` for a group's
+    (``cooperative_groups::memcpy_async(group, dst, src, n)``,
+    ``cuda::memcpy_async(group, dst, src, n, barrier)``), None for any other call."""
+    if short == "memcpy_async":
+        grouped = nargs != 4 or fname.startswith(("cg::", "cooperative_groups::"))
+        return ("group" if nargs >= 4 else None) if grouped else "thread"
+    return "thread" if short in COPIES | ASYNC_COPIES and nargs >= 3 else None
+
+
 # ``<stdint.h>``'s integer constant macros: their argument, of the type they name
 _CONSTANT_MACROS = {"INT32_C": INT, "UINT32_C": INT, "INT64_C": LONG, "UINT64_C": LONG}
 OMP_IDS = frozenset(
@@ -234,17 +248,12 @@ class CallWalker(GroupWalker):
             v = self.expr(args[1])
             self.through_pointer(args[0], "store")
             return Val(VOID, v.deps)
-        # (not a group's copy: cooperative_groups::memcpy_async(group, dst, src, bytes),
-        # cuda::memcpy_async(group, dst, src, bytes, barrier))
-        group_copy = len(args) != 4 or fname.startswith(("cg::", "cooperative_groups::"))
-        thread_copy = short == "__pipeline_memcpy_async" or (
-            short == "memcpy_async" and not group_copy
-        )
-        if short == "memcpy_async" and group_copy and len(args) >= 4:
+        copy = _copy_kind(fname, short, len(args))
+        if copy == "group":
             copied = self.group_copy(args)
             if copied is not None:
                 return copied
-        if (short in COPIES or (short in ASYNC_COPIES and thread_copy)) and len(args) >= 3:
+        if copy == "thread":
             # memcpy(&t, &a[i], sizeof(T)) in device code: a load of the source's element,
             # a store of the destination's (a copy of one element, the common use); an
             # asynchronous copy of a wider chunk (``cuda::aligned_size_t<16>(sizeof(float4))``
@@ -388,9 +397,12 @@ class CallWalker(GroupWalker):
         if elem <= 0:
             return None
         g, n = text(group), _ALIGNED_SIZE.sub(r"\1", text(size))
+        i = "memcpy_async_i"
+        while i in "".join(text(a) for a in args):
+            i += "_"  # (a name the arguments do not use)
         loop = (
-            f"for (int chunk = {g}.thread_rank(); chunk < ({n}) / {elem};"
-            f" chunk += {g}.size()) ({text(dst)})[chunk] = ({text(src)})[chunk];"
+            f"for (int {i} = {g}.thread_rank(); {i} < ({n}) / {elem}; {i} += {g}.size())"
+            f" ({text(dst)})[{i}] = ({text(src)})[{i}];"
         )
         tree = macro_tree(loop, expression=False)
         return self.in_macro("memcpy_async", tree, expression=False) if tree is not None else None
