@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from counting_helpers import count, loop_trips
+from counting_helpers import count, detected, loop_trips
 
 from roofline_lsp.estimate.macro_expansion import expand_text
 from roofline_lsp.syntax.cexpr import split_args
@@ -49,6 +49,8 @@ def test_a_loop_macro_called_with_names_is_a_loop(gpu, tmp_path: Path) -> None: 
         "}\n"
         "int main() { float *a, *b; scale<<<1024, 256>>>(1 << 24, a, b); }\n"
     )
+    det = detected(tmp_path, src, "k.cu")
+    assert "CUDA_KERNEL_LOOP" not in det.functions  # (the parser's nested definition)
     a = count(gpu, tmp_path, src)
     ((var, (trips, source)),) = loop_trips(a).items()
     assert (var, trips, source) == ("index", pytest.approx(64.0), "grid-stride")
@@ -66,6 +68,8 @@ def test_a_loop_macro_called_with_names_is_a_loop(gpu, tmp_path: Path) -> None: 
         # ... and the inner loop in braces
         "FOR_ALL(i, n) {\n    float s = 0.f;\n    FOR_ALL(j, m) { s += in[i * m + j]; }\n"
         "    out[i] = s;\n  }\n",
+        # two loop macros, one statement (the inner one's body written out by the sum)
+        "FOR_ALL(i, n) FOR_ALL(j, m) out[i] += in[i * m + j];\n",
     ],
 )
 def test_an_offload_region_of_loop_macros(gpu, tmp_path: Path, region: str) -> None:  # type: ignore[no-untyped-def]

@@ -304,9 +304,11 @@ class Detector:
         self, fn: Node, recovered: bool = False, macro_quals: dict[int, str] | None = None
     ) -> None:
         """Record a function definition: a kernel when it has ``__global__`` (or, in a
-        re-parse with qualifier macros blanked, such a macro in ``macro_quals``: byte -> body)."""
+        re-parse with qualifier macros blanked, such a macro in ``macro_quals``: byte -> body).
+        A definition nested in a block is no function: a loop-header macro's call with its
+        body (``CUDA_KERNEL_LOOP(index, n) { ... }``)."""
         fdecl = function_declarator(fn)
-        if fdecl is None:
+        if fdecl is None or nested_definition(fn):
             return
         name = qualified_declarator_name(fdecl.child_by_field_name("declarator"))
         if not name or name in _NOT_NAMES:

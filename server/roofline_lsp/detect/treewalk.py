@@ -13,7 +13,14 @@ from tree_sitter import Node
 from roofline_lsp.detect.textscan import kernel_ref
 from roofline_lsp.model.kernel import Function, Kernel, Macro
 from roofline_lsp.syntax.cexpr import Step, TextFunction, inner_text
-from roofline_lsp.syntax.expr import NAME, comma_parts, condition_expr, test_target, text
+from roofline_lsp.syntax.expr import (
+    NAME,
+    comma_parts,
+    condition_expr,
+    nested_definition,
+    test_target,
+    text,
+)
 from roofline_lsp.syntax.functions import function_declarator
 from roofline_lsp.syntax.parsing import captures
 
@@ -141,9 +148,10 @@ def unqualified_name(name: str) -> str:
 
 
 def enclosing_function(node: Node | None) -> Node | None:
-    """The ``function_definition`` around ``node``, if any."""
+    """The ``function_definition`` around ``node``, if any (not a loop-header macro's call
+    the parser took for one inside a block: :func:`nested_definition`)."""
     p = node.parent if node is not None else None
-    while p is not None and p.type != "function_definition":
+    while p is not None and (p.type != "function_definition" or nested_definition(p)):
         p = p.parent
     return p
 

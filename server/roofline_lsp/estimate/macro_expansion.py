@@ -17,6 +17,19 @@ from roofline_lsp.syntax.parsing import parse
 _LOOP_MACRO_CACHE: dict[str, Node | None] = {}
 
 
+def _loop_header(
+    raw: str, macros: dict[str, tuple[tuple[str, ...] | None, str]]
+) -> tuple[int, tuple[str, ...], str] | None:
+    """A call of a function-like macro that expands to a loop header at the start of
+    ``raw``: where its name ends, its parameters and its header's text; else None."""
+    first = _NAME.match(raw)
+    m = macros.get(first.group(0)) if first is not None else None
+    if first is None or m is None or m[0] is None:
+        return None
+    header = m[1].replace("\\\n", " ").strip()
+    return (first.end(), m[0], header) if header.startswith(("for", "while")) else None
+
+
 # the nodes a loop-header macro's statement parses as (``loop_macro``)
 LOOP_MACRO_STATEMENTS = ("expression_statement", "function_definition", "ERROR")
 
@@ -32,14 +45,11 @@ def loop_macro(
     re-parsed loop (rows aligned with the source) and whether it took ``nxt`` as its body;
     None for any other statement."""
     raw = text(stmt).rstrip()
-    first = _NAME.match(raw)
-    m = macros.get(first.group(0)) if first is not None else None
-    if first is None or m is None or m[0] is None:
+    found = _loop_header(raw, macros)
+    if found is None:
         return None
-    header = m[1].replace("\\\n", " ").strip()
-    if not header.startswith(("for", "while")):
-        return None
-    j = _past_space(raw, first.end())
+    name_end, params, header = found
+    j = _past_space(raw, name_end)
     close = _closing(raw, j) if raw[j : j + 1] == "(" else None
     if close is None:
         return None
@@ -53,7 +63,11 @@ def loop_macro(
         column, body = nxt.start_point.column, text(nxt)
     else:
         return None  # a header with no body after it
-    expanded = substitute_macro(header, m[0], split_args(raw[j + 1 : close - 1]))
+    if _loop_header(body.lstrip(), macros) is not None:
+        # a loop macro's body that is another (``LOOP(i, n) LOOP(j, n) a[i][j] = 0;``):
+        # expanded in full, as the preprocessor would
+        body = expand_text(body, macros) or body
+    expanded = substitute_macro(header, params, split_args(raw[j + 1 : close - 1]))
     row = stmt.start_point.row
     src = (
         "\n" * row
