@@ -127,6 +127,33 @@ def test_a_cooperative_launch_is_a_launch():
     assert site.grid_value == (128, 1, 1) and site.block_value == (256, 1, 1)
 
 
+def test_a_launch_through_a_launch_config_is_a_launch():
+    # CUDA 12's cudaLaunchKernelEx(&config, k, args...) takes its dimensions from the
+    # cudaLaunchConfig_t's fields, assigned before the call or designated in its
+    # initializer; cudaLaunchKernelExC takes the arguments as an array (before: no launch
+    # found, 1 M threads assumed)
+    src = (
+        b"__global__ void k(int n, float *a) { }\n"
+        b"int main() {\n"
+        b"  int n = 1 << 22; float *a;\n"
+        b"  cudaLaunchConfig_t config = {0};\n"
+        b"  config.gridDim = dim3(n / 256);\n"
+        b"  config.blockDim = 256;\n"
+        b"  cudaLaunchKernelEx(&config, k, n, a);\n"
+        b"  cudaLaunchConfig_t c2 = {.gridDim = dim3(n / 512), .blockDim = dim3(512)};\n"
+        b"  void *args[] = {&n, &a};\n"
+        b"  cudaLaunchKernelExC(&c2, (const void *)k, args);\n"
+        b"}\n"
+    )
+    first, second = detect(src, "ex.cu").launches
+    assert (first.kernel, first.form, first.line) == ("k", "cudaLaunchKernelEx", 7)
+    assert first.grid_value == (16384, 1, 1) and first.block_value == (256, 1, 1)
+    assert first.args == ("n", "a")
+    assert (second.kernel, second.line) == ("k", 10)
+    assert second.grid_value == (8192, 1, 1) and second.block_value == (512, 1, 1)
+    assert second.args == ("n", "a")
+
+
 def test_broken_file_recovers_every_kernel():
     det = run("broken.cu")
     ks = by_name(det)

@@ -34,6 +34,7 @@ from roofline_lsp.detect.treewalk import (
     enclosing_function,
     function_qualifiers,
     inside_error,
+    launch_config_field,
     local_values,
     parameter_declarations,
     qualified_declarator_name,
@@ -121,7 +122,8 @@ IncludeReader = Callable[[str, int], Detection | None]
 # the runtime and driver APIs that launch a kernel named in their arguments
 LAUNCH_API = re.compile(
     rb"\b(hipLaunchKernelGGL|cudaLaunchKernel|hipLaunchKernel|cudaLaunchCooperativeKernel|"
-    rb"hipLaunchCooperativeKernel|cuLaunchKernel|hipModuleLaunchKernel)\s*\("
+    rb"hipLaunchCooperativeKernel|cuLaunchKernel|hipModuleLaunchKernel|cudaLaunchKernelExC?)"
+    rb"\s*(?:<[^;{}()]*>\s*)?\("
 )
 
 
@@ -132,6 +134,8 @@ def api_launch_form(function: str) -> str | None:
         return None
     if function in ("cuLaunchKernel", "hipModuleLaunchKernel"):
         return "cuLaunchKernel"  # the driver API's, through a module function
+    if function.startswith("cudaLaunchKernelEx"):
+        return "cudaLaunchKernelEx"  # CUDA 12's, sized by a cudaLaunchConfig_t
     return "hipLaunchKernelGGL" if function == "hipLaunchKernelGGL" else "cudaLaunchKernel"
 
 
@@ -653,6 +657,22 @@ class Detector:
             parts = [f"dim3({', '.join(args[1:4])})", f"dim3({', '.join(args[4:7])})", *args[7:9]]
             array = re.sub(r"^&\s*|\[\s*0\s*\]$", "", args[9].strip())
             rest = list(argument_array(call, array))
+        elif form == "cudaLaunchKernelEx":
+            # cudaLaunchKernelEx(&config, k, args...) (cudaLaunchKernelExC(&config, (void *)k,
+            # args)): the dimensions are the config's fields, set before the call
+            if len(args) < 2:
+                return
+            name = kernel_ref(args[1])
+            config = re.sub(r"^&\s*", "", args[0].strip())
+            fields = ("gridDim", "blockDim", "dynamicSmemBytes", "stream")
+            found = [launch_config_field(call, config, f) for f in fields]
+            if found[0] is None or found[1] is None:
+                return
+            parts = [f for f in found if f is not None]
+            if text(fn_node).startswith("cudaLaunchKernelExC"):
+                rest = list(argument_array(call, args[2])) if len(args) > 2 else []
+            else:
+                rest = args[2:]
         elif form == "hipLaunchKernelGGL":
             if len(args) < 5:
                 return

@@ -214,6 +214,27 @@ _ADDRESS_OF = re.compile(r"^(?:\(\s*(?:const\s+)?void\s*\*\s*\)\s*)?&\s*(.+)$", 
 _VOID_CAST = re.compile(r"(?:reinterpret|static)_cast\s*<[^<>]*>\s*\((.*)\)", re.S)
 
 
+def launch_config_field(call: Node, config: str, field: str) -> str | None:
+    """The value ``field`` of launch configuration ``config`` (a ``cudaLaunchConfig_t``) has
+    at ``call`` in its function: its last assignment before it (``config.gridDim =
+    dim3(n / 256);``, ``cfg->blockDim = 256;``), else a designated initializer
+    (``cudaLaunchConfig_t config = {.gridDim = g, .blockDim = b};``); None when neither."""
+    if not NAME.fullmatch(config.strip()):
+        return None
+    fn = enclosing_function(call)
+    body = fn.child_by_field_name("body") if fn is not None else None
+    if body is None:
+        return None
+    before = (body.text or b"")[: call.start_byte - body.start_byte].decode("utf-8", "replace")
+    name, key = re.escape(config.strip()), re.escape(field)
+    assigned = list(re.finditer(rf"\b{name}\s*(?:\.|->)\s*{key}\s*=\s*([^;]+);", before))
+    if assigned:
+        return assigned[-1].group(1).strip()
+    init = re.search(rf"\b{name}\s*=\s*\{{([^{{}}]*)\}}", before)
+    given = re.search(rf"\.{key}\s*=\s*([^,]+)", init.group(1)) if init is not None else None
+    return given.group(1).strip() if given is not None else None
+
+
 def argument_array(call: Node, array: str) -> tuple[str, ...]:
     """The kernel arguments of ``cudaLaunchKernel(k, grid, block, args, ...)``: the items of
     ``void *args[] = {&n, (void *)&x}`` declared before the call in its function, each

@@ -85,7 +85,9 @@ class LaunchSite:
     file: str
     line: int
     span: Span
-    form: Literal["chevron", "hipLaunchKernelGGL", "cudaLaunchKernel", "cuLaunchKernel"]
+    form: Literal[
+        "chevron", "hipLaunchKernelGGL", "cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelEx"
+    ]
     grid: str
     block: str
     shmem: str | None
