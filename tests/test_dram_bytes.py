@@ -92,6 +92,19 @@ def test_asynchronous_copies_to_shared_memory_read_their_chunks(
     assert _buffer(a, "out") == pytest.approx((16 * MIB, 0.0, 16 * MIB))
 
 
+def test_inline_ptx_loads_and_stores_move_their_bytes(gpu: GpuProfile) -> None:
+    # asm_copy: 2^24 threads, each an `ld.global.nc.f32` of in + i and an `st.global.f32` of
+    # out + i (4 B each): 64 MiB each way (before: neither was counted). asm_vector: 2^22
+    # threads, each an `ld.global.v4.f32` at in + 4 * i (16 B, lanes 16 B apart: 64 MiB)
+    # and a shared load (no DRAM bytes), storing one float of out: 16 MiB
+    a = _run(gpu, "cache_hints.cu", "asm_copy")
+    assert _buffer(a, "in") == pytest.approx((64 * MIB, 64 * MIB, 0.0))
+    assert _buffer(a, "out") == pytest.approx((64 * MIB, 0.0, 64 * MIB))
+    v = _run(gpu, "cache_hints.cu", "asm_vector")
+    assert buffer_of(v, "in").loaded == pytest.approx(64 * MIB)
+    assert _buffer(v, "out") == pytest.approx((16 * MIB, 0.0, 16 * MIB))
+
+
 @pytest.mark.parametrize(
     ("kernel", "fp32", "callee"),
     [

@@ -90,6 +90,12 @@ _SHRINKABLE = frozenset({"+", "-", "*", "/"})
 
 
 # the output operands of an ``asm`` statement that name an element of memory
+# a PTX load or store in an inline ``asm`` template and the operand holding its address
+_ASM_MEMORY = re.compile(r"\b(ld|ldu|st)((?:\.[\w:]+)*)\s+[^;]*?\[\s*%(\d+)")
+# an address written as a buffer plus an offset
+_BASE_PLUS = re.compile(r"\s*([A-Za-z_]\w*)\s*\+\s*(.+?)\s*", re.S)
+# ... of a space other than global memory (generic addresses count as global)
+_ASM_OTHER_SPACES = re.compile(r"\.(?:shared|local|const|param|tex)\b")
 _STORED = frozenset({"subscript_expression", "field_expression", "pointer_expression"})
 
 
@@ -280,18 +286,44 @@ class ExpressionWalker(ReferenceWalker):
             (c for c in node.named_children if c.type in ("string_literal", "concatenated_string")),
             None,
         )
-        mix = asm_mix(_string_value(code)) if code is not None else EMPTY
+        template = _string_value(code) if code is not None else ""
+        mix = asm_mix(template) if code is not None else EMPTY
         for idx, n in enumerate((mix.flops_fp64, mix.flops_fp32, mix.flops_fp16, mix.int_ops)):
             self.add(idx, float(n))
+        numbered: list[Node] = []  # the operands by number: the outputs', then the inputs'
         for operands in node.named_children:
             for op in operands.named_children:
                 value = op.named_children[-1] if op.named_children else None
                 if value is None or value.type == "string_literal":
                     continue
                 if operands.type == "gnu_asm_input_operand_list":
+                    numbered.append(value)
                     self.expr(value)
-                elif operands.type == "gnu_asm_output_operand_list" and value.type in _STORED:
-                    self.lvalue(value, "store")
+                elif operands.type == "gnu_asm_output_operand_list":
+                    numbered.append(value)
+                    if value.type in _STORED:
+                        self.lvalue(value, "store")
+        # a load or store of global (or generic) memory at an operand's address
+        # (``ld.global.nc.f32 %0, [%1];`` with ``"l"(in + i)``): an access through it
+        for m in _ASM_MEMORY.finditer(template):
+            op_index = int(m.group(3))
+            if op_index >= len(numbered) or _ASM_OTHER_SPACES.search(m.group(2)):
+                continue
+            # read as an element, ``in[4 * i]`` for ``in + 4 * i`` (else ``(ptr)[0]``), so
+            # that a vector load's lanes a vector apart (``ld.global.v4.f32 {...}, [%4]``)
+            # move their sectors
+            ptr = numbered[op_index]
+            based = _BASE_PLUS.fullmatch(text(ptr))  # ``in + 4 * i``: ``in[4 * i]``
+            element_text = f"{based[1]}[{based[2]}]" if based else f"({text(ptr)})[0]"
+            tree = macro_tree(element_text, expression=True)
+            element = unparenthesized(tree) if tree is not None else None
+            kind = "store" if m.group(1) == "st" else "load"
+            if element is None or element.type != "subscript_expression":
+                self.through_pointer(ptr, kind)
+            elif kind == "store":
+                self.lvalue(element, "store")
+            else:
+                self.expr(element)
         return Val(INT)
 
     def size_of(self, node: Node) -> float:

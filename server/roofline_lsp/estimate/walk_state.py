@@ -384,6 +384,9 @@ class WalkerBase:
     def in_macro(self, name: str, tree: Node, expression: bool) -> Val:
         raise NotImplementedError
 
+    def through_pointer(self, ptr: Node, kind: str) -> Val:
+        raise NotImplementedError
+
     def overloaded(self, op: str, args: list[Node], vals: list[Val]) -> Val | None:
         raise NotImplementedError
 
