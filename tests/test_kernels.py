@@ -139,6 +139,7 @@ def test_a_launch_through_a_launch_config_is_a_launch():
         b"  cudaLaunchConfig_t config = {0};\n"
         b"  config.gridDim = dim3(n / 256);\n"
         b"  config.blockDim = 256;\n"
+        b"  config.stream = s;\n"
         b"  cudaLaunchKernelEx(&config, k, n, a);\n"
         b"  cudaLaunchConfig_t c2 = {.gridDim = dim3(n / 512), .blockDim = dim3(512)};\n"
         b"  void *args[] = {&n, &a};\n"
@@ -146,10 +147,11 @@ def test_a_launch_through_a_launch_config_is_a_launch():
         b"}\n"
     )
     first, second = detect(src, "ex.cu").launches
-    assert (first.kernel, first.form, first.line) == ("k", "cudaLaunchKernelEx", 7)
+    assert (first.kernel, first.form, first.line) == ("k", "cudaLaunchKernelEx", 8)
+    assert (first.shmem, first.stream) == ("0", "s")  # (no dynamicSmemBytes given)
     assert first.grid_value == (16384, 1, 1) and first.block_value == (256, 1, 1)
     assert first.args == ("n", "a")
-    assert (second.kernel, second.line) == ("k", 10)
+    assert (second.kernel, second.line) == ("k", 11)
     assert second.grid_value == (8192, 1, 1) and second.block_value == (512, 1, 1)
     assert second.args == ("n", "a")
 

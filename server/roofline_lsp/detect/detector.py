@@ -665,10 +665,10 @@ class Detector:
             name = kernel_ref(args[1])
             config = re.sub(r"^&\s*", "", args[0].strip())
             fields = ("gridDim", "blockDim", "dynamicSmemBytes", "stream")
-            found = [launch_config_field(call, config, f) for f in fields]
-            if found[0] is None or found[1] is None:
+            grid, block, shmem, stream = (launch_config_field(call, config, f) for f in fields)
+            if grid is None or block is None:
                 return
-            parts = [f for f in found if f is not None]
+            parts = [grid, block, shmem or "0", *([stream] if stream else [])]
             if text(fn_node).startswith("cudaLaunchKernelExC"):
                 rest = list(argument_array(call, args[2])) if len(args) > 2 else []
             else:

@@ -313,8 +313,12 @@ class ExpressionWalker(ReferenceWalker):
             # that a vector load's lanes a vector apart (``ld.global.v4.f32 {...}, [%4]``)
             # move their sectors
             ptr = numbered[op_index]
-            based = _BASE_PLUS.fullmatch(text(ptr))  # ``in + 4 * i``: ``in[4 * i]``
-            element_text = f"{based[1]}[{based[2]}]" if based else f"({text(ptr)})[0]"
+            element_text = f"({text(ptr)})[0]"
+            based = _BASE_PLUS.fullmatch(text(ptr))
+            if based is not None:
+                base = self.var(based[1])
+                if base is not None and base.type.pointer:
+                    element_text = f"{based[1]}[{based[2]}]"
             tree = macro_tree(element_text, expression=True)
             element = unparenthesized(tree) if tree is not None else None
             kind = "store" if m.group(1) == "st" else "load"
