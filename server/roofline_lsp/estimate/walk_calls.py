@@ -79,6 +79,7 @@ COPIES = frozenset(["memcpy", "__builtin_memcpy"])  # (``std::memcpy``: the shor
 # a thread's asynchronous copy from global to shared memory (``cp.async``; the
 # ``memcpy_async`` of ``cuda::`` and ``cooperative_groups::``: ``_copy_kind``)
 ASYNC_COPIES = frozenset(["__pipeline_memcpy_async"])
+_THREAD_COPIES = COPIES | ASYNC_COPIES
 # a copy's size given as ``cuda::aligned_size_t<16>(bytes)`` (or ``{bytes}``): the bytes
 _ALIGNED_SIZE = re.compile(
     r"^\s*(?:cuda::)?aligned_size_t\s*<(?:[^<>()]|\([^()]*\))*>\s*[({](.*)[)}]\s*$", re.S
@@ -94,7 +95,7 @@ def _copy_kind(fname: str, short: str, nargs: int) -> str | None:
     if short == "memcpy_async":
         grouped = nargs != 4 or fname.startswith(("cg::", "cooperative_groups::"))
         return ("group" if nargs >= 4 else None) if grouped else "thread"
-    return "thread" if short in COPIES | ASYNC_COPIES and nargs >= 3 else None
+    return "thread" if short in _THREAD_COPIES and nargs >= 3 else None
 
 
 # ``<stdint.h>``'s integer constant macros: their argument, of the type they name
@@ -397,8 +398,8 @@ class CallWalker(GroupWalker):
         if elem <= 0:
             return None
         g, n = text(group), _ALIGNED_SIZE.sub(r"\1", text(size))
-        i = "memcpy_async_i"
-        while i in "".join(text(a) for a in args):
+        i, used = "memcpy_async_i", "".join(text(a) for a in args)
+        while i in used:
             i += "_"  # (a name the arguments do not use)
         loop = (
             f"for (int {i} = {g}.thread_rank(); {i} < ({n}) / {elem}; {i} += {g}.size())"

@@ -89,13 +89,13 @@ _STANDARD_CONSTANTS: dict[str, tuple[float, DataType]] = {
 _SHRINKABLE = frozenset({"+", "-", "*", "/"})
 
 
-# the output operands of an ``asm`` statement that name an element of memory
 # a PTX load or store in an inline ``asm`` template and the operand holding its address
 _ASM_MEMORY = re.compile(r"\b(ld|ldu|st)((?:\.[\w:]+)*)\s+[^;]*?\[\s*%(\d+)")
-# an address written as a buffer plus an offset
-_BASE_PLUS = re.compile(r"\s*([A-Za-z_]\w*)\s*\+\s*(.+?)\s*", re.S)
 # ... of a space other than global memory (generic addresses count as global)
 _ASM_OTHER_SPACES = re.compile(r"\.(?:shared|local|const|param|tex)\b")
+# an address written as a buffer plus an offset
+_BASE_PLUS = re.compile(r"\s*([A-Za-z_]\w*)\s*\+\s*(.+?)\s*", re.S)
+# the output operands of an ``asm`` statement that name an element of memory
 _STORED = frozenset({"subscript_expression", "field_expression", "pointer_expression"})
 
 
