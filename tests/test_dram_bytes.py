@@ -348,10 +348,23 @@ def test_the_same_walk_over_a_column_major_matrix_moves_it_once(gpu: GpuProfile)
     assert _buffer(a, "m") == pytest.approx((MATRIX, MATRIX, 0.0))
 
 
-def test_one_element_per_row_moves_a_sector_each(gpu: GpuProfile) -> None:
-    # m[i * COLS]: 131,072 loads 4 KiB apart, each a 32 B sector: 4 MiB, not 512 KiB
-    a = _run(gpu, "uncoalesced.cu", "first_column")
+@pytest.mark.parametrize("kernel", ["first_column", "first_column_deref", "first_column_offset"])
+def test_one_element_per_row_moves_a_sector_each(gpu: GpuProfile, kernel: str) -> None:
+    # m[i * COLS], *(m + i * COLS), (m + i * COLS)[0]: 131,072 loads 4 KiB apart, each a
+    # 32 B sector: 4 MiB, not 512 KiB (the pointer's stride was lost before: one address for
+    # the dereference, none for the subscript at 0)
+    a = _run(gpu, "uncoalesced.cu", kernel)
+    assert {x.lane_stride for x in a.counts.accesses if x.buffer == "m"} == {COLS}
     assert _buffer(a, "m") == pytest.approx((ROWS * 4, ROWS * 32, 0.0))
+
+
+def test_a_cast_pointer_strides_in_its_own_elements(gpu: GpuProfile) -> None:
+    # reinterpret_cast<const float4 *>(m + 4 * i)[0]: m + 4i moves 4 floats a lane, one
+    # float4: lanes 16 B apart read every byte of their sectors, 131,072 x 16 B = 2 MiB (not
+    # a 32 B sector per lane for a stride of 4 float4s)
+    a = _run(gpu, "uncoalesced.cu", "vector_rows")
+    assert {x.lane_stride for x in a.counts.accesses if x.buffer == "m"} == {1.0}
+    assert _buffer(a, "m") == pytest.approx((2 * MIB, 2 * MIB, 0.0))
 
 
 def test_neighbouring_fields_share_their_sectors(gpu: GpuProfile) -> None:

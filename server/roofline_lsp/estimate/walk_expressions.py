@@ -18,7 +18,6 @@ from roofline_lsp.estimate.value_domain import (
     NOTHING,
     Val,
     Var,
-    converted,
     float_slope,
     fold_binary,
     held_test,
@@ -309,9 +308,9 @@ class ExpressionWalker(ReferenceWalker):
             op_index = int(m.group(3))
             if op_index >= len(numbered) or _ASM_OTHER_SPACES.search(m.group(2)):
                 continue
-            # read as an element, ``in[4 * i]`` for ``in + 4 * i`` (else ``(ptr)[0]``), so
-            # that a vector load's lanes a vector apart (``ld.global.v4.f32 {...}, [%4]``)
-            # move their sectors
+            # read as an element, ``in[4 * i]`` for ``in + 4 * i`` (its index grouped with
+            # the buffer's others), else ``(ptr)[0]``: a vector load's lanes a vector apart
+            # (``ld.global.v4.f32 {...}, [%4]``) move their sectors
             ptr = numbered[op_index]
             element_text = f"({text(ptr)})[0]"
             based = _BASE_PLUS.fullmatch(text(ptr))
@@ -374,7 +373,7 @@ class ExpressionWalker(ReferenceWalker):
         val = v.val
         if val is not None and ty.kind == "int" and not ty.pointer and not v.deps:
             val = float(math.trunc(val))
-        return converted(v, ty, val)
+        return self.pointer_cast(v, ty, val)
 
     def identifier(self, name: str, node: Node) -> Val:
         v = self.var(name)

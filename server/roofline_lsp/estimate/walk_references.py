@@ -81,6 +81,7 @@ class ReferenceWalker(BranchWalker):
             base = arg
         deps: frozenset[str] = NOTHING
         moved: frozenset[str] = NOTHING  # what the base pointer itself moves with
+        base_slope: float | None = 0.0  # elements the base pointer moves a lane
         key_parts = []
         idx_vals: list[Val] = []
         idx_nodes: list[Node] = []
@@ -108,6 +109,8 @@ class ReferenceWalker(BranchWalker):
                 bt, space, arrdims = var.type, var.space, var.arrdims
                 buffer = var.buffer or bname
                 moved = var.deps if var.buffer else NOTHING
+                if var.buffer:
+                    base_slope = lane_slope(var, self.par.lane)
                 deps = deps | moved
                 if space is None:
                     space = "global" if bt.pointer else "local"
@@ -139,6 +142,9 @@ class ReferenceWalker(BranchWalker):
                 key_parts.insert(0, text(base))
             bt, space, buffer, arrdims = bv.type, bv.space or "global", bv.buffer, 0
             moved = bv.deps
+            if not member and bt.pointer:
+                # ``(in + 4 * i)[k]``, ``reinterpret_cast<float4 *>(in + off)[k]``
+                base_slope = lane_slope(bv, self.par.lane)
             deps = deps | moved
             if buffer is None:
                 buffer = text(base)
@@ -148,7 +154,7 @@ class ReferenceWalker(BranchWalker):
             # subscripting a non-pointer: vector component or a local array we did not see
             space = space if space in ("shared", "local", "constant") else "local"
         if kind == "address":
-            slope = self.lane_stride(idx_vals, base) if element else None
+            slope = self.lane_stride(idx_vals, base_slope) if element else None
             return Val(elem_t.pointer_to(), deps, None, buffer, space, slope=slope)
         if elem_t.pointer and levels and arrdims >= levels:
             # partial subscript of a multi-dimensional array: an address, not a load
@@ -157,7 +163,7 @@ class ReferenceWalker(BranchWalker):
         if levels >= 2 and bt.pointer - arrdims >= 2 and space == "global":
             self.record((buffer or "?") + "[]", "global", 8, "load", deps, "|".join(key_parts[:1]))
         elem = int(self.type_bytes(elem_t))  # a pointer's 8, whatever it points to
-        stride = self.lane_stride(idx_vals, base)
+        stride = self.lane_stride(idx_vals, base_slope)
         if stride and self.cursor.pinned_lane:
             stride = APART  # the lanes taking the branch are apart: a sector each
         interval = None
@@ -527,8 +533,18 @@ class ReferenceWalker(BranchWalker):
         buffer = v.buffer or text(arg)
         space = v.space or ("global" if v.type.pointer else "local")
         if kind != "address":
+            # ``*(in + 4 * i)``: lanes the pointer's stride apart (one address: ``*p``)
+            stride = lane_slope(v, self.par.lane) if v.type.pointer else None
+            if stride and self.cursor.pinned_lane:
+                stride = APART
             self.record(
-                buffer, space, t.size if not t.pointer else 8, kind, v.deps, "*" + text(arg)
+                buffer,
+                space,
+                t.size if not t.pointer else 8,
+                kind,
+                v.deps,
+                "*" + text(arg),
+                lane_stride=stride,
             )
         if kind == "load" and arg.type == "identifier":
             host = self.host_value(text(arg), f"{text(arg)}[0]")
@@ -537,19 +553,16 @@ class ReferenceWalker(BranchWalker):
         moved = self.stored_in_loops(text(arg)) if arg.type == "identifier" else NOTHING
         return Val(t, v.deps | {DATA} | moved, None, buffer if t.pointer else None, space)
 
-    def lane_stride(self, idx_vals: list[Val], base: Node) -> float | None:
+    def lane_stride(self, idx_vals: list[Val], base_slope: float | None) -> float | None:
         """Elements between the addresses consecutive lanes subscript with ``idx_vals``
-        (``base[...]``); None: not known."""
+        from a base pointer that moves ``base_slope`` elements a lane; None: not known."""
         lane = self.par.lane
         stride = lane_slope(idx_vals[-1], lane) if idx_vals else None
         if stride is not None and any(lane_slope(v, lane) != 0.0 for v in idx_vals[:-1]):
             return None  # a[i][j] with i moving across lanes: rows of unknown length
-        if stride is not None and base.type == "identifier":
-            bvar = self.var(text(base))
-            if bvar is not None and bvar.buffer:
-                bs = lane_slope(bvar, lane)  # a pointer that moves with the lane
-                stride = None if bs is None else stride + bs
-        return stride
+        if stride is None or base_slope is None:
+            return None
+        return stride + base_slope
 
     def fragment_of(self, node: Node) -> Fragment | None:
         """The tensor-core fragment the object of member access ``node`` is (``a_frag`` of

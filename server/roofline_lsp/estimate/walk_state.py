@@ -24,7 +24,15 @@ from tree_sitter import Node
 
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.thread_counts import Loop, Settings
-from roofline_lsp.estimate.value_domain import BLOCK_SET, DATA, THREAD_SET, Val, Var, carried
+from roofline_lsp.estimate.value_domain import (
+    BLOCK_SET,
+    DATA,
+    THREAD_SET,
+    Val,
+    Var,
+    carried,
+    converted,
+)
 from roofline_lsp.syntax.datatypes import PRECISION_OF_KIND, DataType, parse_type
 from roofline_lsp.syntax.declarations import (
     StructTemplate,
@@ -668,6 +676,23 @@ class WalkerBase:
         if ty.kind == "unknown" and ty.name in self.inputs.struct_sizes:
             return float(self.inputs.struct_sizes[ty.name])
         return float(ty.size)
+
+    def pointer_cast(self, v: Val, ty: DataType, val: float | None) -> Val:
+        """``v`` cast to ``ty`` (:func:`converted`), a pointer's lane stride counted in the
+        new pointee's elements: ``(float4 *)(in + 4 * i)`` moves 1 float4 a lane, not 4. A
+        pointee of a size the model does not know keeps the stride as it was."""
+        out = converted(v, ty, val)
+        if out.slope and ty.pointer and v.type.pointer:
+            old, new = self.element_bytes(v.type.deref()), self.element_bytes(ty.deref())
+            if old and new:
+                out.slope = out.slope * old / new
+        return out
+
+    def element_bytes(self, ty: DataType) -> float | None:
+        """:meth:`type_bytes`, None for a type of unknown size (a template parameter)."""
+        if ty.kind == "unknown" and not ty.pointer and ty.name not in self.inputs.struct_sizes:
+            return None
+        return self.type_bytes(ty)
 
     def struct_size(self, st: DataType) -> int:
         """The bytes of one ``st`` that holds a field (0: a struct the program does not
