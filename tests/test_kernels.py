@@ -156,6 +156,26 @@ def test_a_launch_through_a_launch_config_is_a_launch():
     assert second.args == ("n", "a")
 
 
+def test_a_launch_api_called_with_template_arguments_is_a_launch():
+    # cudaLaunchKernelEx<float *>(...) and cudaLaunchCooperativeKernel<void>(...): the
+    # template arguments change nothing (before: neither call was found, a template
+    # function's name is not the call's function)
+    src = (
+        b"__global__ void k(float *a) { }\n"
+        b"int main() {\n"
+        b"  float *a; void *args[] = {&a};\n"
+        b"  cudaLaunchConfig_t config = {.gridDim = dim3(64), .blockDim = dim3(128)};\n"
+        b"  cudaLaunchKernelEx<float *>(&config, k, a);\n"
+        b"  cudaLaunchCooperativeKernel<void>((void *)k, dim3(32), dim3(256), args);\n"
+        b"}\n"
+    )
+    first, second = detect(src, "t.cu").launches
+    assert (first.kernel, first.form, first.line) == ("k", "cudaLaunchKernelEx", 5)
+    assert first.grid_value == (64, 1, 1) and first.block_value == (128, 1, 1)
+    assert (second.kernel, second.form, second.line) == ("k", "cudaLaunchKernel", 6)
+    assert second.grid_value == (32, 1, 1) and second.block_value == (256, 1, 1)
+
+
 def test_broken_file_recovers_every_kernel():
     det = run("broken.cu")
     ks = by_name(det)

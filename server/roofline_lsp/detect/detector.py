@@ -132,6 +132,7 @@ def api_launch_form(function: str) -> str | None:
     None for any other function."""
     if LAUNCH_API.fullmatch(function.encode() + b"(") is None:
         return None
+    function = function.split("<", 1)[0].strip()  # ``cudaLaunchKernelEx<float *>``
     if function in ("cuLaunchKernel", "hipModuleLaunchKernel"):
         return "cuLaunchKernel"  # the driver API's, through a module function
     if function.startswith("cudaLaunchKernelEx"):

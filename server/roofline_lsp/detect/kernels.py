@@ -217,15 +217,19 @@ def _detect(
 
 
 def _api_calls(source: bytes, root: Node) -> list[Node]:
-    """``hipLaunchKernelGGL(...)``/``cudaLaunchKernel(...)`` calls, found by their name's
-    text first (a query predicate over every call is far slower)."""
+    """``hipLaunchKernelGGL(...)``/``cudaLaunchKernel(...)`` calls (with explicit template
+    arguments too: ``cudaLaunchKernelEx<float *>(...)``), found by their name's text first
+    (a query predicate over every call is far slower)."""
     calls: list[Node] = []
     if b"Launch" not in source:  # (cudaLaunchKernel, cudaLaunchCooperativeKernel, ...)
         return calls
     for m in LAUNCH_API.finditer(source):
         node = root.descendant_for_byte_range(m.start(1), m.end(1))
-        if node is not None and node.type == "identifier":
-            call = node.parent
-            if call is not None and call.type == "call_expression":
-                calls.append(call)
+        if node is None or node.type != "identifier":
+            continue
+        call = node.parent
+        if call is not None and call.type == "template_function":
+            call = call.parent
+        if call is not None and call.type == "call_expression":
+            calls.append(call)
     return calls
