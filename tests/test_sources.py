@@ -15,6 +15,7 @@ from roofline_lsp.syntax.sources import (
     is_current,
     read_from_disk,
     source_view,
+    user_folders,
     variant_folders,
 )
 
@@ -115,6 +116,21 @@ def test_variant_folders_share_the_name_up_to_its_last_part(tmp_path: Path) -> N
     ]
     assert list(include_candidates("/abs/defs.h", str(here / "main.cpp"))) == []
     assert list(include_candidates("defs.h", "")) == []
+
+
+def test_a_header_folder_is_used_from_its_project_folders(tmp_path: Path) -> None:
+    # inc/ is included from the project folder and its other subfolders (a build's
+    # -I../inc); a plain folder only from itself
+    for name in ("inc", "src", "tests"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "notes.txt").write_text("a file, not a folder")
+    inc = str(tmp_path / "inc")
+    assert user_folders(inc) == (inc, str(tmp_path), str(tmp_path / "src"), str(tmp_path / "tests"))
+    assert user_folders(str(tmp_path / "src")) == (str(tmp_path / "src"),)
+    # a folder made later is seen (the listing is kept per version of the project folder)
+    (tmp_path / "apps").mkdir()
+    os.utime(tmp_path, ns=(1, 10**18))  # (a coarse clock could leave the stamp as it was)
+    assert str(tmp_path / "apps") in user_folders(inc)
 
 
 def test_fallback_folders_add_the_header_folder_a_build_names(tmp_path: Path) -> None:

@@ -85,12 +85,23 @@ def user_folders(folder: str) -> tuple[str, ...]:
         return (folder,)
     parent = os.path.dirname(own)
     try:
+        stamp = os.stat(parent).st_mtime_ns  # (a folder made or removed in it changes it)
+    except OSError:
+        stamp = 0
+    return (folder, *_project_folders(own, stamp))[:MAX_USER_FOLDERS]
+
+
+@functools.lru_cache(maxsize=64)
+def _project_folders(own: str, stamp: int) -> tuple[str, ...]:
+    """The folder above header folder ``own`` and its other subfolders, listed once per
+    version (``stamp``) of that folder."""
+    parent = os.path.dirname(own)
+    try:
         names = sorted(os.listdir(parent))
     except OSError:
         names = []
     others = (os.path.join(parent, n) for n in names)
-    subfolders = [d for d in others if d != own and os.path.isdir(d)]
-    return (folder, parent, *subfolders)[:MAX_USER_FOLDERS]
+    return (parent, *(d for d in others if d != own and os.path.isdir(d)))
 
 
 @functools.lru_cache(maxsize=256)
