@@ -176,6 +176,39 @@ def test_a_launch_api_called_with_template_arguments_is_a_launch():
     assert second.grid_value == (32, 1, 1) and second.block_value == (256, 1, 1)
 
 
+def test_a_kernel_node_of_a_graph_is_a_launch():
+    # cudaGraphAddKernelNode(&node, graph, deps, n, &params): the kernel, dimensions and
+    # arguments are the cudaKernelNodeParams' fields set before the call; the generic
+    # cudaGraphAddNode takes them from params.kernel, here set a component at a time
+    # (before: neither kernel had a launch, 1 M threads assumed)
+    src = (
+        b"__global__ void reduce(float *in, float *out, int n) { }\n"
+        b"__global__ void flag(char *p) { }\n"
+        b"int main() {\n"
+        b"  float *in, *out; int n = 1 << 20; char *p;\n"
+        b"  void *kernelArgs[3] = {(void *)&in, (void *)&out, &n};\n"
+        b"  cudaKernelNodeParams kp = {0};\n"
+        b"  kp.func = (void *)reduce;\n"
+        b"  kp.gridDim = dim3(n / 256, 1, 1);\n"
+        b"  kp.blockDim = dim3(256, 1, 1);\n"
+        b"  kp.kernelParams = (void **)kernelArgs;\n"
+        b"  cudaGraphAddKernelNode(&node, graph, NULL, 0, &kp);\n"
+        b"  cudaGraphNodeParams params = {cudaGraphNodeTypeKernel};\n"
+        b"  params.kernel.func = (void *)flag;\n"
+        b"  params.kernel.gridDim.x = params.kernel.gridDim.y = params.kernel.gridDim.z = 1;\n"
+        b"  params.kernel.blockDim.x = 32;\n"
+        b"  cudaGraphAddNode(&node, graph, NULL, NULL, 0, &params);\n"
+        b"  cudaGraphAddMemsetNode(&node, graph, NULL, 0, &memsetParams);\n"
+        b"}\n"
+    )
+    first, second = detect(src, "graph.cu").launches
+    assert (first.kernel, first.form, first.line) == ("reduce", "graphKernelNode", 11)
+    assert first.grid_value == (4096, 1, 1) and first.block_value == (256, 1, 1)
+    assert first.args == ("in", "out", "n") and first.shmem == "0"
+    assert (second.kernel, second.line) == ("flag", 16)
+    assert second.grid_value == (1, 1, 1) and second.block_value == (32, 1, 1)
+
+
 def test_broken_file_recovers_every_kernel():
     det = run("broken.cu")
     ks = by_name(det)

@@ -122,7 +122,9 @@ IncludeReader = Callable[[str, int], Detection | None]
 # the runtime and driver APIs that launch a kernel named in their arguments
 LAUNCH_API = re.compile(
     rb"\b(hipLaunchKernelGGL|cudaLaunchKernel|hipLaunchKernel|cudaLaunchCooperativeKernel|"
-    rb"hipLaunchCooperativeKernel|cuLaunchKernel|hipModuleLaunchKernel|cudaLaunchKernelExC?)"
+    rb"hipLaunchCooperativeKernel|cuLaunchKernel|hipModuleLaunchKernel|cudaLaunchKernelExC?|"
+    # a graph's kernel node, launched with its graph
+    rb"(?:cuda|hip)Graph(?:AddKernelNode|AddNode|(?:Exec)?(?:Kernel)?NodeSetParams))"
     rb"\s*(?:<[^;{}()]*>\s*)?\("
 )
 
@@ -137,6 +139,8 @@ def api_launch_form(function: str) -> str | None:
         return "cuLaunchKernel"  # the driver API's, through a module function
     if function.startswith("cudaLaunchKernelEx"):
         return "cudaLaunchKernelEx"  # CUDA 12's, sized by a cudaLaunchConfig_t
+    if "Graph" in function:
+        return "graphKernelNode"  # a graph's node, given by a cudaKernelNodeParams
     return "hipLaunchKernelGGL" if function == "hipLaunchKernelGGL" else "cudaLaunchKernel"
 
 
@@ -674,6 +678,26 @@ class Detector:
                 rest = list(argument_array(call, args[2])) if len(args) > 2 else []
             else:
                 rest = args[2:]
+        elif form == "graphKernelNode":
+            # cudaGraphAddKernelNode(&node, graph, deps, n, &params), and the calls that set a
+            # node's parameters: the kernel, its dimensions and its argument array are the
+            # fields of the cudaKernelNodeParams last (``params.kernel``'s for the generic
+            # cudaGraphAddNode and cudaGraphNodeSetParams: a kernel node when they name one)
+            if not args:
+                return
+            config = re.sub(r"^&\s*", "", args[-1].strip())
+            path = "" if "Kernel" in text(fn_node) else "kernel."
+            given = {
+                f: launch_config_field(call, config, path + f)
+                for f in ("func", "gridDim", "blockDim", "sharedMemBytes", "kernelParams")
+            }
+            func, grid, block = given["func"], given["gridDim"], given["blockDim"]
+            if func is None or grid is None or block is None:
+                return
+            name = kernel_ref(func)
+            parts = [grid, block, given["sharedMemBytes"] or "0"]
+            params = re.sub(r"^\(\s*void\s*\*\s*\*\s*\)", "", given["kernelParams"] or "")
+            rest = list(argument_array(call, params)) if params else []
         elif form == "hipLaunchKernelGGL":
             if len(args) < 5:
                 return

@@ -221,7 +221,7 @@ def _api_calls(source: bytes, root: Node) -> list[Node]:
     arguments too: ``cudaLaunchKernelEx<float *>(...)``), found by their name's text first
     (a query predicate over every call is far slower)."""
     calls: list[Node] = []
-    if b"Launch" not in source:  # (cudaLaunchKernel, cudaLaunchCooperativeKernel, ...)
+    if b"Launch" not in source and b"Graph" not in source:  # (cudaLaunchKernel, ...)
         return calls
     for m in LAUNCH_API.finditer(source):
         node = root.descendant_for_byte_range(m.start(1), m.end(1))

@@ -215,10 +215,13 @@ _VOID_CAST = re.compile(r"(?:reinterpret|static)_cast\s*<[^<>]*>\s*\((.*)\)", re
 
 
 def launch_config_field(call: Node, config: str, field: str) -> str | None:
-    """The value ``field`` of launch configuration ``config`` (a ``cudaLaunchConfig_t``) has
-    at ``call`` in its function: its last assignment before it (``config.gridDim =
-    dim3(n / 256);``, ``cfg->blockDim = 256;``), else a designated initializer
-    (``cudaLaunchConfig_t config = {.gridDim = g, .blockDim = b};``); None when neither."""
+    """The value ``field`` of launch configuration ``config`` (a ``cudaLaunchConfig_t``, a
+    graph's ``cudaKernelNodeParams``; ``field`` may be a path, ``kernel.gridDim``) has at
+    ``call`` in its function: its last assignment before it (``config.gridDim =
+    dim3(n / 256);``, ``cfg->blockDim = 256;``), else the assignments of its components
+    (``p.gridDim.x = p.gridDim.y = 1;``: ``dim3(1, 1, 1)``, a component not assigned 1),
+    else a designated initializer (``cudaLaunchConfig_t config = {.gridDim = g, .blockDim =
+    b};``); None when none of these."""
     if not NAME.fullmatch(config.strip()):
         return None
     fn = enclosing_function(call)
@@ -226,13 +229,26 @@ def launch_config_field(call: Node, config: str, field: str) -> str | None:
     if body is None:
         return None
     before = (body.text or b"")[: call.start_byte - body.start_byte].decode("utf-8", "replace")
-    name, key = re.escape(config.strip()), re.escape(field)
-    assigned = list(re.finditer(rf"\b{name}\s*(?:\.|->)\s*{key}\s*=\s*([^;]+);", before))
-    if assigned:
-        return assigned[-1].group(1).strip()
+    name = re.escape(config.strip())
+    key = r"\s*\.\s*".join(re.escape(part) for part in field.split("."))
+    whole = _last_assigned(before, rf"\b{name}\s*(?:\.|->)\s*{key}")
+    if whole is not None:
+        return whole
+    parts = [_last_assigned(before, rf"\b{name}\s*(?:\.|->)\s*{key}\s*\.\s*{c}") for c in "xyz"]
+    if any(p is not None for p in parts):
+        return f"dim3({', '.join(p or '1' for p in parts)})"
     init = re.search(rf"\b{name}\s*=\s*\{{([^{{}}]*)\}}", before)
     given = re.search(rf"\.{key}\s*=\s*([^,]+)", init.group(1)) if init is not None else None
     return given.group(1).strip() if given is not None else None
+
+
+def _last_assigned(code: str, target: str) -> str | None:
+    """The value the last assignment to ``target`` (a pattern) in ``code`` gives it: the
+    last part of a chain (``a = b = 1``: 1); None when nothing assigns it."""
+    assigned = list(re.finditer(rf"{target}\s*=(?!=)\s*([^;]+);", code))
+    if not assigned:
+        return None
+    return re.split(r"(?<![=!<>])=(?!=)", assigned[-1].group(1))[-1].strip()
 
 
 def argument_array(call: Node, array: str) -> tuple[str, ...]:

@@ -86,7 +86,12 @@ class LaunchSite:
     line: int
     span: Span
     form: Literal[
-        "chevron", "hipLaunchKernelGGL", "cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelEx"
+        "chevron",
+        "hipLaunchKernelGGL",
+        "cudaLaunchKernel",
+        "cuLaunchKernel",
+        "cudaLaunchKernelEx",
+        "graphKernelNode",
     ]
     grid: str
     block: str
