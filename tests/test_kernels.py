@@ -210,6 +210,8 @@ def test_a_kernel_node_of_a_graph_is_a_launch():
 
 
 def test_broken_file_recovers_every_kernel():
+    # and only kernels: a `__global__` in a comment or a string starts none (the host
+    # function after such a comment was taken for a kernel)
     det = run("broken.cu")
     ks = by_name(det)
     assert set(ks) == {"before_error", "after_error", "attributed"}

@@ -119,6 +119,9 @@ MAX_INCLUDE_DEPTH = 4
 IncludeReader = Callable[[str, int], Detection | None]
 
 
+# the nodes whose bytes are text, not code
+_TEXT_NODES = frozenset(("comment", "string_literal", "raw_string_literal", "char_literal"))
+
 # the runtime and driver APIs that launch a kernel named in their arguments
 LAUNCH_API = re.compile(
     rb"\b(hipLaunchKernelGGL|cudaLaunchKernel|hipLaunchKernel|cudaLaunchCooperativeKernel|"
@@ -404,6 +407,8 @@ class Detector:
             line_start = self.source.rfind(b"\n", 0, start) + 1
             if self.source[line_start:start].lstrip().startswith(b"#"):
                 continue  # a macro's body (``#define KERNEL __global__``): recover_macros'
+            if self.in_text(start, m.end()):
+                continue  # ``// the wrapper of the __global__ call``: no kernel
             end = definition_end(self.source, m.end())
             if end is None:
                 continue
@@ -423,6 +428,13 @@ class Detector:
                 if any(c.type == "__global__" for c in node.children):
                     self.function(node, recovered=True)
                     found.add(node.start_byte)
+
+    def in_text(self, start: int, end: int) -> bool:
+        """Whether bytes ``start:end`` lie in a comment or a string literal."""
+        node = self.tree.root_node.descendant_for_byte_range(start, end)
+        while node is not None and node.type not in _TEXT_NODES:
+            node = node.parent
+        return node is not None
 
     def recover_macros(self) -> None:
         """Kernels and device functions declared through qualifier macros
