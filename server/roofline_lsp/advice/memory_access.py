@@ -184,7 +184,6 @@ class MemoryAccessChecks(KernelContext):
                 and not self.vars.shared
                 and not self.k.is_offload
                 and not self.index.is_plain_assignment_target(n)
-                and not self._constant_memory(name)
             ):
                 loop = self.index.enclosing_loop(n, self.k.body)
                 if loop is not None and self._rereads(n, loop):
@@ -194,7 +193,10 @@ class MemoryAccessChecks(KernelContext):
     def _global_accesses(self) -> list[tuple[Node, str]]:
         """Every outermost subscript of a global array (through aliases), with its array; not
         an address taken (``&in[i]``, which reads nothing: the pointer it makes may load a
-        whole vector, ``reinterpret_cast<const uint4 *>(&in[16 * tid])``)."""
+        whole vector, ``reinterpret_cast<const uint4 *>(&in[16 * tid])``), nor an array of
+        the kernel's or of the file's in shared or constant memory (``extern __shared__
+        unsigned char tile[]``), which moves no DRAM sectors."""
+        on_chip = on_chip_names(self.source)
         out = []
         for n in self.nodes:
             if (
@@ -204,7 +206,7 @@ class MemoryAccessChecks(KernelContext):
             ):
                 continue
             name = root_identifier(n.child_by_field_name("argument"))
-            if name is None or name in self.vars.local_arrays:
+            if name is None or name in self.vars.local_arrays or name.encode() in on_chip:
                 continue
             out.append((n, self._param_of(name) or name))
         return out
@@ -254,10 +256,6 @@ class MemoryAccessChecks(KernelContext):
             sev,
             gain=gain,
         )
-
-    def _constant_memory(self, name: str) -> bool:
-        """``name`` is declared ``__constant__`` in the file."""
-        return name.encode() in constant_names(self.source)
 
     def _rereads(self, n: Node, loop: Node) -> bool:
         """``n`` is read in ``loop`` at an element that changes with the loop's counter and
@@ -310,13 +308,13 @@ def _inside(node: Node, outer: Node) -> bool:
     return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
 
 
-_CONSTANT_DECLARATION = re.compile(rb"__constant__[^;{]*")
+_ON_CHIP_DECLARATION = re.compile(rb"__(?:constant|shared)__[^;{]*")
 
 
 @functools.lru_cache(maxsize=8)  # asked for each kernel of the same source
-def constant_names(source: bytes) -> frozenset[bytes]:
-    """The names declared ``__constant__`` in ``source`` (every word of such a declaration:
-    the type's too, which no array access names)."""
+def on_chip_names(source: bytes) -> frozenset[bytes]:
+    """The names declared ``__constant__`` or ``__shared__`` in ``source`` (every word of
+    such a declaration: the type's too, which no array access names)."""
     return frozenset(
-        w for m in _CONSTANT_DECLARATION.finditer(source) for w in re.findall(rb"\w+", m.group())
+        w for m in _ON_CHIP_DECLARATION.finditer(source) for w in re.findall(rb"\w+", m.group())
     )
