@@ -204,3 +204,64 @@ def test_a_statement_macro_s_loop_is_on_the_line_of_its_use(gpu, tmp_path: Path)
     a = count(gpu, tmp_path, src, name="m.cpp", args="n=1024 iters=100")
     assert a.totals["fp32"] == pytest.approx(1024 * (64 * 100 + 1))
     assert {(lp.var, lp.line, lp.trips) for lp in a.counts.loops if lp.var == "k"} == {("k", 7, 16)}
+
+
+PRAGMA_MACROS = (
+    "#define PRAGMA(x) _Pragma(#x)\n"
+    '#define UNROLL _Pragma("unroll")\n'
+    '#define OMP_FOR _Pragma("omp parallel for")\n'
+)
+
+
+def test_pragma_operators_in_a_kernel_are_directives(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # UNROLL before a loop (an object-like macro: the parser takes it and the loop's head
+    # for a declaration), PRAGMA(unroll 4) and _Pragma("unroll") before two more: per
+    # thread 8 FADDs + 8 FMAs (16 FLOP) + 8 FMULs = 32 FP32 FLOP (before: the first loop
+    # was lost, 25), each loop 8 trips
+    src = PRAGMA_MACROS + (
+        "__global__ void k(const float *in, float *out) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float acc = 0.f;\n"
+        "  UNROLL\n"
+        "  for (int a = 0; a < 8; a++)\n"
+        "    acc += in[8 * i + a];\n"
+        "  PRAGMA(unroll 4)\n"
+        "  for (int b = 0; b < 8; b++)\n"
+        "    acc += in[8 * i + b] * 2.0f;\n"
+        '  _Pragma("unroll")\n'
+        "  for (int c = 0; c < 8; c++)\n"
+        "    acc *= in[8 * i + c];\n"
+        "  out[i] = acc;\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(4096, 1, 1))
+    assert a.counts.flops["fp32"] == pytest.approx(32.0)
+    assert {v: t for v, (t, _src) in loop_trips(a).items()} == {"a": 8.0, "b": 8.0, "c": 8.0}
+    assert [lp.line for lp in a.counts.loops] == [8, 11, 14]  # (the source's rows)
+
+
+@pytest.mark.parametrize(
+    "inner", ["#pragma omp parallel for", "OMP_FOR", '_Pragma("omp parallel for")']
+)
+def test_a_nested_pragma_operator_shares_its_loop(gpu, tmp_path: Path, inner: str) -> None:  # type: ignore[no-untyped-def]
+    # a teams region over rows whose inner loop an `omp parallel for` shares: written as a
+    # `#pragma` line, an object-like macro's operator or the operator itself, the same
+    # iterations and counts (before: the operators left the inner loop to each team's
+    # first thread)
+    src = PRAGMA_MACROS + (
+        "void rows(int n, int m, const float *in, float *out) {\n"
+        "  #pragma omp target teams distribute map(to: in[0:n*m]) map(from: out[0:n*m])\n"
+        "  for (int i = 0; i < n; i++) {\n"
+        f"    {inner}\n"
+        "    for (int j = 0; j < m; j++)\n"
+        "      out[i * m + j] = 2.0f * in[i * m + j];\n"
+        "  }\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src, name="m.cpp", args="n=1024 m=1024")
+    base = count(
+        gpu, tmp_path, src.replace(f"    {inner}\n", "    #pragma omp parallel for\n"),
+        name="b.cpp", args="n=1024 m=1024",
+    )  # fmt: skip
+    assert (a.threads, a.counts.flops["fp32"]) == (base.threads, base.counts.flops["fp32"])
+    assert a.threads == 1024 * 1024 and a.counts.flops["fp32"] == pytest.approx(1.0)

@@ -12,9 +12,15 @@ from typing import TypeVar
 
 from tree_sitter import Node, Tree
 
-from roofline_lsp.detect.pragmas import is_statement, parse_pragma, pragma_text, statement_after
+from roofline_lsp.detect.pragmas import (
+    is_statement,
+    parse_pragma,
+    pragma_operator,
+    statement_after,
+)
 from roofline_lsp.detect.textscan import (
     blank_else_branches,
+    close_paren,
     definition_end,
     function_block,
     is_hip_source,
@@ -475,8 +481,50 @@ class Detector:
                     del self.functions[k.name]  # the misparse of the first pass
 
     # -- pragmas ------------------------------------------------------------------------------
-    def pragmas(self, nodes: list[Node]) -> None:
-        parsed = [(n, parse_pragma(pragma_text(n))) for n in nodes]
+    def pragma_operators(self, root: Node) -> list[tuple[Node, str]]:
+        """The ``_Pragma("omp ...")`` operators of the file, written out or through a macro
+        (``PRAGMA(omp parallel for)``, ``OMP_FOR``: :func:`pragma_operator`), each as the
+        node that stands for it and its directive. A written-out operator or a function-like
+        macro's is the statement (or broken code) it parses as, an object-like macro's its
+        name, the parse having taken the code after it for a declaration."""
+        macros = {n: (m.params, m.body) for n, m in self.macros.items()}
+        names = ["_Pragma", *(n for n, (_p, body) in macros.items() if "_Pragma" in body)]
+        if len(names) == 1 and b"_Pragma" not in self.source:
+            return []
+        pattern = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
+        found: list[tuple[Node, str]] = []
+        for hit in pattern.finditer(self.source):
+            start = hit.start()
+            line_start = self.source.rfind(b"\n", 0, start) + 1
+            if self.source[line_start:start].lstrip().startswith(b"#") or self.in_text(
+                start, hit.end()
+            ):
+                continue  # a #define, or words in a comment
+            end = hit.end()
+            paren = skip_blank(self.source, end)
+            if self.source[paren : paren + 1] == b"(":
+                end = close_paren(self.source, paren, len(self.source)) + 1
+            directive = pragma_operator(self.source[start:end].decode("utf-8", "replace"), macros)
+            if not directive:
+                continue
+            node = self.tree.root_node.descendant_for_byte_range(start, hit.end())
+            while (
+                node is not None
+                and node.parent is not None
+                and node.parent.start_byte == start
+                and node.parent.end_byte <= end
+            ):
+                node = node.parent
+            if node is not None:
+                found.append((node, directive))
+        return found
+
+    def pragmas(self, pragmas: list[tuple[Node, str]]) -> None:
+        """The offload regions and data regions of the file's pragmas (node, directive
+        text), ``#pragma`` lines and ``_Pragma`` operators alike."""
+        pragmas = sorted(pragmas, key=lambda p: p[0].start_byte)
+        parsed = [(n, parse_pragma(t)) for n, t in pragmas]
+        operators = frozenset(n.start_byte for n, _t in pragmas if n.type != "preproc_call")
         self.declare_target_ranges = []
         open_at: int | None = None
         for node, pr in parsed:
@@ -514,7 +562,7 @@ class Detector:
                 family: KernelLanguage = "omp" if pr.family == "omp" else "acc"
                 block = None
                 if words[1 if family == "omp" else 0] in ("data", "host_data"):
-                    block = statement_after(node) if not inside_error(node) else None
+                    block = statement_after(node, operators) if not inside_error(node) else None
                 self.data_regions.append(
                     DataRegion(
                         family,
@@ -529,7 +577,15 @@ class Detector:
                 continue
             if not is_kernel:
                 continue
-            stmt = statement_after(node) if not inside_error(node) else None
+            # (an object-like macro's operator, ``OMP_FOR`` before its loop, is the start of
+            # a declaration the parse made of it and the loop's head: found by its text)
+            parent = node.parent
+            swallowed = node.start_byte in operators and (
+                parent is not None
+                and parent.start_byte == node.start_byte
+                and parent.end_byte > node.end_byte
+            )
+            stmt = None if inside_error(node) or swallowed else statement_after(node, operators)
             if stmt is None or (stmt.type in _NOT_REGIONS and not nested_definition(stmt)):
                 stmt = self.recover_statement(node)
             if stmt is None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from tree_sitter import Node, Tree
 
 from roofline_lsp.detect.detector import LAUNCH_API, MAX_INCLUDE_DEPTH, Detector, api_launch_form
-from roofline_lsp.detect.pragmas import is_pragma
+from roofline_lsp.detect.pragmas import is_pragma, pragma_text
 from roofline_lsp.model.kernel import Detection, DetectMemo
 from roofline_lsp.model.stamps import FileStamp, Version
 from roofline_lsp.syntax.expr import text
@@ -102,9 +102,10 @@ def _header_definitions(path: str, depth: int, view: SourceView | None) -> Detec
     return entry.detection
 
 
-# what detection needs to find a kernel in a file: ``__global__``, a pragma, or a local
-# ``#include "..."`` (a header's macro may stand for ``__global__``, or the header be a kernel)
-_KERNEL_MARKS = re.compile(rb'__global__|pragma|include\s*"')
+# what detection needs to find a kernel in a file: ``__global__``, a pragma (a ``_Pragma``
+# operator too), or a local ``#include "..."`` (a header's macro may stand for ``__global__``
+# or a pragma, or the header be a kernel)
+_KERNEL_MARKS = re.compile(rb'__global__|[pP]ragma|include\s*"')
 
 
 def may_hold_kernels(source: bytes) -> bool:
@@ -179,7 +180,8 @@ def _detect(
         ("cuda-kernels", "cuda-definitions"), root, source, old.captures if old else None
     )
     d.definitions(caps)
-    d.pragmas([p for p in caps.get("pragma", []) if is_pragma(p)])
+    pragma_lines = [(p, pragma_text(p)) for p in caps.get("pragma", []) if is_pragma(p)]
+    d.pragmas(pragma_lines + d.pragma_operators(root))
     for fn in caps.get("function", []):
         d.function(fn)
     d.recover_macros()

@@ -1,11 +1,11 @@
 """OpenMP/OpenACC pragmas: parse a ``#pragma omp|acc`` line into directive words and clauses,
-and find the statement a pragma applies to.
+find the statement a pragma applies to, and read the directive of a ``_Pragma`` operator.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -13,6 +13,7 @@ from tree_sitter import Node
 from roofline_lsp.model.kernel import Clause
 from roofline_lsp.syntax.cexpr import split_args
 from roofline_lsp.syntax.expr import text
+from roofline_lsp.syntax.macro_substitution import substitute_macro
 
 _OMP_DIRECTIVE_WORDS = frozenset(
     [
@@ -226,9 +227,11 @@ def is_statement(node: Node) -> bool:
     return node.is_named and node.type not in ("comment",) and not node.type.startswith("preproc")
 
 
-def statement_after(node: Node) -> Node | None:
+def statement_after(node: Node, operators: frozenset[int] = frozenset()) -> Node | None:
     """The statement an OpenMP/OpenACC pragma applies to: the next named sibling, skipping
-    comments, climbing out of ``#ifdef`` wrappers whose last child is the pragma."""
+    comments and stacked pragmas (``_Pragma`` operators too: the nodes starting at
+    ``operators``' bytes), climbing out of ``#ifdef`` wrappers whose last child is the
+    pragma."""
     cur: Node | None = node
     for _ in range(8):
         if cur is None:
@@ -237,7 +240,10 @@ def statement_after(node: Node) -> Node | None:
         while sib is not None and sib.type == "comment":
             sib = sib.next_named_sibling
         if sib is not None:
-            if sib.type == "preproc_call" and text(sib).lstrip("# \t").startswith("pragma"):
+            stacked = sib.start_byte in operators
+            if stacked or (
+                sib.type == "preproc_call" and text(sib).lstrip("# \t").startswith("pragma")
+            ):
                 cur = sib  # stacked pragmas: `#pragma omp target` + `#pragma omp teams ...`
                 continue
             if sib.type in ("preproc_else", "preproc_elif", "preproc_elifdef"):
@@ -263,6 +269,56 @@ def statement_after(node: Node) -> Node | None:
             parent = parent.parent
         cur = parent
     return None
+
+
+# ``_Pragma("omp parallel for")``: the operator and its string (adjacent literals too)
+_PRAGMA_OPERATOR = re.compile(r'\s*_Pragma\s*\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)\s*;?\s*', re.S)
+_MACRO_USE = re.compile(r"\s*([A-Za-z_]\w*)\s*(?:\((.*)\))?\s*;?\s*", re.S)
+
+# what a pragma operator's macros may expand to before it is given up
+_OPERATOR_DEPTH = 4
+
+
+def pragma_operator(
+    code: str, macros: Mapping[str, tuple[tuple[str, ...] | None, str]]
+) -> str | None:
+    """The directive a ``_Pragma`` operator written as ``code`` gives: ``omp parallel for``
+    for ``_Pragma("omp parallel for")``, and for a macro that expands to such an operator
+    (``PRAGMA(omp parallel for)`` with ``#define PRAGMA(x) _Pragma(#x)``, ``OMP_FOR`` with
+    ``#define OMP_FOR _Pragma("omp parallel for")``; ``macros``: name -> (parameters or
+    None, body)). None for any other code."""
+    for _ in range(_OPERATOR_DEPTH):
+        op = _PRAGMA_OPERATOR.fullmatch(code)
+        if op is not None:
+            parts = re.findall(r'"((?:[^"\\]|\\.)*)"', op.group(1))
+            return re.sub(r"\\(.)", r"\1", "".join(parts)).strip()
+        use = _MACRO_USE.fullmatch(code)
+        found = macros.get(use.group(1)) if use is not None else None
+        if use is None or found is None:
+            return None
+        params, body = found
+        if params is None:
+            if use.group(2) is not None:
+                return None
+            code = body
+        else:
+            if use.group(2) is None:
+                return None
+            args = split_args(use.group(2))
+            code = substitute_macro(_stringified(body, params, args), params, args)
+    return None
+
+
+def _stringified(body: str, params: tuple[str, ...], args: list[str]) -> str:
+    """``body`` with each ``#param`` made the string of its argument, as the preprocessor
+    makes it (``_Pragma(#x)`` with x = ``omp for``: ``_Pragma("omp for")``)."""
+    given = dict(zip(params, args, strict=False))
+
+    def string(m: re.Match[str]) -> str:
+        arg = " ".join(given.get(m.group(1), "").split())
+        return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    return re.sub(r"(?<!#)#(?!#)\s*([A-Za-z_]\w*)", string, body)
 
 
 def pragma_text(node: Node) -> str:

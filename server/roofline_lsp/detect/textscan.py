@@ -123,13 +123,13 @@ def statement_end(src: bytes, i: int) -> int | None:
         return None
     m = re.match(rb"(for|while|if)\s*\(", src[i : i + 16])
     if m:
-        j = _close_paren(src, i + m.end() - 1, n)
+        j = close_paren(src, i + m.end() - 1, n)
         return statement_end(src, skip_blank(src, j + 1))
     j = src.find(b";", i)
     return None if j < 0 else j + 1
 
 
-def _close_paren(src: bytes, open_: int, stop: int) -> int:
+def close_paren(src: bytes, open_: int, stop: int) -> int:
     """Position of the ``)`` matching the ``(`` at ``open_``, or ``stop`` when it is not
     closed before ``stop``."""
     depth, j = 0, open_
@@ -151,7 +151,7 @@ def params_end(src: bytes, i: int, stop: int) -> int | None:
         open_ = src.find(b"(", i, stop)
         if open_ < 0:
             return None
-        j = _close_paren(src, open_, stop)
+        j = close_paren(src, open_, stop)
         if not re.search(rb"__launch_bounds__\s*$", src[i:open_]):
             return j
         i = j + 1

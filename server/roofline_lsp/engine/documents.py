@@ -32,8 +32,17 @@ from roofline_lsp.syntax.parsing import (
 )
 from roofline_lsp.syntax.positions import Encoding, LineIndex, encode, ts_point
 
-# A file with none of these byte strings has no kernel and no launch: it is never parsed.
-KERNEL_MARKERS: tuple[bytes, ...] = (b"__global__", b"pragma", b"<<<", b"LaunchKernel")
+# A file with none of these byte strings has no kernel and no launch: it is never parsed
+# (``Launch``: the launch APIs, cudaLaunchCooperativeKernel too; ``Graph``: a graph's kernel
+# nodes; ``Pragma``: ``_Pragma`` operators)
+KERNEL_MARKERS: tuple[bytes, ...] = (
+    b"__global__",
+    b"pragma",
+    b"Pragma",
+    b"<<<",
+    b"Launch",
+    b"Graph",
+)
 
 Position = tuple[int, int]  # LSP (line, character) in the negotiated encoding
 

@@ -1,7 +1,8 @@
 """Macro expansion for the counter: substitution of a function-like macro's arguments,
 parsing of the expansion (an expression or statements), loop-header macros
-(``KERNEL_LOOP(i, n) { body }``) and statement macros the parser cannot take as a call
-(``REP16(x = x * y + z; y = y * x + z;)``, expanded in full as the preprocessor would)."""
+(``KERNEL_LOOP(i, n) { body }``), statement macros the parser cannot take as a call
+(``REP16(x = x * y + z; y = y * x + z;)``, expanded in full as the preprocessor would) and
+``_Pragma`` operators standing as statements (``UNROLL for (...)``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import re
 
 from tree_sitter import Node
 
+from roofline_lsp.detect.pragmas import pragma_operator
+from roofline_lsp.detect.textscan import skip_blank, statement_end
 from roofline_lsp.syntax.cexpr import split_args
 from roofline_lsp.syntax.expr import text
 from roofline_lsp.syntax.macro_substitution import substitute_macro
@@ -93,6 +96,59 @@ def loop_macro(
     return (loop, not rest) if loop is not None else None
 
 
+def pragma_statement(
+    stmt: Node, macros: dict[str, tuple[tuple[str, ...] | None, str]]
+) -> tuple[str, Node | None, int] | None:
+    """A ``_Pragma`` operator standing as a statement: written out (``_Pragma("unroll")``),
+    through a function-like macro (``PRAGMA(unroll 4)``) or an object-like one (``UNROLL``
+    with ``#define UNROLL _Pragma("unroll")``). Returns its directive (``unroll 4``), and
+    for an object-like macro, which the parser takes with the code after it for a
+    declaration (``UNROLL for (int k = 0;``), the statement after it parsed again (rows
+    aligned with the source) and the byte where that statement ends; None for any other
+    statement."""
+    if stmt.type == "declaration":
+        head = stmt.child_by_field_name("type")
+    elif stmt.type in ("expression_statement", "ERROR") and stmt.named_children:
+        head = stmt.named_children[0]
+        head = head.child_by_field_name("function") or head
+    else:
+        return None
+    if head is None or head.type not in ("identifier", "type_identifier"):
+        return None
+    name = text(head)
+    found = macros.get(name)
+    if name != "_Pragma" and (found is None or "_Pragma" not in found[1]):
+        return None  # (cheaply: most statements start with no such name)
+    if stmt.type != "declaration":
+        directive = pragma_operator(text(stmt), macros)
+        return (directive, None, stmt.end_byte) if directive is not None else None
+    directive = pragma_operator(name, macros)
+    block = stmt.parent
+    if directive is None or block is None or block.text is None:
+        return None
+    raw, base = block.text, block.start_byte
+    start = skip_blank(raw, head.end_byte - base)
+    end = statement_end(raw, start)
+    row = head.start_point.row + raw[head.end_byte - base : start].count(b"\n")
+    if end is None or row < 2:
+        return None
+    column = start - (raw.rfind(b"\n", 0, start) + 1)
+    body = raw[start:end].decode("utf-8", "replace")
+    src = "\n" * (row - 2) + "void __m__(){\n#pragma " + directive + "\n"
+    src += " " * column + body + "\n}"
+    if src not in _PRAGMA_CACHE:
+        tree = parse(src.encode())
+        fn = tree.root_node.named_children[0] if tree.root_node.named_children else None
+        b = fn.child_by_field_name("body") if fn is not None else None
+        kids = b.named_children if b is not None else []
+        if len(_PRAGMA_CACHE) > 1024:
+            _PRAGMA_CACHE.clear()
+        _PRAGMA_CACHE[src] = kids[1] if len(kids) == 2 and not kids[1].has_error else None
+    after = _PRAGMA_CACHE[src]
+    return (directive, after, base + end) if after is not None else None
+
+
+_PRAGMA_CACHE: dict[str, Node | None] = {}
 _MACRO_CACHE: dict[tuple[str, bool], Node | None] = {}
 _PRAGMA = re.compile(r'_Pragma\s*\(\s*"((?:[^"\\]|\\.)*)"\s*\)')
 

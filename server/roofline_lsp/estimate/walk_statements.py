@@ -17,6 +17,7 @@ from roofline_lsp.estimate.macro_expansion import (
     LOOP_MACRO_STATEMENTS,
     MACRO_STATEMENTS,
     loop_macro,
+    pragma_statement,
     statement_macro,
 )
 from roofline_lsp.estimate.value_domain import DATA, NOTHING, Var, lane_slope
@@ -217,6 +218,13 @@ class StatementWalker(LoopWalker):
                 continue
             if self.cursor.w <= 0:
                 break
+            operator = pragma_statement(c, self.inputs.macros)
+            if operator is not None:
+                directive, after, walked_to = operator
+                self.directive(directive)
+                if after is None:
+                    continue
+                c = after  # the statement an object-like macro's operator stood before
             if c.type in LOOP_MACRO_STATEMENTS:
                 nxt = stmts[i + 1] if i + 1 < len(stmts) else None
                 looped = loop_macro(c, nxt, self.inputs.macros)
@@ -246,9 +254,12 @@ class StatementWalker(LoopWalker):
         return cont
 
     def pragma(self, node: Node) -> None:
-        arg = text(node.child_by_field_name("argument")).strip()
-        if not text(node).lstrip("# \t").startswith("pragma"):
-            return
+        if text(node).lstrip("# \t").startswith("pragma"):
+            self.directive(text(node.child_by_field_name("argument")).strip())
+
+    def directive(self, arg: str) -> None:
+        """What a pragma's directive (``unroll 4``, ``omp parallel for``, of a ``#pragma``
+        line or a ``_Pragma`` operator) sets for the statement after it."""
         words = arg.split()
         if not words:
             return
