@@ -816,8 +816,10 @@ class LoopWalker(CallWalker):
         words = set(re.findall(r"[A-Za-z_]\w*", text(hdr.bound) + " " + text(hdr.start)))
         if words & {"blockDim", "gridDim", "this_thread_block", "this_grid", "warpSize"}:
             return "launch"
+        # the values the bound and start read, not the names of their members or functions
+        # (``tile.size()`` is no host variable ``size``), in a fixed order
         parts = [p for p in (hdr.bound, hdr.start) if p is not None]
-        for nm in dict.fromkeys(nm for p in parts for nm in _read_names(p)):
+        for nm in dict.fromkeys(nm for p in parts for nm in identifiers(p, objects=True)):
             if nm in self.inputs.constants or nm in self.inputs.aliases:
                 continue
             if nm in self.inputs.template_names:
@@ -830,31 +832,6 @@ class LoopWalker(CallWalker):
             if v is not None or self.inputs.lookup_host(nm) is not None:
                 return "argument"
         return "constant"
-
-
-def _read_names(node: Node) -> list[str]:
-    """The names ``node`` reads values through, in the order written: its variables and the
-    objects of its member accesses (``params`` of ``params.octaves``, ``tile`` of
-    ``tile.size()``), not the functions it calls or the members (``size`` is no host
-    variable ``size`` there)."""
-    out: list[str] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type == "identifier":
-            call = n.parent
-            if (
-                call is None
-                or call.type != "call_expression"
-                or call.child_by_field_name("function") != n
-            ):
-                out.append(text(n))
-        elif n.type == "field_expression":
-            obj = n.child_by_field_name("argument")
-            stack.extend([obj] if obj is not None else [])
-        elif n.type not in ("field_identifier", "type_identifier", "string_literal"):
-            stack.extend(reversed(n.named_children))
-    return out
 
 
 _LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "for_range_loop"})

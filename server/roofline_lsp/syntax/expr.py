@@ -68,8 +68,9 @@ def binary_operands(node: Node, ops: Collection[str]) -> tuple[Node, Node] | Non
     return left, right
 
 
-def identifiers(node: Node) -> list[str]:
-    """The variable names ``node`` reads (not called functions, fields or types)."""
+def identifiers(node: Node, objects: bool = False) -> list[str]:
+    """The variable names ``node`` reads (not called functions, fields or types); with
+    ``objects``, the objects of its member accesses too (``params`` of ``params.n``)."""
     out: list[str] = []
     stack = [node]
     while stack:
@@ -83,6 +84,8 @@ def identifiers(node: Node) -> list[str]:
             )
             if not called:
                 out.append(text(n))
+        elif n.type == "field_expression" and objects:
+            stack.extend(c for c in [n.child_by_field_name("argument")] if c is not None)
         elif n.type not in (
             "field_identifier",
             "type_identifier",
