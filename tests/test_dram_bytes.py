@@ -116,6 +116,9 @@ def test_inline_ptx_loads_and_stores_move_their_bytes(gpu: GpuProfile) -> None:
         # f(i) with the launch's `[=] __device__(int i) { b[i] = a[i] * a[i] + 1.0f; }`: the
         # FMA, and main's a and b as what it captures (it was not followed: no bytes at all)
         ("map_passed", 2.0, "lambda f (the launch's)"),
+        # f(i) with the lambda scale_shift gives the launching helper for_each(n, f): the
+        # helper's `f` (before: not followed, the kernel compute-bound with 0 B)
+        ("map_helped", 2.0, "lambda f (the launch's)"),
     ],
 )
 def test_callables_are_followed(gpu: GpuProfile, kernel: str, fp32: float, callee: str) -> None:

@@ -35,6 +35,7 @@ from roofline_lsp.detect.program import (
     units_mentioning,
 )
 from roofline_lsp.detect.treewalk import (
+    call_arguments,
     call_pattern,
     call_sites,
     descendants_of_type,
@@ -2666,8 +2667,7 @@ def _bind_callers(
         caller = enclosing_function(call)
         if caller is None or caller == fn:
             continue
-        args_node = call.child_by_field_name("arguments")
-        args = [text(a) for a in (args_node.named_children if args_node else [])]
+        args = call_arguments(call)
         if len(args) > len(params) and not is_variadic(fn):
             continue
         sub, start, runs = _caller_scope(

@@ -34,6 +34,7 @@ from roofline_lsp.detect.textscan import (
 )
 from roofline_lsp.detect.treewalk import (
     argument_array,
+    call_arguments,
     call_sites,
     called_names,
     descendants_of_type,
@@ -713,8 +714,7 @@ class Detector:
         """Record the launch ``call``; ``at`` is where it happens when ``call`` is in a
         macro's expansion (the macro's invocation: its line and its function's values)."""
         fn_node = call.child_by_field_name("function")
-        args_node = call.child_by_field_name("arguments")
-        args = _lambdas_joined([text(a) for a in (args_node.named_children if args_node else [])])
+        args = call_arguments(call)
         args = [a for a in args if not a.startswith(("//", "/*"))]
         if form == "chevron":
             cfg = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
@@ -974,18 +974,6 @@ class Detector:
         )
         env.update(local)
         return env
-
-
-def _lambdas_joined(args: list[str]) -> list[str]:
-    """Launch arguments with a device lambda whole: the grammar reads ``[=] __device__(int
-    i) { ... }`` as two nodes, the capture and parameters, then the body."""
-    out: list[str] = []
-    for a in args:
-        if a.startswith("{") and out and out[-1].startswith("[") and out[-1].endswith(")"):
-            out[-1] = f"{out[-1]} {a}"
-        else:
-            out.append(a)
-    return out
 
 
 def _taken_first(nodes: list[Node], defined: Defined, values: dict[str, str]) -> list[Node]:

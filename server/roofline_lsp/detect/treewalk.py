@@ -214,6 +214,19 @@ _ADDRESS_OF = re.compile(r"^(?:\(\s*(?:const\s+)?void\s*\*\s*\)\s*)?&\s*(.+)$", 
 _VOID_CAST = re.compile(r"(?:reinterpret|static)_cast\s*<[^<>]*>\s*\((.*)\)", re.S)
 
 
+def call_arguments(call: Node) -> list[str]:
+    """The texts of a call's arguments, a device lambda whole: the grammar reads ``[=]
+    __device__(int i) { ... }`` as two nodes, the capture and parameters, then the body."""
+    args_node = call.child_by_field_name("arguments")
+    out: list[str] = []
+    for a in (text(n) for n in (args_node.named_children if args_node else [])):
+        if a.startswith("{") and out and out[-1].startswith("[") and out[-1].endswith(")"):
+            out[-1] = f"{out[-1]} {a}"
+        else:
+            out.append(a)
+    return out
+
+
 def launch_config_field(call: Node, config: str, field: str) -> str | None:
     """The value ``field`` of launch configuration ``config`` (a ``cudaLaunchConfig_t``, a
     graph's ``cudaKernelNodeParams``; ``field`` may be a path, ``kernel.gridDim``) has at

@@ -344,7 +344,7 @@ def analyze(
     passed = (
         _parsed_lambdas(ctx.lambdas)
         if offload
-        else _passed_lambdas(kernel, ctx.launch.args if ctx.launch else ())
+        else _passed_lambdas(kernel, ctx.launch.args if ctx.launch else (), ctx.lambdas)
     )
     counter.inputs = replace(
         counter.inputs,
@@ -819,7 +819,7 @@ def _deduced_types(kernel: Kernel, ctx: HostContext) -> dict[str, str]:
         if not re.fullmatch(r"[A-Za-z_]\w*", t):
             continue
         m = TEMPORARY.match(arg)
-        if arg.lstrip().startswith("[") and not stars:
+        if (arg.lstrip().startswith("[") or arg.strip() in ctx.lambdas) and not stars:
             out.setdefault(t, "lambda")  # a closure type (``_passed_lambdas`` runs it)
         elif m is not None and not stars:
             out.setdefault(t, m.group(1))
@@ -970,13 +970,20 @@ _LITERAL_CONSTANTS: OrderedDict[int, tuple[Node, frozenset[str]]] = OrderedDict(
 _NUMBER = re.compile(r"[-+]?\s*(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fFlL]?")
 
 
-def _passed_lambdas(kernel: Kernel, args: tuple[str, ...]) -> dict[str, Node]:
+def _passed_lambdas(
+    kernel: Kernel, args: tuple[str, ...], held: Mapping[str, str]
+) -> dict[str, Node]:
     """The kernel's parameters the launch passes a lambda for, each with the lambda parsed
-    from the launch's argument text."""
+    from the launch's argument text, or from the text of the lambda a name of the launch's
+    scope holds (``held``: ``f`` of a helper ``for_each(n, F f)`` its caller gave
+    ``[=] __device__ (size_t i) { c[i] = a[i]; }``)."""
     params = function_params(kernel.node) if kernel.node is not None else []
-    return _parsed_lambdas(
-        {p: a for (_, p), a in zip(params, args, strict=False) if p and a.lstrip().startswith("[")}
-    )
+    texts: dict[str, str] = {}
+    for (_, p), a in zip(params, args, strict=False):
+        lam = a if a.lstrip().startswith("[") else held.get(a.strip(), "")
+        if p and lam.lstrip().startswith("["):
+            texts[p] = lam
+    return _parsed_lambdas(texts)
 
 
 def _parsed_lambdas(texts: Mapping[str, str]) -> dict[str, Node]:
