@@ -11,6 +11,7 @@ import pytest
 
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.detect.program import (
+    MAX_SIBLINGS,
     FunctionTable,
     defined_in_siblings,
     included_body,
@@ -227,6 +228,30 @@ def test_a_kernel_in_a_shared_header_folder_is_launched_from_the_project(tmp_pat
     main.write_bytes(b'#include "kern.cuh"\nint main() { float *x; scale<<<4096, 256>>>(x); }\n')
     pat = re.compile(rb"\bscale\s*<<<")
     assert [u.path for u in units_mentioning(str(header), pat)] == [str(main)]
+    assert str(main) in {s.path for s in sibling_stamps(str(header))}
+    det = detect(header.read_bytes(), str(header))
+    v = estimate(det.kernels[0], det, load_registry().get("rtx3080"))
+    assert v.counts is not None and v.counts.threads == 4096 * 256
+
+
+def test_a_large_folder_s_closest_files_are_the_siblings(tmp_path: Path) -> None:
+    # 30 sources, more than MAX_SIBLINGS: stencil_cuda.hpp's kernel is launched (through a
+    # function pointer set to it) by stencil-cuda.cu, last by name; the files whose names
+    # are closest come first, so the launch is found (before: the first 24 by name only,
+    # no launch found, 1 M threads assumed)
+    for k in range(29):
+        (tmp_path / f"a{k:02d}.cu").write_bytes(b"int helper(int x) { return x; }\n")
+    header = tmp_path / "stencil_cuda.hpp"
+    header.write_bytes(
+        b"__global__ void star1(float *x) {\n"
+        b"  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  x[i] *= 2.0f;\n}\n"
+    )
+    main = tmp_path / "stencil-cuda.cu"
+    main.write_bytes(
+        b'#include "stencil_cuda.hpp"\n'
+        b"int main() { float *x; auto k = star1;\n  k<<<4096, 256>>>(x); }\n"
+    )
+    assert MAX_SIBLINGS < 30
     assert str(main) in {s.path for s in sibling_stamps(str(header))}
     det = detect(header.read_bytes(), str(header))
     v = estimate(det.kernels[0], det, load_registry().get("rtx3080"))

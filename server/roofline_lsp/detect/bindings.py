@@ -2932,9 +2932,12 @@ def host_context(
     if sites and kernel.body is not None:
         unit = Unit(detection.file, detection, _root(kernel.body))
     else:
-        # ``k<<<``, ``(void *)k)``, a driver-API module function's name ``"k"``, or the
-        # first argument of ``hipLaunchKernelGGL(k, ...)`` or of a launching macro
-        pat = re.compile(re.escape(kernel.name.encode()) + rb'\s*(?:<[^;{}]*>)?\s*(?:<<<|\)|"|,)')
+        # ``k<<<``, ``(void *)k)``, a driver-API module function's name ``"k"``, the first
+        # argument of ``hipLaunchKernelGGL(k, ...)`` or of a launching macro, or a function
+        # pointer set to it (``stencil = k;``, ``{k1, k2}``) that is launched
+        pat = re.compile(
+            rb"\b" + re.escape(kernel.name.encode()) + rb'\s*(?:<[^;{}]*>)?\s*(?:<<<|\)|"|,|;|\})'
+        )
         for u in units_mentioning(detection.file, pat, view):
             sites = u.detection.launches_of(kernel)
             if sites:

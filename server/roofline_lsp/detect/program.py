@@ -48,7 +48,7 @@ class Unit:
 
 
 def _listing(folder: str) -> tuple[str, ...]:
-    """The source files of ``folder`` by name (at most ``MAX_SIBLINGS``)."""
+    """The source files of ``folder`` by name."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -130,7 +130,10 @@ def remember_unit(unit: Unit, reads: tuple[FileStamp, ...], view: SourceView | N
 _FOLDER_CACHE: dict[str, tuple[int, tuple[str, ...]]] = {}
 
 
-def _folder_stamp(folder: str) -> tuple[tuple[str, int, int], ...]:
+def _folder_stamp(folder: str, near: str) -> tuple[tuple[str, int, int], ...]:
+    """The versions of ``folder``'s source files that are ``near``'s siblings: all of them
+    up to ``MAX_SIBLINGS``; in a larger folder those whose names are closest to ``near``'s
+    (``stencil-cuda.cu`` for ``stencil_cuda.hpp``, which it includes), then by name."""
     try:
         mtime = os.stat(folder).st_mtime_ns
     except OSError:
@@ -140,16 +143,31 @@ def _folder_stamp(folder: str) -> tuple[tuple[str, int, int], ...]:
         if len(_FOLDER_CACHE) > 256:
             _FOLDER_CACHE.clear()
         hit = _FOLDER_CACHE[folder] = (mtime, _listing(folder))
-    return _stamp(hit[1])
+    files = hit[1]
+    if len(files) > MAX_SIBLINGS:
+        stem = _stem(near)  # (a stable sort: by name among names as close)
+        files = tuple(sorted(files, key=lambda f: -_shared_prefix(_stem(f), stem)))
+    return tuple(sorted(_stamp(files)))
+
+
+def _stem(path: str) -> str:
+    """A file's name without its extension, its separators alike (``stencil_cuda``,
+    ``stencil-cuda`` and ``stencil.cuda`` are one)."""
+    return re.sub(r"[-_.\s]+", " ", os.path.splitext(os.path.basename(path))[0].lower())
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    return len(os.path.commonprefix([a, b]))
 
 
 # a sibling file: its path, the version read and its bytes
 _Sibling = tuple[str, Version, bytes]
 
 
-def _siblings(folder: str, view: SourceView | None) -> tuple[_Sibling, ...]:
-    """The source files of ``folder`` (listed on disk), read through ``view``."""
-    stamp = _folder_stamp(folder)
+def _siblings(folder: str, view: SourceView | None, near: str) -> tuple[_Sibling, ...]:
+    """The source files of ``folder`` (listed on disk) that are ``near``'s siblings
+    (:func:`_folder_stamp`), read through ``view``."""
+    stamp = _folder_stamp(folder, near)
     if view is None:
         versions = {full: (mtime, size) for full, mtime, size in stamp}
         return tuple((full, versions[full], data) for full, data in _sources(stamp))
@@ -185,7 +203,9 @@ def sibling_stamps(path: str, read: SourceReader | None = None) -> tuple[FileSta
     its project's folders, for a file in a shared header folder: :func:`_folders`)."""
     view = source_view(read)
     return tuple(
-        FileStamp(full, v) for folder in _folders(path) for full, v, _d in _siblings(folder, view)
+        FileStamp(full, v)
+        for folder in _folders(path)
+        for full, v, _d in _siblings(folder, view, path)
     )
 
 
@@ -198,7 +218,7 @@ def units_mentioning(
     view = source_view(read)
     own = os.path.abspath(path)
     for folder in _folders(path):
-        for full, version, data in _siblings(folder, view):
+        for full, version, data in _siblings(folder, view, path):
             if os.path.abspath(full) == own or not pattern.search(data):
                 continue
             yield _unit(full, version, data, view)
@@ -251,7 +271,7 @@ def defined_in_siblings(path: str, name: str, read: SourceReader | None = None) 
     if not folder:
         return None
     view = source_view(read)
-    files = _siblings(folder, view)
+    files = _siblings(folder, view, path)
     full = _defined_names(files).get(name)
     if full is None or os.path.abspath(full) == os.path.abspath(path):
         return None
