@@ -219,21 +219,24 @@ def test_broken_file_recovers_every_kernel():
 
 
 def test_openmp_regions_written_with_the_pragma_operator():
-    # _Pragma("omp ..."), PRAGMA(omp ...) with `#define PRAGMA(x) _Pragma(#x)` and OMP_OFFLOAD
-    # with `#define OMP_OFFLOAD _Pragma("omp ...")` are regions as `#pragma omp` lines are,
-    # with their clauses; two stacked operators make one region (before: no region found)
+    # _Pragma("omp ..."), PRAGMA(omp ...) with `#define PRAGMA(x) _Pragma(#x)`, OMP_OFFLOAD
+    # with `#define OMP_OFFLOAD _Pragma("omp ...")` and OMP_TARGET(...) with `#define
+    # OMP_TARGET(x) PRAGMA(omp target x)` (the Parallel Research Kernels' style) are regions
+    # as `#pragma omp` lines are, with their clauses; two stacked operators make one region
+    # (before: no region found)
     det = run("omp_pragma_operators.cpp")
     regions = [(k.name, k.line, k.end_line, k.directive) for k in det.kernels]
     assert regions == [
-        ("written_out", 8, 10, "target teams distribute parallel for"),
-        ("function_like", 15, 17, "target teams distribute parallel for"),
-        ("object_like", 22, 24, "target teams distribute parallel for"),
-        ("stacked", 29, 32, "target | teams distribute parallel for"),
+        ("written_out", 10, 12, "target teams distribute parallel for"),
+        ("function_like", 17, 19, "target teams distribute parallel for"),
+        ("object_like", 24, 26, "target teams distribute parallel for"),
+        ("stacked", 31, 34, "target | teams distribute parallel for"),
+        ("chained", 39, 41, "target teams distribute parallel for simd"),
     ]
     for k in det.kernels:
         assert k.body.type == "for_statement"
     maps = [[(c.modifier, c.items) for c in k.clause("map")] for k in det.kernels]
-    assert maps[0] == maps[1] == maps[3] == [("tofrom", ("y[0:n]",))]
+    assert maps[0] == maps[1] == maps[3] == maps[4] == [("tofrom", ("y[0:n]",))]
     assert maps[2] == [("to", ("x[0:n]",)), ("from", ("y[0:n]",))]
 
 

@@ -210,6 +210,7 @@ PRAGMA_MACROS = (
     "#define PRAGMA(x) _Pragma(#x)\n"
     '#define UNROLL _Pragma("unroll")\n'
     '#define OMP_FOR _Pragma("omp parallel for")\n'
+    "#define OMP_PARALLEL_FOR PRAGMA(omp parallel for)\n"
 )
 
 
@@ -237,15 +238,17 @@ def test_pragma_operators_in_a_kernel_are_directives(gpu, tmp_path: Path) -> Non
     a = count(gpu, tmp_path, src, block=(256, 1, 1), grid=(4096, 1, 1))
     assert a.counts.flops["fp32"] == pytest.approx(32.0)
     assert {v: t for v, (t, _src) in loop_trips(a).items()} == {"a": 8.0, "b": 8.0, "c": 8.0}
-    assert [lp.line for lp in a.counts.loops] == [8, 11, 14]  # (the source's rows)
+    assert [lp.line for lp in a.counts.loops] == [9, 12, 15]  # (the source's rows)
 
 
 @pytest.mark.parametrize(
-    "inner", ["#pragma omp parallel for", "OMP_FOR", '_Pragma("omp parallel for")']
+    "inner",
+    ["#pragma omp parallel for", "OMP_FOR", "OMP_PARALLEL_FOR", '_Pragma("omp parallel for")'],
 )
 def test_a_nested_pragma_operator_shares_its_loop(gpu, tmp_path: Path, inner: str) -> None:  # type: ignore[no-untyped-def]
     # a teams region over rows whose inner loop an `omp parallel for` shares: written as a
-    # `#pragma` line, an object-like macro's operator or the operator itself, the same
+    # `#pragma` line, an object-like macro's operator (directly or through PRAGMA) or the
+    # operator itself, the same
     # iterations and counts (before: the operators left the inner loop to each team's
     # first thread)
     src = PRAGMA_MACROS + (

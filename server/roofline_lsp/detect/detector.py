@@ -15,6 +15,7 @@ from tree_sitter import Node, Tree
 from roofline_lsp.detect.pragmas import (
     is_statement,
     parse_pragma,
+    pragma_macros,
     pragma_operator,
     statement_after,
 )
@@ -489,7 +490,7 @@ class Detector:
         macro's is the statement (or broken code) it parses as, an object-like macro's its
         name, the parse having taken the code after it for a declaration."""
         macros = {n: (m.params, m.body) for n, m in self.macros.items()}
-        names = ["_Pragma", *(n for n, (_p, body) in macros.items() if "_Pragma" in body)]
+        names = ["_Pragma", *sorted(pragma_macros(macros))]
         if len(names) == 1 and b"_Pragma" not in self.source:
             return []
         pattern = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")

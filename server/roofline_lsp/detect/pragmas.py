@@ -309,6 +309,23 @@ def pragma_operator(
     return None
 
 
+def pragma_macros(macros: Mapping[str, tuple[tuple[str, ...] | None, str]]) -> frozenset[str]:
+    """The names of ``macros`` that may expand to a ``_Pragma`` operator, directly
+    (``#define PRAGMA(x) _Pragma(#x)``) or through others (``#define OMP_TARGET(x)
+    PRAGMA(omp target x)``, the Parallel Research Kernels' style), up to
+    ``_OPERATOR_DEPTH`` levels."""
+    found = {n for n, (_p, body) in macros.items() if "_Pragma" in body}
+    for _ in range(_OPERATOR_DEPTH - 1):
+        if not found:
+            break
+        words = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(found))) + r")\b")
+        more = {n for n, (_p, body) in macros.items() if n not in found and words.search(body)}
+        if not more:
+            break
+        found |= more
+    return frozenset(found)
+
+
 def _stringified(body: str, params: tuple[str, ...], args: list[str]) -> str:
     """``body`` with each ``#param`` made the string of its argument, as the preprocessor
     makes it (``_Pragma(#x)`` with x = ``omp for``: ``_Pragma("omp for")``)."""

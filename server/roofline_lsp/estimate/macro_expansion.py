@@ -116,9 +116,8 @@ def pragma_statement(
     if head is None or head.type not in ("identifier", "type_identifier"):
         return None
     name = text(head)
-    found = macros.get(name)
-    if name != "_Pragma" and (found is None or "_Pragma" not in found[1]):
-        return None  # (cheaply: most statements start with no such name)
+    if name != "_Pragma" and name not in macros:
+        return None  # (cheaply: most statements start with no macro)
     if stmt.type != "declaration":
         directive = pragma_operator(text(stmt), macros)
         return (directive, None, stmt.end_byte) if directive is not None else None
