@@ -268,3 +268,33 @@ def test_a_nested_pragma_operator_shares_its_loop(gpu, tmp_path: Path, inner: st
     )  # fmt: skip
     assert (a.threads, a.counts.flops["fp32"]) == (base.threads, base.counts.flops["fp32"])
     assert a.threads == 1024 * 1024 and a.counts.flops["fp32"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("region", "pragmas"),
+    [
+        ("combined", "#pragma acc parallel loop gang vector copyin(x[0:n]) copy(y[0:n])"),
+        ("combined", "PRAGMA(acc parallel loop gang vector copyin(x[0:n]) copy(y[0:n]))"),
+        ("stacked", "#pragma acc parallel copyin(x[0:n]) copy(y[0:n])\n  #pragma acc loop gang"),
+        (
+            "stacked",
+            '_Pragma("acc parallel copyin(x[0:n]) copy(y[0:n])")\n  _Pragma("acc loop gang")',
+        ),
+    ],
+)
+def test_an_openacc_region_of_pragma_operators_shares_its_loop(  # type: ignore[no-untyped-def]
+    gpu, tmp_path: Path, region: str, pragmas: str
+) -> None:
+    # y[i] += 2 * x[i] over n = 2^24: one iteration each (2 FP32 FLOP), the loop shared by
+    # the gangs whether the directives are lines or operators, combined or stacked (before:
+    # the stacked operators' region ran gang-redundant, 4096 gangs each the whole loop)
+    src = PRAGMA_MACROS + (
+        "void saxpy(int n, float *restrict y, const float *restrict x) {\n"
+        f"  {pragmas}\n"
+        "  for (int i = 0; i < n; i++) y[i] += 2.0f * x[i];\n"
+        "}\n"
+        "int main() { int n = 1 << 24; float *x, *y; saxpy(n, y, x); }\n"
+    )
+    a = count(gpu, tmp_path, src, name=f"{region}.c")
+    assert a.threads == 2**24
+    assert a.counts.flops["fp32"] == pytest.approx(2.0)

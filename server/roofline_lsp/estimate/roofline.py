@@ -1141,9 +1141,15 @@ def _acc_region(kernel: Kernel, body: Node | None, counter: ThreadCounter) -> st
     node = kernel.node
     if node is not None and node.type == "preproc_call":
         pragmas = [parse_pragma(pragma_text(node))]  # its own clauses, not the nested ones
+        pragmas.extend(parse_pragma(t) for t in _stacked_pragmas(kernel))
     else:
-        pragmas = [Pragma("acc", tuple(kernel.directive.split("|", 1)[0].split()), ())]
-    pragmas.extend(parse_pragma(t) for t in _stacked_pragmas(kernel))
+        # ``_Pragma`` operators (the stacked ones are in the directive) or no node: the
+        # directive's parts, the region's clauses with the first
+        parts = kernel.directive.split("|")
+        pragmas = [
+            Pragma("acc", tuple(part.split()), tuple(kernel.clauses) if i == 0 else ())
+            for i, part in enumerate(parts)
+        ]
     words = {w for p in pragmas for w in p.words}
     sharing = next((s for p in pragmas if (s := acc_loop_sharing(p)) is not None), None)
     is_loop = body is not None and body.type in ("for_statement", "while_statement")
