@@ -272,7 +272,7 @@ def statement_after(node: Node, operators: frozenset[int] = frozenset()) -> Node
 
 
 # ``_Pragma("omp parallel for")``: the operator and its string (adjacent literals too)
-_PRAGMA_OPERATOR = re.compile(r'\s*_Pragma\s*\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)\s*;?\s*', re.S)
+_PRAGMA_OPERATOR = re.compile(r'_Pragma\s*\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)')
 _MACRO_USE = re.compile(r"\s*([A-Za-z_]\w*)\s*(?:\((.*)\))?\s*;?\s*", re.S)
 
 # what a pragma operator's macros may expand to before it is given up
@@ -288,10 +288,9 @@ def pragma_operator(
     ``#define OMP_FOR _Pragma("omp parallel for")``; ``macros``: name -> (parameters or
     None, body)). None for any other code."""
     for _ in range(_OPERATOR_DEPTH):
-        op = _PRAGMA_OPERATOR.fullmatch(code)
+        op = _PRAGMA_OPERATOR.fullmatch(code.strip().removesuffix(";").rstrip())
         if op is not None:
-            parts = re.findall(r'"((?:[^"\\]|\\.)*)"', op.group(1))
-            return re.sub(r"\\(.)", r"\1", "".join(parts)).strip()
+            return _directive(op)
         use = _MACRO_USE.fullmatch(code)
         found = macros.get(use.group(1)) if use is not None else None
         if use is None or found is None:
@@ -307,6 +306,20 @@ def pragma_operator(
             args = split_args(use.group(2))
             code = substitute_macro(_stringified(body, params, args), params, args)
     return None
+
+
+def pragma_lines(code: str) -> str:
+    """``code`` with each ``_Pragma("...")`` operator made a ``#pragma`` line of its own
+    (a macro's expansion, parsed as statements: ``_Pragma("unroll")`` is ``#pragma
+    unroll``)."""
+    return _PRAGMA_OPERATOR.sub(lambda m: "\n#pragma " + _directive(m) + "\n", code)
+
+
+def _directive(op: re.Match[str]) -> str:
+    """The directive of a ``_Pragma`` operator's match: its string literals joined, their
+    escapes undone."""
+    parts = re.findall(r'"((?:[^"\\]|\\.)*)"', op.group(1))
+    return re.sub(r"\\(.)", r"\1", "".join(parts)).strip()
 
 
 def pragma_macros(macros: Mapping[str, tuple[tuple[str, ...] | None, str]]) -> frozenset[str]:

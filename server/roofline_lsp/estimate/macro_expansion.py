@@ -10,7 +10,7 @@ import re
 
 from tree_sitter import Node
 
-from roofline_lsp.detect.pragmas import pragma_operator
+from roofline_lsp.detect.pragmas import pragma_lines, pragma_operator
 from roofline_lsp.detect.textscan import skip_blank, statement_end
 from roofline_lsp.syntax.cexpr import split_args
 from roofline_lsp.syntax.expr import text
@@ -149,7 +149,6 @@ def pragma_statement(
 
 _PRAGMA_CACHE: dict[str, Node | None] = {}
 _MACRO_CACHE: dict[tuple[str, bool], Node | None] = {}
-_PRAGMA = re.compile(r'_Pragma\s*\(\s*"((?:[^"\\]|\\.)*)"\s*\)')
 
 
 _TYPEOF = re.compile(r"\b(?:__typeof__|__typeof|typeof)\s*\([^()]*\)")
@@ -169,7 +168,7 @@ def macro_tree(body: str, expression: bool, limit: int = 4000) -> Node | None:
             src = ("void __m__(void) { __r__ = (" + body + "); }").encode()
         else:
             # ``_Pragma("unroll")`` in a macro is the directive ``#pragma unroll``
-            body = _PRAGMA.sub(lambda m: "\n#pragma " + m.group(1) + "\n", body)
+            body = pragma_lines(body)
             src = ("void __m__(void) { " + body + " ; }").encode()
         tree = parse(src)
         fn = tree.root_node.named_children[0] if tree.root_node.named_children else None
