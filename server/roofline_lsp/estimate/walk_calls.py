@@ -270,7 +270,7 @@ class CallWalker(GroupWalker):
             targs = fn.child_by_field_name("arguments")
             ty = self.type_of(text(targs).strip("<>")) if targs is not None else UNKNOWN
             v = self.expr(args[0]) if args else Val(ty)
-            return self.pointer_cast(v, ty, v.val)
+            return self.retyped(v, ty, v.val)
         if short in ("float", "double", "int", "unsigned", "long", "half", "size_t") and args:
             v = self.expr(args[0])
             ty = self.type_of(short)

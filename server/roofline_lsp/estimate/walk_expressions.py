@@ -373,7 +373,7 @@ class ExpressionWalker(ReferenceWalker):
         val = v.val
         if val is not None and ty.kind == "int" and not ty.pointer and not v.deps:
             val = float(math.trunc(val))
-        return self.pointer_cast(v, ty, val)
+        return self.retyped(v, ty, val)
 
     def identifier(self, name: str, node: Node) -> Val:
         v = self.var(name)

@@ -677,7 +677,7 @@ class WalkerBase:
             return float(self.inputs.struct_sizes[ty.name])
         return float(ty.size)
 
-    def pointer_cast(self, v: Val, ty: DataType, val: float | None) -> Val:
+    def retyped(self, v: Val, ty: DataType, val: float | None) -> Val:
         """``v`` cast to ``ty`` (:func:`converted`), a pointer's lane stride counted in the
         new pointee's elements: ``(float4 *)(in + 4 * i)`` moves 1 float4 a lane, not 4. A
         pointee of a size the model does not know keeps the stride as it was."""
