@@ -38,6 +38,24 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+class _Listed(argparse.Action):
+    """A comma-separated list that repeats add to: ``--gpu a100 --gpu h100`` is ``--gpu
+    a100,h100`` (a later flag does not silently replace an earlier one); the default stands
+    until the first is given."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        given = f"_{self.dest}_given"
+        current = getattr(namespace, self.dest, None) if getattr(namespace, given, False) else None
+        setattr(namespace, self.dest, f"{current},{values}" if current else values)
+        setattr(namespace, given, True)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="roofline-lsp",
@@ -52,8 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--gpu",
             default=gpu_default,
-            help="target GPU, or a comma-separated list (first is the target); "
-            "see `roofline-lsp gpus`",
+            action=_Listed,
+            help="target GPU, or a comma-separated list (first is the target; repeated "
+            "flags add to it); see `roofline-lsp gpus`",
         )
         sp.add_argument("--gpu-profiles", metavar="TOML", help="extra or overriding GPU profiles")
         sp.add_argument(
