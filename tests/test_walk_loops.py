@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from counting_helpers import LAUNCH, buffer_of, count, detected, loop_trips
 
+from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate import costs
 from roofline_lsp.estimate.roofline import Inputs, analyze
 from roofline_lsp.model.config import Config
@@ -986,3 +987,19 @@ def test_a_pointer_run_through_a_buffer_counts_its_trips(gpu, tmp_path: Path) ->
     assert buffer_of(a, "x").footprint == pytest.approx(4 * (1 << 24), rel=1e-6)
     # ``p - x`` is an integer, the elements between two pointers: one FLOP a trip, not two
     assert a.counts.flops["fp32"] == pytest.approx(64.0, rel=1e-6)
+
+
+def test_a_loop_body_with_stray_bytes_is_walked(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # invalid UTF-8 inside a loop body parses as an ERROR node with no children; the body
+    # scan asked it for its first child and the whole analysis failed (IndexError), in an
+    # editor on every keystroke: now the loop's 8 trips are counted around it
+    src = (
+        b"__global__ void k(float *y) {\n"
+        b"  for (int i = 0; i < 8; i++)\n"
+        b"    y[\xff\xfei] = 1.0f;\n"
+        b"}\n"
+        b"int main() { float *y; k<<<1, 32>>>(y); }\n"
+    )
+    det = detect(src, str(tmp_path / "k.cu"))
+    a = analyze(det.kernels[0], det, gpu, None)
+    assert [lp.trips for lp in a.counts.loops] == [8.0]

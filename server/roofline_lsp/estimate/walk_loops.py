@@ -990,7 +990,7 @@ def _scan_body(body: Node) -> _BodyScan:
         n = stack.pop()
         t = n.type
         if t in ("call_expression", "expression_statement", "ERROR", "declaration"):
-            first = n.child(0)
+            first = n.child(0) if n.child_count else None  # (an ERROR of stray bytes has none)
             if first is not None and first.type in ("identifier", "type_identifier"):
                 heads.add(text(first))
         if t in ("assignment_expression", "update_expression"):
