@@ -209,6 +209,14 @@ def test_a_kernel_node_of_a_graph_is_a_launch():
     assert second.grid_value == (1, 1, 1) and second.block_value == (32, 1, 1)
 
 
+def test_an_include_holding_a_nul_byte_is_read_as_no_header(tmp_path):
+    # `#include "defs\0.h"` (a damaged file): no header, the kernel still found (before:
+    # ValueError from os.stat, and no analysis at all)
+    src = b'#include "defs\x00.h"\n__global__ void k(float *a) { a[threadIdx.x] = 1.0f; }\n'
+    det = detect(src, str(tmp_path / "k.cu"))
+    assert [k.name for k in det.kernels] == ["k"]
+
+
 def test_broken_file_recovers_every_kernel():
     # and only kernels: a `__global__` in a comment or a string starts none (the host
     # function after such a comment was taken for a kernel)

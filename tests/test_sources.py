@@ -116,6 +116,9 @@ def test_variant_folders_share_the_name_up_to_its_last_part(tmp_path: Path) -> N
     ]
     assert list(include_candidates("/abs/defs.h", str(here / "main.cpp"))) == []
     assert list(include_candidates("defs.h", "")) == []
+    # a name holding a NUL byte is no file (os.stat raised ValueError on it: the whole
+    # analysis of a file with `#include "a\0b.h"` failed)
+    assert list(include_candidates("a\0b.h", str(here / "main.cpp"))) == []
 
 
 def test_a_header_folder_is_used_from_its_project_folders(tmp_path: Path) -> None:

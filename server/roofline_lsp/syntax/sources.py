@@ -38,8 +38,9 @@ def include_candidates(rel: str, including: str) -> Iterator[str]:
     """Where the file of a local ``#include "rel"`` in ``including`` may be, in the order a
     compiler given :func:`fallback_folders` as last ``-I`` looks: beside the including file,
     then in the header folders a build would name (listed only when asked for)."""
-    if not including or os.path.isabs(rel):
-        return  # a buffer without a file has no folder; absolute paths are not local
+    if not including or os.path.isabs(rel) or "\0" in rel:
+        return  # a buffer without a file has no folder; absolute paths are not local (nor
+        # a name holding a NUL byte a file's)
     here = os.path.dirname(including)
     yield os.path.normpath(os.path.join(here, rel))
     for folder in fallback_folders(here):
