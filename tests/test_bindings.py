@@ -1069,6 +1069,27 @@ def test_dim3_components_assigned_after_declaration(tmp_path: Path) -> None:
     assert ctx.block == (128, 1, 1) and ctx.grid == (224, 224, 1)
 
 
+def test_global_dim3s_sized_in_main_and_launched_elsewhere(tmp_path: Path) -> None:
+    # cuda-samples' simpleMultiCopy shape: `dim3 block(512); dim3 grid;` at file scope, main
+    # sets grid's components from N / block.x (4M / 512 = 8192 blocks), a helper launches:
+    # 8192 x 1 blocks of 512 (before: block.x had no value, grid none, 2 M threads assumed)
+    src = (
+        "dim3 block(512);\n"
+        "dim3 grid;\n"
+        "int N = 1 << 22;\n"
+        "__global__ void inc(int *o, int n) { o[blockIdx.x * blockDim.x + threadIdx.x] += n; }\n"
+        "void run(int *o) { inc<<<grid, block>>>(o, N); }\n"
+        "int main() {\n"
+        "  int thread_blocks = N / block.x;\n"
+        "  grid.x = thread_blocks % 65535;\n"
+        "  grid.y = (thread_blocks / 65535 + 1);\n"
+        "  int *o; run(o);\n"
+        "}\n"
+    )
+    ctx = ctx_for(tmp_path, {"m.cu": src}, "m.cu")
+    assert ctx.block == (512, 1, 1) and ctx.grid == (8192, 1, 1)
+
+
 def test_a_size_read_at_run_time_is_not_its_initial_value(tmp_path: Path) -> None:
     src = (
         "__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n"

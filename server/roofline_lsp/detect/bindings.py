@@ -2822,6 +2822,10 @@ def _program_context(
     )
     ctx.texts["warpSize"] = "32"
     ctx.texts.update(detection.constants)
+    for name, ty in detection.constant_types.items():
+        if ty.split()[-1:] == ["dim3"] and name in detection.constants:
+            # ``dim3 block(512);`` at file scope: its components too (``N / block.x``)
+            _assign_dim3(ctx, name, detection.constants[name], argv)
     ctx.texts["argc"] = str(len(argv) + 1)
     return ctx
 
@@ -3593,10 +3597,23 @@ def _dim(ctx: HostContext, expr: str, argv: list[str]) -> Dim3 | None:
         expr = expr.strip()
         m = re.fullmatch(r"(?:dim3\s*)?\(\s*([A-Za-z_]\w*)\s*\)|([A-Za-z_]\w*)", expr)
         name = m and (m.group(1) or m.group(2))
-        if not name or name in ctx.fixed or name not in ctx.texts:
+        if not name or name in ctx.fixed:
+            break
+        if name not in ctx.texts:
+            expr = _dim3_components(ctx, name) or expr
             break
         expr = ctx.texts[name]
     return evaluate_dim3(ctx.host_text(expr, argv), _Env(ctx), ctx.functions)
+
+
+def _dim3_components(ctx: HostContext, name: str) -> str | None:
+    """``dim3(name.x, name.y, name.z)`` when the scope knows a component of ``name`` (a
+    global ``dim3 grid;`` whose fields ``main`` sets), a component it does not know 1 as a
+    ``dim3``'s default; None when it knows none."""
+    parts = [ctx.texts.get(f"{name}.{c}") for c in "xyz"]
+    if all(p is None for p in parts):
+        return None
+    return f"dim3({', '.join(p or '1' for p in parts)})"
 
 
 _NAME = re.compile(r"(?<![\w.:>])([A-Za-z_](?:\w|::)*)\s*(\()?")
@@ -3632,9 +3649,9 @@ def _solve_size(ctx: HostContext, expr: str, given: Dim3, argv: list[str]) -> No
         name = expr.strip()
         if not NAME.fullmatch(name) or name in ctx.fixed:
             break
-        parts = [ctx.texts.get(f"{name}.{c}") for c in "xyz"]
-        if parts[0] is not None:
-            expr = f"dim3({', '.join(p or '1' for p in parts)})"
+        components = _dim3_components(ctx, name)
+        if components is not None:
+            expr = components
             break
         follow = ctx.texts.get(name, "").strip()
         if not re.fullmatch(r"dim3\s*[({].*|\{.*\}|[A-Za-z_]\w*", follow, re.S):
