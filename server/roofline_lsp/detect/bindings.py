@@ -3607,11 +3607,11 @@ def _dim(ctx: HostContext, expr: str, argv: list[str]) -> Dim3 | None:
 
 
 def _dim3_components(ctx: HostContext, name: str) -> str | None:
-    """``dim3(name.x, name.y, name.z)`` when the scope knows a component of ``name`` (a
-    global ``dim3 grid;`` whose fields ``main`` sets), a component it does not know 1 as a
-    ``dim3``'s default; None when it knows none."""
+    """``dim3(name.x, name.y, name.z)`` when the scope knows ``name.x`` (a global ``dim3
+    grid;`` whose fields ``main`` sets), a further component it does not know 1 as a
+    ``dim3``'s default; None when it does not know x (set at run time, or never)."""
     parts = [ctx.texts.get(f"{name}.{c}") for c in "xyz"]
-    if all(p is None for p in parts):
+    if parts[0] is None:
         return None
     return f"dim3({', '.join(p or '1' for p in parts)})"
 
