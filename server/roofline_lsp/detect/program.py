@@ -145,9 +145,15 @@ def _folder_stamp(folder: str, near: str) -> tuple[tuple[str, int, int], ...]:
         hit = _FOLDER_CACHE[folder] = (mtime, _listing(folder))
     files = hit[1]
     if len(files) > MAX_SIBLINGS:
-        stem = _stem(near)  # (a stable sort: by name among names as close)
-        files = tuple(sorted(files, key=lambda f: -_shared_prefix(_stem(f), stem)))
+        files = _nearest_first(files, _stem(near))
     return tuple(sorted(_stamp(files)))
+
+
+@functools.lru_cache(maxsize=256)  # (asked on every sibling search of the file)
+def _nearest_first(files: tuple[str, ...], stem: str) -> tuple[str, ...]:
+    """``files`` (by name), those whose stems share the longest start with ``stem`` first
+    (a stable sort: by name among names as close)."""
+    return tuple(sorted(files, key=lambda f: -_shared_prefix(_stem(f), stem)))
 
 
 def _stem(path: str) -> str:

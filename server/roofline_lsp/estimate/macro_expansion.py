@@ -17,8 +17,6 @@ from roofline_lsp.syntax.expr import text
 from roofline_lsp.syntax.macro_substitution import substitute_macro
 from roofline_lsp.syntax.parsing import parse
 
-_LOOP_MACRO_CACHE: dict[str, Node | None] = {}
-
 
 def _loop_header(
     raw: str, macros: dict[str, tuple[tuple[str, ...] | None, str]]
@@ -81,18 +79,8 @@ def loop_macro(
         + body
         + "}"
     )
-    if src in _LOOP_MACRO_CACHE:
-        loop = _LOOP_MACRO_CACHE[src]
-    else:
-        tree = parse(src.encode())
-        fn = tree.root_node.named_children[0] if tree.root_node.named_children else None
-        b = fn.child_by_field_name("body") if fn is not None else None
-        loop = b.named_children[0] if b is not None and b.named_children else None
-        if loop is not None and loop.type not in ("for_statement", "while_statement"):
-            loop = None
-        if len(_LOOP_MACRO_CACHE) > 1024:
-            _LOOP_MACRO_CACHE.clear()
-        _LOOP_MACRO_CACHE[src] = loop
+    kids = _reparsed(src)
+    loop = kids[0] if kids and kids[0].type in ("for_statement", "while_statement") else None
     return (loop, not rest) if loop is not None else None
 
 
@@ -135,19 +123,25 @@ def pragma_statement(
     body = raw[start:end].decode("utf-8", "replace")
     src = "\n" * (row - 2) + "void __m__(){\n#pragma " + directive + "\n"
     src += " " * column + body + "\n}"
-    if src not in _PRAGMA_CACHE:
-        tree = parse(src.encode())
-        fn = tree.root_node.named_children[0] if tree.root_node.named_children else None
-        b = fn.child_by_field_name("body") if fn is not None else None
-        kids = b.named_children if b is not None else []
-        if len(_PRAGMA_CACHE) > 1024:
-            _PRAGMA_CACHE.clear()
-        _PRAGMA_CACHE[src] = kids[1] if len(kids) == 2 and not kids[1].has_error else None
-    after = _PRAGMA_CACHE[src]
+    kids = _reparsed(src)
+    after = kids[1] if len(kids) == 2 and not kids[1].has_error else None
     return (directive, after, base + end) if after is not None else None
 
 
-_PRAGMA_CACHE: dict[str, Node | None] = {}
+def _reparsed(src: str) -> tuple[Node, ...]:
+    """The statements of ``void __m__(){ ... }``, the text a macro's use was rewritten to
+    (its rows aligned with the source's), parsed once per text."""
+    if src not in _REPARSED:
+        tree = parse(src.encode())
+        fn = tree.root_node.named_children[0] if tree.root_node.named_children else None
+        b = fn.child_by_field_name("body") if fn is not None else None
+        if len(_REPARSED) > 1024:
+            _REPARSED.clear()
+        _REPARSED[src] = tuple(b.named_children) if b is not None else ()
+    return _REPARSED[src]
+
+
+_REPARSED: dict[str, tuple[Node, ...]] = {}
 _MACRO_CACHE: dict[tuple[str, bool], Node | None] = {}
 
 
