@@ -1139,6 +1139,36 @@ def test_a_given_launch_size_gives_the_value_its_expression_lacks(tmp_path: Path
     assert host_context(det.kernels[0], det, (256, 1, 1), (8, 1, 1)).get("n") == 2048
 
 
+def test_a_given_launch_solves_a_size_its_dim3_components_both_use(tmp_path: Path) -> None:
+    """``e`` is read at run time and used by both components the launch sets one by one:
+    ``nthreads.x = std::min(e, 256)`` and ``nblocks.x = (e + nthreads.x - 1) / nthreads.x``.
+    A given launch of 1844 blocks of 256 makes e one of 1843 * 256 + 1 .. 1844 * 256 =
+    471,809..472,064, the roundest 472,064 (= 2^10 x 461); the grid-stride loop then runs
+    once per thread. Before, ``nthreads`` counted as a second unknown and nothing was
+    solved (16 trips assumed)."""
+    src = (
+        "__global__ void k(int e, float *w) {\n"
+        "  for (int j = threadIdx.x + blockIdx.x * blockDim.x; j < e;\n"
+        "       j += gridDim.x * blockDim.x) w[j] = 1.f;\n"
+        "}\n"
+        "int main() {\n"
+        "  int e;\n"
+        "  std::cin >> e;\n"
+        "  float *d;\n"
+        "  dim3 nthreads, nblocks;\n"
+        "  nthreads.x = std::min(e, 256);\n"
+        "  nblocks.x = (e + nthreads.x - 1) / nthreads.x;\n"
+        "  k<<<nblocks, nthreads>>>(e, d);\n"
+        "}\n"
+    )
+    path = tmp_path / "s.cu"
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    (k,) = det.kernels
+    assert host_context(k, det, (256, 1, 1), (1844, 1, 1)).get("e") == 472064
+    assert host_context(k, det).get("e") is None
+
+
 def test_a_pointer_argument_points_into_its_own_allocation() -> None:
     assert pointer_base("(float *)d_a + off") == "d_a"
     assert pointer_base("&d_a[b[i]]") == "d_a"

@@ -3616,7 +3616,8 @@ def _dim3_components(ctx: HostContext, name: str) -> str | None:
     return f"dim3({', '.join(p or '1' for p in parts)})"
 
 
-_NAME = re.compile(r"(?<![\w.:>])([A-Za-z_](?:\w|::)*)\s*(\()?")
+# a name, with the fields it reads (``nthreads.x``: a dim3's component set on its own)
+_NAME = re.compile(r"(?<![\w.:>])([A-Za-z_](?:\w|::)*(?:\.[A-Za-z_]\w*)*)\s*(\()?")
 
 
 def _unknowns(ctx: HostContext, expr: str, depth: int = 0) -> set[str]:
@@ -3625,7 +3626,11 @@ def _unknowns(ctx: HostContext, expr: str, depth: int = 0) -> set[str]:
     out: set[str] = set()
     for m in _NAME.finditer(expr):
         name = m.group(1)
-        if m.group(2) or name in _NOT_VALUES or ctx.value(name) is not None:
+        if m.group(2):
+            if "." not in name:
+                continue  # a function's name
+            name += "()"  # a method's result (``v.size()``)
+        if name in _NOT_VALUES or ctx.value(name) is not None:
             continue
         t = ctx.texts.get(name)
         if t is None or depth > 3 or _OPAQUE.search(t):
