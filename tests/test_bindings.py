@@ -1169,6 +1169,33 @@ def test_a_given_launch_solves_a_size_its_dim3_components_both_use(tmp_path: Pat
     assert host_context(k, det).get("e") is None
 
 
+def test_a_given_launch_solves_each_dim3_component_its_own_unknown(tmp_path: Path) -> None:
+    """``dim3 grid(w / 16, (h + 15) / 16)`` with w and h read at run time: two unknowns in
+    all, one in each component. A given grid of (32, 20) makes w one of 512..527 (the
+    roundest 512) and h one of 305..320 (320); a product of both in one component solves
+    nothing."""
+    src = (
+        "__global__ void k(float *x, int w, int h) { x[threadIdx.x] = w + h; }\n"
+        "__global__ void j(float *x, int w, int h) { x[threadIdx.x] = w + h; }\n"
+        "int main() {\n"
+        "  int w, h;\n"
+        "  std::cin >> w >> h;\n"
+        "  float *d;\n"
+        "  dim3 grid(w / 16, (h + 15) / 16);\n"
+        "  k<<<grid, dim3(16, 16)>>>(d, w, h);\n"
+        "  j<<<w * h / 256, 256>>>(d, w, h);\n"
+        "}\n"
+    )
+    path = tmp_path / "s.cu"
+    path.write_text(src)
+    det = detect(path.read_bytes(), str(path))
+    k, j = det.kernels
+    ctx = host_context(k, det, (16, 16, 1), (32, 20, 1))
+    assert (ctx.get("w"), ctx.get("h")) == (512, 320)
+    ctx = host_context(j, det, (256, 1, 1), (64, 1, 1))
+    assert (ctx.get("w"), ctx.get("h")) == (None, None)
+
+
 def test_a_pointer_argument_points_into_its_own_allocation() -> None:
     assert pointer_base("(float *)d_a + off") == "d_a"
     assert pointer_base("&d_a[b[i]]") == "d_a"

@@ -3649,7 +3649,8 @@ def _solve_size(ctx: HostContext, expr: str, given: Dim3, argv: list[str]) -> No
     """A launch dimension the caller gives (``eval``'s measured launch) whose expression
     holds one host value nothing determines (``<<<n, 1>>>`` with ``n`` computed at run time;
     ``(n + 255) / 256``): the values giving this dimension, found by bisection (the
-    expression rising with the value), and of those the roundest."""
+    expression rising with the value), and of those the roundest; with several, each
+    component's one (``dim3 grid(w / 16, h / 16)``: w and h)."""
     for _ in range(4):  # a dim3 variable: its components' texts
         name = expr.strip()
         if not NAME.fullmatch(name) or name in ctx.fixed:
@@ -3665,14 +3666,31 @@ def _solve_size(ctx: HostContext, expr: str, given: Dim3, argv: list[str]) -> No
     if _dim(ctx, expr, argv) is not None:
         return
     unknown = _unknowns(ctx, ctx.host_text(expr, argv))
-    if len(unknown) != 1:
+    if len(unknown) == 1:
+        _bisect(ctx, unknown.pop(), lambda: _dim(ctx, expr, argv), given)
         return
-    (name,) = unknown
+    # several: each component of a dim3 may lack one of them (``dim3 grid(w / 16, h / 16)``)
+    m = re.fullmatch(r"dim3\s*[({](.*)[)}]", ctx.host_text(expr, argv).strip(), re.S)
+    parts = split_args(m.group(1)) if m else []
+    for part, size in zip(parts, given, strict=False) if len(parts) <= 3 else ():
+        unknown = _unknowns(ctx, part)
+        if len(unknown) == 1:
+            _bisect(ctx, unknown.pop(), functools.partial(ctx.eval_value, part), size)
 
-    def size(x: int) -> Dim3 | None:
+
+def _bisect(
+    ctx: HostContext,
+    name: str,
+    value: Callable[[], Dim3 | int | float | None],
+    given: Dim3 | int,
+) -> None:
+    """Set ``name`` to the value for which ``value()`` (rising with it) is ``given``, found
+    by bisection, and of the values giving it the roundest; nothing when none does."""
+
+    def size(x: int) -> Dim3 | int | float | None:
         ctx.fixed[name] = x
         ctx._cache.clear()
-        return _dim(ctx, expr, argv)
+        return value()
 
     def last(below: bool) -> int:
         """The largest x whose size is below ``given`` (``below``) or at most ``given``."""
@@ -3680,7 +3698,7 @@ def _solve_size(ctx: HostContext, expr: str, given: Dim3, argv: list[str]) -> No
         while lo < hi:
             mid = (lo + hi + 1) // 2
             d = size(mid)
-            if d is not None and (d < given if below else d <= given):
+            if d is not None and (d < given if below else d <= given):  # type: ignore[operator]
                 lo = mid
             else:
                 hi = mid - 1
