@@ -226,6 +226,19 @@ def test_broken_file_recovers_every_kernel():
     assert ks["attributed"].recovered and ks["attributed"].line == 15
 
 
+def test_a_kernel_whose_braces_split_across_if_branches_is_recovered():
+    # each #if branch opens `} else {` and one `}` after them closes it (ggml's mmf.cuh),
+    # with `__launch_bounds__(...)` before `static __global__`: the kernel is parsed as the
+    # preprocessor keeps one branch, its template header kept (before: no kernel found)
+    det = run("split_braces.cu")
+    ks = by_name(det)
+    assert set(ks) == {"split_tile", "after_split"}
+    tile = ks["split_tile"]
+    assert tile.recovered and (tile.line, tile.end_line) == (7, 22)
+    assert tile.template_params == ("typename T", "int rows", "int nwarps")
+    assert tile.launch_bounds == ("32*nwarps", "1")
+
+
 def test_openmp_regions_written_with_the_pragma_operator():
     # _Pragma("omp ..."), PRAGMA(omp ...) with `#define PRAGMA(x) _Pragma(#x)`, OMP_OFFLOAD
     # with `#define OMP_OFFLOAD _Pragma("omp ...")` and OMP_TARGET(...) with `#define

@@ -155,6 +155,13 @@ def api_launch_form(function: str) -> str | None:
     return "hipLaunchKernelGGL" if function == "hipLaunchKernelGGL" else "cudaLaunchKernel"
 
 
+# a ``template <...>`` header ending right before a kernel's ``__global__``, with the
+# attributes and specifiers that may stand between them
+_TEMPLATE_HEAD = re.compile(
+    rb"template\s*<[^;{}]*>(?:\s*__launch_bounds__\s*\([^;{}]*?\)|\s*static|\s*inline)*\s*$"
+)
+
+
 class Detector:
     """Walks one parsed file; ``include`` reads the local headers it includes."""
 
@@ -417,25 +424,39 @@ class Detector:
                 continue  # a macro's body (``#define KERNEL __global__``): recover_macros'
             if self.in_text(start, m.end()):
                 continue  # ``// the wrapper of the __global__ call``: no kernel
-            end = definition_end(self.source, m.end())
-            if end is None:
+            if self.recover_kernel(self.source, start, m.end(), found):
                 continue
-            # keep a `template <...>` header right before the kernel
-            tpl = re.search(rb"template\s*<[^;{}]*>\s*$", self.source[max(0, start - 400) : start])
-            region_start = max(0, start - 400) + tpl.start() if tpl else start
-            masked = bytearray(mask_outside(self.source, region_start, end))
-            # blank what stands between the parameter list and the body (attribute macros)
-            brace = self.source.find(b"{", start, end)
-            close = params_end(self.source, m.end(), brace)
-            if close is not None:
-                masked[close + 1 : brace] = re.sub(rb"[^\n]", b" ", masked[close + 1 : brace])
-            tree = parse(bytes(masked), language_for_path(self.path))
-            for node in captures("cuda-kernels", tree.root_node).get("function", []):
-                if node.start_byte in found or not (region_start <= node.start_byte < end):
-                    continue
-                if any(c.type == "__global__" for c in node.children):
-                    self.function(node, recovered=True)
-                    found.add(node.start_byte)
+            # braces split across ``#if`` branches (``if constexpr (...) {...} else {`` on
+            # each, one ``}`` after them): again as the preprocessor keeps one branch
+            empty = [k.name for k in self.macros.values() if k.params is None and not k.body]
+            self.recover_kernel(repaired(self.source, start, empty), start, m.end(), found)
+
+    def recover_kernel(self, source: bytes, start: int, keyword_end: int, found: set[int]) -> bool:
+        """Record the kernel whose ``__global__`` spans ``start:keyword_end``, parsed alone
+        in a copy of ``source`` where everything else is blanked; whether it was found."""
+        end = definition_end(source, keyword_end)
+        if end is None:
+            return False
+        # keep a `template <...>` header before the kernel (and the attributes between them:
+        # ``__launch_bounds__(256, 1) static``)
+        tpl = _TEMPLATE_HEAD.search(source[max(0, start - 400) : start])
+        region_start = max(0, start - 400) + tpl.start() if tpl else start
+        masked = bytearray(mask_outside(source, region_start, end))
+        # blank what stands between the parameter list and the body (attribute macros)
+        brace = source.find(b"{", start, end)
+        close = params_end(source, keyword_end, brace)
+        if close is not None:
+            masked[close + 1 : brace] = re.sub(rb"[^\n]", b" ", masked[close + 1 : brace])
+        tree = parse(bytes(masked), language_for_path(self.path))
+        recovered = False
+        for node in captures("cuda-kernels", tree.root_node).get("function", []):
+            if node.start_byte in found or not (region_start <= node.start_byte < end):
+                continue
+            if any(c.type == "__global__" for c in node.children):
+                self.function(node, recovered=True)
+                found.add(node.start_byte)
+                recovered = True
+        return recovered
 
     def in_text(self, start: int, end: int) -> bool:
         """Whether bytes ``start:end`` lie in a comment or a string literal."""
