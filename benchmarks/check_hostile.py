@@ -1,6 +1,7 @@
 """``roofline-lsp check`` on hostile files, one process per file: wall and CPU seconds, exit
 code and what stderr said (a FIFO, a socket, a link to /dev/zero, a 64 MB file, binary bytes,
-invalid UTF-8, 3,000 nested loops and blocks, a 3 MB line, 3.9 MB of kernels).
+invalid UTF-8, 3,000 nested loops and blocks, a 3 MB line, 3.9 MB of kernels, 1,000 kernels
+whose braces split across ``#if`` branches).
 
     python benchmarks/check_hostile.py [--counts source|auto] [--file-timeout S] [--only NAME]
 

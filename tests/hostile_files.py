@@ -117,6 +117,29 @@ def many_kernels(nbytes: int) -> str:
     )
 
 
+def split_brace_kernels(count: int) -> str:
+    """``count`` templated kernels whose braces split across ``#if`` branches (each branch
+    opens ``} else {``, one ``}`` after them closes it): the grammar cannot parse any of
+    them, each is recovered alone."""
+    parts = ["#define NO_DEVICE_CODE return\n"]
+    for k in range(count):
+        parts.append(
+            "template <typename T, int rows>\n"
+            "__launch_bounds__(128, 1)\n"
+            f"static __global__ void split{k}(const T *x, float *y, const int n) {{\n"
+            "#if defined(TILE_A)\n"
+            "    if constexpr (rows != 32) {NO_DEVICE_CODE;} else {\n"
+            "#else\n"
+            "    if constexpr (rows != 64) {NO_DEVICE_CODE;} else {\n"
+            "#endif\n"
+            "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            f"    if (i < n) y[i] = {k + 1}.0f * x[i];\n"
+            "    }\n"
+            "}\n"
+        )
+    return "".join(parts)
+
+
 def write_all(root: Path) -> list[Path]:
     """Every hostile file into ``root`` (made if needed)."""
     root.mkdir(parents=True, exist_ok=True)
@@ -135,6 +158,7 @@ def write_all(root: Path) -> list[Path]:
         ("nested_blocks.cu", nested_blocks(3000)),
         ("long_line.cu", long_line(3_000_000)),
         ("many_kernels.cu", many_kernels(3_900_000)),
+        ("split_braces.cu", split_brace_kernels(1000)),
     ):
         (root / name).write_text(text, encoding="utf-8")
         out.append(root / name)

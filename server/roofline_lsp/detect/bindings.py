@@ -2363,13 +2363,15 @@ def _allocations(src: str, ctx: HostContext, argv: list[str]) -> None:
     _record_allocations(_allocation_sites(src), ctx, argv)
 
 
-def _record_allocations(sites: list[_Allocation], ctx: HostContext, argv: list[str]) -> None:
+def _record_allocations(sites: Iterable[_Allocation], ctx: HostContext, argv: list[str]) -> None:
     for name, size, bytes_ in sites:
         _record_alloc(ctx, name, size, argv, bytes_)
 
 
-def _allocation_sites(src: str) -> list[_Allocation]:
-    """The allocation calls in ``src``, in order."""
+@functools.lru_cache(maxsize=16)
+def _allocation_sites(src: str) -> tuple[_Allocation, ...]:
+    """The allocation calls in ``src``, in order (a file's, read once for all its kernels
+    that have no launch)."""
     out: list[_Allocation] = []
     for m in _ALLOC_API.finditer(src):
         args = _call_args(src, m.end() - 1)
@@ -2402,7 +2404,7 @@ def _allocation_sites(src: str) -> list[_Allocation]:
         args = _call_args(src, m.end() - 1)
         if args:
             out.append((m.group(2), args[0], False))
-    return out
+    return tuple(out)
 
 
 def _record_alloc(ctx: HostContext, name: str, size: str, argv: list[str], bytes_: bool) -> None:
@@ -3467,7 +3469,7 @@ class _FunctionScan:
     seen: _Seen  # the sibling files searched for callers, with the versions seen
     fn_text: str
     statements: list[tuple[Node, int]]
-    allocations: list[_Allocation]
+    allocations: tuple[_Allocation, ...]
     start: _State
     stop: int = -1
     scanned: int = 0

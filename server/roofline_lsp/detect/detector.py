@@ -20,6 +20,7 @@ from roofline_lsp.detect.pragmas import (
     statement_after,
 )
 from roofline_lsp.detect.textscan import (
+    blank,
     blank_else_branches,
     close_paren,
     definition_end,
@@ -75,7 +76,7 @@ from roofline_lsp.syntax.expr import (
 )
 from roofline_lsp.syntax.functions import function_declarator
 from roofline_lsp.syntax.macro_substitution import substitute_macro
-from roofline_lsp.syntax.parsing import captures, language_for_path, parse
+from roofline_lsp.syntax.parsing import captures, language_for_path, parse, parse_range
 from roofline_lsp.syntax.sources import include_candidates
 
 K = TypeVar("K")
@@ -415,39 +416,61 @@ class Detector:
         in a copy of the file where everything else is blanked (so positions stay valid)."""
         found = {k.span.start_byte for k in self.kernels}
         covered = [(k.span.start_byte, k.span.end_byte) for k in self.kernels]
-        for m in re.finditer(rb"\b__global__\b", self.source):
+        first_branches: bytes | None = None  # the file with each #if's first branch kept
+        keywords = self.kernel_keywords()
+        for i, m in enumerate(keywords):
             start = m.start()
             if any(a <= start < b for a, b in covered):
                 continue
-            line_start = self.source.rfind(b"\n", 0, start) + 1
-            if self.source[line_start:start].lstrip().startswith(b"#"):
-                continue  # a macro's body (``#define KERNEL __global__``): recover_macros'
-            if self.in_text(start, m.end()):
-                continue  # ``// the wrapper of the __global__ call``: no kernel
-            if self.recover_kernel(self.source, start, m.end(), found):
+            # a body still open at the next kernel's keyword is unbalanced: not searched on
+            # to the end of the file (once per kernel: quadratic in a file of many)
+            limit = keywords[i + 1].start() if i + 1 < len(keywords) else None
+            if self.recover_kernel(self.source, start, m.end(), found, limit):
                 continue
             # braces split across ``#if`` branches (``if constexpr (...) {...} else {`` on
-            # each, one ``}`` after them): again as the preprocessor keeps one branch
+            # each, one ``}`` after them): again as the preprocessor keeps one branch, the
+            # first, or the one holding the kernel
             empty = [k.name for k in self.macros.values() if k.params is None and not k.body]
-            self.recover_kernel(repaired(self.source, start, empty), start, m.end(), found)
+            if first_branches is None:
+                first_branches = repaired(self.source, -1, empty)
+            kept = first_branches
+            if kept[start : m.end()] != m.group(0):
+                kept = repaired(self.source, start, empty)
+            self.recover_kernel(kept, start, m.end(), found, limit)
 
-    def recover_kernel(self, source: bytes, start: int, keyword_end: int, found: set[int]) -> bool:
+    def kernel_keywords(self) -> list[re.Match[bytes]]:
+        """The file's ``__global__`` keywords that may start a kernel: not in a macro's body
+        (``#define KERNEL __global__``: ``recover_macros``'), a comment or a string (``// the
+        wrapper of the __global__ call``)."""
+        out: list[re.Match[bytes]] = []
+        for m in re.finditer(rb"\b__global__\b", self.source):
+            line_start = self.source.rfind(b"\n", 0, m.start()) + 1
+            if self.source[line_start : m.start()].lstrip().startswith(b"#"):
+                continue
+            if not self.in_text(m.start(), m.end()):
+                out.append(m)
+        return out
+
+    def recover_kernel(
+        self, source: bytes, start: int, keyword_end: int, found: set[int], limit: int | None
+    ) -> bool:
         """Record the kernel whose ``__global__`` spans ``start:keyword_end``, parsed alone
-        in a copy of ``source`` where everything else is blanked; whether it was found."""
-        end = definition_end(source, keyword_end)
+        (its definition, ending before ``limit``) in a copy of ``source``; whether it was
+        found."""
+        end = definition_end(source, keyword_end, limit)
         if end is None:
             return False
         # keep a `template <...>` header before the kernel (and the attributes between them:
         # ``__launch_bounds__(256, 1) static``)
         tpl = _TEMPLATE_HEAD.search(source[max(0, start - 400) : start])
         region_start = max(0, start - 400) + tpl.start() if tpl else start
-        masked = bytearray(mask_outside(source, region_start, end))
+        masked = bytearray(source)
         # blank what stands between the parameter list and the body (attribute macros)
         brace = source.find(b"{", start, end)
         close = params_end(source, keyword_end, brace)
         if close is not None:
-            masked[close + 1 : brace] = re.sub(rb"[^\n]", b" ", masked[close + 1 : brace])
-        tree = parse(bytes(masked), language_for_path(self.path))
+            masked[close + 1 : brace] = blank(bytes(masked[close + 1 : brace]))
+        tree = parse_range(bytes(masked), region_start, end, language_for_path(self.path))
         recovered = False
         for node in captures("cuda-kernels", tree.root_node).get("function", []):
             if node.start_byte in found or not (region_start <= node.start_byte < end):

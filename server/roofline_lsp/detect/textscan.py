@@ -49,10 +49,11 @@ def kernel_ref(text: str) -> str:
     return m2.group(1) if m2 else ""
 
 
-def definition_end(source: bytes, pos: int) -> int | None:
+def definition_end(source: bytes, pos: int, limit: int | None = None) -> int | None:
     """From just after `__global__`, the end of the definition's `{...}` body, or None for a
-    declaration (`;` before `{`)."""
-    n = len(source)
+    declaration (`;` before `{`) or a body not closed before ``limit`` (braces a broken
+    parse or an ``#if`` left unbalanced)."""
+    n = len(source) if limit is None else min(limit, len(source))
     i = pos
     depth = 0
     while i < n:
@@ -181,7 +182,7 @@ def blank_else_branches(buf: bytearray, start: int, end: int) -> None:
         line = bytes(buf[j:line_end]).strip()
         if re.match(rb"#\s*(else|elif)", line):
             stop = min(end, _skip_to_endif(bytes(buf), line_end))
-            buf[j:stop] = re.sub(rb"[^\n]", b" ", bytes(buf[j:stop]))
+            buf[j:stop] = blank(bytes(buf[j:stop]))
             j = stop
             continue
         if re.match(rb"#\s*(if|ifdef|ifndef|endif)\b", line):
@@ -227,7 +228,7 @@ def repaired(source: bytes, keep: int, empty_macros: Iterable[str]) -> bytes:
                     branches.append((end, -1))
         pos = end + 1
     for a, b in blanks:
-        buf[a:b] = re.sub(rb"[^\n]", b" ", bytes(buf[a:b]))
+        buf[a:b] = blank(bytes(buf[a:b]))
     names = sorted(empty_macros)
     if names:
         used = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
@@ -257,7 +258,7 @@ def function_block(source: bytes, at: int) -> tuple[int, int, int] | None:
     literals and preprocessor lines left out; namespace, ``extern "C"`` and class bodies
     seen through): the start of its head (after the previous declaration), its body's
     opening brace and the end of its body; None when no function holds ``at``."""
-    code = re.sub(_NOT_CODE, lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), source)
+    code = re.sub(_NOT_CODE, lambda m: blank(m.group(0)), source)
     heads = [0]  # per depth: where the next declaration's head starts
     opened: list[tuple[int, int]] = []  # per open brace: (its head's start, its position)
     found: tuple[int, int] | None = None
@@ -290,12 +291,19 @@ def function_block(source: bytes, at: int) -> tuple[int, int, int] | None:
     return None
 
 
+# every byte a space but a newline's
+_BLANK = bytes(b if b == 0x0A else 0x20 for b in range(256))
+
+
+def blank(text: bytes) -> bytes:
+    """``text`` with every byte but its newlines a space (offsets and lines unchanged)."""
+    return text.translate(_BLANK)
+
+
 def mask_outside(source: bytes, start: int, end: int) -> bytes:
     """Blank everything outside [start, end) but keep newlines, so byte offsets and points
     of the kept region are unchanged."""
-    head = re.sub(rb"[^\n]", b" ", source[:start])
-    tail = re.sub(rb"[^\n]", b" ", source[end:])
-    return head + source[start:end] + tail
+    return blank(source[:start]) + source[start:end] + blank(source[end:])
 
 
 # the index built-ins of early HIP (``hip/hip_runtime.h`` defines them as the CUDA names)

@@ -13,7 +13,7 @@ import time
 from importlib import resources
 
 import tree_sitter_cuda
-from tree_sitter import Language, Node, Parser, Point, Query, QueryCursor, Tree
+from tree_sitter import Language, Node, Parser, Point, Query, QueryCursor, Range, Tree
 
 from roofline_lsp.model.kernel import CaptureMemo
 
@@ -56,6 +56,18 @@ def parse(source: bytes, language: Language | None = None, old_tree: Tree | None
     parser = new_parser(language)
     if old_tree is not None:
         return parser.parse(source, old_tree)
+    return parser.parse(source)
+
+
+def parse_range(source: bytes, start: int, end: int, language: Language | None = None) -> Tree:
+    """:func:`parse` of bytes ``start:end`` of ``source`` alone (the rest unread, so the cost
+    is the range's), its nodes at their offsets and points in ``source``."""
+    parser = new_parser(language)
+
+    def point(at: int) -> Point:
+        return Point(source.count(b"\n", 0, at), at - (source.rfind(b"\n", 0, at) + 1))
+
+    parser.included_ranges = [Range(point(start), point(end), start, end)]
     return parser.parse(source)
 
 
