@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from edits import SNIPPETS, edited
 
-from roofline_lsp.syntax.parsing import captures, parse, top_level_captures
+from roofline_lsp.syntax.parsing import captures, parse, parse_range, top_level_captures
 
 FIXTURES = sorted(
     p
@@ -59,3 +59,16 @@ def test_a_root_that_becomes_an_error_drops_the_memo():
     assert tree.root_node.type == "ERROR"
     caps, memo = top_level_captures(NAMES, tree.root_node, source, memo)
     assert spans(caps) == spans(captures(NAMES, tree.root_node))
+
+
+def test_a_range_parse_reads_only_its_range_at_the_file_offsets():
+    # the broken text around the range is not read: the kernel inside parses whole, at its
+    # own offsets and points in the file
+    src = b"int broken( {{ ;\n\n__global__ void k(float *a) { a[0] = 1.0f; }\nstruct S { int x\n"
+    start = src.index(b"__global__")
+    end = src.index(b"}\n", start) + 1
+    tree = parse_range(src, start, end)
+    (fn,) = captures("cuda-kernels", tree.root_node)["function"]
+    assert (fn.start_byte, fn.end_byte) == (start, end)
+    assert (fn.start_point.row, fn.start_point.column) == (2, 0)
+    assert not tree.root_node.has_error
