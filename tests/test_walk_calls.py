@@ -643,3 +643,21 @@ def test_an_offload_region_calls_the_function_its_template_is_given(gpu, tmp_pat
     )
     a = count(gpu, tmp_path, src, name="b.cpp")
     assert a.totals["fp32"] == pytest.approx(4096 * (2 * 100 + 1))
+
+
+def test_a_lambda_called_where_it_is_written_runs_its_body(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # `const float s = [&]() { ... }();` (an immediately invoked lambda): its load of x and
+    # its multiply are the thread's, 1 FP32 FLOP and 4 + 4 bytes with y's store (before:
+    # the lambda was not walked: no FLOP, no read of x)
+    a = count(
+        gpu,
+        tmp_path,
+        "__global__ void k(const float *x, float *y) {\n"
+        "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  const float s = [&]() { return x[i] * 2.0f; }();\n"
+        "  y[i] = s;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    assert a.counts.flops["fp32"] == pytest.approx(1.0)
+    assert {(x.buffer, x.kind) for x in a.counts.accesses} == {("x", "load"), ("y", "store")}

@@ -755,3 +755,41 @@ def test_inline_ptx_asm_counts_its_instructions_and_reads_its_operands(gpu, tmp_
     )
     assert a.counts.flops["fp32"] == pytest.approx(200.0)
     assert {x.buffer for x in a.counts.accesses} == {"x", "y"}
+
+
+def test_a_pack_expansion_over_an_integer_sequence_runs_once_per_element(  # type: ignore[no-untyped-def]
+    gpu, tmp_path: Path
+) -> None:
+    # `(x[i + I] + ...)` in a lambda taking `std::integer_sequence<int, I...>`, given
+    # `std::make_integer_sequence<int, 4>()`: four loads, x[i + 0] .. x[i + 3], and three
+    # adds between them (3 FP32 FLOP); `{y[j + I]...}` of the same pack: four loads of y
+    a = count(
+        gpu,
+        tmp_path,
+        "#include <utility>\n"
+        "__global__ void k(const float *x, const float *y, float *z) {\n"
+        "  const int t = blockIdx.x * blockDim.x + threadIdx.x, i = 4 * t;\n"
+        "  const float s = [&]<int... I>(std::integer_sequence<int, I...>) {\n"
+        "    return (x[i + I] + ...);\n"
+        "  }(std::make_integer_sequence<int, 4>());\n"
+        "  auto v = [&]<int... I>(std::integer_sequence<int, I...>) {\n"
+        "    return float4{y[i + I]...};\n"
+        "  }(std::make_integer_sequence<int, 4>());\n"
+        "  z[t] = s + v.x;\n"
+        "}\n",
+        **LAUNCH,
+    )
+    loads = {x.buffer: 0.0 for x in a.counts.accesses}
+    for x in a.counts.accesses:
+        if x.kind == "load":
+            loads[x.buffer] += x.weight
+    assert loads["x"] == pytest.approx(4.0) and loads["y"] == pytest.approx(4.0)
+    # the fold's 3 adds and `s + v.x`
+    assert a.counts.flops["fp32"] == pytest.approx(4.0)
+    # the elements are the pack's values: x[i] .. x[i + 3], one contiguous run per thread
+    assert sorted(x.offset[1] for x in a.counts.accesses if x.buffer == "x" and x.offset) == [
+        0.0,
+        1.0,
+        2.0,
+        3.0,
+    ]

@@ -46,7 +46,8 @@ from roofline_lsp.estimate.value_domain import (
     widest_type,
 )
 from roofline_lsp.estimate.walk_groups import GroupWalker
-from roofline_lsp.estimate.walk_state import Frame, InlineSummary, instantiate
+from roofline_lsp.estimate.walk_state import PACK, Frame, InlineSummary, instantiate
+from roofline_lsp.syntax.cexpr import evaluate
 from roofline_lsp.syntax.datatypes import (
     DOUBLE,
     FLOAT,
@@ -599,12 +600,34 @@ class CallWalker(GroupWalker):
             target[0], target[1], args, closure=closure, receiver=receiver, kind=kind
         )
 
+    def pack_lengths(self, params: list[tuple[str, str]], args: list[Node]) -> dict[str, Var]:
+        """The lengths of the parameter packs a call gives: ``std::integer_sequence<int,
+        I...>`` (or ``std::index_sequence<I...>``) given ``std::make_integer_sequence<int,
+        N>()`` (``std::make_index_sequence<N>{}``) holds N elements, as ``...I``."""
+        out: dict[str, Var] = {}
+        for (ptype, _name), arg in zip(params, args, strict=False):
+            pack = _SEQUENCE_PACK.search(ptype)
+            made = _MADE_SEQUENCE.search(text(arg)) if pack is not None else None
+            if pack is None or made is None:
+                continue
+            length = made.group(1).rsplit(",", 1)[-1].strip()
+            var = self.var(length)
+            n = evaluate(length, {}) if var is None else var.val
+            if n is None:
+                n = self.inputs.lookup_host(length)
+            if n is not None and n >= 0:
+                out[PACK + pack.group(1)] = fixed_constant(float(n))
+        return out
+
     def callable_object(self, fn: Node, short: str, node: Node) -> tuple[str, Node] | None:
         """What a call of something that is not a function runs: a lambda bound to a local
         (``auto f = [&](int j) {...}; f(i)``), or the ``operator()`` of a functor, named by
         its type (``Op()(x)`` with ``Op`` = ``Square``, ``op(x)`` with ``op`` a ``Square``)
         or, for a callable parameter of a template type the launch does not name, the only
-        ``operator()`` the file defines."""
+        ``operator()`` the file defines; a lambda called where it is written (``const float
+        s = [&]() { ... }();``)."""
+        if fn.type == LAMBDA:
+            return f"lambda (line {fn.start_point[0] + 1})", fn
         if fn.type == "identifier":
             passed = self.inputs.passed_lambdas.get(short)
             if passed is not None and self.var(short) is not None:
@@ -719,6 +742,7 @@ class CallWalker(GroupWalker):
         if not closure:
             constants.update(self.deduced_lengths(fnode, vals, constants))
         scope: dict[str, Var] = {n: fixed_constant(v) for n, v in constants.items()}
+        scope.update(self.pack_lengths(params, args))
         for i, (ptype, pname) in enumerate(params):
             if not pname:
                 continue
@@ -986,6 +1010,11 @@ def assigns_members(method: Node, structs: Mapping[str, Mapping[str, str]]) -> b
 
 
 LAMBDA = "lambda_expression"
+# a parameter of a pack's integer sequence type (``std::integer_sequence<int, I...>``,
+# ``std::index_sequence<I...>``): the pack's name ...
+_SEQUENCE_PACK = re.compile(r"(?:integer|index)_sequence\s*<[^<>]*?(\w+)\s*\.\.\.\s*>")
+# ... and the argument making one (``std::make_integer_sequence<int, N>()``): its arguments
+_MADE_SEQUENCE = re.compile(r"make_(?:integer|index)_sequence\s*<([^<>]*)>\s*[({]\s*[)}]")
 # what an assignment can store into (a macro expanding to one is an element too)
 _ELEMENTS = frozenset(
     {"subscript_expression", "field_expression", "pointer_expression", "call_expression"}

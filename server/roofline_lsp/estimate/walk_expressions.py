@@ -18,6 +18,7 @@ from roofline_lsp.estimate.value_domain import (
     NOTHING,
     Val,
     Var,
+    fixed_constant,
     float_slope,
     fold_binary,
     held_test,
@@ -28,7 +29,7 @@ from roofline_lsp.estimate.value_domain import (
     value_range,
 )
 from roofline_lsp.estimate.walk_references import ReferenceWalker
-from roofline_lsp.estimate.walk_state import UNFOLLOWED
+from roofline_lsp.estimate.walk_state import PACK, UNFOLLOWED
 from roofline_lsp.syntax.datatypes import (
     BOOL,
     COMPLEX,
@@ -106,6 +107,12 @@ def _string_value(node: Node) -> str:
         for part in lit.named_children:
             out.append(text(part) if part.type == "string_content" else "\n")
     return "".join(out)
+
+
+# the most elements a pack expansion is walked for (an integer sequence's length)
+MAX_PACK = 256
+# a fold expression's punctuation, not its operator
+_FOLD_PUNCT = frozenset({"(", ")", "..."})
 
 
 class ExpressionWalker(ReferenceWalker):
@@ -269,6 +276,8 @@ class ExpressionWalker(ReferenceWalker):
             return Val(self.type_of(text(node.child_by_field_name("type"))))
         if t == "gnu_asm_expression":
             return self.inline_asm(node)
+        if t in ("fold_expression", "parameter_pack_expansion"):
+            return self.pack_expansion(node)
         if t == "condition_clause":
             vn = node.child_by_field_name("value")
             return self.expr(vn) if vn is not None else Val(BOOL)
@@ -276,6 +285,55 @@ class ExpressionWalker(ReferenceWalker):
         for c in node.named_children:
             last = self.expr(c)
         return last
+
+    def pack_expansion(self, node: Node) -> Val:
+        """A pack expansion, ``{x[i + I]...}`` or a fold ``(x[i + I] + ...)``: its pattern
+        once per element of a pack of known size (a ``std::integer_sequence<int, I...>``
+        parameter given ``std::make_integer_sequence<int, 4>()``: ``inline``), the pack's
+        name 0, 1, ... in turn, and a fold's operator between the elements (and its
+        initial value). A pack of no known size: its pattern once."""
+        parts = [c for c in node.named_children if c.type != "comment"]
+        sized = [
+            (c, nm, size)
+            for c in parts
+            for nm in identifiers(c)
+            if (size := self.var(PACK + nm)) is not None and size.val is not None
+        ]
+        if not sized:
+            last = Val(UNKNOWN)
+            for c in parts:
+                last = self.expr(c)
+            return last
+        pattern, pack, size = sized[0]
+        n = int(min(size.val or 0, MAX_PACK))
+        values: list[Val] = []
+        outer = self.cursor.pack_element
+        for k in range(n):
+            self.cursor.scopes.append({pack: fixed_constant(float(k))})
+            self.cursor.pack_element = f"{outer}#{pack}={k}"
+            try:
+                values.append(self.expr(pattern))
+            finally:
+                self.cursor.scopes.pop()
+                self.cursor.pack_element = outer
+        for c in parts:
+            if c is not pattern:  # a fold's initial value
+                values.append(self.expr(c))
+        deps = NOTHING
+        for v in values:
+            deps = deps | v.deps
+        ty = values[0].type if values else UNKNOWN
+        op = next(
+            (c.type for c in node.children if not c.is_named and c.type not in _FOLD_PUNCT), ""
+        )
+        joins = max(len(values) - 1, 0) if node.type == "fold_expression" else 0
+        if joins and op not in ("&&", "||", ","):
+            w = self.hoisted_weight(deps)
+            if ty.is_float and op in ("+", "-", "*", "/"):
+                self.add_flop(ty, float(joins), w)
+            else:
+                self.add_int(costs.INT_OP * joins, w)
+        return Val(BOOL if op in ("&&", "||") else ty, deps)
 
     def inline_asm(self, node: Node) -> Val:
         """An inline PTX ``asm`` statement: the FLOPs and integer instructions of the

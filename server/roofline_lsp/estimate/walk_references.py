@@ -410,7 +410,9 @@ class ReferenceWalker(BranchWalker):
             if any(d not in self.dimensions.unrolled_dims for d in deps):
                 self.tally.local_dynamic.add(buffer)
             buffer, space = "local:" + buffer, "localmem"
-        ck = (buffer, key, kind)
+        # (an element of a pack expansion is an access of its own: ``x[i + I]`` at I=0, 1...)
+        ident = key + self.cursor.pack_element
+        ck = (buffer, ident, kind)
         seen = self.cursor.seen[-1]
         # loop-invariant loads are hoisted, except from shared memory (written by other
         # threads between iterations)
@@ -427,7 +429,7 @@ class ReferenceWalker(BranchWalker):
         distinct = self.reach(deps) if distinct is None else distinct
         if interval is not None and distinct is not None:
             distinct = min(distinct, max(interval[1] - interval[0] + 1, 1.0))
-        akey = (buffer, kind, key, self.cursor.line)
+        akey = (buffer, kind, ident, self.cursor.line)
         rec = self.tally.accesses.get(akey)
         if rec is None:
             self.tally.accesses[akey] = AccessRecord(

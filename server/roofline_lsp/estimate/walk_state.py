@@ -57,6 +57,9 @@ AccessKey = tuple[str, str, str, int]  # buffer, kind, index text, line
 # built by a constructor): always with DATA, and not assumed to repeat across accesses
 UNFOLLOWED = "?unfollowed"
 
+# the scope name holding a template parameter pack's length (``...I`` for ``int... I``)
+PACK = "..."
+
 
 @dataclass
 class AccessRecord:
@@ -237,6 +240,9 @@ class Cursor:
     pinned_lane: bool = False
     # assignments per variable name: a pure value computed before one is computed again
     versions: dict[str, int] = field(default_factory=dict)
+    # the element of a pack expansion being walked (``I=2``): its accesses are apart from
+    # the other elements' (``x[i + I]``)
+    pack_element: str = ""
 
     @property
     def guessing(self) -> bool:
