@@ -1,5 +1,5 @@
 ; Translation-unit definitions used to evaluate expressions and follow headers.
-(preproc_include path: (string_literal) @include.path) @include
+(preproc_include path: [(string_literal) (system_lib_string)] @include.path) @include
 (preproc_def name: (identifier) @define.name value: (preproc_arg)? @define.value) @define
 (preproc_function_def
   name: (identifier) @macro.name

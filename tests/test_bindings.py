@@ -2787,3 +2787,41 @@ def test_what_was_set_at_run_time_survives_the_scan_kept_between_launches(
     path.write_text(src)
     det = detect(path.read_bytes(), str(path))
     assert [host_context(k, det).set_at_run_time("n") for k in det.kernels] == [("n",), ("n",)]
+
+
+def test_a_launch_through_a_header_s_launching_function_is_sized_at_the_call(
+    tmp_path: Path,
+) -> None:
+    """``linear_kernel(scale<float>, 0, nullptr, n, x, y, 2.0f)`` with the header's
+    ``kernel<<<n_blocks_linear(n), 128, shmem, stream>>>(n, args...)``: the launch is
+    written in the call's arguments, so main's n = 2^24 gives (2^24 + 127) / 128 = 131,072
+    blocks of 128 threads, and the kernel's n is 2^24."""
+    (tmp_path / "launch.h").write_text(
+        "constexpr unsigned int N_THREADS_LINEAR = 128;\n"
+        "template <typename T> constexpr unsigned int n_blocks_linear(T n) {\n"
+        "  return (unsigned int)((n + N_THREADS_LINEAR - 1) / N_THREADS_LINEAR);\n"
+        "}\n"
+        "template <typename K, typename T, typename... Types>\n"
+        "void linear_kernel(K kernel, unsigned int shmem, cudaStream_t stream, T n,\n"
+        "                   Types... args) {\n"
+        "  kernel<<<n_blocks_linear(n), N_THREADS_LINEAR, shmem, stream>>>(n, args...);\n"
+        "}\n"
+    )
+    path = tmp_path / "a.cu"
+    path.write_text(
+        '#include "launch.h"\n'
+        "template <typename T>\n"
+        "__global__ void scale(const unsigned int n, const T *x, T *y, float a) {\n"
+        "  const unsigned int i = threadIdx.x + blockIdx.x * blockDim.x;\n"
+        "  if (i < n) y[i] = a * x[i];\n"
+        "}\n"
+        "int main() {\n"
+        "  const unsigned int n = 1 << 24;\n"
+        "  float *x, *y;\n"
+        "  linear_kernel(scale<float>, 0, nullptr, n, x, y, 2.0f);\n"
+        "}\n"
+    )
+    det = detect(path.read_bytes(), str(path))
+    ctx = host_context(det.kernels[0], det)
+    assert (ctx.block, ctx.grid) == ((128, 1, 1), (131072, 1, 1))
+    assert ctx.get("n") == 1 << 24

@@ -526,3 +526,63 @@ def test_an_offload_loop_written_as_a_loop_macro_spans_its_block(
     )
     (k,) = detected(tmp_path, src, "f.cpp").kernels
     assert (k.line, k.end_line) == (4, 8)
+
+
+LAUNCHING_HEADER = """#pragma once
+constexpr unsigned int N_THREADS_LINEAR = 128;
+template <typename T> constexpr unsigned int n_blocks_linear(T n) {
+    return (unsigned int)((n + N_THREADS_LINEAR - 1) / N_THREADS_LINEAR);
+}
+template <typename K, typename T, typename... Types>
+void linear_kernel(K kernel, unsigned int shmem, cudaStream_t stream, T n, Types... args) {
+    kernel<<<n_blocks_linear(n), N_THREADS_LINEAR, shmem, stream>>>(n, args...);
+}
+struct launch_params { dim3 grid; dim3 block; };
+template <typename K, typename... Args>
+void launch(K kernel, const launch_params &p, Args &&...args) {
+    kernel<<<p.grid, p.block, 0, 0>>>(std::forward<Args>(args)...);
+}
+"""
+
+LAUNCHING_CALLER = """#include <proj/launch.h>
+#include <cuda.h>
+template <typename T>
+__global__ void scale(const unsigned int n, const T *x, T *y, float a) {
+    const unsigned int i = threadIdx.x + blockIdx.x * blockDim.x;
+    if (i < n) y[i] = a * x[i];
+}
+__global__ void copy(const float *x, float *y, int n) {
+    const int i = threadIdx.x + blockIdx.x * blockDim.x;
+    if (i < n) y[i] = x[i];
+}
+void run(const float *x, float *y, unsigned int n, launch_params p) {
+    linear_kernel(scale<float>, 0, nullptr, n * 2, x, y, 2.0f);
+    launch(copy, p, x, y, (int)n);
+}
+"""
+
+
+def test_a_kernel_launched_through_a_header_s_launching_function(tmp_path):
+    # `linear_kernel(k, shmem, stream, n, args...)` (tiny-cuda-nn) and `launch(k, params,
+    # args...)` (ggml's style) defined in a header of the project's include folder, included
+    # as `<proj/launch.h>`: each call launches its kernel there, the function's launch written
+    # in the call's arguments (before: no launch found, the header not even read)
+    (tmp_path / "include" / "proj").mkdir(parents=True)
+    (tmp_path / "include" / "proj" / "launch.h").write_text(LAUNCHING_HEADER)
+    (tmp_path / "src").mkdir()
+    path = tmp_path / "src" / "run.cu"
+    path.write_text(LAUNCHING_CALLER)
+    det = detect(path.read_bytes(), str(path))
+    sites = {s.kernel: s for s in det.launches}
+    assert set(sites) == {"scale", "copy"}
+    scale, copy = sites["scale"], sites["copy"]
+    assert (scale.line, scale.grid, scale.block) == (
+        13,
+        "n_blocks_linear((n * 2))",
+        "N_THREADS_LINEAR",
+    )
+    assert scale.args == ("(n * 2)", "x", "y", "2.0f") and scale.shmem == "0"
+    assert (copy.grid, copy.block, copy.args) == ("p.grid", "p.block", ("x", "y", "(int)n"))
+    assert "linear_kernel" in det.functions  # the header was read
+    # `<cuda.h>` names no project header: the compiler's, not searched for
+    assert not any(f.file.endswith("cuda.h") for f in det.functions.values())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from tree_sitter import Node, Tree
@@ -315,13 +315,20 @@ class Detector:
         )
 
     def included(self, path_node: Node | None) -> Detection | None:
-        """The detection of a file ``#include "..."`` names (None past the depth limit)."""
-        if path_node is None or path_node.type != "string_literal":
+        """The detection of a file ``#include "..."`` names, or ``#include <...>`` when the
+        project's header folder holds it (``<tiny-cuda-nn/common.h>`` in ``include/``: no
+        system folder is searched); None past the depth limit."""
+        if path_node is None or path_node.type not in ("string_literal", "system_lib_string"):
             return None
         if self.depth >= MAX_INCLUDE_DEPTH or not self.path:
             return None
-        rel = text(path_node).strip('"')
-        for target in include_candidates(rel, self.path):
+        rel = text(path_node).strip('"<>')
+        candidates = include_candidates(rel, self.path)
+        if path_node.type == "system_lib_string":
+            if "/" not in rel:
+                return None  # ``<cuda.h>``, ``<vector>``: the compiler's, or the system's
+            next(candidates, None)  # not beside the including file: on the include path
+        for target in candidates:
             found = self.include(target, self.depth + 1)
             if found is not None:
                 return found
@@ -823,9 +830,15 @@ class Detector:
             name = kernel_ref(args[0])
             parts = [args[1], args[2], *(args[4:6])]
             rest = list(argument_array(call, args[3])) if len(args) > 3 else []
+        self.record_launch(name, form, parts, rest, at or call)
+
+    def record_launch(
+        self, name: str, form: str, parts: list[str], rest: list[str], site_node: Node
+    ) -> None:
+        """Record a launch of kernel ``name`` at ``site_node``: its configuration's texts
+        (grid, block, shared memory, stream) and its arguments'."""
         if not name or len(parts) < 2:
             return
-        site_node = at or call
         env = self.environment(site_node)
         shmem = parts[2] if len(parts) > 2 else None
         fns = text_functions(self.functions, self.macros)
@@ -860,6 +873,40 @@ class Detector:
         self.launches.append(site)
         # through a function pointer: a launch of each kernel it is set to
         self.launches += [replace(site, kernel=k) for k in self.pointed_kernels(site_node, name)]
+
+    def helper_launches(self, root: Node) -> None:
+        """Launches through a launching function an included header defines (``template
+        <typename K, typename... A> void launch(K kernel, dim3 grid, A... args) {
+        kernel<<<grid, 256>>>(args...); }``: ggml's ``ggml_cuda_kernel_launch``,
+        tiny-cuda-nn's ``linear_kernel``): each call here passing a kernel launches it at the
+        call, with the function's launch configuration and arguments written in the call's
+        arguments."""
+        helpers = {
+            name: h
+            for name, f in self.functions.items()
+            if f.file != self.path and (h := launching_helper(f.node)) is not None
+        }
+        if not helpers:
+            return
+        pattern = re.compile(
+            rb"\b(" + b"|".join(re.escape(n.encode()) for n in helpers) + rb")\s*[(<]"
+        )
+        for hit in pattern.finditer(self.source):
+            node = root.descendant_for_byte_range(hit.start(1), hit.end(1))
+            call = node.parent if node is not None else None
+            if call is not None and call.type == "template_function":
+                call = call.parent
+            if call is None or call.type != "call_expression":
+                continue
+            helper = helpers[hit.group(1).decode()]
+            args = call_arguments(call)
+            if helper.kernel_at >= len(args):
+                continue
+            name = kernel_ref(args[helper.kernel_at])
+            if not name or name in self.functions:
+                continue  # (a function pointer the helper is given, not a kernel)
+            parts, rest = helper.written_in(args)
+            self.record_launch(name, "chevron", parts, rest, call)
 
     def macro_launches(self, root: Node) -> None:
         """Launches written in a function-like macro's body (``#define bench(k, g) ...
@@ -1051,6 +1098,82 @@ def _branch_declarators(cond: Node) -> list[Node]:
             elif c.type in _BRANCHES:
                 stack.append(c)
     return out
+
+
+@dataclass(frozen=True)
+class LaunchingHelper:
+    """A function launching the kernel one of its parameters names
+    (``kernel<<<grid, block>>>(args...)``): its parameters, which of them is the kernel,
+    which is a pack of the kernel's arguments, and the launch's texts."""
+
+    params: tuple[str, ...]
+    kernel_at: int
+    pack_at: int | None
+    config: tuple[str, ...]  # grid, block, shared memory, stream
+    args: tuple[str, ...]
+
+    def written_in(self, call_args: list[str]) -> tuple[list[str], list[str]]:
+        """The launch's configuration and arguments in terms of a call's arguments."""
+        given = {
+            p: a if _PLAIN.fullmatch(a.strip()) else f"({a})"
+            for i, (p, a) in enumerate(zip(self.params, call_args, strict=False))
+            if p and i != self.pack_at
+        }
+
+        def written(t: str) -> str:
+            return _WORD.sub(lambda m: given.get(m.group(0), m.group(0)), t) if given else t
+
+        rest: list[str] = []
+        for a in self.args:
+            expanded = _EXPANSION.fullmatch(a.strip())
+            pack = self.params[self.pack_at] if self.pack_at is not None else None
+            if expanded is not None and pack in (expanded.group(1), expanded.group(2)):
+                rest += call_args[self.pack_at or 0 :]
+            else:
+                rest.append(written(a))
+        return [written(c) for c in self.config], rest
+
+
+# an argument written in place of a parameter without parentheses: a name, a member, a number
+_PLAIN = re.compile(r"[A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)*|[0-9][\w.]*")
+_WORD = re.compile(r"(?<![\w.>])[A-Za-z_]\w*")
+# a pack of arguments passed on: ``args...``, ``std::forward<Args>(args)...``
+_EXPANSION = re.compile(r"(?:std::forward\s*<[^<>]*>\s*\(\s*(\w+)\s*\)|(\w+))\s*\.\.\.")
+
+
+def launching_helper(fn: Node) -> LaunchingHelper | None:
+    """The launch a function makes of the kernel one of its parameters names, if it does
+    (the first such launch)."""
+    fdecl = function_declarator(fn)
+    body = fn.child_by_field_name("body")
+    plist = fdecl.child_by_field_name("parameters") if fdecl is not None else None
+    if plist is None or body is None or b"<<<" not in (body.text or b""):
+        return None
+    params: list[str] = []
+    pack_at: int | None = None
+    for p in plist.named_children:
+        if p.type == "variadic_parameter_declaration":
+            pack_at = len(params)
+        elif p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            continue
+        decl = p.child_by_field_name("declarator")
+        # (``Args &&...args``: the name under the reference and the pack's ``...``)
+        name = qualified_declarator_name(decl) or "" if decl is not None else ""
+        names = re.findall(r"[A-Za-z_]\w*", text(decl)) if decl is not None and not name else []
+        params.append(name or (names[-1] if names else ""))
+    for call in descendants_of_type(body, "call_expression", body.end_byte):
+        cfg = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
+        fn_node = call.child_by_field_name("function")
+        named = kernel_ref(text(fn_node)) if cfg is not None and fn_node is not None else ""
+        if named and named in params:
+            return LaunchingHelper(
+                tuple(params),
+                params.index(named),
+                pack_at,
+                tuple(text(c) for c in cfg.named_children) if cfg is not None else (),
+                tuple(call_arguments(call)),
+            )
+    return None
 
 
 def _parameters(fdecl: Node) -> list[tuple[str, str]]:

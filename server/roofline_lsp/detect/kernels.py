@@ -190,6 +190,7 @@ def _detect(
     for call in caps.get("launch", []):
         d.launch(call, "chevron")
     d.macro_launches(root)
+    d.helper_launches(root)
     for call in _api_calls(source, root):
         form = api_launch_form(text(call.child_by_field_name("function")))
         if form is not None:
