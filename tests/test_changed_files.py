@@ -49,6 +49,20 @@ def test_a_changed_header_brings_its_includers(repo: Path) -> None:
     assert got == [str(repo / p) for p in ("a/main.cu", "a/util.cuh", "b/other.cu")]
 
 
+def test_a_changed_header_of_the_include_folder_brings_its_includers(tmp_path: Path) -> None:
+    # src/k.cu includes <proj/defs.h> from include/ (a build's -I../include)
+    (tmp_path / "include" / "proj").mkdir(parents=True)
+    (tmp_path / "include" / "proj" / "defs.h").write_text("#define K 2\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "k.cu").write_text("#include <proj/defs.h>\n__global__ void f() {}\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "one")
+    (tmp_path / "include" / "proj" / "defs.h").write_text("#define K 3\n")
+    files = [str(tmp_path / "src" / "k.cu")]
+    assert changed_files(files, changed_paths("HEAD", str(tmp_path))) == files
+
+
 def test_committed_and_untracked_changes_count(repo: Path) -> None:
     (repo / "a" / "lone.cu").write_text("__global__ void g2() {}\n")
     git(repo, "commit", "-qam", "two")

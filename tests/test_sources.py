@@ -136,6 +136,18 @@ def test_a_header_folder_is_used_from_its_project_folders(tmp_path: Path) -> Non
     assert str(tmp_path / "apps") in user_folders(inc)
 
 
+def test_a_folder_in_a_header_folder_is_used_from_its_project_folders(tmp_path: Path) -> None:
+    # include/lib/ (included as <lib/defs.h> through a build's -I../include) is used from the
+    # project's folders as include/ is; a folder further down than three levels is not
+    for name in ("include/lib/sub", "src"):
+        (tmp_path / name).mkdir(parents=True)
+    lib = str(tmp_path / "include" / "lib")
+    assert user_folders(lib) == (lib, str(tmp_path), str(tmp_path / "src"))
+    deep = tmp_path / "include" / "a" / "b" / "c" / "d"
+    deep.mkdir(parents=True)
+    assert user_folders(str(deep)) == (str(deep),)
+
+
 def test_fallback_folders_add_the_header_folder_a_build_names(tmp_path: Path) -> None:
     # proj/src/k.cu with proj/include/ (a build's -I../include) and proj/src/inc/: both are
     # searched, the nearest first; proj/lib/ is not a header folder

@@ -12,7 +12,12 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from roofline_lsp.syntax.sources import LOCAL_INCLUDE, read_from_disk, user_folders
+from roofline_lsp.syntax.sources import (
+    LOCAL_INCLUDE,
+    fallback_folders,
+    read_from_disk,
+    user_folders,
+)
 
 __all__ = [
     "includers_of",
@@ -164,7 +169,9 @@ def includers_of(path: str, max_files: int = 200) -> list[str]:
         data = read_from_disk(cand)  # a regular file only: never a FIFO
         if data is None or b"include" not in data:
             continue
-        incs = {p for p, _ in local_includes(cand, data, (here,))}
+        # (``<proj/defs.h>`` on a build's ``-I../include``: the header folders it would name)
+        dirs = (here, *fallback_folders(os.path.dirname(cand)))
+        incs = {p for p, _ in local_includes(cand, data, dirs)}
         if target in incs:
             reach[cand] = incs
     top = [c for c in reach if not any(c in other for o, other in reach.items() if o != c)]

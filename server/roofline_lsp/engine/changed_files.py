@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from roofline_lsp.compiler.compile_units import local_includes
 from roofline_lsp.engine.files import InputError
-from roofline_lsp.syntax.sources import read_from_disk
+from roofline_lsp.syntax.sources import fallback_folders, read_from_disk
 
 
 def _git(cwd: str, *args: str) -> str:
@@ -44,7 +44,8 @@ def changed_paths(ref: str, where: str) -> set[str]:
 
 def changed_files(files: Sequence[str], changed: set[str]) -> list[str]:
     """The files of ``files`` that changed or whose local includes (transitively, resolved
-    from the including file's folder) reach a changed file; in the order of ``files``."""
+    from the including file's folder, then the project's header folders a build's
+    ``-I../include`` would name) reach a changed file; in the order of ``files``."""
     out: list[str] = []
     for f in files:
         real = os.path.realpath(f)
@@ -55,7 +56,10 @@ def changed_files(files: Sequence[str], changed: set[str]) -> list[str]:
         if (
             data is not None
             and b"include" in data
-            and any(os.path.realpath(p) in changed for p, _ in local_includes(real, data))
+            and any(
+                os.path.realpath(p) in changed
+                for p, _ in local_includes(real, data, fallback_folders(os.path.dirname(real)))
+            )
         ):
             out.append(f)
     return out

@@ -78,11 +78,12 @@ MAX_USER_FOLDERS = 8
 def user_folders(folder: str) -> tuple[str, ...]:
     """The folders whose files may include the files of ``folder`` (and launch what they
     define): ``folder`` itself; for a shared header folder (``inc/``, ``include/``,
-    ``common/``: :data:`HEADER_FOLDERS`), also the project folder above it and that folder's
-    other subfolders (``src/``), whose files include it through a build's ``-I../inc``. At
-    most :data:`MAX_USER_FOLDERS`."""
-    own = os.path.abspath(folder)
-    if os.path.basename(own) not in HEADER_FOLDERS:
+    ``common/``: :data:`HEADER_FOLDERS`) or a folder in one (``include/tiny-cuda-nn/``,
+    included as ``<tiny-cuda-nn/common.h>``), also the project folder above it and that
+    folder's other subfolders (``src/``), whose files include it through a build's
+    ``-I../inc``. At most :data:`MAX_USER_FOLDERS`."""
+    own = _header_folder(os.path.abspath(folder))
+    if own is None:
         return (folder,)
     parent = os.path.dirname(own)
     try:
@@ -90,6 +91,21 @@ def user_folders(folder: str) -> tuple[str, ...]:
     except OSError:
         stamp = 0
     return (folder, *_project_folders(own, stamp))[:MAX_USER_FOLDERS]
+
+
+def _header_folder(folder: str) -> str | None:
+    """``folder``, or its nearest ancestor up to :data:`_HEADER_LEVELS` above it, named as a
+    shared header folder (:data:`HEADER_FOLDERS`), not past a repository root; None when
+    there is none."""
+    base = folder
+    for _ in range(_HEADER_LEVELS + 1):
+        if os.path.basename(base) in HEADER_FOLDERS:
+            return base
+        parent = os.path.dirname(base)
+        if parent == base or os.path.exists(os.path.join(base, ".git")):
+            return None
+        base = parent
+    return None
 
 
 @functools.lru_cache(maxsize=64)
