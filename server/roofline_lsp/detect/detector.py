@@ -884,7 +884,7 @@ class Detector:
         helpers = {
             name: h
             for name, f in self.functions.items()
-            if f.file != self.path and (h := launching_helper(f.node)) is not None
+            if f.file != self.path and (h := _launching_helper_of(f)) is not None
         }
         if not helpers:
             return
@@ -1132,6 +1132,20 @@ class LaunchingHelper:
             else:
                 rest.append(written(a))
         return [written(c) for c in self.config], rest
+
+
+# a header function's launch of a parameter, by the function (its file, span and node: a
+# header parsed again is a new node), looked into once for all the files including it
+_HELPERS: dict[tuple[str, int, int, int], LaunchingHelper | None] = {}
+
+
+def _launching_helper_of(f: Function) -> LaunchingHelper | None:
+    key = (f.file, f.span.start_byte, f.span.end_byte, f.node.id)
+    if key not in _HELPERS:
+        if len(_HELPERS) > 16384:
+            _HELPERS.clear()
+        _HELPERS[key] = launching_helper(f.node)
+    return _HELPERS[key]
 
 
 # an argument written in place of a parameter without parentheses: a name, a member, a number
