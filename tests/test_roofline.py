@@ -87,6 +87,31 @@ def test_saxpy_without_arguments_uses_defaults(gpu) -> None:  # type: ignore[no-
     assert v.counts is not None and v.counts.threads == 4096 * 256
 
 
+def test_a_2d_kernel_without_a_launch_is_assumed_a_square(gpu, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a matrix product indexed by row (y) and column (x), in a file with no host code: the
+    # launch assumed is 16 x 16 blocks covering a 1024 x 1024 square (64 x 64 blocks, the
+    # same 1 M threads as a 1-D kernel's assumed launch), so the bounds check gives
+    # width = 1024 and each thread runs 1024 trips of 2 FLOP: 2048 FP32 FLOP, compute-bound
+    # (before: 256 x 4096 threads in one row, width = 1 M, 2 M FLOP per thread and
+    # bandwidth-bound)
+    src = (
+        "__global__ void mm(const float *A, const float *B, float *C, int width) {\n"
+        "  int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "  if (col < width && row < width) {\n"
+        "    float v = 0;\n"
+        "    for (int k = 0; k < width; ++k) v += A[row * width + k] * B[k * width + col];\n"
+        "    C[row * width + col] = v;\n"
+        "  }\n"
+        "}\n"
+    )
+    a = count(gpu, tmp_path, src)
+    assert a.threads == 1024 * 1024
+    assert a.counts.flops["fp32"] == pytest.approx(2048.0)
+    det = detected(tmp_path, src)
+    assert estimate(det.kernels[0], det, gpu).bound == "compute"
+
+
 def test_stencil_2d_reuse(gpu) -> None:  # type: ignore[no-untyped-def]
     # grid (4096/32, 4096/8) x block (32, 8) -> 4096 x 4096 threads.
     # interior fraction p = (4094/4096)^2: 4 loads summed (3 FADD) and scaled (1 FMUL).

@@ -246,8 +246,8 @@ def analyze(
         if target in structs or (target in aliases and target != name):
             aliases.setdefault(name, target)
     offload = kernel.is_offload
-    block = ctx.block or cal.default_block
-    grid = ctx.grid or cal.default_grid
+    block = ctx.block or _assumed_block(kernel, detection, cal)
+    grid = ctx.grid or _assumed_grid(kernel, detection, cal, block)
     launch_from = _launch_from(kernel, ctx, inputs, block)
     if launch_from == "guard":
         grid = _covering_grid(guard_bounds(kernel, ctx), block)
@@ -696,6 +696,53 @@ def _includers(path: str, read: SourceReader | None) -> list[Detection]:
     """Detections of the sibling files that ``#include`` the file at ``path`` (a kernel
     file compiled as part of another translation unit, ``#include "kernels.cu"``)."""
     return [u.detection for u, _starts in units_including(path, read)]
+
+
+# the threads of each side of the square (cube) a kernel indexing two (three) dimensions is
+# assumed to cover when nothing gives its launch: as many threads as a 1-D kernel's
+# assumed 256 x 4096, 1 M (1024 x 1024; 128 x 128 x 64)
+_ASSUMED_SIDES = {2: (1024, 1024, 1), 3: (128, 128, 64)}
+_ASSUMED_BLOCKS = {2: (16, 16, 1), 3: (8, 8, 4)}
+
+
+def _index_dims(kernel: Kernel, detection: Detection) -> int:
+    """How many dimensions of the launch a CUDA kernel (or a function it calls) indexes by:
+    3 when it reads ``threadIdx.z`` or ``blockIdx.z``, 2 for ``.y``, else 1."""
+    texts = [kernel.body.text or b""] if kernel.body is not None else []
+    for name in kernel.callees:
+        f = detection.functions.get(name)
+        if f is not None and f.node is not None:
+            texts.append(f.node.text or b"")
+    code = b"\n".join(texts)
+    if _INDEX_Z.search(code):
+        return 3
+    return 2 if _INDEX_Y.search(code) else 1
+
+
+_INDEX_Y = re.compile(rb"\b(?:threadIdx|blockIdx)\s*\.\s*y\b")
+_INDEX_Z = re.compile(rb"\b(?:threadIdx|blockIdx)\s*\.\s*z\b")
+
+
+def _assumed_block(kernel: Kernel, detection: Detection, cal: Calibration) -> tuple[int, int, int]:
+    """The block assumed when nothing gives it: ``default_block``, or a 16 x 16 (8 x 8 x 4)
+    block for a kernel indexing two (three) dimensions."""
+    if kernel.is_offload:
+        return cal.default_block
+    return _ASSUMED_BLOCKS.get(_index_dims(kernel, detection), cal.default_block)
+
+
+def _assumed_grid(
+    kernel: Kernel, detection: Detection, cal: Calibration, block: tuple[int, int, int]
+) -> tuple[int, int, int]:
+    """The grid assumed when nothing gives it: ``default_grid``, or for a kernel indexing two
+    (three) dimensions the blocks covering a 1024 x 1024 square (128 x 128 x 64 cube) of
+    threads, as many as a 1-D kernel is assumed to run (a tiled matrix product's rows and
+    columns: not 1 M columns of a single row)."""
+    sides = None if kernel.is_offload else _ASSUMED_SIDES.get(_index_dims(kernel, detection))
+    if sides is None:
+        return cal.default_grid
+    x, y, z = (max(1, -(-side // max(b, 1))) for side, b in zip(sides, block, strict=True))
+    return (x, y, z)
 
 
 def _launch_from(
