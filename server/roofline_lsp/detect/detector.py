@@ -886,27 +886,16 @@ class Detector:
             for name, f in self.functions.items()
             if f.file != self.path and (h := _launching_helper_of(f)) is not None
         }
-        if not helpers:
-            return
-        pattern = re.compile(
-            rb"\b(" + b"|".join(re.escape(n.encode()) for n in helpers) + rb")\s*[(<]"
-        )
-        for hit in pattern.finditer(self.source):
-            node = root.descendant_for_byte_range(hit.start(1), hit.end(1))
-            call = node.parent if node is not None else None
-            if call is not None and call.type == "template_function":
-                call = call.parent
-            if call is None or call.type != "call_expression":
-                continue
-            helper = helpers[hit.group(1).decode()]
-            args = call_arguments(call)
-            if helper.kernel_at >= len(args):
-                continue
-            name = kernel_ref(args[helper.kernel_at])
-            if not name or name in self.functions:
-                continue  # (a function pointer the helper is given, not a kernel)
-            parts, rest = helper.written_in(args)
-            self.record_launch(name, "chevron", parts, rest, call)
+        for fname, helper in helpers.items():
+            for call in call_sites(self.source, root, fname, limit=1 << 30):
+                args = call_arguments(call)
+                if helper.kernel_at >= len(args):
+                    continue
+                name = kernel_ref(args[helper.kernel_at])
+                if not name or name in self.functions:
+                    continue  # (a function pointer the helper is given, not a kernel)
+                parts, rest = helper.written_in(args)
+                self.record_launch(name, "chevron", parts, rest, call)
 
     def macro_launches(self, root: Node) -> None:
         """Launches written in a function-like macro's body (``#define bench(k, g) ...

@@ -246,8 +246,10 @@ def analyze(
         if target in structs or (target in aliases and target != name):
             aliases.setdefault(name, target)
     offload = kernel.is_offload
-    block = ctx.block or _assumed_block(kernel, detection, cal)
-    grid = ctx.grid or _assumed_grid(kernel, detection, cal, block)
+    # (what the kernel indexes by matters only to a launch nothing gives)
+    indexed = 1 if offload or (ctx.block and ctx.grid) else _index_dims(kernel, detection)
+    block = ctx.block or _ASSUMED_BLOCKS.get(indexed, cal.default_block)
+    grid = ctx.grid or _assumed_grid(indexed, block, cal)
     launch_from = _launch_from(kernel, ctx, inputs, block)
     if launch_from == "guard":
         grid = _covering_grid(guard_bounds(kernel, ctx), block)
@@ -723,22 +725,13 @@ _INDEX_Y = re.compile(rb"\b(?:threadIdx|blockIdx)\s*\.\s*y\b")
 _INDEX_Z = re.compile(rb"\b(?:threadIdx|blockIdx)\s*\.\s*z\b")
 
 
-def _assumed_block(kernel: Kernel, detection: Detection, cal: Calibration) -> tuple[int, int, int]:
-    """The block assumed when nothing gives it: ``default_block``, or a 16 x 16 (8 x 8 x 4)
-    block for a kernel indexing two (three) dimensions."""
-    if kernel.is_offload:
-        return cal.default_block
-    return _ASSUMED_BLOCKS.get(_index_dims(kernel, detection), cal.default_block)
-
-
-def _assumed_grid(
-    kernel: Kernel, detection: Detection, cal: Calibration, block: tuple[int, int, int]
-) -> tuple[int, int, int]:
+def _assumed_grid(dims: int, block: tuple[int, int, int], cal: Calibration) -> tuple[int, int, int]:
     """The grid assumed when nothing gives it: ``default_grid``, or for a kernel indexing two
-    (three) dimensions the blocks covering a 1024 x 1024 square (128 x 128 x 64 cube) of
-    threads, as many as a 1-D kernel is assumed to run (a tiled matrix product's rows and
-    columns: not 1 M columns of a single row)."""
-    sides = None if kernel.is_offload else _ASSUMED_SIDES.get(_index_dims(kernel, detection))
+    (three) dimensions (``dims``) the blocks covering a 1024 x 1024 square (128 x 128 x 64
+    cube) of threads, as many as a 1-D kernel is assumed to run (a tiled matrix product's
+    rows and columns: not 1 M columns of a single row); the block assumed with it is 16 x 16
+    (8 x 8 x 4): ``_ASSUMED_BLOCKS``."""
+    sides = _ASSUMED_SIDES.get(dims)
     if sides is None:
         return cal.default_grid
     x, y, z = (max(1, -(-side // max(b, 1))) for side, b in zip(sides, block, strict=True))
