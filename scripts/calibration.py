@@ -9,8 +9,9 @@ name hashes to an even bucket (the half the constants were chosen on) and the od
 
 * the balanced accuracy of the compute/bandwidth verdicts, and
 * the count fit the constant is about: median |log10(estimated / measured)| of integer
-  operations (loop defaults, OpenMP runtime costs) or of DRAM bytes (cache constants),
-  over the rows where the measurement is positive.
+  operations (loop defaults, OpenMP runtime costs), of DRAM bytes (cache constants) or of
+  the launch time (latency constants), over the rows where the measurement is positive,
+  and the share of those rows within 2x.
 
 The chosen value is marked ``*``. Labels and measurements are used here only, to show the
 fit; the estimator never reads them.
@@ -48,6 +49,8 @@ SWEEPS: dict[str, tuple[tuple[float, ...], str]] = {
     "launch_floor": ((0, 2048, 4096, 8192), "bytes"),
     "dependent_cycles": ((8, 16, 32, 64), "bytes"),
     "load_cycles": ((0, 100, 200, 400), "bytes"),
+    "chain_exponent": ((0.8, 0.85, 0.95, 1.0), "seconds"),
+    "chain_pivot": ((3.0e4, 3.0e5), "seconds"),
     "warp_cycles": ((0, 6, 11, 22), "seconds"),
     "launch_seconds": ((1.0e-6, 2.0e-6, 3.0e-6, 4.0e-6), "seconds"),
 }
@@ -98,10 +101,10 @@ QUANTITY: dict[str, tuple[Callable[[KernelEstimate], float], str, str | None]] =
 
 def evaluate(
     jobs: list, gpu: Any, cal: Calibration, quantity: str
-) -> dict[int, tuple[float, float]]:  # type: ignore[type-arg]
+) -> dict[int, tuple[float, float, float]]:  # type: ignore[type-arg]
     est, measured_key, language = QUANTITY[quantity]
     ridge = gpu.ridges()
-    out: dict[int, tuple[float, float]] = {}
+    out: dict[int, tuple[float, float, float]] = {}
     per_bucket: dict[int, tuple[list[tuple[str, str]], list[float]]] = {0: ([], []), 1: ([], [])}
     for r, k, det, inputs in jobs:
         a = analyze(k, det, gpu, inputs, None, cal)
@@ -113,7 +116,12 @@ def evaluate(
         if m > 0 and x > 0 and (language is None or r["language"] == language):
             errs.append(abs(math.log10(x / m)))
     for b, (pairs, errs) in per_bucket.items():
-        out[b] = (balanced_accuracy(pairs), statistics.median(errs) if errs else float("nan"))
+        within = sum(e <= math.log10(2) for e in errs) / len(errs) if errs else float("nan")
+        out[b] = (
+            balanced_accuracy(pairs),
+            statistics.median(errs) if errs else float("nan"),
+            within,
+        )
     return out
 
 
@@ -143,14 +151,17 @@ def main() -> int:
         if ns.only and name != ns.only:
             continue
         chosen = getattr(CALIBRATION, name)
-        print(f"{name} (fit to {quantity}: median |log10 est/measured|)")
-        print(f"  {'value':>10}  {'BA even':>8} {'BA odd':>8}  {'err even':>8} {'err odd':>8}")
+        print(f"{name} (fit to {quantity}: median |log10 est/measured|, share within 2x)")
+        print(
+            f"  {'value':>10}  {'BA even':>8} {'BA odd':>8}  {'err even':>8} {'err odd':>8}"
+            f"  {'2x even':>8} {'2x odd':>8}"
+        )
         for v in sorted(set(values) | {chosen}):
             res = evaluate(jobs, gpu, replace(CALIBRATION, **{name: v}), quantity)
             mark = "*" if v == chosen else " "
             print(
                 f"{mark} {v:>10g}  {res[0][0]:8.4f} {res[1][0]:8.4f}  "
-                f"{res[0][1]:8.3f} {res[1][1]:8.3f}",
+                f"{res[0][1]:8.3f} {res[1][1]:8.3f}  {res[0][2]:8.3f} {res[1][2]:8.3f}",
                 flush=True,
             )
         print()

@@ -247,3 +247,21 @@ def test_loop_control_beside_the_chain_takes_no_latency(rtx) -> None:  # type: i
     )  # fmt: skip
     assert t.limit == "latency"
     assert t.seconds == pytest.approx(6e5 * 32.5 / 1.44e9)
+
+
+def test_a_long_chain_overlaps_and_a_short_one_waits_longer(rtx) -> None:  # type: ignore[no-untyped-def]
+    # the chain of test_a_few_threads_run_at_their_latency, 3.25 x 10^7 cycles, as its 0.9th
+    # power about 10^5 cycles: 10^5 x 325^0.9 = 1.834 x 10^7 cycles, 12.7 ms (22.6 ms counted)
+    def chained(int_ops: float) -> float:
+        return launch_time(
+            {"int": 256 * int_ops}, 1024.0, 256.0, rtx, dependent_cycles=CYCLES,
+            threads_per_sm=PER_SM, chain_exponent=0.9, chain_pivot=1e5,
+        ).seconds  # fmt: skip
+
+    assert chained(1e6) == pytest.approx(1e5 * 325**0.9 / 1.44e9)
+    assert chained(1e6) < 1e6 * 32.5 / 1.44e9
+    # 100 ops a thread, 3250 cycles counted: 10^5 x 0.0325^0.9 = 4578 cycles, longer
+    assert chained(100.0) == pytest.approx(1e5 * 0.0325**0.9 / 1.44e9)
+    assert chained(100.0) > 100 * 32.5 / 1.44e9
+    # at the pivot, as counted
+    assert chained(1e5 / 32.5) == pytest.approx(1e5 / 1.44e9)

@@ -22,6 +22,7 @@ The RTX 3080's ridge points: fp32 32.97, fp64 0.5152, int 16.485 ops/byte; L2 5 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ from counting_helpers import buffer_of, count, detected
 
 from roofline_lsp.detect.kernels import detect
 from roofline_lsp.estimate.kernel_estimate import KernelEstimate
-from roofline_lsp.estimate.roofline import Inputs, analyze, estimate
+from roofline_lsp.estimate.roofline import CALIBRATION, Inputs, analyze, estimate
 from roofline_lsp.model.gpus import load_registry
 from roofline_lsp.present.explanations import explanation, term_text
 
@@ -995,25 +996,27 @@ def test_updates_of_one_counter_run_one_after_another(gpu) -> None:  # type: ign
 
 
 def test_a_long_small_launch_is_charged_the_display_traffic_it_runs_through(gpu) -> None:  # type: ignore[no-untyped-def]
-    # spin<<<1, 256>>>(out, 1 << 22): per thread 2 (prologue) + 2^22 x 1.5 (the IMAD, and the
+    # spin<<<1, 32>>>(out, 1 << 22): per thread 2 (prologue) + 2^22 x 1.5 (the IMAD, and the
     # loop's increment and test once per 4 unrolled iterations: 2 / 4) + 1 (the store's
-    # address) = 6291459 integer ops. 256 threads are one wave far from filling the GPU: the launch
-    # runs at its threads' latency, 32 cycles a dependent instruction + 0.5 for the warp's 32
-    # threads on the SM's 64 INT lanes: 6291459 x 32.5 cycles / 1.44 GHz = 142.0 ms, 8.52
-    # refreshes of the RTX 3080's 60 Hz display: 9 frames of 20 MB read while it runs. Its own
-    # DRAM bytes: 1 kB stored (half stays in L2: 512) + the 4096-byte floor = 4608.
-    # int AI = 256 x 6291459 / (180e6 + 4608) = 8.95 < 16.485: bandwidth-bound as measured.
+    # address) = 6291459 integer ops. One warp is far from filling the GPU: the launch runs at
+    # its thread's latency, 32 cycles a dependent instruction + 0.5 for the warp's 32 threads
+    # on the SM's 64 INT lanes: 6291459 x 32.5 = 2.0447e8 cycles counted, a chain that runs
+    # as its 0.9th power about 10^5 cycles: 10^5 x 2044.72^0.9 = 9.541e7 cycles / 1.44 GHz =
+    # 66.25 ms, 3.98 refreshes of the RTX 3080's 60 Hz display: 4 frames of 20 MB read while
+    # it runs. Its own DRAM bytes: 128 B stored (half stays in L2: 64) + the 4096-byte floor
+    # = 4160. int AI = 32 x 6291459 / (80e6 + 4160) = 2.52 < 16.485: bandwidth-bound.
     a = _run(gpu, "few_threads_spin.cu")
     assert a.counts.int_ops == pytest.approx(6291459)
     assert a.time is not None and a.time.limit == "latency"
-    assert a.time.seconds == pytest.approx(6291459 * 32.5 / 1.44e9)
-    assert a.memory.kernel_bytes == pytest.approx(512 + FLOOR)
-    assert a.memory.display_bytes == pytest.approx(9 * 20e6)
-    assert a.ai["int"] == pytest.approx(256 * 6291459 / (180e6 + 4608))
+    assert a.time.seconds == pytest.approx(1e5 * (6291459 * 32.5 / 1e5) ** 0.9 / 1.44e9)
+    assert a.time.seconds == pytest.approx(66.25e-3, rel=1e-3)
+    assert a.memory.kernel_bytes == pytest.approx(64 + FLOOR)
+    assert a.memory.display_bytes == pytest.approx(4 * 20e6)
+    assert a.ai["int"] == pytest.approx(32 * 6291459 / (80e6 + 4160))
     k, det = _kernel("few_threads_spin.cu")
     v = estimate(k, det, gpu)
     assert v.bound == "bandwidth"
-    assert "+ 180 MB the display reads during the launch's ~142 ms" in explanation(v)
+    assert "+ 80 MB the display reads during the launch's ~66.3 ms" in explanation(v)
     # the H100 profile drives no display: the same launch is compute-bound
     h100 = load_registry().get("h100")
     assert estimate(k, det, h100).bound == "compute"
@@ -1046,9 +1049,11 @@ def test_an_offloaded_loop_of_few_iterations_runs_at_its_busy_threads_latency(gp
     # (2^19 instructions as FLOP / 2) at 32 cycles a dependent instruction plus the issue
     # (0.5 INT, 0.25 FP32), the runtime's 30 integer ops of every thread, and its 2^20
     # loads of x (lanes 2^20 elements apart: not one address for the warp) at 200 cycles:
-    # ((1572883 + 30) x 32.5 + 524288 x 32.25 + 1048576 x 200) cycles / 1.44 GHz = 192.9 ms,
-    # 11.6 refreshes: 12 frames of 20 MB. Spread over all 65536 threads the launch would
-    # take 0.77 ms (its 419 MB at 72% of 760.3 GB/s) and read no frame.
+    # (1572891 + 30) x 32.5 + 524288 x 32.25 + 1048576 x 200 = 2.777e8 cycles counted (192.9
+    # ms), a chain that runs as its 0.9th power about 10^5 cycles: 10^5 x 2777.4^0.9 =
+    # 1.257e8 cycles / 1.44 GHz = 87.3 ms, 5.24 refreshes: 5 frames of 20 MB. Spread over all
+    # 65536 threads the launch would take 0.77 ms (its 419 MB at 72% of 760.3 GB/s) and read
+    # no frame.
     k, det = _kernel("omp_few_iterations.cpp")
     a = analyze(k, det, gpu, Inputs(block=(256, 1, 1), grid=(256, 1, 1)))
     assert (a.threads, a.gpu_threads) == (100.0, 65536.0)
@@ -1056,9 +1061,10 @@ def test_an_offloaded_loop_of_few_iterations_runs_at_its_busy_threads_latency(gp
     assert a.counts.flops["fp32"] == pytest.approx(2**20)
     chain = (a.counts.int_ops + 30) * 32.5 + a.counts.flops["fp32"] / 2 * 32.25 + 2**20 * 200
     assert a.time is not None and a.time.limit == "latency"
-    assert a.time.seconds == pytest.approx(chain / 1.44e9)
-    assert a.time.seconds == pytest.approx(0.1929, rel=1e-3)
-    assert a.memory.display_bytes == pytest.approx(12 * 20e6)
+    assert chain / 1.44e9 == pytest.approx(0.1929, rel=1e-3)
+    assert a.time.seconds == pytest.approx(1e5 * (chain / 1e5) ** 0.9 / 1.44e9)
+    assert a.time.seconds == pytest.approx(0.0873, rel=1e-3)
+    assert a.memory.display_bytes == pytest.approx(5 * 20e6)
     # the runtime's integer ops still count on every launched thread
     assert a.totals["int"] == pytest.approx(100 * a.counts.int_ops + 30 * 65536)
 
@@ -1067,16 +1073,28 @@ def test_a_thread_walking_its_own_row_waits_on_its_loads(gpu) -> None:  # type: 
     # row_walks.cu: 16 blocks of 256 threads (one wave), each summing 4096 floats. Either
     # kernel: 4096 FP32 adds (2048 instructions as FLOP / 2) at 32.25 cycles and ~6150
     # integer ops at 32.5. row_sums loads m[i * 4096 + k], lanes 4096 elements apart: each
-    # of its 4096 loads waits 200 cycles more, (6149 x 32.5 + 2048 x 32.25 + 4096 x 200)
-    # / 1.44 GHz = 0.754 ms; vector_sums' v[k] is one address for the whole warp (an L1
-    # hit after the first warp): 0.185 ms
-    row, vec = (analyze(*_kernel("row_walks.cu", k), gpu) for k in ("row_sums", "vector_sums"))
+    # of its 4096 loads waits 200 cycles more, a chain of (6149 x 32.5 + 2048 x 32.25 + 4096
+    # x 200) = 1.085e6 cycles, 0.754 ms as counted; vector_sums' v[k] is one address for the
+    # whole warp (an L1 hit after the first warp): 2.659e5 cycles, 0.185 ms.
+    def walks(cal):  # type: ignore[no-untyped-def]
+        kernels = (_kernel("row_walks.cu", k) for k in ("row_sums", "vector_sums"))
+        return (analyze(k, det, gpu, calibration=cal) for k, det in kernels)
+
+    row, vec = walks(replace(CALIBRATION, chain_exponent=1.0))
     for a in (row, vec):
         assert a.threads == 4096 and a.counts.flops["fp32"] == 4096
         assert a.time is not None and a.time.limit == "latency"
     alu = row.counts.int_ops * 32.5 + 2048 * 32.25
     assert row.time.seconds == pytest.approx((alu + 4096 * 200) / 1.44e9)  # type: ignore[union-attr]
     assert row.time.seconds == pytest.approx(0.754e-3, rel=1e-3)  # type: ignore[union-attr]
-    assert vec.time.seconds == pytest.approx(  # type: ignore[union-attr]
-        (vec.counts.int_ops * 32.5 + 2048 * 32.25) / 1.44e9
-    )
+    vec_chain = vec.counts.int_ops * 32.5 + 2048 * 32.25
+    assert vec.time.seconds == pytest.approx(vec_chain / 1.44e9)  # type: ignore[union-attr]
+    # the chains as they run, their 0.9th power about 10^5 cycles: row_sums' 8.55e5 cycles,
+    # 0.594 ms, is now below the 0.728 ms its L1 wavefronts (2^24 for its loads, a line for
+    # each lane of each; 128 for its stores, a line a warp) and 128 warps' 11 cycles take on
+    # its 16 SMs: (2^24 + 128 + 1408) / (16 x 1.44 GHz)
+    row, vec = walks(CALIBRATION)
+    assert row.time is not None and row.time.limit == "throughput"
+    assert row.time.seconds == pytest.approx((2**24 + 128 + 128 * 11) / (16 * 1.44e9))
+    assert vec.time is not None and vec.time.limit == "latency"
+    assert vec.time.seconds == pytest.approx(1e5 * (vec_chain / 1e5) ** 0.9 / 1.44e9)

@@ -25,7 +25,10 @@ A launch takes the longest of these times:
   comes from L2 (~200 cycles) or DRAM, so a thread walking memory (its own row of a
   matrix, a line for each of its loads) waits on memory more than on its arithmetic; a load
   of one address by the whole warp is an L1 hit after the first warp and waits no longer
-  than an ALU result.
+  than an ALU result. Counted so, every instruction waits on the one before it; a long chain
+  does not (an unrolled loop's iterations, independent sums, loads in flight overlap), a
+  short one waits on more than its count (its first loads' DRAM latency): a thread's chain of
+  ``c`` cycles is taken to run ``chain_pivot x (c / chain_pivot) ^ chain_exponent`` cycles.
 
 - **launch**: starting the blocks and draining them takes a few microseconds however little
   a launch does (``launch_seconds``);
@@ -103,6 +106,8 @@ def launch_time(
     wavefronts: float = 0.0,
     warp_cycles: float = 0.0,
     unchained_ints: float = 0.0,
+    chain_exponent: float = 1.0,
+    chain_pivot: float = 1.0,
 ) -> LaunchTime:
     """The time of a launch of ``gpu_threads`` threads, ``busy_threads`` of them (all when
     None) doing ``totals`` (FLOP by precision, ``"int"`` ops; over the launch), each also
@@ -116,7 +121,8 @@ def launch_time(
     integer ops (over the launch) issue beside the threads' dependent chains and take no
     latency of their own: the loop control a release build adds where it unrolls a loop less
     than the counter assumes (negative where it removes some: the chain's cycles were
-    calibrated on the counter's control)."""
+    calibrated on the counter's control). A thread's chain of ``c`` cycles runs
+    ``chain_pivot x (c / chain_pivot) ^ chain_exponent`` (1: as counted)."""
     flops = {p: n for p, n in totals.items() if p != "int"}
     work_ints = totals.get("int", 0.0)
     int_ops = work_ints + thread_ints * gpu_threads
@@ -138,6 +144,8 @@ def launch_time(
     cycles += loads * load_cycles
     waves = math.ceil(threads / (gpu.sm_count * threads_per_sm))
     chain = cycles / threads + thread_ints * int_cycles
+    if chain > 0 and chain_exponent != 1.0:
+        chain = chain_pivot * (chain / chain_pivot) ** chain_exponent
     latency = chain * waves / (gpu.clock_ghz * 1e9)
     serial = contended * atomic_cycles / (gpu.clock_ghz * 1e9)
     if launch_seconds > max(serial, latency, throughput):
